@@ -1,0 +1,96 @@
+/**
+ * Builds the Hono app from its parts. No environment, no network, no listen:
+ * tests call `app.request(…)` on it directly, `main.ts` serves it.
+ */
+import { Hono } from 'hono';
+import { randomBytes } from 'node:crypto';
+import { TollgateError, renderError } from './errors.js';
+import type { Logger } from './logger.js';
+import { createProxyRoutes } from './proxy/routes.js';
+import type { Upstream } from './proxy/upstream.js';
+import type { NodeBindings } from './proxy/client-request.js';
+
+export interface AppEnv {
+  Variables: { requestId: string };
+  /** Present when served by @hono/node-server; absent under `app.request`. */
+  Bindings: Partial<NodeBindings> | undefined;
+}
+
+export interface AppDeps {
+  readonly upstream: Upstream;
+  readonly logger: Logger;
+  readonly maxBodyBytes: number;
+  /** Flipped by main.ts on SIGTERM: /readyz turns 503 and connections are closed after their response. */
+  readonly lifecycle?: { shuttingDown: boolean };
+  readonly now?: () => number;
+}
+
+/** Random per process, so ids from many proxy processes never collide. */
+const PROCESS_TAG = randomBytes(6).toString('hex');
+let sequence = 0;
+
+/**
+ * A request id, the ledger's key: time-ordered, unique across processes (a
+ * random per-process tag) and cheap (a counter, no random bytes per request).
+ */
+export function newRequestId(): string {
+  sequence = (sequence + 1) % 0x1000000;
+  return `req_${Date.now().toString(36)}${PROCESS_TAG}${sequence.toString(36).padStart(5, '0')}`;
+}
+
+export function createApp(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const lifecycle = deps.lifecycle ?? { shuttingDown: false };
+
+  app.use('*', async function assignRequestId(c, next) {
+    c.set('requestId', newRequestId());
+    await next();
+    if (lifecycle.shuttingDown) c.res.headers.set('connection', 'close');
+  });
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }, 200, { 'x-request-id': c.get('requestId') }));
+  app.get('/readyz', (c) =>
+    lifecycle.shuttingDown
+      ? c.json({ status: 'shutting_down' }, 503, { 'x-request-id': c.get('requestId') })
+      : c.json({ status: 'ready' }, 200, { 'x-request-id': c.get('requestId') }),
+  );
+
+  app.route('/', createProxyRoutes({ upstream: deps.upstream, logger: deps.logger, maxBodyBytes: deps.maxBodyBytes, ...(deps.now ? { now: deps.now } : {}) }));
+
+  app.notFound((c) => {
+    const known = KNOWN_PATHS.has(c.req.path);
+    throw known
+      ? new TollgateError('method_not_allowed', `Method ${c.req.method} is not allowed on ${c.req.path}.`)
+      : new TollgateError('unknown_url', `Invalid URL (${c.req.method} ${c.req.path}).`);
+  });
+
+  app.onError((error, c) => {
+    const requestId = c.get('requestId') ?? newRequestId();
+    const known = error instanceof TollgateError ? error : undefined;
+    const rendered = renderError(known ?? new TollgateError('internal_error', 'Tollgate hit an internal error; the request id identifies it in the logs.'));
+    if (known === undefined) {
+      deps.logger.error({ requestId, err: error, path: c.req.path }, 'unhandled error');
+    } else if (rendered.status >= 500 || rendered.status === 499) {
+      deps.logger.warn({ requestId, code: known.code, path: c.req.path, cause: describeCause(known.cause) }, known.message);
+    } else {
+      deps.logger.info({ requestId, code: known.code, status: rendered.status, path: c.req.path }, known.message);
+    }
+    const headers: Record<string, string> = { ...known?.headers, 'x-request-id': requestId };
+    // The rest of an oversized body is not worth reading: close after answering.
+    if (known?.code === 'body_too_large') headers.connection = 'close';
+    return c.json(rendered.body, rendered.status as 400, headers);
+  });
+
+  return app;
+}
+
+const KNOWN_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses', '/v1/models', '/healthz', '/readyz']);
+
+/** A cause for the logs: class and message only (never a request/headers object). */
+function describeCause(cause: unknown): string | undefined {
+  if (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    return `${cause.name}${typeof code === 'string' ? ` ${code}` : ''}: ${cause.message}`;
+  }
+  return cause === undefined ? undefined : String(cause);
+}

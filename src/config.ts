@@ -1,0 +1,154 @@
+/**
+ * Tollgate's configuration: one zod schema over the environment, read once.
+ * This is the only module that reads `process.env`; everything else receives
+ * a {@link Config}.
+ */
+import { z } from 'zod';
+
+const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
+
+/** "20mb", "512kb", "1048576" → bytes. */
+const byteSize = z.string().trim().transform((text, ctx) => {
+  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text);
+  const factor = match ? BYTE_UNITS[(match[2] || 'b').toLowerCase()] : undefined;
+  if (!match || factor === undefined) {
+    ctx.addIssue({ code: 'custom', message: `"${text}" is not a size (e.g. 20mb, 512kb, 1048576)` });
+    return z.NEVER;
+  }
+  const bytes = Math.floor(Number(match[1]) * factor);
+  if (bytes < 1) {
+    ctx.addIssue({ code: 'custom', message: 'must be at least one byte' });
+    return z.NEVER;
+  }
+  return bytes;
+});
+
+/** "30s", "250ms", "10m", "5000" (milliseconds) → milliseconds. */
+const duration = z.string().trim().transform((text, ctx) => {
+  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text);
+  const factor = match ? DURATION_UNITS[(match[2] || 'ms').toLowerCase()] : undefined;
+  if (!match || factor === undefined) {
+    ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration (e.g. 30s, 250ms, 10m)` });
+    return z.NEVER;
+  }
+  return Math.round(Number(match[1]) * factor);
+});
+
+const port = z
+  .string()
+  .trim()
+  .regex(/^\d+$/, 'must be a whole number')
+  .transform(Number)
+  .refine((n) => n >= 0 && n <= 65_535, 'must be between 0 and 65535');
+
+const positiveInt = z
+  .string()
+  .trim()
+  .regex(/^\d+$/, 'must be a whole number')
+  .transform(Number)
+  .refine((n) => n > 0, 'must be greater than zero');
+
+const upstreamUrl = z
+  .string()
+  .trim()
+  .refine((text) => {
+    try {
+      const url = new URL(text);
+      return url.protocol === 'http:' || url.protocol === 'https:';
+    } catch {
+      return false;
+    }
+  }, 'must be an http(s) URL such as https://api.openai.com/v1')
+  // One canonical form: no trailing slash, so `${base}/chat/completions` is right.
+  .transform((text) => text.replace(/\/+$/, ''));
+
+const envSchema = z.object({
+  /** Port the proxy listens on. */
+  TOLLGATE_PORT: port.default(8787),
+  /** Interface the proxy binds; 0.0.0.0 to accept remote clients. */
+  TOLLGATE_HOST: z.string().trim().min(1).default('127.0.0.1'),
+  /** Base URL of the OpenAI-compatible upstream, including its version path. */
+  TOLLGATE_UPSTREAM_URL: upstreamUrl.default('https://api.openai.com/v1'),
+  /** The provider key Tollgate uses upstream; falls back to OPENAI_API_KEY. */
+  TOLLGATE_UPSTREAM_KEY: z.string().trim().min(1).optional(),
+  OPENAI_API_KEY: z.string().trim().min(1).optional(),
+  /** Time allowed to open a TCP/TLS connection to the upstream. */
+  TOLLGATE_UPSTREAM_CONNECT_TIMEOUT: duration.default(10_000),
+  /** Time allowed for the upstream to send response headers (non-streamed answers arrive whole, so this is long). */
+  TOLLGATE_UPSTREAM_HEADERS_TIMEOUT: duration.default(600_000),
+  /** Longest silence allowed between two chunks of an upstream body (stream idle timeout). */
+  TOLLGATE_UPSTREAM_IDLE_TIMEOUT: duration.default(300_000),
+  /** Keep-alive connections kept open per upstream origin. */
+  TOLLGATE_UPSTREAM_CONNECTIONS: positiveInt.default(128),
+  /** Largest request body accepted from a client; enforced while reading. */
+  TOLLGATE_MAX_BODY: byteSize.default(20 * 1024 * 1024),
+  /** Time a client has to send its whole request (slow clients are cut off). */
+  TOLLGATE_REQUEST_TIMEOUT: duration.default(60_000),
+  /** Time in-flight requests and streams get to finish on SIGTERM/SIGINT. */
+  TOLLGATE_SHUTDOWN_TIMEOUT: duration.default(30_000),
+  /** pino log level. */
+  TOLLGATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+/** Tollgate's configuration, validated and with defaults applied. */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly upstream: {
+    readonly url: string;
+    /** Absent only when no key was configured; the upstream will then answer 401. */
+    readonly apiKey: string | undefined;
+    readonly connectTimeoutMs: number;
+    readonly headersTimeoutMs: number;
+    readonly idleTimeoutMs: number;
+    readonly connections: number;
+  };
+  readonly maxBodyBytes: number;
+  readonly requestTimeoutMs: number;
+  readonly shutdownTimeoutMs: number;
+  readonly logLevel: z.infer<typeof envSchema>['TOLLGATE_LOG_LEVEL'];
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Reads and validates the configuration. Empty variables count as unset.
+ * Throws {@link ConfigError} naming every bad variable at once.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const present: Record<string, string> = {};
+  for (const name of Object.keys(envSchema.shape)) {
+    const value = env[name];
+    if (value !== undefined && value.trim() !== '') present[name] = value;
+  }
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.TOLLGATE_PORT,
+    host: e.TOLLGATE_HOST,
+    upstream: {
+      url: e.TOLLGATE_UPSTREAM_URL,
+      apiKey: e.TOLLGATE_UPSTREAM_KEY ?? e.OPENAI_API_KEY,
+      connectTimeoutMs: e.TOLLGATE_UPSTREAM_CONNECT_TIMEOUT,
+      headersTimeoutMs: e.TOLLGATE_UPSTREAM_HEADERS_TIMEOUT,
+      idleTimeoutMs: e.TOLLGATE_UPSTREAM_IDLE_TIMEOUT,
+      connections: e.TOLLGATE_UPSTREAM_CONNECTIONS,
+    },
+    maxBodyBytes: e.TOLLGATE_MAX_BODY,
+    requestTimeoutMs: e.TOLLGATE_REQUEST_TIMEOUT,
+    shutdownTimeoutMs: e.TOLLGATE_SHUTDOWN_TIMEOUT,
+    logLevel: e.TOLLGATE_LOG_LEVEL,
+  };
+}
+
+/** Names and descriptions of every variable, for `--help` and the README table. */
+export const CONFIG_VARIABLES = Object.keys(envSchema.shape);

@@ -1,0 +1,142 @@
+/**
+ * Errors Tollgate itself answers with, in OpenAI's shape
+ * `{"error":{"message","type","param","code"}}`, so the SDKs raise their typed
+ * errors (BadRequestError, AuthenticationError, RateLimitError, …).
+ *
+ * Every code maps to exactly one status and type in {@link describeCode}; the
+ * one renderer is {@link renderError}. Messages never contain secrets.
+ */
+
+export type ErrorCode =
+  // the request itself
+  | 'invalid_json'
+  | 'invalid_request'
+  | 'invalid_type'
+  | 'invalid_value'
+  | 'body_too_large'
+  | 'unsupported_media_type'
+  | 'unknown_url'
+  | 'method_not_allowed'
+  | 'context_length_exceeded'
+  | 'request_timeout'
+  | 'client_closed_request'
+  // who is asking
+  | 'missing_api_key'
+  | 'invalid_api_key'
+  | 'key_revoked'
+  | 'key_expired'
+  | 'model_not_allowed'
+  | 'admin_disabled'
+  | 'invalid_admin_token'
+  // limits and budgets
+  | 'rate_limit_exceeded'
+  | 'insufficient_quota'
+  | 'exceeds_limit_burst'
+  | 'limiter_unavailable'
+  // the upstream
+  | 'upstream_unreachable'
+  | 'upstream_timeout'
+  | 'upstream_bad_response'
+  | 'upstream_not_configured'
+  // ourselves
+  | 'shutting_down'
+  | 'internal_error';
+
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'rate_limit_error'
+  | 'insufficient_quota'
+  | 'server_error'
+  | 'upstream_error';
+
+/** The single place where a code decides its HTTP status and OpenAI error type. */
+export function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
+  switch (code) {
+    case 'invalid_json':
+    case 'invalid_request':
+    case 'invalid_type':
+    case 'invalid_value':
+    case 'context_length_exceeded':
+    case 'exceeds_limit_burst':
+      return { status: 400, type: 'invalid_request_error' };
+    case 'request_timeout':
+      return { status: 408, type: 'invalid_request_error' };
+    case 'client_closed_request':
+      // nginx's convention; nobody is left to read it, but logs and metrics are.
+      return { status: 499, type: 'invalid_request_error' };
+    case 'body_too_large':
+      return { status: 413, type: 'invalid_request_error' };
+    case 'unsupported_media_type':
+      return { status: 415, type: 'invalid_request_error' };
+    case 'unknown_url':
+      return { status: 404, type: 'invalid_request_error' };
+    case 'method_not_allowed':
+      return { status: 405, type: 'invalid_request_error' };
+    case 'missing_api_key':
+    case 'invalid_api_key':
+    case 'key_revoked':
+    case 'key_expired':
+    case 'invalid_admin_token':
+      return { status: 401, type: 'authentication_error' };
+    case 'model_not_allowed':
+      return { status: 403, type: 'permission_error' };
+    case 'admin_disabled':
+      return { status: 404, type: 'not_found_error' };
+    case 'rate_limit_exceeded':
+      return { status: 429, type: 'rate_limit_error' };
+    case 'insufficient_quota':
+      return { status: 429, type: 'insufficient_quota' };
+    case 'limiter_unavailable':
+      return { status: 503, type: 'server_error' };
+    case 'upstream_unreachable':
+    case 'upstream_bad_response':
+    case 'upstream_not_configured':
+      return { status: 502, type: 'upstream_error' };
+    case 'upstream_timeout':
+      return { status: 504, type: 'upstream_error' };
+    case 'shutting_down':
+      return { status: 503, type: 'server_error' };
+    case 'internal_error':
+      return { status: 500, type: 'server_error' };
+  }
+}
+
+/** An error Tollgate answers with. Thrown by handlers, rendered once by the app's error handler. */
+export class TollgateError extends Error {
+  override readonly name = 'TollgateError';
+  readonly code: ErrorCode;
+  readonly param: string | null;
+  /** Extra response headers (Retry-After, x-should-retry, …). */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { param?: string | null; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.param = options.param ?? null;
+    this.headers = options.headers ?? {};
+  }
+
+  get status(): number {
+    return describeCode(this.code).status;
+  }
+}
+
+export interface OpenAIErrorBody {
+  error: { message: string; type: ErrorType; param: string | null; code: ErrorCode };
+}
+
+/** The body and status for an error; the caller adds `x-request-id`. */
+export function renderError(error: TollgateError): { status: number; body: OpenAIErrorBody } {
+  const { status, type } = describeCode(error.code);
+  return {
+    status,
+    body: { error: { message: error.message, type, param: error.param, code: error.code } },
+  };
+}

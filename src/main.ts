@@ -1,0 +1,89 @@
+/**
+ * Boots Tollgate: builds the parts from the config, serves the app with
+ * @hono/node-server, and shuts down cleanly — stop accepting, let in-flight
+ * requests and streams finish up to a deadline, then close what is left.
+ */
+import { serve } from '@hono/node-server';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app.js';
+import type { Config } from './config.js';
+import { createLogger, flushLogger, type Logger } from './logger.js';
+import { createUpstream } from './proxy/upstream.js';
+
+export interface RunningServer {
+  readonly url: string;
+  readonly port: number;
+  /** Graceful stop; resolves when everything is closed. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly logger?: Logger;
+}
+
+/** Starts the proxy on `config.host:config.port` (port 0 picks a free one). */
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const upstream = createUpstream(config.upstream);
+  const lifecycle = { shuttingDown: false };
+  const app = createApp({ upstream, logger, maxBodyBytes: config.maxBodyBytes, lifecycle });
+
+  const server = await new Promise<Server>((resolve, reject) => {
+    const created = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(created as Server)) as Server;
+    created.once('error', reject);
+  });
+  // Slow clients: the whole request must arrive within requestTimeout, headers sooner.
+  server.requestTimeout = config.requestTimeoutMs;
+  server.headersTimeout = Math.min(config.requestTimeoutMs, 30_000);
+  // Longer than common load-balancer idle timeouts (60 s), so the LB closes first.
+  server.keepAliveTimeout = 65_000;
+
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  server.on('request', (_req, res) => {
+    inFlight += 1;
+    res.once('close', () => {
+      inFlight -= 1;
+      if (inFlight === 0) drained?.();
+    });
+  });
+
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info({ url, upstream: config.upstream.url, upstreamKey: config.upstream.apiKey === undefined ? 'missing' : 'set' }, 'tollgate listening');
+
+  let closing: Promise<void> | undefined;
+  async function shutDown(): Promise<void> {
+    lifecycle.shuttingDown = true;
+    logger.info({ inFlight }, 'shutting down: no new connections, waiting for in-flight requests');
+    const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    if (inFlight > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const finished = new Promise<void>((resolve) => {
+        drained = resolve;
+      });
+      const deadline = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), config.shutdownTimeoutMs);
+      });
+      const result = await Promise.race([finished, deadline]);
+      clearTimeout(timer);
+      if (result === 'timeout') logger.warn({ inFlight }, 'shutdown deadline reached; closing remaining connections');
+    }
+    server.closeAllConnections();
+    await stopped;
+    await upstream.close();
+    logger.info('shutdown complete');
+    await flushLogger(logger);
+  }
+
+  return {
+    url,
+    port,
+    close() {
+      closing ??= shutDown();
+      return closing;
+    },
+  };
+}

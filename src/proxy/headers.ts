@@ -1,0 +1,65 @@
+/**
+ * Which headers cross the proxy. Denylists, so headers a client or upstream
+ * adds later (openai-beta, x-stainless-*, …) pass unchanged; what is dropped
+ * is hop-by-hop, credentials, and what would reveal the proxy's own account.
+ */
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** Client headers never sent upstream: credentials (replaced by the proxy's key), routing, encoding we choose. */
+const DROP_TO_UPSTREAM = new Set([
+  ...HOP_BY_HOP,
+  'host', 'content-length', 'expect', 'authorization', 'api-key', 'x-api-key', 'cookie', 'accept-encoding',
+  // A tenant must not pick an organization or project of the proxy's account.
+  'openai-organization', 'openai-project',
+  'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip',
+]);
+
+/** Upstream headers never sent to clients. */
+const DROP_TO_CLIENT = new Set([
+  ...HOP_BY_HOP,
+  'set-cookie', 'date', 'server', 'via', 'alt-svc', 'strict-transport-security', 'report-to', 'nel',
+  // The proxy's own account details stay with the proxy.
+  'openai-organization', 'openai-project',
+  // Replaced: x-request-id is Tollgate's, the upstream's moves to x-upstream-request-id.
+  'x-request-id',
+]);
+
+/** Headers for the upstream request, built from the client's (lower-case names). */
+export function toUpstreamHeaders(incoming: Readonly<Record<string, string | string[] | undefined>>, hasBody: boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name in incoming) {
+    const value = incoming[name];
+    if (value === undefined || DROP_TO_UPSTREAM.has(name) || name.startsWith('x-tollgate-') || name.startsWith('cf-')) continue;
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  // Usage is read from the body, so ask for it uncompressed.
+  out['accept-encoding'] = 'identity';
+  if (hasBody) out['content-type'] = 'application/json';
+  return out;
+}
+
+/** Headers for the client, built from the upstream's answer. */
+export function toClientHeaders(
+  upstream: Readonly<Record<string, string | string[] | undefined>>,
+  requestId: string,
+  streaming: boolean,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name in upstream) {
+    const value = upstream[name];
+    if (value === undefined || DROP_TO_CLIENT.has(name) || name.startsWith('cf-')) continue;
+    if (streaming && name === 'content-length') continue;
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  const upstreamId = upstream['x-request-id'];
+  if (typeof upstreamId === 'string') out['x-upstream-request-id'] = upstreamId;
+  out['x-request-id'] = requestId;
+  return out;
+}
+
+/** True when the upstream answered with an SSE stream. */
+export function isEventStream(headers: Readonly<Record<string, string | string[] | undefined>>): boolean {
+  const type = headers['content-type'];
+  return typeof type === 'string' && type.toLowerCase().startsWith('text/event-stream');
+}

@@ -1,0 +1,62 @@
+/**
+ * The few fields of a client's body the proxy itself reads, validated, and
+ * the one change it makes to a body before forwarding it.
+ */
+import { TollgateError } from '../errors.js';
+import type { Endpoint } from './usage.js';
+
+export interface RequestFacts {
+  readonly model: string;
+  readonly stream: boolean;
+  /** The client asked for the final usage chunk itself (`stream_options.include_usage`). */
+  readonly clientWantsUsage: boolean;
+}
+
+/** Reads model/stream/stream_options with precise 400s for wrong types. */
+export function readRequestFacts(endpoint: Endpoint, body: Record<string, unknown>): RequestFacts {
+  const model = body.model;
+  if (model === undefined || model === null) {
+    throw new TollgateError('invalid_request', 'You must provide a model parameter.', { param: 'model' });
+  }
+  if (typeof model !== 'string' || model.trim() === '') {
+    throw new TollgateError('invalid_type', 'model must be a non-empty string.', { param: 'model' });
+  }
+  const stream = body.stream;
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
+    throw new TollgateError('invalid_type', 'stream must be a boolean.', { param: 'stream' });
+  }
+  if (stream === true && endpoint === 'embeddings') {
+    throw new TollgateError('invalid_value', 'Embeddings cannot be streamed.', { param: 'stream' });
+  }
+  const options = body.stream_options;
+  if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
+    throw new TollgateError('invalid_type', 'stream_options must be an object.', { param: 'stream_options' });
+  }
+  const includeUsage = (options as { include_usage?: unknown } | null | undefined)?.include_usage;
+  if (includeUsage !== undefined && includeUsage !== null && typeof includeUsage !== 'boolean') {
+    throw new TollgateError('invalid_type', 'stream_options.include_usage must be a boolean.', { param: 'stream_options.include_usage' });
+  }
+  return { model, stream: stream === true, clientWantsUsage: includeUsage === true };
+}
+
+/** Streams whose usage arrives only when asked for with `stream_options.include_usage`. */
+export function needsUsageInjection(endpoint: Endpoint, facts: RequestFacts): boolean {
+  return facts.stream && !facts.clientWantsUsage && (endpoint === 'chat' || endpoint === 'completions');
+}
+
+const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');
+
+/**
+ * The body to forward with `stream_options.include_usage: true`. When the
+ * client sent no stream_options, the field is spliced in after the opening
+ * brace so the rest of the client's bytes go upstream unchanged; otherwise
+ * the body is re-serialised with the option set.
+ */
+export function withUsageRequested(bytes: Buffer, body: Record<string, unknown>): Buffer {
+  if (body.stream_options === undefined) {
+    const brace = bytes.indexOf(0x7b); // '{' — the body parsed as an object, so it exists
+    return Buffer.concat([bytes.subarray(0, brace + 1), INCLUDE_USAGE, bytes.subarray(brace + 1)]);
+  }
+  const options = (body.stream_options ?? {}) as Record<string, unknown>;
+  return Buffer.from(JSON.stringify({ ...body, stream_options: { ...options, include_usage: true } }));
+}

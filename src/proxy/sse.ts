@@ -1,0 +1,235 @@
+/**
+ * A tap on an upstream SSE stream. Bytes go to the client as they arrive; on
+ * the side the tap reads the events to learn the final usage, the completion
+ * text streamed so far (to charge a stream that ends early), when the first
+ * token came, and whether the stream finished.
+ *
+ * When Tollgate asked the upstream for a usage chunk the client did not ask
+ * for, the tap withholds exactly that event and forwards every other byte as
+ * sent. Only in that mode does it hold back the (small) tail of an unfinished
+ * event until its terminating blank line arrives.
+ */
+import { readUsage, type Endpoint, type Usage } from './usage.js';
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+export interface SseTapOptions {
+  readonly endpoint: Endpoint;
+  /** Withhold the usage-only chunk (chat/completions) the client did not request. */
+  readonly stripUsageChunk: boolean;
+  /** Clock for time-to-first-token, injectable for tests. */
+  readonly now?: () => number;
+}
+
+/** An error the upstream reported inside the stream. */
+export interface StreamError {
+  readonly message: string;
+  readonly code: string | null;
+}
+
+export class SseTap {
+  private readonly endpoint: Endpoint;
+  private readonly strip: boolean;
+  private readonly now: () => number;
+  /** Bytes of an event whose terminating blank line has not arrived yet. */
+  private pending: Buffer | null = null;
+  private readonly texts: string[] = [];
+  private usageSeen: Usage | undefined;
+  private done = false;
+  private firstTokenAt: number | undefined;
+  private upstreamError: StreamError | undefined;
+  private eventCount = 0;
+
+  constructor(options: SseTapOptions) {
+    this.endpoint = options.endpoint;
+    this.strip = options.stripUsageChunk && (options.endpoint === 'chat' || options.endpoint === 'completions');
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Feeds one chunk from upstream; returns the bytes to forward (possibly the same chunk, or none). */
+  push(chunk: Uint8Array): Uint8Array | null {
+    const buffer = this.pending === null ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.pending, chunk]);
+    const { end, dropped } = this.scan(buffer);
+    this.pending = end < buffer.byteLength ? Buffer.from(buffer.subarray(end)) : null;
+    if (!this.strip) return chunk;
+    const complete = buffer.subarray(0, end);
+    const forward = dropped.length === 0 ? complete : removeRanges(complete, dropped);
+    return forward.byteLength === 0 ? null : forward;
+  }
+
+  /** Ends the stream; returns held-back bytes of an unterminated last event, if any. */
+  finish(): Uint8Array | null {
+    const rest = this.pending;
+    this.pending = null;
+    if (rest === null) return null;
+    // A last event without its blank line still counts (some servers omit it).
+    const { dropped } = this.scan(Buffer.concat([rest, Buffer.from('\n\n')]));
+    if (!this.strip) return null;
+    return dropped.length > 0 ? null : rest;
+  }
+
+  /** The usage the upstream reported, once its usage chunk or completion event arrived. */
+  get usage(): Usage | undefined {
+    return this.usageSeen;
+  }
+
+  /** True once `[DONE]` (or the Responses API's terminal event) was seen. */
+  get finished(): boolean {
+    return this.done;
+  }
+
+  /** When the first non-empty piece of output arrived (ms, per the tap's clock). */
+  get firstTokenTime(): number | undefined {
+    return this.firstTokenAt;
+  }
+
+  /** An error event the upstream sent inside the stream, if any. */
+  get error(): StreamError | undefined {
+    return this.upstreamError;
+  }
+
+  /** All completion text streamed so far (content, tool-call arguments, refusals) concatenated. */
+  completionText(): string {
+    return this.texts.join('');
+  }
+
+  get events(): number {
+    return this.eventCount;
+  }
+
+  /**
+   * Walks complete events in `buffer`. Returns where the last complete event
+   * ends and the byte ranges of events to withhold.
+   */
+  private scan(buffer: Buffer): { end: number; dropped: Array<[number, number]> } {
+    const dropped: Array<[number, number]> = [];
+    let eventStart = 0;
+    let lineStart = 0;
+    let end = 0;
+    for (;;) {
+      const newline = buffer.indexOf(LF, lineStart);
+      if (newline === -1) break;
+      const lineEnd = newline > lineStart && buffer[newline - 1] === CR ? newline - 1 : newline;
+      if (lineEnd === lineStart) {
+        // Blank line: the event [eventStart, newline] is complete.
+        if (newline > eventStart && this.handleEvent(buffer.toString('utf8', eventStart, newline))) {
+          dropped.push([eventStart, newline + 1]);
+        }
+        eventStart = newline + 1;
+        end = eventStart;
+      }
+      lineStart = newline + 1;
+    }
+    return { end, dropped };
+  }
+
+  /** Reads one event; returns true when it is the usage chunk to withhold. */
+  private handleEvent(text: string): boolean {
+    let data = '';
+    let eventName = '';
+    for (const rawLine of text.split('\n')) {
+      const line = rawLine.endsWith('\r') ? rawLine.slice(0, -1) : rawLine;
+      if (line.startsWith('data:')) {
+        const value = line.charCodeAt(5) === 0x20 ? line.slice(6) : line.slice(5);
+        data = data === '' ? value : `${data}\n${value}`;
+      } else if (line.startsWith('event:')) {
+        eventName = line.slice(6).trim();
+      }
+    }
+    if (data === '') return false;
+    this.eventCount += 1;
+    if (data === '[DONE]') {
+      this.done = true;
+      return false;
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(data);
+    } catch {
+      return false; // Garbage is forwarded as-is; the client's SDK decides what to make of it.
+    }
+    if (payload === null || typeof payload !== 'object') return false;
+    const event = payload as Record<string, unknown>;
+    return this.endpoint === 'responses' ? this.readResponsesEvent(eventName, event) : this.readChunk(event);
+  }
+
+  private readChunk(chunk: Record<string, unknown>): boolean {
+    if (chunk.error !== undefined && chunk.error !== null) {
+      this.upstreamError = describeStreamError(chunk.error);
+      return false;
+    }
+    const usage = readUsage(chunk.usage);
+    if (usage !== undefined) this.usageSeen = usage;
+    const choices = chunk.choices;
+    if (Array.isArray(choices)) {
+      for (const choice of choices) this.collectChoice(choice);
+      return usage !== undefined && choices.length === 0 && this.strip;
+    }
+    return false;
+  }
+
+  private collectChoice(choice: unknown): void {
+    if (choice === null || typeof choice !== 'object') return;
+    const { delta, text } = choice as { delta?: unknown; text?: unknown };
+    if (typeof text === 'string') this.collect(text);
+    if (delta === null || typeof delta !== 'object') return;
+    const { content, refusal, tool_calls: toolCalls, function_call: functionCall } = delta as Record<string, unknown>;
+    if (typeof content === 'string') this.collect(content);
+    if (typeof refusal === 'string') this.collect(refusal);
+    if (Array.isArray(toolCalls)) {
+      for (const call of toolCalls) this.collectFunction((call as { function?: unknown } | null)?.function);
+    }
+    this.collectFunction(functionCall);
+  }
+
+  private collectFunction(fn: unknown): void {
+    if (fn === null || typeof fn !== 'object') return;
+    const { name, arguments: args } = fn as { name?: unknown; arguments?: unknown };
+    if (typeof name === 'string') this.collect(name);
+    if (typeof args === 'string') this.collect(args);
+  }
+
+  private readResponsesEvent(eventName: string, event: Record<string, unknown>): boolean {
+    const type = typeof event.type === 'string' ? event.type : eventName;
+    if (type.endsWith('.delta') && typeof event.delta === 'string') {
+      this.collect(event.delta);
+      return false;
+    }
+    if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+      const response = event.response as Record<string, unknown> | undefined;
+      const usage = readUsage(response?.usage);
+      if (usage !== undefined) this.usageSeen = usage;
+      this.done = true;
+      if (type === 'response.failed') this.upstreamError = describeStreamError(response?.error);
+      return false;
+    }
+    if (type === 'error') this.upstreamError = describeStreamError(event);
+    return false;
+  }
+
+  private collect(text: string): void {
+    if (text === '') return;
+    if (this.firstTokenAt === undefined) this.firstTokenAt = this.now();
+    this.texts.push(text);
+  }
+}
+
+function describeStreamError(error: unknown): StreamError {
+  const fields = error !== null && typeof error === 'object' ? (error as Record<string, unknown>) : {};
+  return {
+    message: typeof fields.message === 'string' ? fields.message : 'upstream stream error',
+    code: typeof fields.code === 'string' ? fields.code : null,
+  };
+}
+
+function removeRanges(buffer: Buffer, ranges: ReadonlyArray<readonly [number, number]>): Buffer {
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (const [start, stop] of ranges) {
+    if (start > from) parts.push(buffer.subarray(from, start));
+    from = stop;
+  }
+  if (from < buffer.byteLength) parts.push(buffer.subarray(from));
+  return Buffer.concat(parts);
+}

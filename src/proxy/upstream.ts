@@ -1,0 +1,95 @@
+/**
+ * The one connection pool to the OpenAI-compatible upstream (undici): keep-alive
+ * sockets, a connect timeout, a headers timeout and an idle (between-chunks)
+ * timeout. Failures come back as {@link TollgateError}s with stable codes.
+ */
+import { Pool, errors as undiciErrors } from 'undici';
+import type { Readable } from 'node:stream';
+import { TollgateError } from '../errors.js';
+
+export interface UpstreamOptions {
+  /** Base URL including the version path, without trailing slash (e.g. https://api.openai.com/v1). */
+  readonly url: string;
+  readonly apiKey: string | undefined;
+  readonly connectTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  readonly connections: number;
+}
+
+export interface UpstreamRequest {
+  readonly method: 'GET' | 'POST';
+  /** Path below the base URL, starting with "/" (e.g. /chat/completions), query included. */
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body?: Buffer;
+  readonly signal: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: Readable;
+}
+
+export interface Upstream {
+  send(request: UpstreamRequest): Promise<UpstreamResponse>;
+  close(): Promise<void>;
+}
+
+/** Creates the pooled upstream client. */
+export function createUpstream(options: UpstreamOptions): Upstream {
+  const base = new URL(options.url);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const pool = new Pool(base.origin, {
+    connections: options.connections,
+    connectTimeout: options.connectTimeoutMs,
+    headersTimeout: options.headersTimeoutMs,
+    bodyTimeout: options.idleTimeoutMs,
+    keepAliveTimeout: 30_000,
+    pipelining: 1,
+  });
+  const authorization = options.apiKey === undefined ? undefined : `Bearer ${options.apiKey}`;
+
+  return {
+    async send(request) {
+      const headers: Record<string, string> = { ...request.headers };
+      if (authorization !== undefined) headers.authorization = authorization;
+      try {
+        const response = await pool.request({
+          method: request.method,
+          path: basePath + request.path,
+          headers,
+          body: request.body ?? null,
+          signal: request.signal,
+        });
+        return { status: response.statusCode, headers: response.headers, body: response.body };
+      } catch (error) {
+        throw toUpstreamError(error);
+      }
+    },
+    async close() {
+      await pool.close();
+    },
+  };
+}
+
+/** Maps an undici/network failure to what the client is told. */
+export function toUpstreamError(error: unknown): TollgateError {
+  if (error instanceof TollgateError) return error;
+  if (error instanceof undiciErrors.ConnectTimeoutError) {
+    return new TollgateError('upstream_timeout', 'Timed out connecting to the upstream API.', { cause: error });
+  }
+  if (error instanceof undiciErrors.HeadersTimeoutError) {
+    return new TollgateError('upstream_timeout', 'The upstream API did not answer in time.', { cause: error });
+  }
+  if (error instanceof undiciErrors.BodyTimeoutError) {
+    return new TollgateError('upstream_timeout', 'The upstream API stopped sending its answer.', { cause: error });
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  return new TollgateError(
+    'upstream_unreachable',
+    `Could not reach the upstream API${typeof code === 'string' ? ` (${code})` : ''}.`,
+    { cause: error },
+  );
+}

@@ -1,0 +1,111 @@
+/**
+ * Reading the upstream's reported usage, for every endpoint's shape. Zero is
+ * a number like any other: a field that is absent is absent, never "0 means
+ * missing".
+ */
+
+export type Endpoint = 'chat' | 'completions' | 'embeddings' | 'responses';
+
+/** What the upstream billed for one request, in tokens. */
+export interface Usage {
+  readonly promptTokens: number;
+  /** Part of promptTokens served from the prompt cache. */
+  readonly cachedTokens: number;
+  readonly completionTokens: number;
+  /** Part of completionTokens spent on hidden reasoning. */
+  readonly reasoningTokens: number;
+}
+
+function count(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
+}
+
+function field(value: unknown, name: string): unknown {
+  return value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[name] : undefined;
+}
+
+/**
+ * Reads a `usage` object in either the chat/completions/embeddings shape
+ * (`prompt_tokens`, `completion_tokens`, `…_details`) or the Responses shape
+ * (`input_tokens`, `output_tokens`, `…_details`). Undefined when it holds no
+ * prompt count.
+ */
+export function readUsage(usage: unknown): Usage | undefined {
+  if (usage === null || typeof usage !== 'object') return undefined;
+  const prompt = count(field(usage, 'prompt_tokens')) ?? count(field(usage, 'input_tokens'));
+  if (prompt === undefined) return undefined;
+  const completion = count(field(usage, 'completion_tokens')) ?? count(field(usage, 'output_tokens')) ?? 0;
+  const promptDetails = field(usage, 'prompt_tokens_details') ?? field(usage, 'input_tokens_details');
+  const completionDetails = field(usage, 'completion_tokens_details') ?? field(usage, 'output_tokens_details');
+  const cached = Math.min(prompt, count(field(promptDetails, 'cached_tokens')) ?? 0);
+  const reasoning = Math.min(completion, count(field(completionDetails, 'reasoning_tokens')) ?? 0);
+  return { promptTokens: prompt, cachedTokens: cached, completionTokens: completion, reasoningTokens: reasoning };
+}
+
+/** Usage from a complete JSON response body of any of the four endpoints. */
+export function usageFromResponseBody(body: unknown): Usage | undefined {
+  return readUsage(field(body, 'usage'));
+}
+
+export const ZERO_USAGE: Usage = { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 };
+
+const USAGE_KEY = Buffer.from('"usage"');
+
+/**
+ * Usage from a JSON answer without parsing all of it: OpenAI puts the
+ * top-level `usage` object at the end, and an embeddings answer can be
+ * megabytes of vectors. Finds the last `"usage"` key (a real key, not text
+ * inside a string: those quotes are escaped), parses just its object, and
+ * falls back to a full parse when that fails.
+ */
+export function usageFromJsonBytes(bytes: Buffer): Usage | undefined {
+  const found = readUsage(parseUsageObject(bytes));
+  if (found !== undefined) return found;
+  try {
+    return usageFromResponseBody(JSON.parse(bytes.toString('utf8')));
+  } catch {
+    return undefined;
+  }
+}
+
+function isSpace(byte: number | undefined): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+function parseUsageObject(bytes: Buffer): unknown {
+  const at = bytes.lastIndexOf(USAGE_KEY);
+  if (at <= 0) return undefined;
+  let before = at - 1;
+  while (before > 0 && isSpace(bytes[before])) before -= 1;
+  if (bytes[before] !== 0x2c /* , */ && bytes[before] !== 0x7b /* { */) return undefined;
+  let i = at + USAGE_KEY.length;
+  while (isSpace(bytes[i])) i += 1;
+  if (bytes[i] !== 0x3a /* : */) return undefined;
+  i += 1;
+  while (isSpace(bytes[i])) i += 1;
+  if (bytes[i] !== 0x7b) return undefined;
+  const start = i;
+  let depth = 0;
+  let inString = false;
+  for (; i < bytes.length; i += 1) {
+    const byte = bytes[i];
+    if (inString) {
+      if (byte === 0x5c /* \ */) i += 1;
+      else if (byte === 0x22 /* " */) inString = false;
+    } else if (byte === 0x22) {
+      inString = true;
+    } else if (byte === 0x7b) {
+      depth += 1;
+    } else if (byte === 0x7d /* } */) {
+      depth -= 1;
+      if (depth === 0) {
+        try {
+          return JSON.parse(bytes.toString('utf8', start, i + 1));
+        } catch {
+          return undefined;
+        }
+      }
+    }
+  }
+  return undefined;
+}
