@@ -1,0 +1,63 @@
+/** Graceful shutdown of the real process: SIGTERM lets in-flight streams finish, refuses new work, exits 0. */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { request } from 'node:http';
+import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { spawnServe } from '../support/process.js';
+
+let fake: FakeUpstream;
+beforeAll(async () => {
+  fake = await startFakeUpstream({ apiKey: 'sk-shutdown' });
+});
+afterAll(async () => {
+  await fake.close();
+});
+
+function streamChat(url: string): Promise<{ firstChunk: Promise<void>; body: Promise<string> }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-fake-scenario': 'delay=40,words=25' } }, (res) => {
+      let text = '';
+      let markFirst: () => void = () => undefined;
+      const firstChunk = new Promise<void>((r) => (markFirst = r));
+      const body = new Promise<string>((done, fail) => {
+        res.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+          markFirst();
+        });
+        res.on('end', () => done(text));
+        res.on('error', fail);
+      });
+      resolve({ firstChunk, body });
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+  });
+}
+
+it('finishes an in-flight stream after SIGTERM, refuses new connections, and exits 0', async () => {
+  const proc = await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-shutdown', TOLLGATE_SHUTDOWN_TIMEOUT: '10s' });
+  const { firstChunk, body } = await streamChat(proc.url);
+  await firstChunk;
+  proc.child.kill('SIGTERM');
+  // The stream keeps flowing to its end…
+  const text = await body;
+  expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  expect(text.match(/"content":"[^"]+"/g)).toHaveLength(25);
+  // …and the process leaves cleanly.
+  expect(await proc.exited).toBe(0);
+  expect(proc.logs.some((l) => l.msg === 'shutdown complete')).toBe(true);
+  const refused = await fetch(`${proc.url}/healthz`).then(() => 'answered', (e: Error) => (e.cause as { code?: string } | undefined)?.code ?? e.message);
+  expect(refused).toBe('ECONNREFUSED');
+});
+
+it('cuts streams off at the shutdown deadline and still exits 0', async () => {
+  const proc = await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-shutdown', TOLLGATE_SHUTDOWN_TIMEOUT: '300ms' });
+  const { firstChunk, body } = await streamChat(proc.url);
+  await firstChunk;
+  const sentAt = Date.now();
+  proc.child.kill('SIGTERM');
+  const outcome = await body.then((text) => text, (error: Error) => `error: ${error.message}`);
+  expect(outcome).not.toMatch(/\[DONE\]/);
+  expect(await proc.exited).toBe(0);
+  expect(Date.now() - sentAt).toBeLessThan(5000);
+  expect(proc.logs.some((l) => l.msg === 'shutdown deadline reached; closing remaining connections')).toBe(true);
+});

@@ -1,0 +1,53 @@
+/**
+ * Runs the real `tollgate` CLI as a child process (through tsx, as
+ * `npm start` does) and reads its JSON log lines.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = fileURLToPath(new URL('../../src/cli/index.ts', import.meta.url));
+
+export interface TollgateProcess {
+  readonly child: ChildProcess;
+  /** Parsed JSON log lines from stdout so far. */
+  readonly logs: Array<Record<string, unknown>>;
+  readonly stderr: string[];
+  /** Resolves with the exit code (or the signal name). */
+  readonly exited: Promise<number | string>;
+}
+
+/** Starts `tollgate <args>` with a clean environment plus `env`. */
+export function spawnTollgate(args: string[], env: Record<string, string>): TollgateProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Array<Record<string, unknown>> = [];
+  const stderr: string[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    try {
+      logs.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      logs.push({ text: line });
+    }
+  });
+  createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  return { child, logs, stderr, exited };
+}
+
+/** Starts `tollgate serve` on a free port and resolves once it listens. */
+export async function spawnServe(env: Record<string, string>): Promise<TollgateProcess & { url: string }> {
+  const proc = spawnTollgate(['serve'], { TOLLGATE_PORT: '0', TOLLGATE_LOG_LEVEL: 'info', ...env });
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const line = proc.logs.find((l) => l.msg === 'tollgate listening');
+    if (line) return { ...proc, url: String(line.url) };
+    const early = await Promise.race([proc.exited, new Promise((resolve) => setTimeout(() => resolve(undefined), 20))]);
+    if (early !== undefined) throw new Error(`tollgate serve exited (${String(early)}) before listening:\n${proc.stderr.join('\n')}`);
+    if (Date.now() > deadline) throw new Error(`tollgate serve did not start:\n${proc.stderr.join('\n')}`);
+  }
+}
