@@ -1,0 +1,37 @@
+/**
+ * `npm run bench`: every benchmark in one run, printed as one table and saved
+ * as JSON in bench/results/. `--quick` for fewer rounds; `--only a,b` to pick
+ * sections (proxy, estimate, limits, ledger, dashboard).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { printTable, REPO_ROOT, type BenchResult } from './support.js';
+
+type Section = (options: { quick: boolean }) => Promise<BenchResult[]>;
+
+const SECTIONS: Record<string, () => Promise<Section>> = {
+  proxy: async () => (await import('./proxy.js')).runProxyBench,
+};
+
+const quick = process.argv.includes('--quick');
+const onlyIndex = process.argv.indexOf('--only');
+const only = onlyIndex === -1 ? Object.keys(SECTIONS) : (process.argv[onlyIndex + 1] ?? '').split(',');
+
+const results: BenchResult[] = [];
+for (const name of only) {
+  const load = SECTIONS[name];
+  if (load === undefined) throw new Error(`unknown bench section "${name}" (known: ${Object.keys(SECTIONS).join(', ')})`);
+  process.stderr.write(`bench: ${name}…\n`);
+  const section = await load();
+  results.push(...(await section({ quick })));
+}
+
+const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version };
+process.stdout.write(`\nmachine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, node ${machine.node}${quick ? ' (quick run)' : ''}\n\n`);
+printTable(results);
+const dir = join(REPO_ROOT, 'bench', 'results');
+mkdirSync(dir, { recursive: true });
+const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), machine, quick, results }, null, 2)}\n`);
+process.stdout.write(`\nsaved ${file}\n`);

@@ -1,0 +1,144 @@
+/** Shared pieces of the benchmark scripts: child processes, load, statistics, tables. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+
+export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** One measured number, as every bench module reports it. */
+export interface BenchResult {
+  readonly name: string;
+  readonly value: number;
+  readonly unit: string;
+  readonly note?: string;
+}
+
+export interface Child {
+  readonly process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `tsx <script> …args` and waits for the first stdout line that is a
+ * JSON object with a `url` (our scripts print one) or, for tollgate itself,
+ * its "tollgate listening" log line.
+ */
+export async function startChild(args: string[], env: Record<string, string> = {}): Promise<Child & { url: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      try {
+        const parsed = JSON.parse(line) as { url?: string; msg?: string };
+        if (parsed.url !== undefined) resolve(parsed.msg === 'tollgate listening' ? `${parsed.url}/v1` : parsed.url);
+      } catch {
+        // not a JSON line
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${String(code)} before it listened`)));
+  });
+  child.stdout!.resume();
+  return {
+    process: child,
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+      }),
+  };
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export interface LoadTarget {
+  readonly baseUrl: string;
+  readonly path: string;
+  readonly body: string;
+  readonly headers: Record<string, string>;
+}
+
+/** Sequential requests, one at a time: per-request latency in ms. */
+export async function measureLatency(target: LoadTarget, count: number): Promise<number[]> {
+  const url = new URL(target.baseUrl);
+  const pool = new Pool(url.origin, { connections: 1 });
+  const path = url.pathname.replace(/\/+$/, '') + target.path;
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < count; i += 1) {
+      const start = process.hrtime.bigint();
+      const res = await pool.request({ method: 'POST', path, headers: target.headers, body: target.body });
+      await res.body.arrayBuffer();
+      if (res.statusCode !== 200) throw new Error(`${target.baseUrl} answered ${res.statusCode}`);
+      samples.push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+  } finally {
+    await pool.close();
+  }
+  return samples;
+}
+
+/** `concurrency` workers for `durationMs`: completed requests per second. */
+export async function measureThroughput(target: LoadTarget, concurrency: number, durationMs: number): Promise<number> {
+  const url = new URL(target.baseUrl);
+  const pool = new Pool(url.origin, { connections: concurrency });
+  const path = url.pathname.replace(/\/+$/, '') + target.path;
+  let done = 0;
+  const stopAt = performance.now() + durationMs;
+  const worker = async (): Promise<void> => {
+    while (performance.now() < stopAt) {
+      const res = await pool.request({ method: 'POST', path, headers: target.headers, body: target.body });
+      await res.body.arrayBuffer();
+      if (res.statusCode !== 200) throw new Error(`${target.baseUrl} answered ${res.statusCode}`);
+      done += 1;
+    }
+  };
+  const started = performance.now();
+  try {
+    await Promise.all(Array.from({ length: concurrency }, worker));
+  } finally {
+    await pool.close();
+  }
+  return (done / (performance.now() - started)) * 1000;
+}
+
+/** Fisher–Yates on a copy, so rounds interleave targets in a different order each time. */
+export function shuffled<T>(items: readonly T[]): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j]!, copy[i]!];
+  }
+  return copy;
+}
+
+/** Prints results as an aligned table. */
+export function printTable(results: readonly BenchResult[]): void {
+  const rows = results.map((r) => [r.name, formatValue(r.value), r.unit, r.note ?? '']);
+  const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length), ['benchmark', 'value', 'unit', 'note'][i]!.length));
+  const line = (cells: string[]) => cells.map((cell, i) => (i === 1 ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join('  ').trimEnd();
+  process.stdout.write(`${line(['benchmark', 'value', 'unit', 'note'])}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n`);
+  for (const row of rows) process.stdout.write(`${line(row)}\n`);
+}
+
+function formatValue(value: number): string {
+  if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString('en-US');
+  if (Math.abs(value) >= 10) return value.toFixed(1);
+  return value.toPrecision(3);
+}
