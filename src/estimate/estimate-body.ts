@@ -1,0 +1,210 @@
+/**
+ * The estimate itself, synchronous and pure given a text counter: validate the body, count the
+ * prompt per endpoint, reserve the completion, price the whole reservation.
+ */
+import { countChatPrompt } from './count-chat.js';
+import { countTextInputs } from './count-completions.js';
+import type { CountContext, PromptTally } from './count-parts.js';
+import { countResponsesPrompt } from './count-responses.js';
+import { EstimateInputError } from './errors.js';
+import { encodingForModel } from './models.js';
+import { costMicroUsd, resolvePrice, type PriceTable, type ResolvedPrice } from './prices.js';
+import { isJsonObject, readOptionalPositiveInteger, type JsonObject } from './read-body.js';
+import type { TextCounter } from './text-counter.js';
+import type { EncodingName } from './tokenizer.js';
+
+/** The four endpoints Tollgate prices. */
+export type Endpoint = 'chat' | 'completions' | 'embeddings' | 'responses';
+
+/** Per-request estimate options (prices from config, the policy's default completion). */
+export interface EstimateOptions {
+  /** Price table: the built-in one, or the built-in merged with the config's override. */
+  readonly prices: PriceTable;
+  /** Completion tokens reserved per choice when the request sets no `max_*` limit. */
+  readonly defaultMaxCompletionTokens: number;
+  /** Tokens of an image we cannot see (remote URL); default: a 1024×1024 image for the model. */
+  readonly remoteImageTokens?: number;
+}
+
+/** What a request would cost at most, before it is sent. */
+export interface Estimate {
+  /** The request's `model`, as sent. */
+  readonly model: string;
+  readonly encoding: EncodingName;
+  readonly promptTokens: number;
+  /** Completion tokens reserved: choices × per-choice limit. */
+  readonly completionTokensReserved: number;
+  /** promptTokens + completionTokensReserved. */
+  readonly reservedTokens: number;
+  /** Cost of the whole reservation, integer micro-USD (prompt at the uncached input price). */
+  readonly reservedMicroUsd: number;
+  readonly price: ResolvedPrice;
+  /** Completions per prompt reserved for (`n`, or `best_of` when larger); 1 where not applicable. */
+  readonly n: number;
+  /** Prompts in the request (completions/embeddings accept arrays); 1 otherwise. */
+  readonly promptCount: number;
+  /** Share of promptTokens that are images. */
+  readonly imageTokens: number;
+}
+
+/** Creates the counter for an encoding (sync: the encoding must be loadable right now). */
+export type CounterFactory = (encoding: EncodingName) => TextCounter;
+
+/** Reads and validates `model`; returns it as sent. */
+export function readModel(body: unknown): string {
+  if (!isJsonObject(body)) {
+    throw new EstimateInputError('The request body must be a JSON object.', null, 'invalid_type');
+  }
+  const model = body['model'];
+  if (model === undefined || model === null) {
+    throw new EstimateInputError("Missing required parameter: 'model'.", 'model', 'missing_required_parameter');
+  }
+  if (typeof model !== 'string') {
+    throw new EstimateInputError("Invalid type for 'model': expected a string.", 'model', 'invalid_type');
+  }
+  if (model.trim().length === 0) {
+    throw new EstimateInputError("Invalid value for 'model': must be a non-empty string.", 'model', 'invalid_value');
+  }
+  return model;
+}
+
+/** The encoding a body will be counted with (validates `model` only). */
+export function encodingForBody(body: unknown): EncodingName {
+  return encodingForModel(readModel(body));
+}
+
+interface Counted {
+  readonly tally: PromptTally;
+  /** Explicit per-choice completion limit, if the request set one. */
+  readonly maxCompletion: number | undefined;
+  /** Choices per prompt. */
+  readonly n: number;
+  readonly promptCount: number;
+  /** The field blamed when the prompt does not fit the context window. */
+  readonly promptParam: string;
+  /** Per-item prompt tokens when each item must fit the window on its own (embeddings, completions). */
+  readonly perItem?: number[];
+}
+
+function readChoices(body: JsonObject): number {
+  return readOptionalPositiveInteger(body['n'], 'n') ?? 1;
+}
+
+function countEndpoint(endpoint: Endpoint, body: JsonObject, context: CountContext): Counted {
+  switch (endpoint) {
+    case 'chat': {
+      const maxCompletionTokens = readOptionalPositiveInteger(body['max_completion_tokens'], 'max_completion_tokens');
+      const maxTokens = readOptionalPositiveInteger(body['max_tokens'], 'max_tokens');
+      const n = readChoices(body);
+      const tally = countChatPrompt(body, context);
+      return { tally, maxCompletion: maxCompletionTokens ?? maxTokens, n, promptCount: 1, promptParam: 'messages' };
+    }
+    case 'completions': {
+      const maxTokens = readOptionalPositiveInteger(body['max_tokens'], 'max_tokens');
+      const n = readChoices(body);
+      const bestOf = readOptionalPositiveInteger(body['best_of'], 'best_of') ?? n;
+      const inputs = countTextInputs(body['prompt'], context.counter, 'prompt');
+      return {
+        tally: { tokens: inputs.total, imageTokens: 0 },
+        maxCompletion: maxTokens,
+        n: Math.max(n, bestOf),
+        promptCount: Math.max(1, inputs.perItem.length),
+        promptParam: 'prompt',
+        perItem: inputs.perItem,
+      };
+    }
+    case 'embeddings': {
+      const inputs = countTextInputs(body['input'], context.counter, 'input');
+      return {
+        tally: { tokens: inputs.total, imageTokens: 0 },
+        maxCompletion: undefined,
+        n: 1,
+        promptCount: Math.max(1, inputs.perItem.length),
+        promptParam: 'input',
+        perItem: inputs.perItem,
+      };
+    }
+    case 'responses': {
+      const maxOutputTokens = readOptionalPositiveInteger(body['max_output_tokens'], 'max_output_tokens');
+      const tally = countResponsesPrompt(body, context);
+      return { tally, maxCompletion: maxOutputTokens, n: 1, promptCount: 1, promptParam: 'input' };
+    }
+    default:
+      throw new EstimateInputError(`Unknown endpoint '${String(endpoint)}'.`, null, 'invalid_value');
+  }
+}
+
+function contextError(model: string, window: number, prompt: number, completion: number, param: string): EstimateInputError {
+  return new EstimateInputError(
+    `This model's maximum context length is ${window} tokens. However, you requested ${prompt + completion} tokens ` +
+      `(${prompt} in the prompt, ${completion} for the completion). Please reduce the length of the prompt or completion. (model: ${model})`,
+    param,
+    'context_length_exceeded',
+  );
+}
+
+/**
+ * Estimates a request synchronously with counters from `createCounter`. Throws only
+ * {@link EstimateInputError} for bad input (and whatever `createCounter`'s counter throws, which
+ * the async path uses to hand big bodies to a worker).
+ */
+export function estimateBody(endpoint: Endpoint, body: unknown, options: EstimateOptions, createCounter: CounterFactory): Estimate {
+  const model = readModel(body);
+  const object = body as JsonObject;
+  const encoding = encodingForModel(model);
+  const price = resolvePrice(model, options.prices);
+  const context: CountContext = {
+    counter: createCounter(encoding),
+    model,
+    ...(options.remoteImageTokens === undefined ? {} : { remoteImageTokens: options.remoteImageTokens }),
+  };
+  const counted = countEndpoint(endpoint, object, context);
+  const promptTokens = Math.max(0, counted.tally.tokens);
+  const window = price.contextWindow;
+  // Several prompts in one completions request are separate generations: each must fit alone.
+  const longestPrompt = endpoint === 'completions' && counted.perItem ? counted.perItem.reduce((a, b) => Math.max(a, b), 0) : promptTokens;
+
+  let perChoice = 0;
+  if (endpoint === 'embeddings') {
+    if (window !== undefined) {
+      const items = counted.perItem ?? [];
+      const tooLong = items.findIndex((tokens) => tokens > window);
+      if (tooLong !== -1) {
+        const param = items.length === 1 && typeof object['input'] === 'string' ? 'input' : `input[${tooLong}]`;
+        throw contextError(model, window, items[tooLong] as number, 0, param);
+      }
+    }
+  } else if (counted.maxCompletion !== undefined) {
+    perChoice = counted.maxCompletion;
+    if (window !== undefined && longestPrompt + perChoice > window) {
+      throw contextError(model, window, longestPrompt, perChoice, counted.promptParam);
+    }
+  } else {
+    if (!Number.isSafeInteger(options.defaultMaxCompletionTokens) || options.defaultMaxCompletionTokens < 1) {
+      throw new RangeError('EstimateOptions.defaultMaxCompletionTokens must be a positive integer');
+    }
+    // No limit in the request: the model stops at its output limit or the end of its window,
+    // so the default reservation never has to exceed either.
+    perChoice = options.defaultMaxCompletionTokens;
+    if (price.maxOutputTokens !== undefined) perChoice = Math.min(perChoice, price.maxOutputTokens);
+    if (window !== undefined) {
+      if (longestPrompt >= window) throw contextError(model, window, longestPrompt, 0, counted.promptParam);
+      perChoice = Math.min(perChoice, window - longestPrompt);
+    }
+  }
+
+  const completionTokensReserved = perChoice * counted.n * counted.promptCount;
+  const reservedMicroUsd = costMicroUsd({ promptTokens, cachedTokens: 0, completionTokens: completionTokensReserved }, price);
+  return {
+    model,
+    encoding,
+    promptTokens,
+    completionTokensReserved,
+    reservedTokens: promptTokens + completionTokensReserved,
+    reservedMicroUsd,
+    price,
+    n: counted.n,
+    promptCount: counted.promptCount,
+    imageTokens: counted.tally.imageTokens,
+  };
+}
