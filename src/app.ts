@@ -9,6 +9,11 @@ import type { Logger } from './logger.js';
 import { createProxyRoutes } from './proxy/routes.js';
 import type { Upstream } from './proxy/upstream.js';
 import type { NodeBindings } from './proxy/client-request.js';
+import type { EstimateOptions } from './estimate/index.js';
+import type { KeyCache } from './keys/cache.js';
+import type { LedgerWriter } from './ledger/writer.js';
+import type { AdminOps } from './admin/ops.js';
+import { createAdminRoutes } from './admin/routes.js';
 
 export interface AppEnv {
   Variables: { requestId: string };
@@ -20,6 +25,11 @@ export interface AppDeps {
   readonly upstream: Upstream;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
+  readonly keys: KeyCache;
+  readonly ledger: LedgerWriter;
+  readonly estimate: EstimateOptions;
+  /** The admin API's operations and token (disabled without a token). */
+  readonly admin: { readonly ops: AdminOps; readonly token: string | undefined };
   /** Flipped by main.ts on SIGTERM: /readyz turns 503 and connections are closed after their response. */
   readonly lifecycle?: { shuttingDown: boolean };
   readonly now?: () => number;
@@ -55,10 +65,22 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       : c.json({ status: 'ready' }, 200, { 'x-request-id': c.get('requestId') }),
   );
 
-  app.route('/', createProxyRoutes({ upstream: deps.upstream, logger: deps.logger, maxBodyBytes: deps.maxBodyBytes, ...(deps.now ? { now: deps.now } : {}) }));
+  app.route('/admin/api', createAdminRoutes({ ops: deps.admin.ops, adminToken: deps.admin.token, ...(deps.now ? { now: deps.now } : {}) }));
+  app.route(
+    '/',
+    createProxyRoutes({
+      upstream: deps.upstream,
+      logger: deps.logger,
+      maxBodyBytes: deps.maxBodyBytes,
+      keys: deps.keys,
+      ledger: deps.ledger,
+      estimate: deps.estimate,
+      ...(deps.now ? { now: deps.now } : {}),
+    }),
+  );
 
   app.notFound((c) => {
-    const known = KNOWN_PATHS.has(c.req.path);
+    const known = KNOWN_PATHS.has(c.req.path) || c.req.path.startsWith('/admin/api/');
     throw known
       ? new TollgateError('method_not_allowed', `Method ${c.req.method} is not allowed on ${c.req.path}.`)
       : new TollgateError('unknown_url', `Invalid URL (${c.req.method} ${c.req.path}).`);

@@ -3,7 +3,9 @@
  * This is the only module that reads `process.env`; everything else receives
  * a {@link Config}.
  */
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from './estimate/prices.js';
 
 const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
@@ -89,6 +91,22 @@ const envSchema = z.object({
   TOLLGATE_SHUTDOWN_TIMEOUT: duration.default(30_000),
   /** pino log level. */
   TOLLGATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** SQLite file for keys, tenants and the ledger (directory created). */
+  TOLLGATE_DB: z.string().trim().min(1).default('./data/tollgate.db'),
+  /** Bearer token for /admin/api and the dashboard; both are disabled when unset. */
+  TOLLGATE_ADMIN_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
+  /** Completion tokens reserved per choice when a request sets no max_tokens. */
+  TOLLGATE_DEFAULT_MAX_TOKENS: positiveInt.default(4096),
+  /** How often the proxy looks for key changes made by other processes (the CLI). */
+  TOLLGATE_KEY_REFRESH: duration.default(250),
+  /** Optional JSON file: price table overrides (and, later, global limits). */
+  TOLLGATE_CONFIG: z.string().trim().min(1).optional(),
+});
+
+/** The optional JSON config file. */
+const fileSchema = z.strictObject({
+  /** USD per 1M tokens: `{"models": {"my-model": {"input": 1, "cachedInput": 0.5, "output": 2}}, "fallback": {…}}`. */
+  prices: priceTableOverrideSchema.optional(),
 });
 
 /** Tollgate's configuration, validated and with defaults applied. */
@@ -108,6 +126,12 @@ export interface Config {
   readonly requestTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
   readonly logLevel: z.infer<typeof envSchema>['TOLLGATE_LOG_LEVEL'];
+  readonly dbPath: string;
+  readonly adminToken: string | undefined;
+  readonly defaultMaxCompletionTokens: number;
+  readonly keyRefreshMs: number;
+  /** The built-in price table merged with the config file's overrides. */
+  readonly prices: PriceTable;
 }
 
 export class ConfigError extends Error {
@@ -132,6 +156,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  const file = e.TOLLGATE_CONFIG === undefined ? {} : readConfigFile(e.TOLLGATE_CONFIG);
   return {
     port: e.TOLLGATE_PORT,
     host: e.TOLLGATE_HOST,
@@ -147,7 +172,27 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs: e.TOLLGATE_REQUEST_TIMEOUT,
     shutdownTimeoutMs: e.TOLLGATE_SHUTDOWN_TIMEOUT,
     logLevel: e.TOLLGATE_LOG_LEVEL,
+    dbPath: e.TOLLGATE_DB,
+    adminToken: e.TOLLGATE_ADMIN_TOKEN,
+    defaultMaxCompletionTokens: e.TOLLGATE_DEFAULT_MAX_TOKENS,
+    keyRefreshMs: e.TOLLGATE_KEY_REFRESH,
+    prices: file.prices === undefined ? builtinPriceTable : mergePriceTable(builtinPriceTable, file.prices),
   };
+}
+
+function readConfigFile(path: string): z.output<typeof fileSchema> {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`invalid configuration:\n  TOLLGATE_CONFIG: cannot read ${path} as JSON (${(error as Error).message})`);
+  }
+  const parsed = fileSchema.safeParse(json);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${path}: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
 }
 
 /** Names and descriptions of every variable, for `--help` and the README table. */

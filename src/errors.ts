@@ -26,8 +26,14 @@ export type ErrorCode =
   | 'key_revoked'
   | 'key_expired'
   | 'model_not_allowed'
+  | 'key_misconfigured'
   | 'admin_disabled'
   | 'invalid_admin_token'
+  // the admin API and CLI
+  | 'not_found'
+  | 'conflict'
+  | 'ambiguous_reference'
+  | 'invalid_policy'
   // limits and budgets
   | 'rate_limit_exceeded'
   | 'insufficient_quota'
@@ -39,6 +45,7 @@ export type ErrorCode =
   | 'upstream_bad_response'
   | 'upstream_not_configured'
   // ourselves
+  | 'ledger_unavailable'
   | 'shutting_down'
   | 'internal_error';
 
@@ -84,7 +91,15 @@ export function describeCode(code: ErrorCode): { status: number; type: ErrorType
     case 'model_not_allowed':
       return { status: 403, type: 'permission_error' };
     case 'admin_disabled':
+    case 'not_found':
       return { status: 404, type: 'not_found_error' };
+    case 'conflict':
+      return { status: 409, type: 'invalid_request_error' };
+    case 'ambiguous_reference':
+    case 'invalid_policy':
+      return { status: 400, type: 'invalid_request_error' };
+    case 'key_misconfigured':
+      return { status: 500, type: 'server_error' };
     case 'rate_limit_exceeded':
       return { status: 429, type: 'rate_limit_error' };
     case 'insufficient_quota':
@@ -98,6 +113,7 @@ export function describeCode(code: ErrorCode): { status: number; type: ErrorType
     case 'upstream_timeout':
       return { status: 504, type: 'upstream_error' };
     case 'shutting_down':
+    case 'ledger_unavailable':
       return { status: 503, type: 'server_error' };
     case 'internal_error':
       return { status: 500, type: 'server_error' };

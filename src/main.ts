@@ -10,6 +10,12 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { createLogger, flushLogger, type Logger } from './logger.js';
 import { createUpstream } from './proxy/upstream.js';
+import { openDatabase } from './ledger/db.js';
+import { KeyStore } from './keys/store.js';
+import { KeyCache } from './keys/cache.js';
+import { LedgerWriter } from './ledger/writer.js';
+import { localAdminOps } from './admin/ops.js';
+import { closeEstimator, warmEstimator } from './estimate/index.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -25,9 +31,24 @@ export interface StartOptions {
 /** Starts the proxy on `config.host:config.port` (port 0 picks a free one). */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  const database = openDatabase(config.dbPath);
+  const keys = new KeyCache(new KeyStore(database), { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
+  keys.start();
+  const ledger = new LedgerWriter(database, { onError: (error) => logger.error({ err: error }, 'ledger commit failed; retrying') });
+  // Load the common tokenizer before the first request instead of during it.
+  await warmEstimator({ startWorkers: true });
   const upstream = createUpstream(config.upstream);
   const lifecycle = { shuttingDown: false };
-  const app = createApp({ upstream, logger, maxBodyBytes: config.maxBodyBytes, lifecycle });
+  const app = createApp({
+    upstream,
+    logger,
+    maxBodyBytes: config.maxBodyBytes,
+    keys,
+    ledger,
+    estimate: { prices: config.prices, defaultMaxCompletionTokens: config.defaultMaxCompletionTokens },
+    admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
+    lifecycle,
+  });
 
   const server = await new Promise<Server>((resolve, reject) => {
     const created = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(created as Server)) as Server;
@@ -51,7 +72,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
-  logger.info({ url, upstream: config.upstream.url, upstreamKey: config.upstream.apiKey === undefined ? 'missing' : 'set' }, 'tollgate listening');
+  logger.info(
+    { url, upstream: config.upstream.url, upstreamKey: config.upstream.apiKey === undefined ? 'missing' : 'set', db: config.dbPath, admin: config.adminToken === undefined ? 'disabled' : 'enabled' },
+    'tollgate listening',
+  );
 
   let closing: Promise<void> | undefined;
   async function shutDown(): Promise<void> {
@@ -74,6 +98,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     server.closeAllConnections();
     await stopped;
     await upstream.close();
+    keys.stop();
+    if (!ledger.close()) logger.error({ queued: ledger.queueDepth }, 'ledger rows could not be written at shutdown');
+    database.close();
+    await closeEstimator();
     logger.info('shutdown complete');
     await flushLogger(logger);
   }

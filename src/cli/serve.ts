@@ -1,8 +1,15 @@
 /** `tollgate serve` and `tollgate demo`. */
 import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
-import { startFakeUpstream } from '../demo/fake-upstream.js';
-import { startServer, type RunningServer } from '../main.js';
+import { openDatabase } from '../ledger/db.js';
+import { KeyStore } from '../keys/store.js';
+import { TollgateError } from '../errors.js';
+import { print, type GlobalOptions } from './context.js';
+
+// The server and the fake upstream load only when a command needs them, so
+// the key and spend commands start quickly.
+const loadServer = () => import('../main.js');
+const loadFakeUpstream = () => import('../demo/fake-upstream.js');
 
 /** Stops `server` on SIGTERM/SIGINT and exits 0 once it has drained. */
 function exitOnSignals(stop: () => Promise<void>): void {
@@ -30,6 +37,7 @@ export function registerServeCommands(program: Command): void {
     .command('serve')
     .description('run the proxy (configured by TOLLGATE_* environment variables)')
     .action(async () => {
+      const { startServer } = await loadServer();
       const server = await startServer(loadConfig());
       exitOnSignals(() => server.close());
     });
@@ -38,16 +46,20 @@ export function registerServeCommands(program: Command): void {
     .command('demo')
     .description('run a fake OpenAI upstream and the proxy in front of it, offline, and print how to call it')
     .option('--port <port>', 'port for the proxy', '8787')
-    .action(async (options: { port: string }) => {
+    .action(async (options: { port: string }, command: Command) => {
+      const dbPath = command.optsWithGlobals<GlobalOptions>().db ?? './data/demo.db';
+      const demoKey = issueDemoKey(dbPath);
+      const [{ startServer }, { startFakeUpstream }] = await Promise.all([loadServer(), loadFakeUpstream()]);
       const fake = await startFakeUpstream({ apiKey: 'sk-demo-upstream' });
       const config = loadConfig({
         TOLLGATE_PORT: options.port,
         TOLLGATE_UPSTREAM_URL: fake.url,
         TOLLGATE_UPSTREAM_KEY: 'sk-demo-upstream',
         TOLLGATE_LOG_LEVEL: 'warn',
+        TOLLGATE_DB: dbPath,
       });
-      const server: RunningServer = await startServer(config);
-      process.stdout.write(demoInstructions(server.url));
+      const server = await startServer(config);
+      print(demoInstructions(server.url, demoKey, dbPath));
       exitOnSignals(async () => {
         await server.close();
         await fake.close();
@@ -55,27 +67,49 @@ export function registerServeCommands(program: Command): void {
     });
 }
 
-function demoInstructions(url: string): string {
+/** A fresh secret for the demo key in the demo database (created on first run, rotated after). */
+function issueDemoKey(dbPath: string): string {
+  const database = openDatabase(dbPath);
+  try {
+    const store = new KeyStore(database);
+    try {
+      return store.rotateKey('demo').key;
+    } catch (error) {
+      if (!(error instanceof TollgateError) || error.code !== 'not_found') throw error;
+      return store.createKey({ name: 'demo', tenant: 'demo', policy: { limits: [], budget: { microUsd: 1_000_000, period: 'day' } } }).key;
+    }
+  } finally {
+    database.close();
+  }
+}
+
+function demoInstructions(url: string, key: string, dbPath: string): string {
   return `
 Tollgate demo — running offline
   proxy:     ${url}/v1   (in front of a built-in fake OpenAI API)
-  key check: off in this build (tenant keys arrive with the keys issue)
+  demo key:  ${key}
+  ledger:    ${dbPath}
 
 Try it with curl:
 
   curl ${url}/v1/chat/completions \\
+    -H 'authorization: Bearer ${key}' \\
     -H 'content-type: application/json' \\
     -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello"}]}'
 
 Or with the OpenAI SDK (Node):
 
   import OpenAI from 'openai';
-  const client = new OpenAI({ baseURL: '${url}/v1', apiKey: 'anything' });
+  const client = new OpenAI({ baseURL: '${url}/v1', apiKey: '${key}' });
   const stream = await client.chat.completions.create({
     model: 'gpt-4o-mini', stream: true,
     messages: [{ role: 'user', content: 'Say hello' }],
   });
   for await (const chunk of stream) process.stdout.write(chunk.choices[0]?.delta?.content ?? '');
+
+Then see what it cost:
+
+  npm run tollgate -- --db ${dbPath} spend --by model
 
 Press Ctrl-C to stop.
 `;

@@ -128,13 +128,14 @@ function textOf(content: unknown): string {
 
 /**
  * Prompt tokens as the fake bills them: the cookbook's rule for chat
- * (3 per message, +1 per name, +3 priming) over plain text, a flat 85 per
+ * (3 per message, +1 per name, +3 priming, +2 on reasoning models) over plain text, a flat 85 per
  * image, and tools as their JSON text. An independent, simple model of the
  * real API, so Tollgate's estimate and the bill can differ where they would.
  */
 function promptTokensFor(endpoint: string, body: Record<string, unknown>, model: string): number {
   if (endpoint === 'chat') {
-    let total = 3;
+    // Reply priming: 3 tokens, one fewer on reasoning models (as the API bills them).
+    let total = /^(o\d|gpt-5)/.test(model) ? 2 : 3;
     for (const message of Array.isArray(body.messages) ? body.messages : []) {
       const m = (message ?? {}) as Record<string, unknown>;
       total += 3 + tokens(model, String(m.role ?? '')) + tokens(model, textOf(m.content));
@@ -236,14 +237,12 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       if (!record.finished) record.closedEarly = true;
     });
 
-    await sleep(num(scenario, 'headersDelay') ?? 0);
-    if (res.destroyed) return;
-
     if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
       return sendError(res, 401, ERROR_TYPES[401]!, record);
     }
     const status = num(scenario, 'status');
     if (status !== undefined && status >= 400) {
+      await sleep(num(scenario, 'headersDelay') ?? 0);
       const base = ERROR_TYPES[status] ?? { type: 'server_error', code: 'server_error', message: `Fake error ${status}.` };
       return sendError(res, status, { ...base, code: scenario.errorCode ?? base.code }, record);
     }
@@ -269,9 +268,14 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     if (model === '') {
       return sendError(res, 400, { type: 'invalid_request_error', code: 'missing_model', message: 'you must provide a model parameter' }, record);
     }
+    // Accepted: the prompt is processed (and billed) from here on, even if the
+    // client goes away before the answer starts, as with the real API.
     const promptTokens = promptTokensFor(endpoint, body, model);
     const cachedTokens = Math.min(promptTokens, num(scenario, 'cached') ?? 0);
     record.billed = { promptTokens, cachedTokens, completionTokens: 0, reasoningTokens: 0 };
+
+    await sleep(num(scenario, 'headersDelay') ?? 0);
+    if (res.destroyed) return;
 
     if (endpoint === 'embeddings') return sendEmbeddings(res, body, model, promptTokens, record);
 

@@ -1,34 +1,47 @@
 /**
- * The OpenAI-compatible routes: read and check the body, forward it with the
- * proxy's key, and relay the answer — JSON whole, SSE chunk by chunk as it
- * arrives — while noting usage for the ledger.
+ * The OpenAI-compatible routes and the request path:
+ *
+ *   auth → body → estimate → ledger (pending, committed) → upstream → relay → settle → ledger
+ *
+ * JSON answers are relayed whole, SSE chunk by chunk as it arrives. Every
+ * request that passed auth ends as exactly one ledger row.
  */
 import { Hono, type Context } from 'hono';
 import type { Readable } from 'node:stream';
 import { TollgateError, type ErrorCode } from '../errors.js';
+import { countCompletionTokens, estimateRequest, EstimateInputError, type Estimate, type EstimateOptions } from '../estimate/index.js';
+import { authenticate, checkModelAllowed, type Caller } from '../keys/auth.js';
+import type { KeyCache } from '../keys/cache.js';
+import type { Completion, FinalStatus, LedgerWriter, RejectionReason } from '../ledger/writer.js';
 import type { Logger } from '../logger.js';
 import { parseJsonObject } from './body.js';
 import { clientRequestOf, type ClientRequest } from './client-request.js';
 import { isEventStream, toClientHeaders, toUpstreamHeaders } from './headers.js';
-import { needsUsageInjection, readRequestFacts, withUsageRequested } from './request-body.js';
+import { needsUsageInjection, readRequestFacts, withUsageRequested, type RequestFacts } from './request-body.js';
+import { settle } from './settle.js';
 import { SseTap } from './sse.js';
-import { toUpstreamError, type Upstream, type UpstreamResponse } from './upstream.js';
-import { usageFromJsonBytes, type Endpoint, type Usage } from './usage.js';
+import { failedBeforeSending, toUpstreamError, type Upstream, type UpstreamResponse } from './upstream.js';
+import { completionTextOfJson, usageFromJsonBytes, type Endpoint, type Usage } from './usage.js';
 import type { AppEnv } from '../app.js';
 
 export interface ProxyDeps {
   readonly upstream: Upstream;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
+  readonly keys: KeyCache;
+  readonly ledger: LedgerWriter;
+  readonly estimate: EstimateOptions;
   readonly now?: () => number;
 }
 
-/** How a proxied request ended, as the ledger will record it. */
-export type Outcome = 'ok' | 'upstream_error' | 'client_aborted' | 'upstream_interrupted' | 'upstream_timeout';
+/** How a proxied request ended, as the ledger records it. */
+export type Outcome = FinalStatus;
 
-export interface Ending {
+interface Ending {
   readonly outcome: Outcome;
-  readonly status: number;
+  readonly status: number | null;
+  /** The upstream took the request (answered 2xx, or was still working when it ended). */
+  readonly accepted: boolean;
   readonly usage: Usage | undefined;
   /** Completion text streamed before an early end (to charge what was generated). */
   readonly streamedText: string;
@@ -52,66 +65,160 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
   for (const [path, endpoint] of ENDPOINT_PATHS) {
     routes.post(path, (c) => proxyPost(c, endpoint));
   }
-  routes.get('/v1/models', (c) => proxyGet(c));
-  routes.get('/v1/models/:model{.+}', (c) => proxyGet(c));
+  routes.get('/v1/models', (c) => proxyModels(c));
+  routes.get('/v1/models/:model{.+}', (c) => proxyModels(c));
 
-  async function proxyGet(c: Context<AppEnv>): Promise<Response> {
+  /** Model listing: authenticated, not billed, filtered to the models the key may use. */
+  async function proxyModels(c: Context<AppEnv>): Promise<Response> {
     const requestId = c.get('requestId');
     const client = clientRequestOf(c.req.raw, c.env);
-    const abort = client.abort;
+    const caller = authenticate(client.headers, deps.keys, now());
+    const single = c.req.param('model');
+    if (single !== undefined) checkModelAllowed(caller.policy, single);
     const response = await deps.upstream.send({
       method: 'GET',
       path: upstreamPath(c.req.url),
-      headers: toUpstreamHeaders(client.headers, false),
-      signal: abort.signal,
+      headers: { ...toUpstreamHeaders(client.headers, false), 'x-client-request-id': requestId },
+      signal: client.abort.signal,
     });
-    const bytes = await readAll(response.body);
-    return new Response(asBody(bytes), { status: response.status, headers: toClientHeaders(response.headers, requestId, false) });
+    let bytes = await readAll(response.body);
+    if (single === undefined && caller.policy.models !== undefined && response.status === 200) {
+      bytes = filterModelList(bytes, caller);
+    }
+    const headers = toClientHeaders(response.headers, requestId, false);
+    delete headers['content-length'];
+    return new Response(asBody(bytes), { status: response.status, headers });
   }
 
   async function proxyPost(c: Context<AppEnv>, endpoint: Endpoint): Promise<Response> {
     const requestId = c.get('requestId');
     const startedAt = now();
     const client: ClientRequest = clientRequestOf(c.req.raw, c.env);
-    const bytes = await client.readBody(deps.maxBodyBytes);
-    const body = parseJsonObject(bytes);
-    const facts = readRequestFacts(endpoint, body);
+    const caller = authenticate(client.headers, deps.keys, startedAt);
+    const log = deps.logger.child({ requestId, keyId: caller.key.id, endpoint });
+
+    // Anything refused from here on is the caller's, and goes in the ledger.
+    let facts: RequestFacts | undefined;
+    let estimate: Estimate | undefined;
+    let body: Record<string, unknown>;
+    let bytes: Buffer;
+    try {
+      bytes = await client.readBody(deps.maxBodyBytes);
+      body = parseJsonObject(bytes);
+      facts = readRequestFacts(endpoint, body);
+      checkModelAllowed(caller.policy, facts.model);
+      estimate = await estimateRequest(endpoint, body, deps.estimate);
+    } catch (error) {
+      const refusal = asRefusal(error);
+      deps.ledger.reject({
+        requestId,
+        keyId: caller.key.id,
+        tenantId: caller.key.tenantId,
+        createdAt: startedAt,
+        endpoint,
+        model: facts?.model ?? modelOf(error),
+        stream: facts?.stream ?? false,
+        status: refusal.code === 'model_not_allowed' ? 'rejected' : 'invalid_request',
+        httpStatus: refusal.status,
+        errorCode: refusal.code,
+        reason: 'other' satisfies RejectionReason,
+        estPromptTokens: 0,
+        estCompletionTokens: 0,
+        estCostMicros: 0,
+      });
+      throw refusal;
+    }
+
     const injectUsage = needsUsageInjection(endpoint, facts);
     const upstreamBody = injectUsage ? withUsageRequested(bytes, body) : bytes;
-    const abort = client.abort;
+    const model = facts.model;
+    const price = estimate.price;
 
-    const log = deps.logger.child({ requestId, endpoint, model: facts.model, stream: facts.stream });
+    try {
+      await deps.ledger.begin({
+        requestId,
+        keyId: caller.key.id,
+        tenantId: caller.key.tenantId,
+        createdAt: startedAt,
+        endpoint,
+        model,
+        stream: facts.stream,
+        estPromptTokens: estimate.promptTokens,
+        estCompletionTokens: estimate.completionTokensReserved,
+        estCostMicros: estimate.reservedMicroUsd,
+        priceKnown: price.known,
+      });
+    } catch (error) {
+      // Not recorded means not forwarded: the ledger never misses a request that went upstream.
+      throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
+    }
+
+    const settledEstimate = estimate;
     const finish = (ending: Ending): void => {
-      const latencyMs = now() - startedAt;
+      const completedAt = now();
+      const cost = settle({
+        estimate: settledEstimate,
+        reported: ending.usage,
+        accepted: ending.accepted,
+        upstreamError: ending.outcome === 'upstream_error',
+        streamedText: ending.streamedText,
+        countTokens: (text) => countCompletionTokens(text, model),
+      });
+      const completion: Completion = {
+        requestId,
+        completedAt,
+        status: ending.outcome,
+        httpStatus: ending.status,
+        promptTokens: cost.usage.promptTokens,
+        cachedTokens: cost.usage.cachedTokens,
+        completionTokens: cost.usage.completionTokens,
+        reasoningTokens: cost.usage.reasoningTokens,
+        costMicros: cost.costMicros,
+        usageSource: cost.source,
+        latencyMs: completedAt - startedAt,
+        ttftMs: ending.firstTokenAt === undefined ? null : ending.firstTokenAt - startedAt,
+        upstreamRequestId: ending.upstreamRequestId ?? null,
+        errorCode: ending.errorCode ?? null,
+      };
+      deps.ledger.complete(completion);
       log.info(
         {
+          model,
+          stream: facts.stream,
           outcome: ending.outcome,
           status: ending.status,
-          latencyMs,
-          ttftMs: ending.firstTokenAt === undefined ? undefined : ending.firstTokenAt - startedAt,
-          promptTokens: ending.usage?.promptTokens,
-          completionTokens: ending.usage?.completionTokens,
-          upstreamRequestId: ending.upstreamRequestId,
-          errorCode: ending.errorCode,
+          promptTokens: completion.promptTokens,
+          completionTokens: completion.completionTokens,
+          costMicros: completion.costMicros,
+          estCostMicros: settledEstimate.reservedMicroUsd,
+          latencyMs: completion.latencyMs,
+          ttftMs: completion.ttftMs ?? undefined,
+          usageSource: cost.source,
+          upstreamRequestId: completion.upstreamRequestId ?? undefined,
+          errorCode: completion.errorCode ?? undefined,
         },
         'request',
       );
     };
 
+    const abort = client.abort;
     let response: UpstreamResponse;
     try {
       response = await deps.upstream.send({
         method: 'POST',
         path: upstreamPath(c.req.url),
-        headers: toUpstreamHeaders(client.headers, true),
+        headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': requestId },
         body: upstreamBody,
         signal: abort.signal,
       });
     } catch (error) {
-      const failure = abort.signal.aborted ? undefined : toUpstreamError(error);
+      const clientGone = abort.signal.aborted;
+      const failure = clientGone ? undefined : toUpstreamError(error);
+      const reachedUpstream = clientGone || !failedBeforeSending(error);
       finish({
-        outcome: failure === undefined ? 'client_aborted' : failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_error',
-        status: failure?.status ?? 499,
+        outcome: clientGone ? 'client_aborted' : failure?.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted',
+        status: null,
+        accepted: reachedUpstream,
         usage: undefined,
         streamedText: '',
         firstTokenAt: undefined,
@@ -122,14 +229,16 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
     }
 
     const upstreamRequestId = headerValue(response.headers['x-request-id']);
+    const ok = response.status >= 200 && response.status < 300;
     if (isEventStream(response.headers)) {
       const tap = new SseTap({ endpoint, stripUsageChunk: injectUsage, now });
       const stream = relayStream(response, tap, endpoint, abort, (outcome, errorCode) =>
         finish({
-          outcome,
+          outcome: ok ? outcome : 'upstream_error',
           status: response.status,
+          accepted: ok,
           usage: tap.usage,
-          streamedText: outcome === 'ok' ? '' : tap.completionText(),
+          streamedText: tap.usage === undefined ? tap.completionText() : '',
           firstTokenAt: tap.firstTokenTime,
           upstreamRequestId,
           errorCode,
@@ -143,24 +252,26 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
       answer = await readAll(response.body);
     } catch (error) {
       const failure = toUpstreamError(error);
-      const aborted = abort.signal.aborted;
+      const clientGone = abort.signal.aborted;
       finish({
-        outcome: aborted ? 'client_aborted' : failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted',
+        outcome: clientGone ? 'client_aborted' : failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted',
         status: response.status,
+        accepted: ok,
         usage: undefined,
         streamedText: '',
         firstTokenAt: undefined,
         upstreamRequestId,
-        errorCode: aborted ? 'client_aborted' : failure.code,
+        errorCode: clientGone ? 'client_aborted' : failure.code,
       });
-      throw failure;
+      throw clientGone ? new TollgateError('client_closed_request', 'The client closed the request.') : failure;
     }
-    const ok = response.status >= 200 && response.status < 300;
+    const usage = ok ? usageFromJsonBytes(answer) : undefined;
     finish({
       outcome: ok ? 'ok' : 'upstream_error',
       status: response.status,
-      usage: ok ? usageFromJsonBytes(answer) : undefined,
-      streamedText: '',
+      accepted: ok,
+      usage,
+      streamedText: ok && usage === undefined ? completionTextOfJson(answer) : '',
       firstTokenAt: undefined,
       upstreamRequestId,
       errorCode: ok ? undefined : upstreamErrorCode(answer),
@@ -199,7 +310,10 @@ function relayStream(
           try {
             step = await chunks.next();
           } catch (error) {
-            if (abort.signal.aborted) return; // cancel() already accounted for it
+            if (abort.signal.aborted) {
+              end('client_aborted', 'client_aborted');
+              return;
+            }
             const failure = toUpstreamError(error);
             const tail = tap.finish();
             if (tail !== null) controller.enqueue(tail);
@@ -245,6 +359,20 @@ function streamErrorEvent(endpoint: Endpoint, code: ErrorCode, message: string):
   return Buffer.from(text);
 }
 
+/** A refusal before forwarding, as the TollgateError the client gets. */
+function asRefusal(error: unknown): TollgateError {
+  if (error instanceof TollgateError) return error;
+  if (error instanceof EstimateInputError) {
+    const code: ErrorCode = error.code === 'context_length_exceeded' ? 'context_length_exceeded' : error.code === 'invalid_type' ? 'invalid_type' : 'invalid_value';
+    return new TollgateError(code, error.message, { param: error.param });
+  }
+  return new TollgateError('internal_error', 'Tollgate could not read this request.', { cause: error });
+}
+
+function modelOf(error: unknown): string {
+  return error instanceof TollgateError && error.param === 'model' ? '(invalid)' : '(unknown)';
+}
+
 /** The path below the upstream's base URL: the client's path without /v1, query kept. */
 function upstreamPath(requestUrl: string): string {
   const start = requestUrl.indexOf('/v1/', requestUrl.indexOf('//') + 2);
@@ -260,6 +388,24 @@ async function readAll(body: Readable): Promise<Buffer> {
 /** A Buffer viewed as the Uint8Array a Response body takes (no copy). */
 function asBody(bytes: Buffer): Uint8Array<ArrayBuffer> {
   return new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function filterModelList(bytes: Buffer, caller: Caller): Buffer {
+  try {
+    const list = JSON.parse(bytes.toString('utf8')) as { data?: Array<{ id?: unknown }> };
+    if (!Array.isArray(list.data)) return bytes;
+    list.data = list.data.filter((model) => {
+      try {
+        checkModelAllowed(caller.policy, String(model.id));
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    return Buffer.from(JSON.stringify(list));
+  } catch {
+    return bytes;
+  }
 }
 
 function upstreamErrorCode(bytes: Buffer): string {

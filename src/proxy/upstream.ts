@@ -93,3 +93,12 @@ export function toUpstreamError(error: unknown): TollgateError {
     { cause: error },
   );
 }
+
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** True when a failure happened before the request could reach the upstream (nothing to bill). */
+export function failedBeforeSending(error: unknown): boolean {
+  if (error instanceof undiciErrors.ConnectTimeoutError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONNECT_ERRORS.has(code);
+}

@@ -109,3 +109,41 @@ function parseUsageObject(bytes: Buffer): unknown {
   }
   return undefined;
 }
+
+/**
+ * The generated text of a JSON answer (choices' content, tool-call arguments,
+ * completions' text, the Responses API's output text), for the rare upstream
+ * that answers without a usage block.
+ */
+export function completionTextOfJson(bytes: Buffer): string {
+  let body: unknown;
+  try {
+    body = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return '';
+  }
+  const parts: string[] = [];
+  const push = (value: unknown): void => {
+    if (typeof value === 'string') parts.push(value);
+  };
+  const choices = field(body, 'choices');
+  if (Array.isArray(choices)) {
+    for (const choice of choices) {
+      push(field(choice, 'text'));
+      const message = field(choice, 'message');
+      push(field(message, 'content'));
+      push(field(message, 'refusal'));
+      const calls = field(message, 'tool_calls');
+      if (Array.isArray(calls)) for (const call of calls) push(field(field(call, 'function'), 'arguments'));
+    }
+  }
+  const output = field(body, 'output');
+  if (Array.isArray(output)) {
+    for (const item of output) {
+      push(field(item, 'arguments'));
+      const content = field(item, 'content');
+      if (Array.isArray(content)) for (const part of content) push(field(part, 'text'));
+    }
+  }
+  return parts.join('');
+}

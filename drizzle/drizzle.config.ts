@@ -1,0 +1,8 @@
+/** drizzle-kit configuration: `npm run db:generate` writes migrations next to this file. */
+import { defineConfig } from 'drizzle-kit';
+
+export default defineConfig({
+  dialect: 'sqlite',
+  schema: './src/ledger/schema.ts',
+  out: './drizzle',
+});

@@ -1,0 +1,78 @@
+/**
+ * The operator's operations — keys, tenants, spend — as one interface with
+ * two implementations: on the local SQLite file, or on a remote proxy through
+ * its admin API. The CLI uses either; the admin API serves the local one.
+ */
+import type { TollgateDatabase } from '../ledger/db.js';
+import { querySpend, type SpendGrouping, type SpendReport } from '../ledger/queries.js';
+import type { Budget, LimitSpec, Policy } from '../limits/policy.js';
+import { KeyStore, type IssuedKey, type KeyPatch, type KeyView, type TenantPatch, type TenantView } from '../keys/store.js';
+
+export interface CreateKeyInput {
+  readonly name: string;
+  readonly tenant?: string | undefined;
+  readonly policy: Policy;
+  readonly expiresAt?: number | null | undefined;
+  readonly metadata?: Readonly<Record<string, string>> | undefined;
+}
+
+export interface SpendRequest {
+  /** A key reference (id, name or prefix). */
+  readonly key?: string | undefined;
+  readonly tenant?: string | undefined;
+  readonly since: string;
+  readonly until?: string | undefined;
+  readonly by: SpendGrouping;
+}
+
+export interface AdminOps {
+  createKey(input: CreateKeyInput): Promise<IssuedKey>;
+  listKeys(options: { tenant?: string | undefined; includeRevoked?: boolean }): Promise<KeyView[]>;
+  getKey(ref: string): Promise<KeyView>;
+  updateKey(ref: string, patch: KeyPatch): Promise<KeyView>;
+  revokeKey(ref: string): Promise<KeyView>;
+  rotateKey(ref: string): Promise<IssuedKey>;
+  createTenant(name: string, policy: { limits?: readonly LimitSpec[]; budget?: Budget }): Promise<TenantView>;
+  listTenants(): Promise<TenantView[]>;
+  getTenant(ref: string): Promise<TenantView>;
+  updateTenant(ref: string, patch: TenantPatch): Promise<TenantView>;
+  spend(request: SpendRequest): Promise<SpendReport>;
+  close(): Promise<void>;
+}
+
+/** The operations on a local database (the CLI's default, and what the admin API serves). */
+export function localAdminOps(database: TollgateDatabase, options: { now?: () => number; onChange?: () => void; closeDatabase?: boolean } = {}): AdminOps {
+  const store = new KeyStore(database, options.now);
+  const now = options.now ?? Date.now;
+  const changed = <T>(value: T): T => {
+    options.onChange?.();
+    return value;
+  };
+  return {
+    createKey: async (input) => changed(store.createKey(input)),
+    listKeys: async (opts) => store.listKeys(opts),
+    getKey: async (ref) => store.getKey(ref),
+    updateKey: async (ref, patch) => changed(store.updateKey(ref, patch)),
+    revokeKey: async (ref) => changed(store.revokeKey(ref)),
+    rotateKey: async (ref) => changed(store.rotateKey(ref)),
+    createTenant: async (name, policy) => changed(store.createTenant(name, { limits: policy.limits ?? [], ...(policy.budget ? { budget: policy.budget } : {}) })),
+    listTenants: async () => store.listTenants(),
+    getTenant: async (ref) => store.getTenant(ref),
+    updateTenant: async (ref, patch) => changed(store.updateTenant(ref, patch)),
+    spend: async (request) =>
+      querySpend(
+        database,
+        {
+          keyId: request.key === undefined ? undefined : store.getKey(request.key).id,
+          tenantId: request.tenant === undefined ? undefined : store.getTenant(request.tenant).id,
+          since: request.since,
+          until: request.until,
+          by: request.by,
+        },
+        now(),
+      ),
+    close: async () => {
+      if (options.closeDatabase) database.close();
+    },
+  };
+}

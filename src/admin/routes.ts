@@ -1,0 +1,105 @@
+/**
+ * The admin HTTP API under /admin/api: the same operations as the CLI, behind
+ * `Authorization: Bearer $TOLLGATE_ADMIN_TOKEN`. With no token configured the
+ * whole API answers 404 `admin_disabled`.
+ */
+import { Hono, type Context } from 'hono';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { z } from 'zod';
+import { TollgateError } from '../errors.js';
+import { parseSince } from '../ledger/queries.js';
+import type { SpendGrouping } from '../ledger/queries.js';
+import type { Policy } from '../limits/policy.js';
+import type { AdminOps } from './ops.js';
+import { createKeyBody, createTenantBody, updateKeyBody, updateTenantBody } from './wire.js';
+import type { AppEnv } from '../app.js';
+
+export interface AdminRouteDeps {
+  readonly ops: AdminOps;
+  readonly adminToken: string | undefined;
+  readonly now?: () => number;
+  /** Extra ways in besides the bearer token (the dashboard's session cookie). */
+  readonly isAuthorized?: (c: Context<AppEnv>) => boolean;
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** Constant-time comparison of a presented token with the configured one. */
+export function tokenMatches(presented: string, expected: string): boolean {
+  return timingSafeEqual(digest(presented), digest(expected));
+}
+
+const GROUPINGS: readonly SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'total'];
+
+export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
+  const api = new Hono<AppEnv>();
+  const now = deps.now ?? Date.now;
+
+  api.use('*', async function requireAdmin(c, next) {
+    if (deps.adminToken === undefined) {
+      throw new TollgateError('admin_disabled', 'The admin API is disabled: start Tollgate with TOLLGATE_ADMIN_TOKEN set.');
+    }
+    const header = c.req.header('authorization');
+    const bearer = header === undefined ? undefined : /^\s*Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+    const allowed = (bearer !== undefined && tokenMatches(bearer, deps.adminToken)) || (deps.isAuthorized?.(c) ?? false);
+    if (!allowed) throw new TollgateError('invalid_admin_token', 'A valid admin token is required (Authorization: Bearer <TOLLGATE_ADMIN_TOKEN>).');
+    await next();
+  });
+
+  const body = async <S extends z.ZodType>(c: Context<AppEnv>, schema: S): Promise<z.output<S>> => {
+    let json: unknown;
+    try {
+      json = await c.req.json();
+    } catch {
+      throw new TollgateError('invalid_json', 'The request body is not valid JSON.');
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const param = issue?.path.join('.') ?? null;
+      throw new TollgateError('invalid_request', `${param ? `${param}: ` : ''}${issue?.message ?? 'invalid body'}`, { param });
+    }
+    return parsed.data;
+  };
+  const id = (c: Context<AppEnv>): string => c.req.param('ref') ?? '';
+
+  api.get('/keys', async (c) => c.json({ data: await deps.ops.listKeys({ tenant: c.req.query('tenant'), includeRevoked: c.req.query('all') === '1' || c.req.query('all') === 'true' }) }));
+  api.post('/keys', async (c) => {
+    const input = await body(c, createKeyBody);
+    const issued = await deps.ops.createKey({ ...input, policy: input.policy as Policy });
+    return c.json({ key: issued.key, ...issued.view }, 201);
+  });
+  api.get('/keys/:ref', async (c) => c.json(await deps.ops.getKey(id(c))));
+  api.patch('/keys/:ref', async (c) => c.json(await deps.ops.updateKey(id(c), await body(c, updateKeyBody))));
+  api.post('/keys/:ref/revoke', async (c) => c.json(await deps.ops.revokeKey(id(c))));
+  api.post('/keys/:ref/rotate', async (c) => {
+    const issued = await deps.ops.rotateKey(id(c));
+    return c.json({ key: issued.key, ...issued.view });
+  });
+
+  api.get('/tenants', async (c) => c.json({ data: await deps.ops.listTenants() }));
+  api.post('/tenants', async (c) => {
+    const input = await body(c, createTenantBody);
+    return c.json(await deps.ops.createTenant(input.name, input), 201);
+  });
+  api.get('/tenants/:ref', async (c) => c.json(await deps.ops.getTenant(id(c))));
+  api.patch('/tenants/:ref', async (c) => c.json(await deps.ops.updateTenant(id(c), await body(c, updateTenantBody))));
+
+  api.get('/spend', async (c) => {
+    const by = (c.req.query('by') ?? 'day') as SpendGrouping;
+    if (!GROUPINGS.includes(by)) throw new TollgateError('invalid_value', `by must be one of ${GROUPINGS.join(', ')}`, { param: 'by' });
+    let since: string;
+    let until: string | undefined;
+    try {
+      since = parseSince(c.req.query('since') ?? '7d', now());
+      until = c.req.query('until') === undefined ? undefined : parseSince(c.req.query('until')!, now());
+    } catch (error) {
+      throw new TollgateError('invalid_value', (error as Error).message, { param: 'since' });
+    }
+    return c.json(await deps.ops.spend({ key: c.req.query('key'), tenant: c.req.query('tenant'), since, until, by }));
+  });
+
+  return api;
+}

@@ -1,0 +1,36 @@
+/** The admin API's request bodies, validated with zod (responses are the views as JSON). */
+import { z } from 'zod';
+import { BUDGET_PERIODS } from '../limits/policy.js';
+import { limitSchema, policySchema } from '../keys/policy-json.js';
+
+const budgetSchema = z.object({ microUsd: z.number().int().positive(), period: z.enum(BUDGET_PERIODS) });
+
+export const createKeyBody = z.object({
+  name: z.string().min(1),
+  tenant: z.string().min(1).optional(),
+  policy: policySchema.default({ limits: [] }),
+  expiresAt: z.number().int().positive().nullable().optional(),
+  metadata: z.record(z.string(), z.string()).optional(),
+});
+
+export const updateKeyBody = z.object({
+  name: z.string().min(1).optional(),
+  tenant: z.string().min(1).nullable().optional(),
+  limits: z.array(limitSchema).optional(),
+  budget: budgetSchema.nullable().optional(),
+  models: z.array(z.string().min(1)).nullable().optional(),
+  expiresAt: z.number().int().positive().nullable().optional(),
+  metadata: z.record(z.string(), z.string().nullable()).optional(),
+});
+
+export const createTenantBody = z.object({
+  name: z.string().min(1),
+  limits: z.array(limitSchema).optional(),
+  budget: budgetSchema.optional(),
+});
+
+export const updateTenantBody = z.object({
+  name: z.string().min(1).optional(),
+  limits: z.array(limitSchema).optional(),
+  budget: budgetSchema.nullable().optional(),
+});

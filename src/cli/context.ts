@@ -1,0 +1,88 @@
+/**
+ * What every CLI command needs: the admin operations (on the local SQLite
+ * file, or on a remote proxy with --url), output in human or JSON form, and
+ * errors mapped to exit codes (2 for bad input, 1 for everything else).
+ */
+import type { Command } from 'commander';
+import { loadConfig } from '../config.js';
+import { TollgateError } from '../errors.js';
+import { openDatabase } from '../ledger/db.js';
+import { PolicyError } from '../limits/policy.js';
+import { localAdminOps, type AdminOps } from '../admin/ops.js';
+import { remoteAdminOps } from '../admin/client.js';
+
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+export interface GlobalOptions {
+  readonly db?: string;
+  readonly url?: string;
+  readonly adminToken?: string;
+}
+
+/** An error the CLI reports as one line, with its exit code. */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+  readonly exitCode: number;
+  constructor(message: string, exitCode: number) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+/** Maps what a command threw to a message and an exit code. */
+export function toCliError(error: unknown): CliError {
+  if (error instanceof CliError) return error;
+  if (error instanceof PolicyError || error instanceof RangeError) return new CliError(error.message, EXIT_USAGE);
+  if (error instanceof TollgateError) return new CliError(error.message, error.status === 400 || error.status === 409 ? EXIT_USAGE : EXIT_FAILURE);
+  return new CliError(error instanceof Error ? error.message : String(error), EXIT_FAILURE);
+}
+
+/** The admin operations selected by the global options. */
+export function openOps(command: Command): AdminOps {
+  const global = command.optsWithGlobals<GlobalOptions>();
+  if (global.url !== undefined) {
+    const token = global.adminToken ?? loadConfig().adminToken;
+    return remoteAdminOps(global.url, token);
+  }
+  const path = global.db ?? loadConfig().dbPath;
+  return localAdminOps(openDatabase(path), { closeDatabase: true });
+}
+
+/** Runs `fn` with the ops and always closes them. */
+export async function withOps<T>(command: Command, fn: (ops: AdminOps) => Promise<T>): Promise<T> {
+  const ops = openOps(command);
+  try {
+    return await fn(ops);
+  } finally {
+    await ops.close();
+  }
+}
+
+/** Where the CLI writes: the process's streams, or a test's buffers. */
+export interface Output {
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+let output: Output = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
+
+/** Directs printing to `next` until the returned function restores the previous output. */
+export function setOutput(next: Output): () => void {
+  const previous = output;
+  output = next;
+  return () => {
+    output = previous;
+  };
+}
+
+export function printJson(value: unknown): void {
+  output.stdout(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+export function print(text: string): void {
+  output.stdout(text.endsWith('\n') ? text : `${text}\n`);
+}

@@ -1,0 +1,45 @@
+/** Output for people: aligned tables, dollars, dates, counts. */
+import { formatLimit, formatMicrosUsd, type Policy } from '../limits/policy.js';
+
+/** Columns padded to their widest cell; numbers (right-aligned) are marked by `align`. */
+export function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>, align: ReadonlyArray<'left' | 'right'> = []): string {
+  const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells.map((cell, i) => (align[i] === 'right' ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+/** $ with cents, or 4 significant digits for amounts under a cent. */
+export function usd(micros: number): string {
+  if (micros !== 0 && Math.abs(micros) < 10_000) {
+    // Under a cent: 4 significant digits, without trailing zeros ($0.000018).
+    const dollars = Math.abs(micros) / 1_000_000;
+    const digits = Math.max(0, 3 - Math.floor(Math.log10(dollars)));
+    const text = dollars.toFixed(Math.min(digits, 6)).replace(/0+$/, '').replace(/\.$/, '');
+    return `${micros < 0 ? '-' : ''}$${text}`;
+  }
+  const cents = Math.round(micros / 10_000);
+  const sign = cents < 0 ? '-' : '';
+  const abs = Math.abs(cents);
+  return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
+}
+
+export function count(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/** `2026-11-21 08:31 UTC`, or `-`. */
+export function when(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return '-';
+  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+export function describeLimits(policy: Policy): string {
+  return policy.limits.length === 0 ? 'none' : policy.limits.map(formatLimit).join(', ');
+}
+
+export function describeBudget(policy: Policy): string {
+  if (policy.budget === undefined) return 'none';
+  const per = policy.budget.period === 'total' ? 'in total' : `per ${policy.budget.period}`;
+  return `${formatMicrosUsd(policy.budget.microUsd)} ${per}`;
+}

@@ -1,0 +1,320 @@
+/** `tollgate keys …` and `tollgate tenants …`. */
+import { Option, type Command } from 'commander';
+import type { IssuedKey, KeyPatch, KeyView, TenantView } from '../keys/store.js';
+import { BUDGET_PERIODS, parseLimit, parseUsdToMicros, PolicyError, type Budget, type BudgetPeriod, type LimitSpec, type Policy } from '../limits/policy.js';
+import { print, printJson, withOps } from './context.js';
+import { describeBudget, describeLimits, table, when } from './format.js';
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+interface LimitOptions {
+  limit?: string[];
+  rpm?: string;
+  tpm?: string;
+}
+
+/** Limits from --limit/--rpm/--tpm, or undefined when none was given. */
+function limitsFrom(options: LimitOptions): LimitSpec[] | undefined {
+  const texts = [...(options.limit ?? [])];
+  if (options.rpm !== undefined) texts.push(`requests:${options.rpm}/min`);
+  if (options.tpm !== undefined) texts.push(`tokens:${options.tpm}/min`);
+  return texts.length === 0 ? undefined : texts.map(parseLimit);
+}
+
+function budgetFrom(usdText: string | undefined, periodText: string | undefined, current?: Budget): Budget | undefined {
+  if (periodText !== undefined && !(BUDGET_PERIODS as readonly string[]).includes(periodText)) {
+    throw new PolicyError(`--budget-period must be one of ${BUDGET_PERIODS.join(', ')} (got "${periodText}")`);
+  }
+  if (usdText === undefined) {
+    if (periodText === undefined) return undefined;
+    if (current === undefined) throw new PolicyError('--budget-period needs --budget-usd (the key has no budget yet)');
+    return { microUsd: current.microUsd, period: periodText as BudgetPeriod };
+  }
+  const microUsd = parseUsdToMicros(usdText);
+  if (microUsd <= 0) throw new PolicyError('--budget-usd must be greater than zero');
+  return { microUsd, period: (periodText ?? current?.period ?? 'month') as BudgetPeriod };
+}
+
+function modelsFrom(text: string | undefined): string[] | undefined {
+  if (text === undefined) return undefined;
+  const models = text.split(',').map((m) => m.trim()).filter((m) => m !== '');
+  if (models.length === 0) throw new PolicyError('--models needs at least one model name');
+  return models;
+}
+
+/** `30d`, `12h`, `90m`, or a date/time (`2026-12-31`, ISO 8601) → epoch ms. */
+export function parseExpiry(text: string, now = Date.now()): number {
+  const relative = /^(\d+)\s*(m|h|d)$/.exec(text.trim());
+  if (relative) {
+    const amount = Number(relative[1]);
+    if (amount <= 0) throw new PolicyError('--expires must be in the future');
+    return now + amount * { m: 60_000, h: 3_600_000, d: 86_400_000 }[relative[2] as 'm' | 'h' | 'd'];
+  }
+  const at = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(text.trim()) ? `${text.trim()}T00:00:00Z` : text);
+  if (Number.isNaN(at)) throw new PolicyError(`--expires "${text}" is not a duration (30d, 12h, 90m) or a date (2026-12-31)`);
+  if (at <= now) throw new PolicyError(`--expires ${text} is in the past`);
+  return at;
+}
+
+function metadataFrom(pairs: string[] | undefined): Record<string, string> | undefined {
+  if (pairs === undefined) return undefined;
+  const out: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new PolicyError(`--meta "${pair}" is not label=value`);
+    out[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return out;
+}
+
+function describeKey(view: KeyView): string {
+  const rows: Array<[string, string]> = [
+    ['id', view.id],
+    ['name', view.name],
+    ['tenant', view.tenant ?? '-'],
+    ['prefix', view.prefix],
+    ['status', view.status],
+    ['created', when(view.createdAt)],
+    ['expires', when(view.expiresAt)],
+    ...(view.rotatedAt !== null ? ([['rotated', when(view.rotatedAt)]] as Array<[string, string]>) : []),
+    ...(view.revokedAt !== null ? ([['revoked', when(view.revokedAt)]] as Array<[string, string]>) : []),
+    ['limits', describeLimits(view.policy)],
+    ['budget', describeBudget(view.policy)],
+    ['models', view.policy.models?.join(', ') ?? 'all'],
+    ...(Object.keys(view.metadata).length > 0 ? ([['metadata', Object.entries(view.metadata).map(([k, v]) => `${k}=${v}`).join(', ')]] as Array<[string, string]>) : []),
+  ];
+  return rows.map(([label, value]) => `  ${label.padEnd(8)} ${value}`).join('\n');
+}
+
+function printIssued(issued: IssuedKey, json: boolean, verb: 'Created' | 'Rotated'): void {
+  if (json) {
+    printJson({ key: issued.key, ...issued.view });
+    return;
+  }
+  print(`${verb} key "${issued.view.name}" (${issued.view.id})\n\n  key      ${issued.key}\n${describeKey(issued.view)}\n\nStore the key now: it is shown only this once.`);
+}
+
+function keyRows(keys: KeyView[]): string {
+  return table(
+    ['name', 'id', 'prefix', 'tenant', 'status', 'limits', 'budget', 'created'],
+    keys.map((k) => [k.name, k.id, k.prefix, k.tenant ?? '-', k.status, describeLimits(k.policy), describeBudget(k.policy), when(k.createdAt)]),
+  );
+}
+
+function describeTenant(view: TenantView): string {
+  return [
+    ['id', view.id],
+    ['name', view.name],
+    ['keys', String(view.keys)],
+    ['limits', describeLimits(view.policy)],
+    ['budget', describeBudget(view.policy)],
+    ['created', when(view.createdAt)],
+  ]
+    .map(([label, value]) => `  ${label!.padEnd(8)} ${value}`)
+    .join('\n');
+}
+
+export function registerKeyCommands(program: Command): void {
+  const keys = program.command('keys').description('issue and manage tenant keys');
+
+  keys
+    .command('create')
+    .description('issue a new key (printed once)')
+    .requiredOption('--name <name>', 'unique name for the key')
+    .option('--tenant <tenant>', 'tenant the key belongs to (created if new)')
+    .option('--limit <spec>', 'UNIT:AMOUNT/PERIOD[,burst=B][,name=N][,start=empty]; UNIT requests|tokens|usd, PERIOD s|min|h|day (repeatable)', collect)
+    .option('--rpm <n>', 'shorthand for --limit requests:N/min')
+    .option('--tpm <n>', 'shorthand for --limit tokens:N/min')
+    .option('--budget-usd <dollars>', 'spend cap in USD')
+    .addOption(new Option('--budget-period <period>', 'budget period (UTC)').choices([...BUDGET_PERIODS]))
+    .option('--models <list>', 'comma-separated models the key may use (prefix* allowed)')
+    .option('--expires <when>', 'expiry: 30d, 12h, 90m or a date')
+    .option('--meta <label=value>', 'metadata label (repeatable)', collect)
+    .option('--json', 'print JSON (includes the key once)')
+    .action(async (options: LimitOptions & { name: string; tenant?: string; budgetUsd?: string; budgetPeriod?: string; models?: string; expires?: string; meta?: string[]; json?: boolean }, command: Command) => {
+      const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
+      const models = modelsFrom(options.models);
+      const policy: Policy = { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}), ...(models ? { models } : {}) };
+      const issued = await withOps(command, (ops) =>
+        ops.createKey({ name: options.name, tenant: options.tenant, policy, expiresAt: options.expires === undefined ? null : parseExpiry(options.expires), metadata: metadataFrom(options.meta) }),
+      );
+      printIssued(issued, options.json === true, 'Created');
+    });
+
+  keys
+    .command('list')
+    .description('list keys (live ones unless --all)')
+    .option('--tenant <tenant>', 'only this tenant')
+    .option('--all', 'include revoked keys')
+    .option('--json', 'print JSON')
+    .action(async (options: { tenant?: string; all?: boolean; json?: boolean }, command: Command) => {
+      const list = await withOps(command, (ops) => ops.listKeys({ tenant: options.tenant, includeRevoked: options.all === true }));
+      if (options.json) printJson(list);
+      else print(list.length === 0 ? 'no keys' : keyRows(list));
+    });
+
+  keys
+    .command('show')
+    .description('show one key (by id, name or prefix)')
+    .argument('<key>', 'key id, name or visible prefix')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, options: { json?: boolean }, command: Command) => {
+      const view = await withOps(command, (ops) => ops.getKey(ref));
+      if (options.json) printJson(view);
+      else print(describeKey(view));
+    });
+
+  keys
+    .command('update')
+    .description('change a key; --limit/--rpm/--tpm replace all its limits')
+    .argument('<key>', 'key id, name or visible prefix')
+    .option('--name <name>', 'new name')
+    .option('--tenant <tenant>', 'move to this tenant (created if new)')
+    .option('--no-tenant', 'take the key out of its tenant')
+    .option('--limit <spec>', 'replacement limit (repeatable)', collect)
+    .option('--rpm <n>', 'shorthand for --limit requests:N/min')
+    .option('--tpm <n>', 'shorthand for --limit tokens:N/min')
+    .option('--clear-limits', 'remove all limits')
+    .option('--budget-usd <dollars>', 'new spend cap in USD')
+    .addOption(new Option('--budget-period <period>', 'budget period (UTC)').choices([...BUDGET_PERIODS]))
+    .option('--no-budget', 'remove the budget')
+    .option('--models <list>', 'comma-separated models the key may use')
+    .option('--all-models', 'allow every model')
+    .option('--expires <when>', 'new expiry: 30d, 12h, 90m or a date')
+    .option('--no-expiry', 'never expire')
+    .option('--meta <label=value>', 'set a metadata label (repeatable)', collect)
+    .option('--unset-meta <label>', 'remove a metadata label (repeatable)', collect)
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        ref: string,
+        options: LimitOptions & {
+          name?: string;
+          tenant?: string | false;
+          clearLimits?: boolean;
+          budgetUsd?: string;
+          budgetPeriod?: string;
+          budget?: boolean;
+          models?: string;
+          allModels?: boolean;
+          expires?: string;
+          expiry?: boolean;
+          meta?: string[];
+          unsetMeta?: string[];
+          json?: boolean;
+        },
+        command: Command,
+      ) => {
+        const view = await withOps(command, async (ops) => {
+          const current = await ops.getKey(ref);
+          const limits = options.clearLimits ? [] : limitsFrom(options);
+          if (options.budget === false && (options.budgetUsd !== undefined || options.budgetPeriod !== undefined)) {
+            throw new PolicyError('--no-budget cannot be combined with --budget-usd/--budget-period');
+          }
+          const budget = options.budget === false ? null : budgetFrom(options.budgetUsd, options.budgetPeriod, current.policy.budget);
+          if (options.allModels && options.models !== undefined) throw new PolicyError('--all-models cannot be combined with --models');
+          const metadata: Record<string, string | null> = { ...metadataFrom(options.meta) };
+          for (const label of options.unsetMeta ?? []) metadata[label] = null;
+          const patch: KeyPatch = {
+            name: options.name,
+            tenant: options.tenant === false ? null : options.tenant,
+            limits,
+            budget,
+            models: options.allModels ? null : modelsFrom(options.models),
+            expiresAt: options.expiry === false ? null : options.expires === undefined ? undefined : parseExpiry(options.expires),
+            metadata: Object.keys(metadata).length === 0 ? undefined : metadata,
+          };
+          return ops.updateKey(ref, patch);
+        });
+        if (options.json) printJson(view);
+        else print(`Updated key "${view.name}"\n${describeKey(view)}`);
+      },
+    );
+
+  keys
+    .command('revoke')
+    .description('revoke a key (its requests are refused within a second)')
+    .argument('<key>', 'key id, name or visible prefix')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, options: { json?: boolean }, command: Command) => {
+      const view = await withOps(command, (ops) => ops.revokeKey(ref));
+      if (options.json) printJson(view);
+      else print(`Revoked key "${view.name}" (${view.id})`);
+    });
+
+  keys
+    .command('rotate')
+    .description('give a key a new secret (printed once); the old one stops working')
+    .argument('<key>', 'key id, name or visible prefix')
+    .option('--json', 'print JSON (includes the new key once)')
+    .action(async (ref: string, options: { json?: boolean }, command: Command) => {
+      const issued = await withOps(command, (ops) => ops.rotateKey(ref));
+      printIssued(issued, options.json === true, 'Rotated');
+    });
+
+  const tenants = program.command('tenants').description('tenants: groups of keys with shared limits and budget');
+
+  tenants
+    .command('create')
+    .description('create a tenant')
+    .argument('<name>', 'tenant name')
+    .option('--limit <spec>', 'tenant-wide limit (repeatable)', collect)
+    .option('--rpm <n>', 'shorthand for --limit requests:N/min')
+    .option('--tpm <n>', 'shorthand for --limit tokens:N/min')
+    .option('--budget-usd <dollars>', 'tenant-wide spend cap in USD')
+    .addOption(new Option('--budget-period <period>', 'budget period (UTC)').choices([...BUDGET_PERIODS]))
+    .option('--json', 'print JSON')
+    .action(async (name: string, options: LimitOptions & { budgetUsd?: string; budgetPeriod?: string; json?: boolean }, command: Command) => {
+      const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
+      const view = await withOps(command, (ops) => ops.createTenant(name, { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}) }));
+      if (options.json) printJson(view);
+      else print(`Created tenant "${view.name}"\n${describeTenant(view)}`);
+    });
+
+  tenants
+    .command('list')
+    .description('list tenants')
+    .option('--json', 'print JSON')
+    .action(async (options: { json?: boolean }, command: Command) => {
+      const list = await withOps(command, (ops) => ops.listTenants());
+      if (options.json) printJson(list);
+      else print(list.length === 0 ? 'no tenants' : table(['name', 'id', 'keys', 'limits', 'budget'], list.map((t) => [t.name, t.id, String(t.keys), describeLimits(t.policy), describeBudget(t.policy)]), ['left', 'left', 'right']));
+    });
+
+  tenants
+    .command('show')
+    .description('show one tenant')
+    .argument('<tenant>', 'tenant id or name')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, options: { json?: boolean }, command: Command) => {
+      const view = await withOps(command, (ops) => ops.getTenant(ref));
+      if (options.json) printJson(view);
+      else print(describeTenant(view));
+    });
+
+  tenants
+    .command('update')
+    .description('change a tenant; --limit/--rpm/--tpm replace all its limits')
+    .argument('<tenant>', 'tenant id or name')
+    .option('--name <name>', 'new name')
+    .option('--limit <spec>', 'replacement limit (repeatable)', collect)
+    .option('--rpm <n>', 'shorthand for --limit requests:N/min')
+    .option('--tpm <n>', 'shorthand for --limit tokens:N/min')
+    .option('--clear-limits', 'remove all limits')
+    .option('--budget-usd <dollars>', 'new spend cap in USD')
+    .addOption(new Option('--budget-period <period>', 'budget period (UTC)').choices([...BUDGET_PERIODS]))
+    .option('--no-budget', 'remove the budget')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, options: LimitOptions & { name?: string; clearLimits?: boolean; budgetUsd?: string; budgetPeriod?: string; budget?: boolean; json?: boolean }, command: Command) => {
+      const view = await withOps(command, async (ops) => {
+        const current = await ops.getTenant(ref);
+        return ops.updateTenant(ref, {
+          name: options.name,
+          limits: options.clearLimits ? [] : limitsFrom(options),
+          budget: options.budget === false ? null : budgetFrom(options.budgetUsd, options.budgetPeriod, current.policy.budget),
+        });
+      });
+      if (options.json) printJson(view);
+      else print(`Updated tenant "${view.name}"\n${describeTenant(view)}`);
+    });
+}

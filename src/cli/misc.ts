@@ -1,0 +1,78 @@
+/** `tollgate migrate` and `tollgate estimate`. */
+import type { Command } from 'commander';
+import { readFileSync } from 'node:fs';
+import { loadConfig } from '../config.js';
+import type { Endpoint } from '../estimate/index.js';
+import { applyMigrations, openDatabase } from '../ledger/db.js';
+import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
+import { count, usd } from './format.js';
+
+const ENDPOINTS: Endpoint[] = ['chat', 'completions', 'embeddings', 'responses'];
+
+export function registerMiscCommands(program: Command): void {
+  program
+    .command('migrate')
+    .description('create or upgrade the SQLite database (serve does this on start too)')
+    .option('--json', 'print JSON')
+    .action((options: { json?: boolean }, command: Command) => {
+      const path = command.optsWithGlobals<GlobalOptions>().db ?? loadConfig().dbPath;
+      const database = openDatabase(path, { migrate: false });
+      try {
+        const applied = applyMigrations(database.sqlite);
+        if (options.json) printJson({ db: path, applied });
+        else print(applied === 0 ? `${path} is up to date` : `${path}: applied ${applied} migration(s)`);
+      } finally {
+        database.close();
+      }
+    });
+
+  program
+    .command('estimate')
+    .description('what a request body would reserve, in tokens and USD (reads JSON from stdin or --file)')
+    .option('--endpoint <endpoint>', `one of ${ENDPOINTS.join(', ')} (default: guessed from the body)`)
+    .option('--file <path>', 'read the body from a file instead of stdin')
+    .option('--json', 'print JSON')
+    .action(async (options: { endpoint?: string; file?: string; json?: boolean }) => {
+      const { estimateRequestSync, EstimateInputError } = await import('../estimate/index.js');
+      const text = readFileSync(options.file ?? 0, 'utf8');
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new CliError('the request body is not valid JSON', EXIT_USAGE);
+      }
+      const endpoint = (options.endpoint ?? guessEndpoint(body)) as Endpoint;
+      if (!ENDPOINTS.includes(endpoint)) throw new CliError(`--endpoint must be one of ${ENDPOINTS.join(', ')}`, EXIT_USAGE);
+      const config = loadConfig();
+      let estimate;
+      try {
+        estimate = estimateRequestSync(endpoint, body, { prices: config.prices, defaultMaxCompletionTokens: config.defaultMaxCompletionTokens });
+      } catch (error) {
+        if (error instanceof EstimateInputError) throw new CliError(`${error.param ? `${error.param}: ` : ''}${error.message}`, EXIT_USAGE);
+        throw error;
+      }
+      if (options.json) {
+        printJson({ endpoint, ...estimate });
+        return;
+      }
+      print(
+        [
+          `endpoint             ${endpoint}`,
+          `model                ${estimate.model}${estimate.price.known ? '' : ' (not in the price table: fallback price)'}`,
+          `encoding             ${estimate.encoding}`,
+          `prompt tokens        ${count(estimate.promptTokens)}${estimate.imageTokens > 0 ? ` (${count(estimate.imageTokens)} for images)` : ''}`,
+          `completion reserved  ${count(estimate.completionTokensReserved)}${estimate.n > 1 ? ` (${estimate.n} choices)` : ''}`,
+          `reserved tokens      ${count(estimate.reservedTokens)}`,
+          `reserved cost        ${usd(estimate.reservedMicroUsd)} (${estimate.reservedMicroUsd} micro-USD)`,
+        ].join('\n'),
+      );
+    });
+}
+
+function guessEndpoint(body: unknown): Endpoint {
+  const fields = body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : {};
+  if ('messages' in fields) return 'chat';
+  if ('prompt' in fields) return 'completions';
+  if ('input' in fields && typeof fields.model === 'string' && fields.model.includes('embedding')) return 'embeddings';
+  return 'responses';
+}

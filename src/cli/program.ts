@@ -1,0 +1,49 @@
+/**
+ * The `tollgate` command line: wiring of subcommands to commander and of
+ * failures to exit codes (2 for bad usage or input, 1 for everything else).
+ * `runCli` is what `index.ts` runs; tests call it in-process.
+ */
+import { Command, CommanderError } from 'commander';
+import { EXIT_USAGE, setOutput, toCliError, type Output } from './context.js';
+import { registerKeyCommands } from './keys.js';
+import { registerMiscCommands } from './misc.js';
+import { registerServeCommands } from './serve.js';
+import { registerSpendCommand } from './spend.js';
+
+export function buildProgram(output: Output): Command {
+  const program = new Command('tollgate')
+    .description('OpenAI-compatible proxy with per-key cost-aware rate limits, budgets and a spend ledger')
+    .option('--db <path>', 'SQLite database (default: $TOLLGATE_DB or ./data/tollgate.db)')
+    .option('--url <url>', 'manage a running proxy through its admin API instead of the local database')
+    .option('--admin-token <token>', 'admin token for --url (default: $TOLLGATE_ADMIN_TOKEN)')
+    .showHelpAfterError();
+  registerServeCommands(program);
+  registerKeyCommands(program);
+  registerSpendCommand(program);
+  registerMiscCommands(program);
+  configureEverywhere(program, output);
+  return program;
+}
+
+/** Commander's own messages (help, usage errors) go to the same output, and it never calls process.exit. */
+function configureEverywhere(command: Command, output: Output): void {
+  command.exitOverride();
+  command.configureOutput({ writeOut: (text) => output.stdout(text), writeErr: (text) => output.stderr(text) });
+  for (const sub of command.commands) configureEverywhere(sub, output);
+}
+
+/** Runs the CLI on `argv` (without the node and script entries); resolves with the exit code. */
+export async function runCli(argv: readonly string[], output: Output): Promise<number> {
+  const restore = setOutput(output);
+  try {
+    await buildProgram(output).parseAsync([...argv], { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : EXIT_USAGE;
+    const failure = toCliError(error);
+    output.stderr(`tollgate: ${failure.message}\n`);
+    return failure.exitCode;
+  } finally {
+    restore();
+  }
+}

@@ -1,0 +1,46 @@
+/** `tollgate spend`: spend per day, model, key or tenant, from the rollups. */
+import { Option, type Command } from 'commander';
+import { parseSince, type SpendGrouping, type SpendRow, type SpendTotals } from '../ledger/queries.js';
+import { print, printJson, withOps } from './context.js';
+import { count, table, usd } from './format.js';
+
+const GROUPINGS: SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'total'];
+
+function cells(group: string, row: SpendTotals): string[] {
+  return [
+    group,
+    count(row.requests),
+    count(row.promptTokens),
+    count(row.completionTokens),
+    usd(row.costMicros),
+    count(row.rejectedRateLimit + row.rejectedBudget),
+    count(row.errors),
+  ];
+}
+
+export function registerSpendCommand(program: Command): void {
+  program
+    .command('spend')
+    .description('spend and usage from the ledger rollups (UTC days)')
+    .option('--key <key>', 'one key (id, name or prefix)')
+    .option('--tenant <tenant>', 'one tenant')
+    .option('--since <when>', 'first day: 7d, today, month or YYYY-MM-DD', '7d')
+    .option('--until <when>', 'last day (default today)')
+    .addOption(new Option('--by <grouping>', 'group rows by').choices(GROUPINGS).default('day'))
+    .option('--json', 'print JSON')
+    .action(async (options: { key?: string; tenant?: string; since: string; until?: string; by: SpendGrouping; json?: boolean }, command: Command) => {
+      const since = parseSince(options.since);
+      const until = options.until === undefined ? undefined : parseSince(options.until);
+      const report = await withOps(command, (ops) => ops.spend({ key: options.key, tenant: options.tenant, since, until, by: options.by }));
+      if (options.json) {
+        printJson(report);
+        return;
+      }
+      const headers = [options.by === 'total' ? '' : options.by, 'requests', 'prompt tokens', 'completion tokens', 'cost', 'rejected', 'errors'];
+      const rows = report.rows.map((row: SpendRow) => cells(row.group, row));
+      rows.push(cells('total', report.total));
+      const scope = options.key !== undefined ? ` for key ${options.key}` : options.tenant !== undefined ? ` for tenant ${options.tenant}` : '';
+      print(`Spend${scope}, ${report.since} to ${report.until} (UTC)${report.pending > 0 ? `; ${report.pending} request(s) in flight, counted at their estimate` : ''}\n`);
+      print(table(headers, rows, ['left', 'right', 'right', 'right', 'right', 'right', 'right']));
+    });
+}

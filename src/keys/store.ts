@@ -1,0 +1,400 @@
+/**
+ * Keys and tenants in SQLite: the operations behind the CLI and the admin
+ * API, and the lookups behind the proxy's key cache.
+ *
+ * A key or tenant is named by its id, its name, or (keys) its visible prefix.
+ * Every change bumps the row's `version` (one more than the table's maximum,
+ * inside the writing transaction), so a proxy polling `max(version)` sees it.
+ */
+import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
+import { TollgateError } from '../errors.js';
+import type { TollgateDatabase } from '../ledger/db.js';
+import { apiKeys, tenants, type ApiKeyRow, type TenantRow } from '../ledger/schema.js';
+import { PolicyError, validatePolicy, type Budget, type LimitSpec, type Policy } from '../limits/policy.js';
+import { generateKey, hashKey, newId, visiblePrefix } from './key-format.js';
+import { readStoredPolicy } from './policy-json.js';
+
+export type KeyStatus = 'active' | 'revoked' | 'expired';
+
+/** A key as people and the admin API see it: never its hash, never the key. */
+export interface KeyView {
+  readonly id: string;
+  readonly name: string;
+  readonly tenantId: string | null;
+  readonly tenant: string | null;
+  readonly prefix: string;
+  readonly status: KeyStatus;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly revokedAt: number | null;
+  readonly expiresAt: number | null;
+  readonly rotatedAt: number | null;
+  readonly policy: Policy;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+/** A key just created or rotated: the only time the secret exists outside the client. */
+export interface IssuedKey {
+  readonly key: string;
+  readonly view: KeyView;
+}
+
+export interface TenantView {
+  readonly id: string;
+  readonly name: string;
+  readonly policy: Policy;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly keys: number;
+}
+
+export interface NewKey {
+  readonly name: string;
+  readonly tenant?: string | undefined;
+  readonly policy: Policy;
+  readonly expiresAt?: number | null | undefined;
+  readonly metadata?: Readonly<Record<string, string>> | undefined;
+}
+
+/** Fields to change; `null` clears (tenant, budget, models, expiry, a metadata label). */
+export interface KeyPatch {
+  readonly name?: string | undefined;
+  readonly tenant?: string | null | undefined;
+  readonly limits?: readonly LimitSpec[] | undefined;
+  readonly budget?: Budget | null | undefined;
+  readonly models?: readonly string[] | null | undefined;
+  readonly expiresAt?: number | null | undefined;
+  readonly metadata?: Readonly<Record<string, string | null>> | undefined;
+}
+
+export interface TenantPatch {
+  readonly name?: string | undefined;
+  readonly limits?: readonly LimitSpec[] | undefined;
+  readonly budget?: Budget | null | undefined;
+}
+
+/** What the proxy's auth needs about a key; the policy may be an error (fail closed). */
+export interface AuthKey {
+  readonly id: string;
+  readonly name: string;
+  readonly keyHash: string;
+  readonly tenantId: string | null;
+  readonly revokedAt: number | null;
+  readonly expiresAt: number | null;
+  readonly policy: Policy | PolicyError;
+  readonly version: number;
+}
+
+export interface AuthTenant {
+  readonly id: string;
+  readonly name: string;
+  readonly policy: Policy | PolicyError;
+  readonly version: number;
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,99}$/;
+
+function checkName(name: string, what: 'key' | 'tenant'): string {
+  const trimmed = name.trim();
+  if (!NAME_PATTERN.test(trimmed)) {
+    throw new TollgateError('invalid_request', `${what} name "${name}" must be 1–100 characters: letters, digits, "_", ".", "@", ":", "-" (starting with a letter or digit)`, { param: 'name' });
+  }
+  return trimmed;
+}
+
+function checkPolicy(policy: Policy): Policy {
+  try {
+    validatePolicy(policy);
+  } catch (error) {
+    if (error instanceof PolicyError) throw new TollgateError('invalid_policy', error.message);
+    throw error;
+  }
+  return policy;
+}
+
+export class KeyStore {
+  private readonly database: TollgateDatabase;
+  private readonly now: () => number;
+
+  constructor(database: TollgateDatabase, now: () => number = Date.now) {
+    this.database = database;
+    this.now = now;
+  }
+
+  private get db() {
+    return this.database.db;
+  }
+
+  /** Runs `fn` in a write transaction taken up front (no upgrade deadlocks between processes). */
+  private write<T>(fn: () => T): T {
+    return this.database.sqlite.transaction(fn).immediate();
+  }
+
+  private nextKeyVersion(): number {
+    const row = this.db.select({ v: sql<number>`coalesce(max(${apiKeys.version}), 0)` }).from(apiKeys).get();
+    return (row?.v ?? 0) + 1;
+  }
+
+  private nextTenantVersion(): number {
+    const row = this.db.select({ v: sql<number>`coalesce(max(${tenants.version}), 0)` }).from(tenants).get();
+    return (row?.v ?? 0) + 1;
+  }
+
+  // ---- tenants -------------------------------------------------------------
+
+  createTenant(name: string, policy: Policy = { limits: [] }): TenantView {
+    const cleanName = checkName(name, 'tenant');
+    checkPolicy(policy);
+    return this.write(() => {
+      if (this.findTenantRow(cleanName) !== undefined) {
+        throw new TollgateError('conflict', `a tenant named "${cleanName}" already exists`);
+      }
+      const now = this.now();
+      const row: TenantRow = { id: newId('tn'), name: cleanName, policy: JSON.stringify(policy), createdAt: now, updatedAt: now, version: this.nextTenantVersion() };
+      this.db.insert(tenants).values(row).run();
+      return this.tenantView(row);
+    });
+  }
+
+  /** The tenant named `name`, created with no limits if it does not exist. */
+  ensureTenant(name: string): TenantView {
+    const existing = this.findTenantRow(name.trim());
+    return existing === undefined ? this.createTenant(name) : this.tenantView(existing);
+  }
+
+  listTenants(): TenantView[] {
+    return this.db.select().from(tenants).orderBy(asc(tenants.name)).all().map((row) => this.tenantView(row));
+  }
+
+  getTenant(ref: string): TenantView {
+    return this.tenantView(this.requireTenantRow(ref));
+  }
+
+  updateTenant(ref: string, patch: TenantPatch): TenantView {
+    return this.write(() => {
+      const row = this.requireTenantRow(ref);
+      const current = this.policyOf(row.policy, `tenant ${row.name}`);
+      const policy = checkPolicy(mergePolicy(current, patch));
+      const name = patch.name === undefined ? row.name : checkName(patch.name, 'tenant');
+      if (name !== row.name && this.findTenantRow(name) !== undefined) {
+        throw new TollgateError('conflict', `a tenant named "${name}" already exists`);
+      }
+      const updated: TenantRow = { ...row, name, policy: JSON.stringify(policy), updatedAt: this.now(), version: this.nextTenantVersion() };
+      this.db.update(tenants).set(updated).where(eq(tenants.id, row.id)).run();
+      return this.tenantView(updated);
+    });
+  }
+
+  private findTenantRow(ref: string): TenantRow | undefined {
+    return this.db.select().from(tenants).where(or(eq(tenants.id, ref), eq(tenants.name, ref))).get();
+  }
+
+  private requireTenantRow(ref: string): TenantRow {
+    const row = this.findTenantRow(ref);
+    if (row === undefined) throw new TollgateError('not_found', `no tenant "${ref}"`);
+    return row;
+  }
+
+  private tenantView(row: TenantRow): TenantView {
+    const count = this.db.select({ n: sql<number>`count(*)` }).from(apiKeys).where(and(eq(apiKeys.tenantId, row.id), isNull(apiKeys.revokedAt))).get();
+    return { id: row.id, name: row.name, policy: this.policyOf(row.policy, `tenant ${row.name}`), createdAt: row.createdAt, updatedAt: row.updatedAt, keys: count?.n ?? 0 };
+  }
+
+  // ---- keys ----------------------------------------------------------------
+
+  createKey(input: NewKey): IssuedKey {
+    const name = checkName(input.name, 'key');
+    const policy = checkPolicy(input.policy);
+    return this.write(() => {
+      if (this.liveKeyNamed(name) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
+      const tenant = input.tenant === undefined ? undefined : this.ensureTenant(input.tenant);
+      const key = generateKey();
+      const now = this.now();
+      const row: ApiKeyRow = {
+        id: newId('key'),
+        name,
+        tenantId: tenant?.id ?? null,
+        keyHash: hashKey(key),
+        prefix: visiblePrefix(key),
+        createdAt: now,
+        updatedAt: now,
+        revokedAt: null,
+        expiresAt: input.expiresAt ?? null,
+        rotatedAt: null,
+        policy: JSON.stringify(policy),
+        metadata: JSON.stringify(input.metadata ?? {}),
+        version: this.nextKeyVersion(),
+      };
+      this.db.insert(apiKeys).values(row).run();
+      return { key, view: this.keyView(row) };
+    });
+  }
+
+  listKeys(options: { tenant?: string | undefined; includeRevoked?: boolean } = {}): KeyView[] {
+    const tenantId = options.tenant === undefined ? undefined : this.requireTenantRow(options.tenant).id;
+    const rows = this.db
+      .select()
+      .from(apiKeys)
+      .where(and(tenantId === undefined ? undefined : eq(apiKeys.tenantId, tenantId), options.includeRevoked ? undefined : isNull(apiKeys.revokedAt)))
+      .orderBy(asc(apiKeys.name), asc(apiKeys.createdAt))
+      .all();
+    return rows.map((row) => this.keyView(row));
+  }
+
+  getKey(ref: string): KeyView {
+    return this.keyView(this.requireKeyRow(ref));
+  }
+
+  updateKey(ref: string, patch: KeyPatch): KeyView {
+    return this.write(() => {
+      const row = this.requireKeyRow(ref);
+      if (row.revokedAt !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked and cannot be changed`);
+      const policy = checkPolicy(mergePolicy(this.policyOf(row.policy, `key ${row.name}`), patch));
+      const name = patch.name === undefined ? row.name : checkName(patch.name, 'key');
+      if (name !== row.name && this.liveKeyNamed(name) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
+      let tenantId = row.tenantId;
+      if (patch.tenant === null) tenantId = null;
+      else if (patch.tenant !== undefined) tenantId = this.ensureTenant(patch.tenant).id;
+      const metadata: Record<string, string> = { ...(JSON.parse(row.metadata) as Record<string, string>) };
+      for (const [label, value] of Object.entries(patch.metadata ?? {})) {
+        if (value === null) delete metadata[label];
+        else metadata[label] = value;
+      }
+      const updated: ApiKeyRow = {
+        ...row,
+        name,
+        tenantId,
+        policy: JSON.stringify(policy),
+        metadata: JSON.stringify(metadata),
+        expiresAt: patch.expiresAt === undefined ? row.expiresAt : patch.expiresAt,
+        updatedAt: this.now(),
+        version: this.nextKeyVersion(),
+      };
+      this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
+      return this.keyView(updated);
+    });
+  }
+
+  revokeKey(ref: string): KeyView {
+    return this.write(() => {
+      const row = this.requireKeyRow(ref);
+      if (row.revokedAt !== null) return this.keyView(row);
+      const now = this.now();
+      const updated: ApiKeyRow = { ...row, revokedAt: now, updatedAt: now, version: this.nextKeyVersion() };
+      this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
+      return this.keyView(updated);
+    });
+  }
+
+  /** A new secret for the same key (id, name, policy, ledger history); the old secret stops working at once. */
+  rotateKey(ref: string): IssuedKey {
+    return this.write(() => {
+      const row = this.requireKeyRow(ref);
+      if (row.revokedAt !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked; create a new one instead`);
+      const key = generateKey();
+      const now = this.now();
+      const updated: ApiKeyRow = { ...row, keyHash: hashKey(key), prefix: visiblePrefix(key), rotatedAt: now, updatedAt: now, version: this.nextKeyVersion() };
+      this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
+      return { key, view: this.keyView(updated) };
+    });
+  }
+
+  /** Resolves a reference (id, visible prefix, or name) to one key, or explains why not. */
+  private requireKeyRow(ref: string): ApiKeyRow {
+    const text = ref.trim();
+    const byId = this.db.select().from(apiKeys).where(eq(apiKeys.id, text)).get();
+    if (byId !== undefined) return byId;
+    const byPrefix = this.db.select().from(apiKeys).where(eq(apiKeys.prefix, text)).all();
+    if (byPrefix.length === 1) return byPrefix[0]!;
+    if (byPrefix.length > 1) {
+      throw new TollgateError('ambiguous_reference', `prefix ${text} matches several keys (${byPrefix.map((r) => r.id).join(', ')}); use an id`);
+    }
+    const live = this.liveKeyNamed(text);
+    if (live !== undefined) return live;
+    const revoked = this.db.select().from(apiKeys).where(eq(apiKeys.name, text)).all();
+    if (revoked.length === 1) return revoked[0]!;
+    if (revoked.length > 1) {
+      throw new TollgateError('ambiguous_reference', `several revoked keys are named "${text}" (${revoked.map((r) => r.id).join(', ')}); use an id`);
+    }
+    throw new TollgateError('not_found', `no key "${text}" (give its id, name or prefix)`);
+  }
+
+  private liveKeyNamed(name: string): ApiKeyRow | undefined {
+    return this.db.select().from(apiKeys).where(and(eq(apiKeys.name, name), isNull(apiKeys.revokedAt))).get();
+  }
+
+  private keyView(row: ApiKeyRow): KeyView {
+    const tenant = row.tenantId === null ? undefined : this.db.select({ name: tenants.name }).from(tenants).where(eq(tenants.id, row.tenantId)).get();
+    const status: KeyStatus = row.revokedAt !== null ? 'revoked' : row.expiresAt !== null && row.expiresAt <= this.now() ? 'expired' : 'active';
+    return {
+      id: row.id,
+      name: row.name,
+      tenantId: row.tenantId,
+      tenant: tenant?.name ?? null,
+      prefix: row.prefix,
+      status,
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
+      revokedAt: row.revokedAt,
+      expiresAt: row.expiresAt,
+      rotatedAt: row.rotatedAt,
+      policy: this.policyOf(row.policy, `key ${row.name}`),
+      metadata: JSON.parse(row.metadata) as Record<string, string>,
+    };
+  }
+
+  private policyOf(text: string, owner: string): Policy {
+    const policy = readStoredPolicy(text);
+    if (policy instanceof PolicyError) throw new TollgateError('key_misconfigured', `${owner} has an invalid stored policy: ${policy.message}`);
+    return policy;
+  }
+
+  // ---- the proxy's lookups -------------------------------------------------
+
+  /** Highest version of keys and of tenants: a change anywhere moves one of them. */
+  versions(): { keys: number; tenants: number } {
+    const row = this.database.sqlite
+      .prepare('SELECT (SELECT coalesce(max(version), 0) FROM api_keys) AS keys, (SELECT coalesce(max(version), 0) FROM tenants) AS tenants')
+      .get() as { keys: number; tenants: number };
+    return row;
+  }
+
+  authKeyByHash(hash: string): AuthKey | undefined {
+    const row = this.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).get();
+    return row === undefined ? undefined : toAuthKey(row);
+  }
+
+  /** Keys changed after `version` (including rotated ones, whose old hash must be forgotten). */
+  authKeysChangedSince(version: number): AuthKey[] {
+    return this.db.select().from(apiKeys).where(gt(apiKeys.version, version)).all().map(toAuthKey);
+  }
+
+  authTenants(sinceVersion = 0): AuthTenant[] {
+    return this.db
+      .select()
+      .from(tenants)
+      .where(gt(tenants.version, sinceVersion))
+      .all()
+      .map((row) => ({ id: row.id, name: row.name, policy: readStoredPolicy(row.policy), version: row.version }));
+  }
+}
+
+function toAuthKey(row: ApiKeyRow): AuthKey {
+  return {
+    id: row.id,
+    name: row.name,
+    keyHash: row.keyHash,
+    tenantId: row.tenantId,
+    revokedAt: row.revokedAt,
+    expiresAt: row.expiresAt,
+    policy: readStoredPolicy(row.policy),
+    version: row.version,
+  };
+}
+
+function mergePolicy(current: Policy, patch: { limits?: readonly LimitSpec[] | undefined; budget?: Budget | null | undefined; models?: readonly string[] | null | undefined }): Policy {
+  const limits = patch.limits ?? current.limits;
+  const budget = patch.budget === undefined ? current.budget : patch.budget ?? undefined;
+  const models = patch.models === undefined ? current.models : patch.models ?? undefined;
+  return { limits, ...(budget ? { budget } : {}), ...(models ? { models } : {}) };
+}

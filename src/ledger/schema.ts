@@ -1,0 +1,141 @@
+/**
+ * The SQLite schema (drizzle). Migrations in `drizzle/` are generated from
+ * this file with `npm run db:generate`; never edit them by hand.
+ *
+ * Money is integer micro-USD everywhere; times are integer milliseconds since
+ * the epoch (UTC); token counts are integers.
+ *
+ * Ledger invariants (also in the README):
+ * - one row per request, keyed by its request id, written *before* the
+ *   request goes upstream (status `pending`, estimated cost) and completed
+ *   after it (actual tokens and cost, outcome);
+ * - the rollups are maintained in the same transactions: a pending row adds
+ *   its estimate, its completion adds (actual − estimate). So at every commit,
+ *   the rollups equal the sum over ledger rows of `cost_micros` for completed
+ *   rows plus `est_cost_micros` for pending ones.
+ */
+import { sql } from 'drizzle-orm';
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+
+export const tenants = sqliteTable(
+  'tenants',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    /** JSON Policy (limits, budget) shared by all the tenant's keys. */
+    policy: text('policy').notNull().default('{"limits":[]}'),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+    /** Bumped on every change; the proxy's cache polls max(version). */
+    version: integer('version').notNull().default(0),
+  },
+  (t) => [uniqueIndex('tenants_name_unique').on(t.name), index('tenants_version').on(t.version)],
+);
+
+export const apiKeys = sqliteTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    tenantId: text('tenant_id').references(() => tenants.id),
+    /** SHA-256 of the whole key, hex. The key itself is never stored. */
+    keyHash: text('key_hash').notNull(),
+    /** The key's first characters (`tg-` + 6), safe to show. */
+    prefix: text('prefix').notNull(),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+    revokedAt: integer('revoked_at'),
+    expiresAt: integer('expires_at'),
+    rotatedAt: integer('rotated_at'),
+    /** JSON Policy: limits, budget, allowed models. */
+    policy: text('policy').notNull().default('{"limits":[]}'),
+    /** JSON object of string labels, for the operator's own bookkeeping. */
+    metadata: text('metadata').notNull().default('{}'),
+    version: integer('version').notNull().default(0),
+  },
+  (t) => [
+    uniqueIndex('api_keys_hash_unique').on(t.keyHash),
+    // A name identifies one live key; revoked keys keep theirs for the record.
+    uniqueIndex('api_keys_live_name_unique').on(t.name).where(sql`revoked_at IS NULL`),
+    index('api_keys_prefix').on(t.prefix),
+    index('api_keys_tenant').on(t.tenantId),
+    index('api_keys_version').on(t.version),
+  ],
+);
+
+export const ledger = sqliteTable(
+  'ledger',
+  {
+    requestId: text('request_id').primaryKey(),
+    keyId: text('key_id').notNull().references(() => apiKeys.id),
+    tenantId: text('tenant_id'),
+    createdAt: integer('created_at').notNull(),
+    completedAt: integer('completed_at'),
+    endpoint: text('endpoint').notNull(),
+    model: text('model').notNull(),
+    stream: integer('stream', { mode: 'boolean' }).notNull(),
+    /** pending | ok | upstream_error | client_aborted | upstream_interrupted | upstream_timeout | rejected | invalid_request */
+    status: text('status').notNull(),
+    httpStatus: integer('http_status'),
+    estPromptTokens: integer('est_prompt_tokens').notNull().default(0),
+    estCompletionTokens: integer('est_completion_tokens').notNull().default(0),
+    estCostMicros: integer('est_cost_micros').notNull().default(0),
+    promptTokens: integer('prompt_tokens'),
+    cachedTokens: integer('cached_tokens'),
+    completionTokens: integer('completion_tokens'),
+    reasoningTokens: integer('reasoning_tokens'),
+    costMicros: integer('cost_micros'),
+    /** False when the model was not in the price table and the fallback price was used. */
+    priceKnown: integer('price_known', { mode: 'boolean' }).notNull().default(true),
+    /** How the actual usage was known: reported (by the upstream) | counted (streamed text) | none. */
+    usageSource: text('usage_source'),
+    latencyMs: integer('latency_ms'),
+    ttftMs: integer('ttft_ms'),
+    upstreamRequestId: text('upstream_request_id'),
+    errorCode: text('error_code'),
+  },
+  (t) => [index('ledger_key_time').on(t.keyId, t.createdAt), index('ledger_time').on(t.createdAt), index('ledger_pending').on(t.createdAt).where(sql`status = 'pending'`)],
+);
+
+/** Per key, per UTC day, per model. */
+export const dailyRollups = sqliteTable(
+  'rollups_daily',
+  {
+    keyId: text('key_id').notNull(),
+    /** YYYY-MM-DD (UTC). */
+    day: text('day').notNull(),
+    model: text('model').notNull(),
+    requests: integer('requests').notNull().default(0),
+    promptTokens: integer('prompt_tokens').notNull().default(0),
+    cachedTokens: integer('cached_tokens').notNull().default(0),
+    completionTokens: integer('completion_tokens').notNull().default(0),
+    reasoningTokens: integer('reasoning_tokens').notNull().default(0),
+    costMicros: integer('cost_micros').notNull().default(0),
+    errors: integer('errors').notNull().default(0),
+    rejectedRateLimit: integer('rejected_rate_limit').notNull().default(0),
+    rejectedBudget: integer('rejected_budget').notNull().default(0),
+    lastRequestAt: integer('last_request_at').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.day, t.model] }), index('rollups_daily_day').on(t.day)],
+);
+
+/** Per key, per UTC hour (for the 48-hour charts). */
+export const hourlyRollups = sqliteTable(
+  'rollups_hourly',
+  {
+    keyId: text('key_id').notNull(),
+    /** Start of the hour, ms since the epoch. */
+    hour: integer('hour').notNull(),
+    requests: integer('requests').notNull().default(0),
+    promptTokens: integer('prompt_tokens').notNull().default(0),
+    completionTokens: integer('completion_tokens').notNull().default(0),
+    costMicros: integer('cost_micros').notNull().default(0),
+    rejectedRateLimit: integer('rejected_rate_limit').notNull().default(0),
+    rejectedBudget: integer('rejected_budget').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.hour] }), index('rollups_hourly_hour').on(t.hour)],
+);
+
+export type TenantRow = typeof tenants.$inferSelect;
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+export type LedgerRow = typeof ledger.$inferSelect;

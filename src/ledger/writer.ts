@@ -1,0 +1,404 @@
+/**
+ * The ledger writer: groups every write that arrives in one event-loop turn
+ * into one SQLite transaction, rollups included.
+ *
+ * - `begin` inserts a request's row as `pending` with its estimate and
+ *   resolves only once that row is committed, so the proxy forwards a
+ *   request only after it is on disk (a SIGKILL right after loses nothing).
+ * - `complete` settles a pending row exactly once (the UPDATE is guarded by
+ *   `status = 'pending'`) and moves the rollups by (actual − estimate).
+ * - `reject` records a request refused before it went anywhere.
+ *
+ * A commit that fails (disk full, lock timeout) rejects the `begin`s in it —
+ * those requests are refused, not forwarded unrecorded — and keeps
+ * completions queued for the next attempt.
+ */
+import type Database from 'better-sqlite3';
+import type { TollgateDatabase } from './db.js';
+
+export interface PendingEntry {
+  readonly requestId: string;
+  readonly keyId: string;
+  readonly tenantId: string | null;
+  readonly createdAt: number;
+  readonly endpoint: string;
+  readonly model: string;
+  readonly stream: boolean;
+  readonly estPromptTokens: number;
+  readonly estCompletionTokens: number;
+  readonly estCostMicros: number;
+  readonly priceKnown: boolean;
+}
+
+export type FinalStatus = 'ok' | 'upstream_error' | 'client_aborted' | 'upstream_interrupted' | 'upstream_timeout';
+
+export interface Completion {
+  readonly requestId: string;
+  readonly completedAt: number;
+  readonly status: FinalStatus;
+  readonly httpStatus: number | null;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly completionTokens: number;
+  readonly reasoningTokens: number;
+  readonly costMicros: number;
+  /** reported: usage from the upstream; counted: from streamed text; none: nothing was generated. */
+  readonly usageSource: 'reported' | 'counted' | 'none';
+  readonly latencyMs: number;
+  readonly ttftMs: number | null;
+  readonly upstreamRequestId: string | null;
+  readonly errorCode: string | null;
+}
+
+export type RejectionReason = 'rate_limit' | 'budget' | 'other';
+
+export interface Rejection {
+  readonly requestId: string;
+  readonly keyId: string;
+  readonly tenantId: string | null;
+  readonly createdAt: number;
+  readonly endpoint: string;
+  readonly model: string;
+  readonly stream: boolean;
+  /** `rejected` by a limit/budget/policy, or `invalid_request` (bad body). */
+  readonly status: 'rejected' | 'invalid_request';
+  readonly httpStatus: number;
+  readonly errorCode: string;
+  readonly reason: RejectionReason;
+  readonly estPromptTokens: number;
+  readonly estCompletionTokens: number;
+  readonly estCostMicros: number;
+}
+
+export interface WriterStats {
+  readonly rows: number;
+  readonly durationMs: number;
+}
+
+export interface LedgerWriterOptions {
+  /** Called after each commit (metrics). */
+  readonly onCommit?: (stats: WriterStats) => void;
+  /** Called when a commit fails (logs). */
+  readonly onError?: (error: unknown) => void;
+  /** Largest number of operations in one transaction. */
+  readonly maxBatch?: number;
+}
+
+interface Waiter {
+  readonly entry: PendingEntry;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** What a pending row contributed to the rollups, to settle the difference later. */
+interface Contribution {
+  readonly keyId: string;
+  readonly day: string;
+  readonly hour: number;
+  readonly model: string;
+  readonly createdAt: number;
+  readonly estPromptTokens: number;
+  readonly estCompletionTokens: number;
+  readonly estCostMicros: number;
+}
+
+interface DailyDelta {
+  keyId: string;
+  day: string;
+  model: string;
+  requests: number;
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  reasoningTokens: number;
+  costMicros: number;
+  errors: number;
+  rejectedRateLimit: number;
+  rejectedBudget: number;
+  lastRequestAt: number;
+}
+
+interface HourlyDelta {
+  keyId: string;
+  hour: number;
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
+  costMicros: number;
+  rejectedRateLimit: number;
+  rejectedBudget: number;
+}
+
+const HOUR_MS = 3_600_000;
+
+/** UTC calendar day of a timestamp, YYYY-MM-DD. */
+export function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+export function utcHour(ms: number): number {
+  return ms - (ms % HOUR_MS);
+}
+
+export class LedgerWriter {
+  private readonly sqlite: Database.Database;
+  private readonly options: LedgerWriterOptions;
+  private readonly maxBatch: number;
+  private begins: Waiter[] = [];
+  private completions: Completion[] = [];
+  private rejections: Rejection[] = [];
+  private readonly contributions = new Map<string, Contribution>();
+  private scheduled: NodeJS.Immediate | undefined;
+  private closed = false;
+  private lastCommitFailed = false;
+  private readonly statements: ReturnType<LedgerWriter['prepare']>;
+
+  constructor(database: TollgateDatabase, options: LedgerWriterOptions = {}) {
+    this.sqlite = database.sqlite;
+    this.options = options;
+    this.maxBatch = options.maxBatch ?? 2000;
+    this.statements = this.prepare();
+  }
+
+  private prepare() {
+    const s = this.sqlite;
+    return {
+      insertPending: s.prepare(
+        `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, endpoint, model, stream, status,
+           est_prompt_tokens, est_completion_tokens, est_cost_micros, price_known)
+         VALUES (@requestId, @keyId, @tenantId, @createdAt, @endpoint, @model, @stream, 'pending',
+           @estPromptTokens, @estCompletionTokens, @estCostMicros, @priceKnown)`,
+      ),
+      complete: s.prepare(
+        `UPDATE ledger SET status = @status, http_status = @httpStatus, completed_at = @completedAt,
+           prompt_tokens = @promptTokens, cached_tokens = @cachedTokens, completion_tokens = @completionTokens,
+           reasoning_tokens = @reasoningTokens, cost_micros = @costMicros, usage_source = @usageSource,
+           latency_ms = @latencyMs, ttft_ms = @ttftMs, upstream_request_id = @upstreamRequestId, error_code = @errorCode
+         WHERE request_id = @requestId AND status = 'pending'`,
+      ),
+      insertRejection: s.prepare(
+        `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, completed_at, endpoint, model, stream, status,
+           http_status, est_prompt_tokens, est_completion_tokens, est_cost_micros, prompt_tokens, cached_tokens,
+           completion_tokens, reasoning_tokens, cost_micros, usage_source, latency_ms, error_code)
+         VALUES (@requestId, @keyId, @tenantId, @createdAt, @createdAt, @endpoint, @model, @stream, @status,
+           @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode)
+         ON CONFLICT(request_id) DO NOTHING`,
+      ),
+      upsertDaily: s.prepare(
+        `INSERT INTO rollups_daily (key_id, day, model, requests, prompt_tokens, cached_tokens, completion_tokens,
+           reasoning_tokens, cost_micros, errors, rejected_rate_limit, rejected_budget, last_request_at)
+         VALUES (@keyId, @day, @model, @requests, @promptTokens, @cachedTokens, @completionTokens,
+           @reasoningTokens, @costMicros, @errors, @rejectedRateLimit, @rejectedBudget, @lastRequestAt)
+         ON CONFLICT(key_id, day, model) DO UPDATE SET
+           requests = requests + excluded.requests,
+           prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+           cached_tokens = cached_tokens + excluded.cached_tokens,
+           completion_tokens = completion_tokens + excluded.completion_tokens,
+           reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+           cost_micros = cost_micros + excluded.cost_micros,
+           errors = errors + excluded.errors,
+           rejected_rate_limit = rejected_rate_limit + excluded.rejected_rate_limit,
+           rejected_budget = rejected_budget + excluded.rejected_budget,
+           last_request_at = max(last_request_at, excluded.last_request_at)`,
+      ),
+      upsertHourly: s.prepare(
+        `INSERT INTO rollups_hourly (key_id, hour, requests, prompt_tokens, completion_tokens, cost_micros,
+           rejected_rate_limit, rejected_budget)
+         VALUES (@keyId, @hour, @requests, @promptTokens, @completionTokens, @costMicros, @rejectedRateLimit, @rejectedBudget)
+         ON CONFLICT(key_id, hour) DO UPDATE SET
+           requests = requests + excluded.requests,
+           prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+           completion_tokens = completion_tokens + excluded.completion_tokens,
+           cost_micros = cost_micros + excluded.cost_micros,
+           rejected_rate_limit = rejected_rate_limit + excluded.rejected_rate_limit,
+           rejected_budget = rejected_budget + excluded.rejected_budget`,
+      ),
+    };
+  }
+
+  /** Records a request as pending; resolves once the row is committed. */
+  begin(entry: PendingEntry): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
+    return new Promise<void>((resolve, reject) => {
+      this.begins.push({ entry, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Settles a pending request (once; a second completion for the same id changes nothing). */
+  complete(completion: Completion): void {
+    this.completions.push(completion);
+    this.schedule();
+  }
+
+  /** Records a request refused before it reached the upstream. */
+  reject(rejection: Rejection): void {
+    this.rejections.push(rejection);
+    this.schedule();
+  }
+
+  /** Operations waiting for the next commit. */
+  get queueDepth(): number {
+    return this.begins.length + this.completions.length + this.rejections.length;
+  }
+
+  /** Commits everything queued so far; false when a commit failed and work is still queued. */
+  flush(): boolean {
+    while (this.queueDepth > 0) {
+      this.commitNow();
+      if (this.lastCommitFailed) return false;
+    }
+    return true;
+  }
+
+  /** Refuses further `begin`s and flushes; false when something could not be written. */
+  close(): boolean {
+    this.closed = true;
+    if (this.scheduled !== undefined) clearImmediate(this.scheduled);
+    this.scheduled = undefined;
+    return this.flush();
+  }
+
+  private schedule(): void {
+    if (this.scheduled !== undefined) return;
+    this.scheduled = setImmediate(() => {
+      this.scheduled = undefined;
+      this.commitNow();
+      // Items queued during the commit (none: it is synchronous) or left over
+      // past maxBatch go in the next turn.
+      if (this.queueDepth > 0 && !this.lastCommitFailed) this.schedule();
+    });
+  }
+
+  private commitNow(): void {
+    const begins = this.begins.splice(0, this.maxBatch);
+    const room = Math.max(0, this.maxBatch - begins.length);
+    const completions = this.completions.splice(0, room);
+    const rejections = this.rejections.splice(0, Math.max(0, room - completions.length));
+    if (begins.length + completions.length + rejections.length === 0) return;
+    const started = performance.now();
+    const daily = new Map<string, DailyDelta>();
+    const hourly = new Map<string, HourlyDelta>();
+    const settled: string[] = [];
+    try {
+      this.sqlite
+        .transaction(() => {
+          for (const { entry } of begins) {
+            this.statements.insertPending.run({ ...entry, stream: entry.stream ? 1 : 0, priceKnown: entry.priceKnown ? 1 : 0 });
+            const contribution = contributionOf(entry);
+            addDaily(daily, contribution, { requests: 1, promptTokens: entry.estPromptTokens, completionTokens: entry.estCompletionTokens, costMicros: entry.estCostMicros, lastRequestAt: entry.createdAt });
+            addHourly(hourly, contribution, { requests: 1, promptTokens: entry.estPromptTokens, completionTokens: entry.estCompletionTokens, costMicros: entry.estCostMicros });
+          }
+          for (const completion of completions) {
+            const result = this.statements.complete.run(completion);
+            const contribution = this.contributions.get(completion.requestId) ?? this.loadContribution(completion.requestId);
+            settled.push(completion.requestId);
+            if (result.changes === 0 || contribution === undefined) continue; // already settled: exactly once
+            const delta = {
+              promptTokens: completion.promptTokens - contribution.estPromptTokens,
+              cachedTokens: completion.cachedTokens,
+              completionTokens: completion.completionTokens - contribution.estCompletionTokens,
+              reasoningTokens: completion.reasoningTokens,
+              costMicros: completion.costMicros - contribution.estCostMicros,
+              errors: completion.status === 'ok' ? 0 : 1,
+            };
+            addDaily(daily, contribution, delta);
+            addHourly(hourly, contribution, delta);
+          }
+          for (const rejection of rejections) {
+            const result = this.statements.insertRejection.run({ ...rejection, stream: rejection.stream ? 1 : 0 });
+            if (result.changes === 0) continue;
+            const counts = {
+              rejectedRateLimit: rejection.reason === 'rate_limit' ? 1 : 0,
+              rejectedBudget: rejection.reason === 'budget' ? 1 : 0,
+              errors: rejection.reason === 'other' ? 1 : 0,
+              lastRequestAt: rejection.createdAt,
+            };
+            const contribution = contributionOf({ ...rejection, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 });
+            addDaily(daily, contribution, counts);
+            addHourly(hourly, contribution, counts);
+          }
+          for (const row of daily.values()) this.statements.upsertDaily.run(row);
+          for (const row of hourly.values()) this.statements.upsertHourly.run(row);
+        })
+        .immediate();
+    } catch (error) {
+      this.lastCommitFailed = true;
+      // Completions and rejections wait for the next attempt; pending rows
+      // that never made it are refused to their callers (not forwarded).
+      this.completions.unshift(...completions);
+      this.rejections.unshift(...rejections);
+      for (const waiter of begins) waiter.reject(error);
+      this.options.onError?.(error);
+      // Try again later rather than spinning on a locked or full disk.
+      setTimeout(() => {
+        this.lastCommitFailed = false;
+        if (this.queueDepth > 0) this.schedule();
+      }, 100).unref();
+      return;
+    }
+    this.lastCommitFailed = false;
+    for (const { entry } of begins) this.contributions.set(entry.requestId, contributionOf(entry));
+    for (const requestId of settled) this.contributions.delete(requestId);
+    for (const waiter of begins) waiter.resolve();
+    this.options.onCommit?.({ rows: begins.length + completions.length + rejections.length, durationMs: performance.now() - started });
+  }
+
+  /** A pending row written by an earlier process (or before a restart) still settles correctly. */
+  private loadContribution(requestId: string): Contribution | undefined {
+    const row = this.sqlite
+      .prepare('SELECT key_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros FROM ledger WHERE request_id = ?')
+      .get(requestId) as { key_id: string; created_at: number; model: string; est_prompt_tokens: number; est_completion_tokens: number; est_cost_micros: number } | undefined;
+    if (row === undefined) return undefined;
+    return contributionOf({ keyId: row.key_id, createdAt: row.created_at, model: row.model, estPromptTokens: row.est_prompt_tokens, estCompletionTokens: row.est_completion_tokens, estCostMicros: row.est_cost_micros });
+  }
+}
+
+function contributionOf(entry: Pick<PendingEntry, 'keyId' | 'createdAt' | 'model' | 'estPromptTokens' | 'estCompletionTokens' | 'estCostMicros'>): Contribution {
+  return {
+    keyId: entry.keyId,
+    day: utcDay(entry.createdAt),
+    hour: utcHour(entry.createdAt),
+    model: entry.model,
+    createdAt: entry.createdAt,
+    estPromptTokens: entry.estPromptTokens,
+    estCompletionTokens: entry.estCompletionTokens,
+    estCostMicros: entry.estCostMicros,
+  };
+}
+
+type Counts = Partial<Omit<DailyDelta, 'keyId' | 'day' | 'model'>>;
+
+function addDaily(map: Map<string, DailyDelta>, at: Contribution, counts: Counts): void {
+  const id = `${at.keyId}\u0000${at.day}\u0000${at.model}`;
+  let row = map.get(id);
+  if (row === undefined) {
+    row = { keyId: at.keyId, day: at.day, model: at.model, requests: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0, costMicros: 0, errors: 0, rejectedRateLimit: 0, rejectedBudget: 0, lastRequestAt: 0 };
+    map.set(id, row);
+  }
+  row.requests += counts.requests ?? 0;
+  row.promptTokens += counts.promptTokens ?? 0;
+  row.cachedTokens += counts.cachedTokens ?? 0;
+  row.completionTokens += counts.completionTokens ?? 0;
+  row.reasoningTokens += counts.reasoningTokens ?? 0;
+  row.costMicros += counts.costMicros ?? 0;
+  row.errors += counts.errors ?? 0;
+  row.rejectedRateLimit += counts.rejectedRateLimit ?? 0;
+  row.rejectedBudget += counts.rejectedBudget ?? 0;
+  row.lastRequestAt = Math.max(row.lastRequestAt, counts.lastRequestAt ?? 0);
+}
+
+function addHourly(map: Map<string, HourlyDelta>, at: Contribution, counts: Counts): void {
+  const id = `${at.keyId}\u0000${at.hour}`;
+  let row = map.get(id);
+  if (row === undefined) {
+    row = { keyId: at.keyId, hour: at.hour, requests: 0, promptTokens: 0, completionTokens: 0, costMicros: 0, rejectedRateLimit: 0, rejectedBudget: 0 };
+    map.set(id, row);
+  }
+  row.requests += counts.requests ?? 0;
+  row.promptTokens += counts.promptTokens ?? 0;
+  row.completionTokens += counts.completionTokens ?? 0;
+  row.costMicros += counts.costMicros ?? 0;
+  row.rejectedRateLimit += counts.rejectedRateLimit ?? 0;
+  row.rejectedBudget += counts.rejectedBudget ?? 0;
+}
