@@ -22,7 +22,7 @@ function scenario(value: string) {
 
 beforeAll(async () => {
   proxy = await startTestProxy();
-  viaProxy = new OpenAI({ baseURL: proxy.baseURL, apiKey: 'tg-any-key-for-now', maxRetries: 0 });
+  viaProxy = new OpenAI({ baseURL: proxy.baseURL, apiKey: proxy.key, maxRetries: 0 });
   direct = new OpenAI({ baseURL: proxy.fake.url, apiKey: UPSTREAM_KEY, maxRetries: 0 });
 });
 afterAll(async () => {

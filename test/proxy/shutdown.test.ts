@@ -3,6 +3,18 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { request } from 'node:http';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 import { spawnServe } from '../support/process.js';
+import { tempDatabasePath } from '../support/db.js';
+import { openDatabase } from '../../src/ledger/db.js';
+import { KeyStore } from '../../src/keys/store.js';
+
+/** A database file with one key, for a spawned server. */
+function keyedDatabase(): { path: string; key: string } {
+  const { path } = tempDatabasePath();
+  const database = openDatabase(path);
+  const key = new KeyStore(database).createKey({ name: 'shutdown', policy: { limits: [] } }).key;
+  database.close();
+  return { path, key };
+}
 
 let fake: FakeUpstream;
 beforeAll(async () => {
@@ -12,9 +24,9 @@ afterAll(async () => {
   await fake.close();
 });
 
-function streamChat(url: string): Promise<{ firstChunk: Promise<void>; body: Promise<string> }> {
+function streamChat(url: string, key: string): Promise<{ firstChunk: Promise<void>; body: Promise<string> }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-fake-scenario': 'delay=40,words=25' } }, (res) => {
+    const req = request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-fake-scenario': 'delay=40,words=25' } }, (res) => {
       let text = '';
       let markFirst: () => void = () => undefined;
       const firstChunk = new Promise<void>((r) => (markFirst = r));
@@ -34,8 +46,9 @@ function streamChat(url: string): Promise<{ firstChunk: Promise<void>; body: Pro
 }
 
 it('finishes an in-flight stream after SIGTERM, refuses new connections, and exits 0', async () => {
-  const proc = await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-shutdown', TOLLGATE_SHUTDOWN_TIMEOUT: '10s' });
-  const { firstChunk, body } = await streamChat(proc.url);
+  const db = keyedDatabase();
+  const proc = await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-shutdown', TOLLGATE_SHUTDOWN_TIMEOUT: '10s', TOLLGATE_DB: db.path });
+  const { firstChunk, body } = await streamChat(proc.url, db.key);
   await firstChunk;
   proc.child.kill('SIGTERM');
   // The stream keeps flowing to its end…
@@ -50,8 +63,9 @@ it('finishes an in-flight stream after SIGTERM, refuses new connections, and exi
 });
 
 it('cuts streams off at the shutdown deadline and still exits 0', async () => {
-  const proc = await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-shutdown', TOLLGATE_SHUTDOWN_TIMEOUT: '300ms' });
-  const { firstChunk, body } = await streamChat(proc.url);
+  const db = keyedDatabase();
+  const proc = await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-shutdown', TOLLGATE_SHUTDOWN_TIMEOUT: '300ms', TOLLGATE_DB: db.path });
+  const { firstChunk, body } = await streamChat(proc.url, db.key);
   await firstChunk;
   const sentAt = Date.now();
   proc.child.kill('SIGTERM');

@@ -11,8 +11,10 @@ const CLI = fileURLToPath(new URL('../../src/cli/index.ts', import.meta.url));
 
 export interface TollgateProcess {
   readonly child: ChildProcess;
-  /** Parsed JSON log lines from stdout so far. */
+  /** Parsed JSON log lines from stdout so far (non-JSON lines as `{ text }`). */
   readonly logs: Array<Record<string, unknown>>;
+  /** stdout as written, line by line. */
+  readonly stdout: string[];
   readonly stderr: string[];
   /** Resolves with the exit code (or the signal name). */
   readonly exited: Promise<number | string>;
@@ -26,8 +28,10 @@ export function spawnTollgate(args: string[], env: Record<string, string>): Toll
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Array<Record<string, unknown>> = [];
+  const stdout: string[] = [];
   const stderr: string[] = [];
   createInterface({ input: child.stdout! }).on('line', (line) => {
+    stdout.push(line);
     try {
       logs.push(JSON.parse(line) as Record<string, unknown>);
     } catch {
@@ -36,7 +40,7 @@ export function spawnTollgate(args: string[], env: Record<string, string>): Toll
   });
   createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
-  return { child, logs, stderr, exited };
+  return { child, logs, stdout, stderr, exited };
 }
 
 /** Starts `tollgate serve` on a free port and resolves once it listens. */

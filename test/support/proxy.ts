@@ -2,8 +2,13 @@
  * Starts the real Tollgate server on a free port in front of a fresh fake
  * upstream, the way `tollgate serve` does, for end-to-end tests.
  */
+import { rmSync } from 'node:fs';
 import { loadConfig, type Config } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
+import { openDatabase } from '../../src/ledger/db.js';
+import { KeyStore } from '../../src/keys/store.js';
+import type { Policy } from '../../src/limits/policy.js';
+import { tempDatabasePath } from './db.js';
 import { captureLogs, type CapturedLogs } from './logs.js';
 import { startFakeUpstream, type FakeUpstream } from './fake-upstream.js';
 
@@ -16,18 +21,31 @@ export interface TestProxy {
   readonly config: Config;
   /** Base URL for SDKs: http://127.0.0.1:<port>/v1 */
   readonly baseURL: string;
+  /** The SQLite file the proxy writes. */
+  readonly dbPath: string;
+  /** A key issued before start (name "default", no limits). */
+  readonly key: string;
+  /** Issues another key in the proxy's database. */
+  issueKey(name: string, policy?: Policy, tenant?: string): string;
   close(): Promise<void>;
 }
 
 export async function startTestProxy(env: Record<string, string> = {}): Promise<TestProxy> {
   const fake = await startFakeUpstream({ apiKey: UPSTREAM_KEY });
+  const { dir, path } = tempDatabasePath();
   const config = loadConfig({
     TOLLGATE_PORT: '0',
     TOLLGATE_UPSTREAM_URL: fake.url,
     TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
     TOLLGATE_SHUTDOWN_TIMEOUT: '5s',
+    TOLLGATE_DB: path,
+    TOLLGATE_KEY_REFRESH: '50ms',
     ...env,
   });
+  const admin = openDatabase(config.dbPath);
+  const store = new KeyStore(admin);
+  const issueKey = (name: string, policy: Policy = { limits: [] }, tenant?: string): string => store.createKey({ name, policy, tenant }).key;
+  const key = issueKey('default');
   const logs = captureLogs(config.logLevel);
   const server = await startServer(config, { logger: logs.logger });
   return {
@@ -36,9 +54,14 @@ export async function startTestProxy(env: Record<string, string> = {}): Promise<
     logs,
     config,
     baseURL: `${server.url}/v1`,
+    dbPath: config.dbPath,
+    key,
+    issueKey,
     async close() {
       await server.close();
       await fake.close();
+      admin.close();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
