@@ -12,6 +12,8 @@ type Section = (options: { quick: boolean }) => Promise<BenchResult[]>;
 
 const SECTIONS: Record<string, () => Promise<Section>> = {
   proxy: async () => (await import('./proxy.js')).runProxyBench,
+  estimate: async () => (await import('./estimate.js')).runEstimateBench,
+  ledger: async () => (await import('./ledger.js')).runLedgerBench,
 };
 
 const quick = process.argv.includes('--quick');

@@ -14,6 +14,7 @@ import { openDatabase } from './ledger/db.js';
 import { KeyStore } from './keys/store.js';
 import { KeyCache } from './keys/cache.js';
 import { LedgerWriter } from './ledger/writer.js';
+import { startCheckpointer } from './ledger/checkpointer.js';
 import { localAdminOps } from './admin/ops.js';
 import { closeEstimator, warmEstimator } from './estimate/index.js';
 
@@ -35,6 +36,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const keys = new KeyCache(new KeyStore(database), { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
   keys.start();
   const ledger = new LedgerWriter(database, { onError: (error) => logger.error({ err: error }, 'ledger commit failed; retrying') });
+  const checkpointer = startCheckpointer(config.dbPath, database.sqlite, { onError: (message) => logger.warn({ message }, 'ledger checkpoint failed') });
   // Load the common tokenizer before the first request instead of during it.
   await warmEstimator({ startWorkers: true });
   const upstream = createUpstream(config.upstream);
@@ -100,6 +102,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await upstream.close();
     keys.stop();
     if (!ledger.close()) logger.error({ queued: ledger.queueDepth }, 'ledger rows could not be written at shutdown');
+    await checkpointer.stop();
     database.close();
     await closeEstimator();
     logger.info('shutdown complete');

@@ -131,9 +131,17 @@ interface HourlyDelta {
 
 const HOUR_MS = 3_600_000;
 
-/** UTC calendar day of a timestamp, YYYY-MM-DD. */
+let dayStart = 0;
+let dayText = '1970-01-01';
+
+/** UTC calendar day of a timestamp, YYYY-MM-DD (the current day is remembered: one Date per day, not per row). */
 export function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
+  if (ms >= dayStart && ms < dayStart + 86_400_000) return dayText;
+  const start = ms - (((ms % 86_400_000) + 86_400_000) % 86_400_000);
+  const text = new Date(start).toISOString().slice(0, 10);
+  dayStart = start;
+  dayText = text;
+  return text;
 }
 
 export function utcHour(ms: number): number {

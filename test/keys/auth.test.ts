@@ -52,7 +52,8 @@ const slug = (method: string, path: string) => `${method}${path.replaceAll('/', 
 describe.each(ROUTES)('%s %s', (method, path, body) => {
   it('accepts a key in Authorization: Bearer, api-key and x-api-key', async () => {
     const key = test.issueKey(`ok-${slug(method, path)}`);
-    for (const headers of [{ authorization: `Bearer ${key}` }, { 'api-key': key }, { 'x-api-key': key }]) {
+    const variants: Array<Record<string, string>> = [{ authorization: `Bearer ${key}` }, { 'api-key': key }, { 'x-api-key': key }];
+    for (const headers of variants) {
       const res = await call(method, path, body, headers);
       expect(res.status, JSON.stringify(Object.keys(headers))).toBe(200);
     }

@@ -25,7 +25,7 @@ export function spawnTollgate(args: string[], env: Record<string, string>): Toll
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   const logs: Array<Record<string, unknown>> = [];
   const stdout: string[] = [];
