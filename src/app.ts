@@ -14,6 +14,7 @@ import type { KeyCache } from './keys/cache.js';
 import type { LedgerWriter } from './ledger/writer.js';
 import type { AdminOps } from './admin/ops.js';
 import { createAdminRoutes } from './admin/routes.js';
+import { Metrics } from './metrics.js';
 
 export interface AppEnv {
   Variables: { requestId: string };
@@ -30,6 +31,8 @@ export interface AppDeps {
   readonly estimate: EstimateOptions;
   /** The admin API's operations and token (disabled without a token). */
   readonly admin: { readonly ops: AdminOps; readonly token: string | undefined };
+  /** Prometheus metrics; a private registry is created when absent. */
+  readonly metrics?: Metrics;
   /** Flipped by main.ts on SIGTERM: /readyz turns 503 and connections are closed after their response. */
   readonly lifecycle?: { shuttingDown: boolean };
   readonly now?: () => number;
@@ -51,6 +54,7 @@ export function newRequestId(): string {
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const lifecycle = deps.lifecycle ?? { shuttingDown: false };
+  const metrics = deps.metrics ?? new Metrics({ defaultMetrics: false });
 
   app.use('*', async function assignRequestId(c, next) {
     c.set('requestId', newRequestId());
@@ -65,6 +69,12 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       : c.json({ status: 'ready' }, 200, { 'x-request-id': c.get('requestId') }),
   );
 
+  app.get('/metrics', async (c) => {
+    metrics.ledgerQueueDepth.set(deps.ledger.queueDepth);
+    const { body, contentType } = await metrics.render();
+    return c.body(body, 200, { 'content-type': contentType, 'x-request-id': c.get('requestId') });
+  });
+
   app.route('/admin/api', createAdminRoutes({ ops: deps.admin.ops, adminToken: deps.admin.token, ...(deps.now ? { now: deps.now } : {}) }));
   app.route(
     '/',
@@ -75,6 +85,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       keys: deps.keys,
       ledger: deps.ledger,
       estimate: deps.estimate,
+      metrics,
       ...(deps.now ? { now: deps.now } : {}),
     }),
   );
@@ -106,7 +117,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   return app;
 }
 
-const KNOWN_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses', '/v1/models', '/healthz', '/readyz']);
+const KNOWN_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses', '/v1/models', '/healthz', '/readyz', '/metrics']);
 
 /** A cause for the logs: class and message only (never a request/headers object). */
 function describeCause(cause: unknown): string | undefined {

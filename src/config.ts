@@ -99,6 +99,8 @@ const envSchema = z.object({
   TOLLGATE_DEFAULT_MAX_TOKENS: positiveInt.default(4096),
   /** How often the proxy looks for key changes made by other processes (the CLI). */
   TOLLGATE_KEY_REFRESH: duration.default(250),
+  /** Per-key metric labels: the key's name, its id, or none (one series for all keys, for very many keys). */
+  TOLLGATE_METRICS_KEY_LABEL: z.enum(['name', 'id', 'none']).default('name'),
   /** Optional JSON file: price table overrides (and, later, global limits). */
   TOLLGATE_CONFIG: z.string().trim().min(1).optional(),
 });
@@ -130,6 +132,7 @@ export interface Config {
   readonly adminToken: string | undefined;
   readonly defaultMaxCompletionTokens: number;
   readonly keyRefreshMs: number;
+  readonly metricsKeyLabel: 'name' | 'id' | 'none';
   /** The built-in price table merged with the config file's overrides. */
   readonly prices: PriceTable;
 }
@@ -176,6 +179,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken: e.TOLLGATE_ADMIN_TOKEN,
     defaultMaxCompletionTokens: e.TOLLGATE_DEFAULT_MAX_TOKENS,
     keyRefreshMs: e.TOLLGATE_KEY_REFRESH,
+    metricsKeyLabel: e.TOLLGATE_METRICS_KEY_LABEL,
     prices: file.prices === undefined ? builtinPriceTable : mergePriceTable(builtinPriceTable, file.prices),
   };
 }

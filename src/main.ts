@@ -17,6 +17,7 @@ import { LedgerWriter } from './ledger/writer.js';
 import { startCheckpointer } from './ledger/checkpointer.js';
 import { localAdminOps } from './admin/ops.js';
 import { closeEstimator, warmEstimator } from './estimate/index.js';
+import { Metrics } from './metrics.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -35,7 +36,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const database = openDatabase(config.dbPath);
   const keys = new KeyCache(new KeyStore(database), { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
   keys.start();
-  const ledger = new LedgerWriter(database, { onError: (error) => logger.error({ err: error }, 'ledger commit failed; retrying') });
+  const metrics = new Metrics({ keyLabel: config.metricsKeyLabel });
+  const ledger = new LedgerWriter(database, {
+    onError: (error) => {
+      metrics.ledgerFailures.inc();
+      logger.error({ err: error }, 'ledger commit failed; retrying');
+    },
+    onCommit: (stats) => {
+      metrics.ledgerRows.inc(stats.rows);
+      metrics.ledgerWriteDuration.observe(stats.durationMs / 1000);
+    },
+  });
   const checkpointer = startCheckpointer(config.dbPath, database.sqlite, { onError: (message) => logger.warn({ message }, 'ledger checkpoint failed') });
   // Load the common tokenizer before the first request instead of during it.
   await warmEstimator({ startWorkers: true });
@@ -49,6 +60,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     ledger,
     estimate: { prices: config.prices, defaultMaxCompletionTokens: config.defaultMaxCompletionTokens },
     admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
+    metrics,
     lifecycle,
   });
 

@@ -23,6 +23,7 @@ import { SseTap } from './sse.js';
 import { failedBeforeSending, toUpstreamError, type Upstream, type UpstreamResponse } from './upstream.js';
 import { completionTextOfJson, usageFromJsonBytes, type Endpoint, type Usage } from './usage.js';
 import type { AppEnv } from '../app.js';
+import type { Metrics } from '../metrics.js';
 
 export interface ProxyDeps {
   readonly upstream: Upstream;
@@ -31,6 +32,7 @@ export interface ProxyDeps {
   readonly keys: KeyCache;
   readonly ledger: LedgerWriter;
   readonly estimate: EstimateOptions;
+  readonly metrics: Metrics;
   readonly now?: () => number;
 }
 
@@ -110,6 +112,7 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
       estimate = await estimateRequest(endpoint, body, deps.estimate);
     } catch (error) {
       const refusal = asRefusal(error);
+      deps.metrics.rejections.inc({ key: deps.metrics.keyLabel(caller.key), reason: refusal.code });
       deps.ledger.reject({
         requestId,
         keyId: caller.key.id,
@@ -154,6 +157,7 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
     }
 
     const settledEstimate = estimate;
+    let sentAt = startedAt;
     const finish = (ending: Ending): void => {
       const completedAt = now();
       const cost = settle({
@@ -181,6 +185,17 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
         errorCode: ending.errorCode ?? null,
       };
       deps.ledger.complete(completion);
+      const m = deps.metrics;
+      const labels = { key: m.keyLabel(caller.key), model };
+      m.requests.inc({ ...labels, endpoint, outcome: ending.outcome });
+      m.promptTokens.inc(labels, completion.promptTokens);
+      m.completionTokens.inc(labels, completion.completionTokens);
+      m.spend.inc(labels, completion.costMicros / 1_000_000);
+      m.upstreamDuration.observe({ endpoint, stream: String(facts.stream) }, (completedAt - sentAt) / 1000);
+      if (completion.ttftMs !== null) m.timeToFirstToken.observe({ endpoint }, completion.ttftMs / 1000);
+      if (cost.source === 'reported' && settledEstimate.promptTokens > 0) {
+        m.estimateRatio.observe({ endpoint }, completion.promptTokens / settledEstimate.promptTokens);
+      }
       log.info(
         {
           model,
@@ -203,6 +218,7 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
 
     const abort = client.abort;
     let response: UpstreamResponse;
+    sentAt = now();
     try {
       response = await deps.upstream.send({
         method: 'POST',

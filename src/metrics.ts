@@ -1,0 +1,84 @@
+/**
+ * Prometheus metrics (prom-client, own registry, default process metrics).
+ * Names follow Prometheus conventions: `tollgate_` prefix, base units
+ * (seconds, USD), `_total` on counters. Per-key labels carry the key's name
+ * or id — never the key — and can be switched off for very many keys.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** How requests are labelled per key: by name, by id, or not at all (one series for all keys). */
+export type KeyLabelMode = 'name' | 'id' | 'none';
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const DECISION_BUCKETS = [0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly keyLabelMode: KeyLabelMode;
+
+  readonly requests: Counter<'key' | 'model' | 'endpoint' | 'outcome'>;
+  readonly promptTokens: Counter<'key' | 'model'>;
+  readonly completionTokens: Counter<'key' | 'model'>;
+  readonly spend: Counter<'key' | 'model'>;
+  readonly upstreamDuration: Histogram<'endpoint' | 'stream'>;
+  readonly timeToFirstToken: Histogram<'endpoint'>;
+  readonly estimateRatio: Histogram<'endpoint'>;
+  readonly rejections: Counter<'key' | 'reason'>;
+  readonly decisions: Counter<'limit' | 'result'>;
+  readonly decisionDuration: Histogram<'store'>;
+  readonly bucketLevel: Gauge<'key' | 'limit'>;
+  readonly redisCalls: Counter<'op'>;
+  readonly redisFailures: Counter<'op'>;
+  readonly leaseTopUps: Counter<'result'>;
+  readonly failMode: Gauge<'reason'>;
+  readonly ledgerQueueDepth: Gauge;
+  readonly ledgerWriteDuration: Histogram;
+  readonly ledgerRows: Counter;
+  readonly ledgerFailures: Counter;
+  readonly estimateOffloaded: Counter;
+
+  constructor(options: { keyLabel?: KeyLabelMode; defaultMetrics?: boolean } = {}) {
+    this.keyLabelMode = options.keyLabel ?? 'name';
+    const registers = [this.registry];
+    if (options.defaultMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_' });
+      // prom-client names three gauges `…_total`, which Prometheus reserves for
+      // counters (promtool rejects them); the event-loop, heap, GC and CPU
+      // metrics stay.
+      for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+        this.registry.removeSingleMetric(`tollgate_${name}`);
+      }
+    }
+
+    this.requests = new Counter({ name: 'tollgate_requests_total', help: 'Proxied requests by key, model, endpoint and how they ended.', labelNames: ['key', 'model', 'endpoint', 'outcome'], registers });
+    this.promptTokens = new Counter({ name: 'tollgate_prompt_tokens_total', help: 'Prompt tokens billed (reported by the upstream, or counted).', labelNames: ['key', 'model'], registers });
+    this.completionTokens = new Counter({ name: 'tollgate_completion_tokens_total', help: 'Completion tokens billed, reasoning included.', labelNames: ['key', 'model'], registers });
+    this.spend = new Counter({ name: 'tollgate_spend_usd_total', help: 'Money spent, in USD (the ledger keeps exact micro-USD).', labelNames: ['key', 'model'], registers });
+    this.upstreamDuration = new Histogram({ name: 'tollgate_upstream_duration_seconds', help: 'Time from sending a request upstream to the end of its answer.', labelNames: ['endpoint', 'stream'], buckets: LATENCY_BUCKETS, registers });
+    this.timeToFirstToken = new Histogram({ name: 'tollgate_time_to_first_token_seconds', help: 'Time from receiving a streamed request to its first generated token.', labelNames: ['endpoint'], buckets: LATENCY_BUCKETS, registers });
+    this.estimateRatio = new Histogram({ name: 'tollgate_prompt_estimate_ratio', help: 'Actual prompt tokens divided by the estimate (1 = exact).', labelNames: ['endpoint'], buckets: [0.5, 0.8, 0.9, 0.95, 0.99, 1, 1.01, 1.05, 1.1, 1.25, 1.5, 2], registers });
+    this.rejections = new Counter({ name: 'tollgate_rejections_total', help: 'Requests refused before going upstream, by reason.', labelNames: ['key', 'reason'], registers });
+    this.decisions = new Counter({ name: 'tollgate_ratelimit_decisions_total', help: 'Rate-limit decisions per limit and result.', labelNames: ['limit', 'result'], registers });
+    this.decisionDuration = new Histogram({ name: 'tollgate_ratelimit_decision_duration_seconds', help: 'Time to decide one request against all its limits.', labelNames: ['store'], buckets: DECISION_BUCKETS, registers });
+    this.bucketLevel = new Gauge({ name: 'tollgate_ratelimit_bucket_fill_ratio', help: 'Sampled fill of recently used buckets (tokens left divided by burst).', labelNames: ['key', 'limit'], registers });
+    this.redisCalls = new Counter({ name: 'tollgate_redis_calls_total', help: 'Calls to Redis by operation.', labelNames: ['op'], registers });
+    this.redisFailures = new Counter({ name: 'tollgate_redis_failures_total', help: 'Failed calls to Redis by operation.', labelNames: ['op'], registers });
+    this.leaseTopUps = new Counter({ name: 'tollgate_lease_topups_total', help: 'Lease top-ups from Redis, by whether tokens were granted.', labelNames: ['result'], registers });
+    this.failMode = new Gauge({ name: 'tollgate_ratelimit_degraded', help: '1 while limits run in the configured fail mode because Redis is unavailable.', labelNames: ['reason'], registers });
+    this.ledgerQueueDepth = new Gauge({ name: 'tollgate_ledger_queue_depth', help: 'Ledger writes waiting for the next commit.', registers });
+    this.ledgerWriteDuration = new Histogram({ name: 'tollgate_ledger_commit_duration_seconds', help: 'Duration of one ledger transaction.', buckets: [0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1], registers });
+    this.ledgerRows = new Counter({ name: 'tollgate_ledger_rows_total', help: 'Ledger operations committed (inserts, settlements, rejections).', registers });
+    this.ledgerFailures = new Counter({ name: 'tollgate_ledger_commit_failures_total', help: 'Ledger transactions that failed and were retried or refused.', registers });
+    this.estimateOffloaded = new Counter({ name: 'tollgate_estimates_offloaded_total', help: 'Estimates counted on a worker thread because the body was large.', registers });
+  }
+
+  /** The label for a key: its name or id (never the secret), or "all" when per-key labels are off. */
+  keyLabel(key: { id: string; name: string }): string {
+    return this.keyLabelMode === 'none' ? 'all' : this.keyLabelMode === 'id' ? key.id : key.name;
+  }
+
+  /** The exposition text and its content type. */
+  async render(): Promise<{ body: string; contentType: string }> {
+    return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+}
