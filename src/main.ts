@@ -65,14 +65,26 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
 
   const server = await new Promise<Server>((resolve, reject) => {
-    const created = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(created as Server)) as Server;
+    const created = serve(
+      {
+        fetch: app.fetch,
+        port: config.port,
+        hostname: config.host,
+        serverOptions: {
+          // Slow clients: the whole request must arrive within requestTimeout,
+          // the headers sooner. Node enforces both only when it checks its
+          // connections, every 30 s by default: check often enough to matter.
+          requestTimeout: config.requestTimeoutMs,
+          headersTimeout: Math.min(config.requestTimeoutMs, 30_000),
+          connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.requestTimeoutMs / 4))),
+          // Longer than common load-balancer idle timeouts (60 s), so the LB closes first.
+          keepAliveTimeout: 65_000,
+        },
+      },
+      () => resolve(created as Server),
+    ) as Server;
     created.once('error', reject);
   });
-  // Slow clients: the whole request must arrive within requestTimeout, headers sooner.
-  server.requestTimeout = config.requestTimeoutMs;
-  server.headersTimeout = Math.min(config.requestTimeoutMs, 30_000);
-  // Longer than common load-balancer idle timeouts (60 s), so the LB closes first.
-  server.keepAliveTimeout = 65_000;
 
   let inFlight = 0;
   let drained: (() => void) | undefined;
