@@ -1,0 +1,154 @@
+/**
+ * Soak: mixed traffic through a real Tollgate process for a bounded time
+ * (loopback only), sampling the proxy's resident memory and event-loop delay
+ * from its own /metrics. Prints the samples and a least-squares trend of RSS
+ * over the second half (after warm-up): "no growth" means the slope is within
+ * noise.
+ *
+ * Run: npm run soak -- [--minutes 10] [--rate 150] [--max-requests 200000]
+ */
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { openDatabase } from '../src/ledger/db.js';
+import { KeyStore } from '../src/keys/store.js';
+import { printTable, REPO_ROOT, startChild, type BenchResult } from './support.js';
+
+function arg(name: string, fallback: number): number {
+  const at = process.argv.indexOf(`--${name}`);
+  const value = at === -1 ? undefined : Number(process.argv[at + 1]);
+  return value === undefined || Number.isNaN(value) ? fallback : value;
+}
+
+const minutes = arg('minutes', 10);
+const rate = arg('rate', 150); // requests per second, all kinds together
+const maxRequests = arg('max-requests', 200_000);
+const UPSTREAM_KEY = 'sk-soak';
+
+interface Sample {
+  readonly atSeconds: number;
+  readonly rssMiB: number;
+  readonly heapMiB: number;
+  readonly loopP99Ms: number;
+  readonly requests: number;
+}
+
+function metric(text: string, name: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+/** Least-squares slope of y over x. */
+function slope(points: ReadonlyArray<readonly [number, number]>): number {
+  const n = points.length;
+  const mx = points.reduce((s, [x]) => s + x, 0) / n;
+  const my = points.reduce((s, [, y]) => s + y, 0) / n;
+  const num = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
+  const den = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
+  return den === 0 ? 0 : num / den;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'tollgate-soak-'));
+const dbPath = join(dir, 'soak.db');
+const setup = openDatabase(dbPath);
+const store = new KeyStore(setup);
+const keys = Array.from({ length: 20 }, (_, i) => store.createKey({ name: `soak-${i}`, policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 6000, period: 'min', burst: 600 }] } }).key);
+setup.close();
+
+const fake = await startChild(['bench/fake-upstream-server.ts', UPSTREAM_KEY]);
+const proxy = await startChild(['src/cli/index.ts', 'serve'], {
+  TOLLGATE_PORT: '0',
+  TOLLGATE_UPSTREAM_URL: fake.url,
+  TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
+  TOLLGATE_DB: dbPath,
+  // Production settings: one info line per request.
+  TOLLGATE_LOG_LEVEL: 'info',
+});
+const origin = new URL(proxy.url).origin;
+const pool = new Pool(origin, { connections: 32 });
+
+const kinds: Array<{ weight: number; path: string; scenario: string; body: (i: number) => unknown; abortAfterMs?: number }> = [
+  { weight: 5, path: '/v1/chat/completions', scenario: '', body: (i) => ({ model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: `question ${i % 50}` }] }) },
+  { weight: 3, path: '/v1/chat/completions', scenario: 'delay=5,words=30', body: (i) => ({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: `stream ${i % 20}` }] }) },
+  { weight: 1, path: '/v1/embeddings', scenario: '', body: (i) => ({ model: 'text-embedding-3-small', input: [`a ${i}`, `b ${i}`] }) },
+  { weight: 1, path: '/v1/chat/completions', scenario: 'delay=20,words=100', body: () => ({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'long' }] }), abortAfterMs: 60 },
+  { weight: 1, path: '/v1/chat/completions', scenario: 'status=500', body: () => ({ model: 'gpt-4o', messages: [{ role: 'user', content: 'fail' }] }) },
+  { weight: 1, path: '/v1/chat/completions', scenario: 'breakAfter=4,delay=2', body: () => ({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'break' }] }) },
+];
+const wheel = kinds.flatMap((kind) => Array.from({ length: kind.weight }, () => kind));
+
+let sent = 0;
+let failed = 0;
+async function one(i: number): Promise<void> {
+  const kind = wheel[i % wheel.length]!;
+  const controller = new AbortController();
+  const timer = kind.abortAfterMs === undefined ? undefined : setTimeout(() => controller.abort(), kind.abortAfterMs);
+  try {
+    const res = await pool.request({
+      method: 'POST',
+      path: kind.path,
+      headers: { authorization: `Bearer ${keys[i % keys.length]!}`, 'content-type': 'application/json', 'x-fake-scenario': kind.scenario },
+      body: JSON.stringify(kind.body(i)),
+      signal: controller.signal,
+    });
+    await res.body.dump({ limit: Number.MAX_SAFE_INTEGER });
+  } catch {
+    if (kind.abortAfterMs === undefined && kind.scenario.indexOf('break') === -1) failed += 1;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const samples: Sample[] = [];
+const started = Date.now();
+const endAt = started + minutes * 60_000;
+const inFlight = new Set<Promise<void>>();
+const load = setInterval(() => {
+  const due = Math.round(rate / 20);
+  for (let k = 0; k < due && sent < maxRequests && Date.now() < endAt; k += 1) {
+    const p = one(sent++);
+    inFlight.add(p);
+    void p.finally(() => inFlight.delete(p));
+  }
+}, 50);
+const sampleEveryMs = Math.max(2000, Math.floor((minutes * 60_000) / 120));
+process.stderr.write(`soak: ${minutes} min at ${rate} req/s (max ${maxRequests}), sampling every ${sampleEveryMs / 1000} s\n`);
+while (Date.now() < endAt && sent < maxRequests) {
+  await new Promise((resolve) => setTimeout(resolve, sampleEveryMs));
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  samples.push({
+    atSeconds: (Date.now() - started) / 1000,
+    rssMiB: (metric(text, 'tollgate_process_resident_memory_bytes') ?? 0) / 2 ** 20,
+    heapMiB: (metric(text, 'tollgate_nodejs_heap_size_used_bytes') ?? 0) / 2 ** 20,
+    // prom-client samples the loop every 10 ms and the histogram holds whole
+    // intervals (an idle process reads ≈ 10 ms): report the delay beyond it.
+    loopP99Ms: Math.max(0, (metric(text, 'tollgate_nodejs_eventloop_lag_p99_seconds') ?? 0) * 1000 - 10),
+    requests: sent,
+  });
+  const last = samples.at(-1)!;
+  process.stderr.write(`  t=${last.atSeconds.toFixed(0)}s rss=${last.rssMiB.toFixed(1)}MiB heap=${last.heapMiB.toFixed(1)}MiB loop-p99=${last.loopP99Ms.toFixed(1)}ms sent=${sent}\n`);
+}
+clearInterval(load);
+await Promise.allSettled([...inFlight]);
+await pool.close();
+await proxy.stop();
+await fake.stop();
+
+const half = samples.slice(Math.floor(samples.length / 2));
+const rssSlope = slope(half.map((s) => [s.atSeconds / 60, s.rssMiB] as const));
+const heapSlope = slope(half.map((s) => [s.atSeconds / 60, s.heapMiB] as const));
+const results: BenchResult[] = [
+  { name: 'soak requests sent', value: sent, unit: 'req', note: `${failed} unexpected failures` },
+  { name: 'soak RSS start → end', value: samples.at(-1)?.rssMiB ?? 0, unit: 'MiB', note: `from ${samples[0]?.rssMiB.toFixed(1)} MiB` },
+  { name: 'soak RSS trend (2nd half)', value: rssSlope, unit: 'MiB/min', note: rssSlope < 0.5 ? 'no growth trend' : 'GROWING' },
+  { name: 'soak heap trend (2nd half)', value: heapSlope, unit: 'MiB/min', note: heapSlope < 0.5 ? 'no growth trend' : 'GROWING' },
+  { name: 'soak event-loop delay p99 (median of samples)', value: [...samples.map((s) => s.loopP99Ms)].sort((a, b) => a - b)[samples.length >> 1] ?? 0, unit: 'ms', note: 'beyond the 10 ms sampling interval' },
+  { name: 'soak event-loop delay p99 (worst sample)', value: Math.max(...samples.map((s) => s.loopP99Ms)), unit: 'ms' },
+];
+printTable(results);
+const out = join(REPO_ROOT, 'bench', 'results');
+mkdirSync(out, { recursive: true });
+writeFileSync(join(out, `soak-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), `${JSON.stringify({ minutes, rate, samples, results }, null, 2)}\n`);
+rmSync(dir, { recursive: true, force: true });
+process.exit(failed > 0 ? 1 : 0);
