@@ -98,7 +98,9 @@ const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOST
 
 /** True when a failure happened before the request could reach the upstream (nothing to bill). */
 export function failedBeforeSending(error: unknown): boolean {
-  if (error instanceof undiciErrors.ConnectTimeoutError) return true;
-  const code = (error as { code?: unknown } | null)?.code;
+  // send() wraps failures; judge by the network error underneath.
+  const cause = error instanceof TollgateError ? error.cause : error;
+  if (cause instanceof undiciErrors.ConnectTimeoutError) return true;
+  const code = (cause as { code?: unknown } | null)?.code;
   return typeof code === 'string' && CONNECT_ERRORS.has(code);
 }
