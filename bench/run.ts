@@ -14,6 +14,7 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   proxy: async () => (await import('./proxy.js')).runProxyBench,
   estimate: async () => (await import('./estimate.js')).runEstimateBench,
   ledger: async () => (await import('./ledger.js')).runLedgerBench,
+  dashboard: async () => (await import('./dashboard.js')).runDashboardBench,
 };
 
 const quick = process.argv.includes('--quick');

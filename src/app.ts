@@ -14,6 +14,8 @@ import type { KeyCache } from './keys/cache.js';
 import type { LedgerWriter } from './ledger/writer.js';
 import type { AdminOps } from './admin/ops.js';
 import { createAdminRoutes } from './admin/routes.js';
+import type { TollgateDatabase } from './ledger/db.js';
+import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type LimitSnapshot } from './dashboard/index.js';
 import { Metrics } from './metrics.js';
 
 export interface AppEnv {
@@ -31,6 +33,10 @@ export interface AppDeps {
   readonly estimate: EstimateOptions;
   /** The admin API's operations and token (disabled without a token). */
   readonly admin: { readonly ops: AdminOps; readonly token: string | undefined };
+  /** The database the dashboard reads (rollups and the newest ledger rows). */
+  readonly database: TollgateDatabase;
+  /** The limiter's live view of a key's buckets, for the dashboard's key page. */
+  readonly limitSnapshot?: LimitSnapshot;
   /** Prometheus metrics; a private registry is created when absent. */
   readonly metrics?: Metrics;
   /** Flipped by main.ts on SIGTERM: /readyz turns 503 and connections are closed after their response. */
@@ -75,7 +81,20 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     return c.body(body, 200, { 'content-type': contentType, 'x-request-id': c.get('requestId') });
   });
 
-  app.route('/admin/api', createAdminRoutes({ ops: deps.admin.ops, adminToken: deps.admin.token, ...(deps.now ? { now: deps.now } : {}) }));
+  const dashboard = { database: deps.database, adminToken: deps.admin.token, limitSnapshot: deps.limitSnapshot, ...(deps.now ? { now: deps.now } : {}) };
+  app.route(
+    '/admin/api',
+    createAdminRoutes({
+      ops: deps.admin.ops,
+      adminToken: deps.admin.token,
+      // The dashboard's session cookie opens the admin API's reads (not its writes).
+      isAuthorized: (c) => isDashboardSession(c, deps.admin.token, (deps.now ?? Date.now)()),
+      ...(deps.now ? { now: deps.now } : {}),
+    }),
+  );
+  // After the admin API: its token check runs first for /admin/api/dashboard too.
+  app.route('/admin/api/dashboard', createDashboardApiRoutes(dashboard));
+  app.route('/dashboard', createDashboardRoutes(dashboard));
   app.route(
     '/',
     createProxyRoutes({

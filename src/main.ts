@@ -60,6 +60,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     ledger,
     estimate: { prices: config.prices, defaultMaxCompletionTokens: config.defaultMaxCompletionTokens },
     admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
+    database,
     metrics,
     lifecycle,
   });

@@ -94,7 +94,15 @@ export const ledger = sqliteTable(
     upstreamRequestId: text('upstream_request_id'),
     errorCode: text('error_code'),
   },
-  (t) => [index('ledger_key_time').on(t.keyId, t.createdAt), index('ledger_time').on(t.createdAt), index('ledger_pending').on(t.createdAt).where(sql`status = 'pending'`)],
+  (t) => [
+    index('ledger_key_time').on(t.keyId, t.createdAt),
+    index('ledger_time').on(t.createdAt),
+    index('ledger_pending').on(t.createdAt).where(sql`status = 'pending'`),
+    // A key's requests in flight (querySpend with a key): a handful of rows, not all of the key's.
+    index('ledger_pending_key').on(t.keyId, t.createdAt).where(sql`status = 'pending'`),
+    // The dashboard's "recent 429s" of a key: the newest few, without walking all its rows.
+    index('ledger_key_429').on(t.keyId, t.createdAt).where(sql`http_status = 429`),
+  ],
 );
 
 /** Per key, per UTC day, per model. */
@@ -116,7 +124,20 @@ export const dailyRollups = sqliteTable(
     rejectedBudget: integer('rejected_budget').notNull().default(0),
     lastRequestAt: integer('last_request_at').notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.keyId, t.day, t.model] }), index('rollups_daily_day').on(t.day)],
+  (t) => [
+    primaryKey({ columns: [t.keyId, t.day, t.model] }),
+    // Covering indexes for querySpend and the dashboard: ranges of days over
+    // every key, and ranges of days of one key, summed from the index alone
+    // (no table reads; several times faster at millions of ledger rows).
+    index('rollups_daily_day_cover').on(
+      t.day, t.keyId, t.model, t.requests, t.promptTokens, t.cachedTokens, t.completionTokens,
+      t.reasoningTokens, t.costMicros, t.errors, t.rejectedRateLimit, t.rejectedBudget,
+    ),
+    index('rollups_daily_key_cover').on(
+      t.keyId, t.day, t.model, t.requests, t.promptTokens, t.cachedTokens, t.completionTokens,
+      t.reasoningTokens, t.costMicros, t.errors, t.rejectedRateLimit, t.rejectedBudget,
+    ),
+  ],
 );
 
 /** Per key, per UTC hour (for the 48-hour charts). */
@@ -133,7 +154,11 @@ export const hourlyRollups = sqliteTable(
     rejectedRateLimit: integer('rejected_rate_limit').notNull().default(0),
     rejectedBudget: integer('rejected_budget').notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.keyId, t.hour] }), index('rollups_hourly_hour').on(t.hour)],
+  (t) => [
+    primaryKey({ columns: [t.keyId, t.hour] }),
+    // Covering index for the dashboard's 48-hour chart over every key.
+    index('rollups_hourly_hour_cover').on(t.hour, t.requests, t.promptTokens, t.completionTokens, t.costMicros, t.rejectedRateLimit, t.rejectedBudget),
+  ],
 );
 
 export type TenantRow = typeof tenants.$inferSelect;

@@ -40,6 +40,7 @@ export function buildTestApp(options: { upstream: Upstream; logger: Logger; maxB
     ledger,
     estimate: { prices: builtinPriceTable, defaultMaxCompletionTokens: 1000 },
     admin: { ops: localAdminOps(db.database, { onChange: () => keys.refresh() }), token: options.adminToken },
+    database: db.database,
     lifecycle,
     ...(options.now ? { now: options.now } : {}),
   });

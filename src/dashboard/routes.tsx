@@ -1,0 +1,201 @@
+/** @jsxRuntime automatic @jsxImportSource hono/jsx */
+/**
+ * The dashboard's HTTP side: pages under /dashboard (login, overview, keys,
+ * key) and the JSON they poll under /admin/api/dashboard.
+ *
+ * Access: the admin token, presented once in the login form (POST, never in a
+ * URL), buys a signed session cookie (see session.ts). The JSON endpoints take
+ * that cookie or the admin API's bearer token. With no token configured the
+ * pages say the dashboard is disabled and the JSON answers `admin_disabled`.
+ */
+import { Hono, type Context } from 'hono';
+import type { JSX } from 'hono/jsx/jsx-runtime';
+import { TollgateError } from '../errors.js';
+import type { TollgateDatabase } from '../ledger/db.js';
+import { readBodyBytes } from '../proxy/body.js';
+import { tokenMatches } from '../admin/routes.js';
+import type { AppEnv } from '../app.js';
+import { loadAssets, type AssetName } from './assets.js';
+import { LoginThrottle, type ThrottleOptions } from './login-throttle.js';
+import { DisabledPage, KeyPage, KeysPage, LoginPage, NotFoundPage, OverviewPage, renderDocument } from './pages.js';
+import { DashboardReads } from './reads.js';
+import { clearedCookieHeader, createSessionValue, hasValidSession, isHttps, sessionCookieHeader } from './session.js';
+import { buildKeyPage, buildKeys, buildOverview, parseKeysQuery, type LimitSnapshot, type ViewContext } from './views.js';
+
+export interface DashboardDeps {
+  readonly database: TollgateDatabase;
+  /** TOLLGATE_ADMIN_TOKEN; the dashboard is disabled without one. */
+  readonly adminToken: string | undefined;
+  readonly now?: () => number;
+  /** The limiter's live view of a key's buckets; the key page says "not available" without it. */
+  readonly limitSnapshot?: LimitSnapshot | undefined;
+  /** The login form's brake on wrong tokens, and the pause after each one (default 300 ms). */
+  readonly login?: (ThrottleOptions & { readonly failureDelayMs?: number }) | undefined;
+}
+
+/** Every page's security headers: nothing inline, nothing from elsewhere, never framed or cached. */
+const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+/** The largest login form accepted (a token and a return path). */
+const MAX_LOGIN_BODY = 8192;
+
+const readsByDatabase = new WeakMap<TollgateDatabase, DashboardReads>();
+
+/** One set of reads (and caches) per database, shared by the pages and the JSON. */
+function readsFor(database: TollgateDatabase): DashboardReads {
+  let reads = readsByDatabase.get(database);
+  if (reads === undefined) {
+    reads = new DashboardReads(database);
+    readsByDatabase.set(database, reads);
+  }
+  return reads;
+}
+
+/** The shared reads of a database (the bench and tests wait for their warm-up). */
+export function dashboardReadsFor(database: TollgateDatabase): DashboardReads {
+  return readsFor(database);
+}
+
+function contextOf(deps: DashboardDeps, now: () => number): ViewContext {
+  return { reads: readsFor(deps.database), now: now(), limitSnapshot: deps.limitSnapshot };
+}
+
+/** Where to go after logging in: a dashboard path, never another site. */
+function safeNext(value: string | null | undefined): string {
+  if (value === null || value === undefined) return '/dashboard';
+  return /^\/dashboard(?:[/?][^\\\s]*)?$/.test(value) && !value.startsWith('/dashboard/login') ? value : '/dashboard';
+}
+
+function clientAddress(c: Context<AppEnv>): string {
+  return c.env?.incoming?.socket.remoteAddress ?? 'unknown';
+}
+
+async function page(c: Context<AppEnv>, element: JSX.Element, status = 200, extra: Record<string, string> = {}): Promise<Response> {
+  return c.html(await renderDocument(element), status as 200, { ...PAGE_HEADERS, ...extra });
+}
+
+function redirect(c: Context<AppEnv>, location: string, extra: Record<string, string> = {}): Response {
+  return c.body(null, 303, { location, 'cache-control': 'no-store', ...extra });
+}
+
+function pathWithQuery(c: Context<AppEnv>): string {
+  const url = new URL(c.req.url);
+  return `${url.pathname}${url.search}`;
+}
+
+/** The pages, to mount at /dashboard. */
+export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const now = deps.now ?? Date.now;
+  const throttle = new LoginThrottle(deps.login);
+  const failureDelayMs = deps.login?.failureDelayMs ?? 300;
+  const assets = loadAssets();
+  const adminToken = deps.adminToken;
+  // The closed days' sums, a few ms per turn, before anyone opens the dashboard.
+  if (adminToken !== undefined) void readsFor(deps.database).warmUp(now, { background: true });
+
+  // Static code and styles, no secrets: served without a session (the login page needs them).
+  app.get('/assets/:name', (c) => {
+    const asset = assets.get(c.req.param('name') as AssetName);
+    if (asset === undefined) return c.text('Not found', 404, { 'x-content-type-options': 'nosniff' });
+    return c.body(asset.body, 200, { 'content-type': asset.contentType, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' });
+  });
+
+  app.use('*', async function requireAdminToken(c, next) {
+    if (adminToken === undefined) return page(c, <DisabledPage />, 404);
+    await next();
+  });
+
+  app.get('/login', (c) => {
+    const next = safeNext(c.req.query('next'));
+    if (hasValidSession(c, adminToken, now())) return redirect(c, next);
+    return page(c, <LoginPage next={next} info={c.req.query('loggedOut') === undefined ? undefined : 'You are logged out.'} />);
+  });
+
+  app.post('/login', async (c) => {
+    const token = adminToken!;
+    const address = clientAddress(c);
+    const waitMs = throttle.retryAfterMs(address, now());
+    const body = new URLSearchParams((await readBodyBytes(c.req.raw, MAX_LOGIN_BODY)).toString('utf8'));
+    const next = safeNext(body.get('next'));
+    if (waitMs > 0) {
+      const minutes = Math.ceil(waitMs / 60_000);
+      const error = `Too many wrong tokens from your address. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+      return page(c, <LoginPage next={next} error={error} />, 429, { 'retry-after': String(Math.ceil(waitMs / 1000)) });
+    }
+    if (!tokenMatches(body.get('token') ?? '', token)) {
+      throttle.recordFailure(address, now());
+      // A pause per wrong token makes guessing slow without holding a thread.
+      if (failureDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, failureDelayMs));
+      return page(c, <LoginPage next={next} error="That is not the admin token. Check TOLLGATE_ADMIN_TOKEN and try again." />, 401);
+    }
+    throttle.recordSuccess(address);
+    return redirect(c, next, { 'set-cookie': sessionCookieHeader(createSessionValue(token, now()), isHttps(c)) });
+  });
+
+  app.post('/logout', (c) => redirect(c, '/dashboard/login?loggedOut=1', { 'set-cookie': clearedCookieHeader(isHttps(c)) }));
+
+  app.use('*', async function requireSession(c, next) {
+    if (!hasValidSession(c, adminToken, now())) return redirect(c, `/dashboard/login?next=${encodeURIComponent(pathWithQuery(c))}`);
+    await next();
+  });
+
+  const overview = (c: Context<AppEnv>) => page(c, <OverviewPage view={buildOverview(contextOf(deps, now))} />);
+  app.get('/', overview);
+  app.get('/keys', (c) => page(c, <KeysPage view={buildKeys(contextOf(deps, now), parseKeysQuery(c.req.query(), false))} />));
+  app.get('/keys/:id', (c) => {
+    const view = buildKeyPage(contextOf(deps, now), c.req.param('id'));
+    if (view === undefined) return page(c, <NotFoundPage message={`There is no key with id "${c.req.param('id')}".`} signedIn={true} />, 404);
+    return page(c, <KeyPage view={view} />);
+  });
+  app.all('*', (c) => {
+    // `/dashboard/` and `/dashboard/keys/` are what people type: send them to the page.
+    if (c.req.method === 'GET' && c.req.path.length > 1 && c.req.path.endsWith('/')) return redirect(c, c.req.path.replace(/\/+$/, '') + new URL(c.req.url).search);
+    return page(c, <NotFoundPage message={`Nothing here: ${c.req.path}`} signedIn={true} />, 404);
+  });
+  return app;
+}
+
+/**
+ * Whether a request is an admin: the bearer token, or (for the dashboard's
+ * own reads) a valid session cookie.
+ */
+function isAdminRequest(c: Context<AppEnv>, adminToken: string, now: number): boolean {
+  const header = c.req.header('authorization');
+  const bearer = header === undefined ? undefined : /^\s*Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+  return (bearer !== undefined && tokenMatches(bearer, adminToken)) || hasValidSession(c, adminToken, now);
+}
+
+/** The JSON the pages poll, to mount at /admin/api/dashboard. */
+export function createDashboardApiRoutes(deps: DashboardDeps): Hono<AppEnv> {
+  const api = new Hono<AppEnv>();
+  const now = deps.now ?? Date.now;
+
+  api.use('*', async function requireAdminOrSession(c, next) {
+    if (deps.adminToken === undefined) {
+      throw new TollgateError('admin_disabled', 'The admin API is disabled: start Tollgate with TOLLGATE_ADMIN_TOKEN set.');
+    }
+    if (!isAdminRequest(c, deps.adminToken, now())) {
+      throw new TollgateError('invalid_admin_token', 'A valid admin token (Authorization: Bearer …) or dashboard session is required.');
+    }
+    await next();
+    c.header('cache-control', 'no-store');
+    c.header('x-content-type-options', 'nosniff');
+  });
+
+  api.get('/overview', (c) => c.json(buildOverview(contextOf(deps, now))));
+  api.get('/keys', (c) => c.json(buildKeys(contextOf(deps, now), parseKeysQuery(c.req.query(), true))));
+  api.get('/keys/:id', (c) => {
+    const view = buildKeyPage(contextOf(deps, now), c.req.param('id'));
+    if (view === undefined) throw new TollgateError('not_found', `no key with id "${c.req.param('id')}"`, { param: 'id' });
+    return c.json(view);
+  });
+  return api;
+}

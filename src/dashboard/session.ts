@@ -1,0 +1,92 @@
+/**
+ * Dashboard sessions: stateless, signed cookies.
+ *
+ * The cookie holds `v1.<expiry>.<nonce>.<mac>`, where the MAC is
+ * HMAC-SHA256 over `v1.<expiry>.<nonce>` keyed by a key *derived from* the
+ * admin token. So:
+ * - the token itself is never in the cookie (nor in any URL);
+ * - every proxy process with the same token accepts the others' sessions,
+ *   with no shared store;
+ * - changing the token logs everyone out (old MACs no longer verify);
+ * - a session ends by itself after {@link SESSION_TTL_MS}.
+ * Logging out clears the browser's cookie; a stolen cookie stays valid until
+ * it expires or the token changes.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Context } from 'hono';
+import { getCookie } from 'hono/cookie';
+
+export const SESSION_COOKIE = 'tollgate_session';
+/** How long a login lasts. */
+export const SESSION_TTL_MS = 12 * 3_600_000;
+
+const VERSION = 'v1';
+/** Domain separation: this key signs dashboard sessions and nothing else. */
+const KEY_LABEL = 'tollgate dashboard session key v1';
+
+function sessionKey(adminToken: string): Buffer {
+  return createHmac('sha256', adminToken).update(KEY_LABEL).digest();
+}
+
+function mac(adminToken: string, payload: string): Buffer {
+  return createHmac('sha256', sessionKey(adminToken)).update(payload).digest();
+}
+
+/** A fresh signed session value, valid until `now + SESSION_TTL_MS`. */
+export function createSessionValue(adminToken: string, now: number): string {
+  const payload = `${VERSION}.${(now + SESSION_TTL_MS).toString(36)}.${randomBytes(12).toString('base64url')}`;
+  return `${payload}.${mac(adminToken, payload).toString('base64url')}`;
+}
+
+/** Why a presented session value is not accepted (for tests and logs; never shown with the value). */
+export type SessionCheck = 'valid' | 'missing' | 'malformed' | 'bad_signature' | 'expired';
+
+/** Checks a session value: well-formed, signed with the current token (constant-time), not expired. */
+export function checkSessionValue(value: string | undefined, adminToken: string, now: number): SessionCheck {
+  if (value === undefined || value === '') return 'missing';
+  const parts = value.split('.');
+  if (parts.length !== 4 || parts[0] !== VERSION) return 'malformed';
+  const [, expiryText = '', nonce = '', signature = ''] = parts;
+  if (!/^[0-9a-z]{1,12}$/.test(expiryText) || !/^[A-Za-z0-9_-]{8,64}$/.test(nonce) || !/^[A-Za-z0-9_-]{43}$/.test(signature)) return 'malformed';
+  const expected = mac(adminToken, `${VERSION}.${expiryText}.${nonce}`);
+  const presented = Buffer.from(signature, 'base64url');
+  if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return 'bad_signature';
+  const expiry = parseInt(expiryText, 36);
+  // A signed expiry further out than one TTL was not made by this code: refuse it too.
+  if (!(expiry > now) || expiry > now + SESSION_TTL_MS) return 'expired';
+  return 'valid';
+}
+
+/** The `Set-Cookie` value that starts a session (HttpOnly, SameSite=Strict, Secure over https). */
+export function sessionCookieHeader(value: string, secure: boolean): string {
+  return `${SESSION_COOKIE}=${value}; Path=/; Max-Age=${SESSION_TTL_MS / 1000}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+}
+
+/** The `Set-Cookie` value that ends a session in this browser. */
+export function clearedCookieHeader(secure: boolean): string {
+  return `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+}
+
+/** Whether the request reached us over https (directly, or through a proxy that says so). */
+export function isHttps(c: Context): boolean {
+  const forwarded = c.req.header('x-forwarded-proto');
+  if (forwarded !== undefined) return forwarded.split(',')[0]?.trim().toLowerCase() === 'https';
+  return new URL(c.req.url).protocol === 'https:';
+}
+
+/** Whether the request carries a valid dashboard session for this admin token. */
+export function hasValidSession(c: Context, adminToken: string | undefined, now: number): boolean {
+  if (adminToken === undefined) return false;
+  return checkSessionValue(getCookie(c, SESSION_COOKIE), adminToken, now) === 'valid';
+}
+
+/**
+ * For the admin API's `isAuthorized` hook: true for a valid dashboard session
+ * on a read (GET/HEAD). The dashboard never writes, so its cookie does not
+ * open the admin API's writes (creating or revoking keys needs the bearer
+ * token), whatever a page in the browser might try.
+ */
+export function isDashboardSession(c: Context, adminToken: string | undefined, now: number = Date.now()): boolean {
+  const method = c.req.method;
+  return (method === 'GET' || method === 'HEAD') && hasValidSession(c, adminToken, now);
+}
