@@ -15,6 +15,14 @@
  */
 import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from './db.js';
+import type { SpendChange } from './spend-tracker.js';
+
+/** Told of every change to spend as it is queued and as it commits (budgets). */
+export interface SpendListener {
+  queuedChange(change: SpendChange): void;
+  committedChange(change: SpendChange): void;
+  droppedChange(change: SpendChange): void;
+}
 
 export interface PendingEntry {
   readonly requestId: string;
@@ -82,6 +90,8 @@ export interface LedgerWriterOptions {
   readonly onError?: (error: unknown) => void;
   /** Largest number of operations in one transaction. */
   readonly maxBatch?: number;
+  /** Keeps budgets exact between commits. */
+  readonly spend?: SpendListener;
 }
 
 interface Waiter {
@@ -93,6 +103,7 @@ interface Waiter {
 /** What a pending row contributed to the rollups, to settle the difference later. */
 interface Contribution {
   readonly keyId: string;
+  readonly tenantId: string | null;
   readonly day: string;
   readonly hour: number;
   readonly model: string;
@@ -229,6 +240,7 @@ export class LedgerWriter {
     if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
     return new Promise<void>((resolve, reject) => {
       this.begins.push({ entry, resolve, reject });
+      this.options.spend?.queuedChange(spendOfBegin(entry));
       this.schedule();
     });
   }
@@ -236,8 +248,21 @@ export class LedgerWriter {
   /** Settles a pending request (once; a second completion for the same id changes nothing). */
   complete(completion: Completion): void {
     this.completions.push(completion);
+    const change = this.spendOfCompletion(completion);
+    if (change !== undefined) this.options.spend?.queuedChange(change);
     this.schedule();
   }
+
+  /** The spend a settlement adds: actual − estimate, filed under the request's day. */
+  private spendOfCompletion(completion: Completion): SpendChange | undefined {
+    const contribution = this.contributions.get(completion.requestId);
+    if (contribution === undefined || this.settling.has(completion.requestId)) return undefined;
+    this.settling.add(completion.requestId);
+    return { keyId: contribution.keyId, tenantId: contribution.tenantId, day: contribution.day, microUsd: completion.costMicros - contribution.estCostMicros };
+  }
+
+  /** Request ids whose settlement is queued (a duplicate must not count twice). */
+  private readonly settling = new Set<string>();
 
   /** Records a request refused before it reached the upstream. */
   reject(rejection: Rejection): void {
@@ -336,7 +361,10 @@ export class LedgerWriter {
       // that never made it are refused to their callers (not forwarded).
       this.completions.unshift(...completions);
       this.rejections.unshift(...rejections);
-      for (const waiter of begins) waiter.reject(error);
+      for (const waiter of begins) {
+        this.options.spend?.droppedChange(spendOfBegin(waiter.entry));
+        waiter.reject(error);
+      }
       this.options.onError?.(error);
       // Try again later rather than spinning on a locked or full disk.
       setTimeout(() => {
@@ -346,7 +374,18 @@ export class LedgerWriter {
       return;
     }
     this.lastCommitFailed = false;
-    for (const { entry } of begins) this.contributions.set(entry.requestId, contributionOf(entry));
+    const spend = this.options.spend;
+    for (const { entry } of begins) {
+      this.contributions.set(entry.requestId, contributionOf(entry));
+      spend?.committedChange(spendOfBegin(entry));
+    }
+    for (const completion of completions) {
+      const contribution = this.contributions.get(completion.requestId);
+      if (spend !== undefined && contribution !== undefined && this.settling.has(completion.requestId)) {
+        spend.committedChange({ keyId: contribution.keyId, tenantId: contribution.tenantId, day: contribution.day, microUsd: completion.costMicros - contribution.estCostMicros });
+      }
+      this.settling.delete(completion.requestId);
+    }
     for (const requestId of settled) this.contributions.delete(requestId);
     for (const waiter of begins) waiter.resolve();
     this.options.onCommit?.({ rows: begins.length + completions.length + rejections.length, durationMs: performance.now() - started });
@@ -355,16 +394,21 @@ export class LedgerWriter {
   /** A pending row written by an earlier process (or before a restart) still settles correctly. */
   private loadContribution(requestId: string): Contribution | undefined {
     const row = this.sqlite
-      .prepare('SELECT key_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros FROM ledger WHERE request_id = ?')
-      .get(requestId) as { key_id: string; created_at: number; model: string; est_prompt_tokens: number; est_completion_tokens: number; est_cost_micros: number } | undefined;
+      .prepare('SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros FROM ledger WHERE request_id = ?')
+      .get(requestId) as { key_id: string; tenant_id: string | null; created_at: number; model: string; est_prompt_tokens: number; est_completion_tokens: number; est_cost_micros: number } | undefined;
     if (row === undefined) return undefined;
-    return contributionOf({ keyId: row.key_id, createdAt: row.created_at, model: row.model, estPromptTokens: row.est_prompt_tokens, estCompletionTokens: row.est_completion_tokens, estCostMicros: row.est_cost_micros });
+    return contributionOf({ keyId: row.key_id, tenantId: row.tenant_id, createdAt: row.created_at, model: row.model, estPromptTokens: row.est_prompt_tokens, estCompletionTokens: row.est_completion_tokens, estCostMicros: row.est_cost_micros });
   }
 }
 
-function contributionOf(entry: Pick<PendingEntry, 'keyId' | 'createdAt' | 'model' | 'estPromptTokens' | 'estCompletionTokens' | 'estCostMicros'>): Contribution {
+function spendOfBegin(entry: PendingEntry): SpendChange {
+  return { keyId: entry.keyId, tenantId: entry.tenantId, day: utcDay(entry.createdAt), microUsd: entry.estCostMicros };
+}
+
+function contributionOf(entry: Pick<PendingEntry, 'keyId' | 'tenantId' | 'createdAt' | 'model' | 'estPromptTokens' | 'estCompletionTokens' | 'estCostMicros'>): Contribution {
   return {
     keyId: entry.keyId,
+    tenantId: entry.tenantId,
     day: utcDay(entry.createdAt),
     hour: utcHour(entry.createdAt),
     model: entry.model,

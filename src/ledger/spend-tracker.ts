@@ -1,0 +1,140 @@
+/**
+ * How much a key or tenant has spent in a budget period, as of *now*:
+ *
+ *   spent = rollups in the database (every process's committed rows, pending
+ *           ones at their estimate; re-read at most every `refreshMs`)
+ *         + what this process committed since that read
+ *         + what this process has queued for the next commit.
+ *
+ * The last two are exact (the ledger writer reports each change), so a single
+ * process never over-admits however many requests arrive in one turn; other
+ * processes sharing the file are seen within `refreshMs`.
+ *
+ * Amounts are kept per UTC day, because a request settled after midnight is
+ * filed under the day it was made, like the rollups do.
+ */
+import type { TollgateDatabase } from './db.js';
+import { utcDay } from './writer.js';
+
+export type SpendScope = { readonly level: 'key'; readonly id: string } | { readonly level: 'tenant'; readonly id: string };
+export type SpendPeriod = 'day' | 'month' | 'total';
+
+/** The change a ledger write makes to the spend of a key (and its tenant). */
+export interface SpendChange {
+  readonly keyId: string;
+  readonly tenantId: string | null;
+  /** UTC day the row is filed under (YYYY-MM-DD). */
+  readonly day: string;
+  readonly microUsd: number;
+}
+
+interface Cached {
+  readonly value: number;
+  readonly readAt: number;
+}
+
+type DayAmounts = Map<string, number>;
+
+function scopeKey(scope: SpendScope): string {
+  return `${scope.level}:${scope.id}`;
+}
+
+function add(map: Map<string, DayAmounts>, scope: string, day: string, amount: number): void {
+  if (amount === 0) return;
+  let days = map.get(scope);
+  if (days === undefined) {
+    days = new Map();
+    map.set(scope, days);
+  }
+  const next = (days.get(day) ?? 0) + amount;
+  if (next === 0) days.delete(day);
+  else days.set(day, next);
+}
+
+/** First UTC day of a period containing `now` ('0000-00-00' for total). */
+export function periodStart(period: SpendPeriod, now: number): string {
+  const today = utcDay(now);
+  return period === 'day' ? today : period === 'month' ? `${today.slice(0, 7)}-01` : '0000-00-00';
+}
+
+/** When a period containing `now` ends (ms), or undefined for total. */
+export function periodEnd(period: SpendPeriod, now: number): number | undefined {
+  const date = new Date(now);
+  if (period === 'day') return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1);
+  if (period === 'month') return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+  return undefined;
+}
+
+export class SpendTracker {
+  private readonly refreshMs: number;
+  /** Database reads, per scope·period·start. */
+  private readonly cache = new Map<string, Cached>();
+  /** What this process committed since each read (keyed like `cache`). */
+  private readonly committedSinceRead = new Map<string, DayAmounts>();
+  /** The reads open for each scope, so a commit can be added to all of them. */
+  private readonly readsByScope = new Map<string, Set<string>>();
+  /** Queued in the ledger writer, not committed yet, per scope. */
+  private readonly queued = new Map<string, DayAmounts>();
+  private readonly keyStatement;
+  private readonly tenantStatement;
+
+  constructor(database: TollgateDatabase, options: { refreshMs?: number } = {}) {
+    this.refreshMs = options.refreshMs ?? 1000;
+    this.keyStatement = database.sqlite.prepare('SELECT coalesce(sum(cost_micros), 0) AS spent FROM rollups_daily WHERE key_id = ? AND day >= ? AND day <= ?');
+    this.tenantStatement = database.sqlite.prepare(
+      'SELECT coalesce(sum(r.cost_micros), 0) AS spent FROM rollups_daily r JOIN api_keys k ON k.id = r.key_id WHERE k.tenant_id = ? AND r.day >= ? AND r.day <= ?',
+    );
+  }
+
+  /** The ledger writer queued a change (synchronously, as the request is admitted or settled). */
+  queuedChange(change: SpendChange): void {
+    for (const scope of scopesOf(change)) add(this.queued, scope, change.day, change.microUsd);
+  }
+
+  /** The ledger writer committed a change it had queued. */
+  committedChange(change: SpendChange): void {
+    for (const scope of scopesOf(change)) {
+      add(this.queued, scope, change.day, -change.microUsd);
+      for (const read of this.readsByScope.get(scope) ?? []) add(this.committedSinceRead, read, change.day, change.microUsd);
+    }
+  }
+
+  /** A queued change will never be committed (its `begin` failed and the request was refused). */
+  droppedChange(change: SpendChange): void {
+    for (const scope of scopesOf(change)) add(this.queued, scope, change.day, -change.microUsd);
+  }
+
+  /** Micro-USD spent by `scope` in the `period` containing `now`. */
+  spent(scope: SpendScope, period: SpendPeriod, now: number): number {
+    const since = periodStart(period, now);
+    const until = utcDay(now);
+    const key = scopeKey(scope);
+    const read = `${key}|${period}|${since}`;
+    let cached = this.cache.get(read);
+    if (cached === undefined || now - cached.readAt >= this.refreshMs || now < cached.readAt) {
+      const statement = scope.level === 'key' ? this.keyStatement : this.tenantStatement;
+      cached = { value: (statement.get(scope.id, since, until) as { spent: number }).spent, readAt: now };
+      this.cache.set(read, cached);
+      // The read includes everything committed until now: count commits afresh from here.
+      this.committedSinceRead.delete(read);
+      let reads = this.readsByScope.get(key);
+      if (reads === undefined) {
+        reads = new Set();
+        this.readsByScope.set(key, reads);
+      }
+      reads.add(read);
+    }
+    return cached.value + sumDays(this.committedSinceRead.get(read), since, until) + sumDays(this.queued.get(key), since, until);
+  }
+}
+
+function scopesOf(change: SpendChange): string[] {
+  return change.tenantId === null ? [`key:${change.keyId}`] : [`key:${change.keyId}`, `tenant:${change.tenantId}`];
+}
+
+function sumDays(days: DayAmounts | undefined, since: string, until: string): number {
+  if (days === undefined) return 0;
+  let total = 0;
+  for (const [day, amount] of days) if (day >= since && day <= until) total += amount;
+  return total;
+}
