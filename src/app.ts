@@ -17,6 +17,7 @@ import { createAdminRoutes } from './admin/routes.js';
 import type { TollgateDatabase } from './ledger/db.js';
 import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type LimitSnapshot } from './dashboard/index.js';
 import { Metrics } from './metrics.js';
+import type { AdmissionDeps } from './proxy/admission.js';
 
 export interface AppEnv {
   Variables: { requestId: string };
@@ -39,6 +40,8 @@ export interface AppDeps {
   readonly limitSnapshot?: LimitSnapshot;
   /** Prometheus metrics; a private registry is created when absent. */
   readonly metrics?: Metrics;
+  /** Limits and budgets (the metrics field inside is replaced by `metrics`). */
+  readonly admission: Omit<AdmissionDeps, 'metrics'>;
   /** Flipped by main.ts on SIGTERM: /readyz turns 503 and connections are closed after their response. */
   readonly lifecycle?: { shuttingDown: boolean };
   readonly now?: () => number;
@@ -105,6 +108,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       ledger: deps.ledger,
       estimate: deps.estimate,
       metrics,
+      admission: { ...deps.admission, metrics },
       ...(deps.now ? { now: deps.now } : {}),
     }),
   );

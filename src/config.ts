@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from './estimate/prices.js';
+import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './limits/policy.js';
 
 const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
@@ -101,7 +102,13 @@ const envSchema = z.object({
   TOLLGATE_KEY_REFRESH: duration.default(250),
   /** Per-key metric labels: the key's name, its id, or none (one series for all keys, for very many keys). */
   TOLLGATE_METRICS_KEY_LABEL: z.enum(['name', 'id', 'none']).default('name'),
-  /** Optional JSON file: price table overrides (and, later, global limits). */
+  /** Redis for limits shared by many proxy nodes (escrow leases); unset = in-memory limits. */
+  TOLLGATE_REDIS_URL: z.string().trim().min(1).optional(),
+  /** Treat TOLLGATE_REDIS_URL (comma-separated seed nodes) as a Redis Cluster. */
+  TOLLGATE_REDIS_CLUSTER: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
+  /** When Redis is unreachable: keep limiting locally with a safe share (local), admit (open) or refuse (closed). */
+  TOLLGATE_FAIL_MODE: z.enum(['local', 'open', 'closed']).default('local'),
+  /** Optional JSON file: price table overrides and global limits. */
   TOLLGATE_CONFIG: z.string().trim().min(1).optional(),
 });
 
@@ -109,6 +116,8 @@ const envSchema = z.object({
 const fileSchema = z.strictObject({
   /** USD per 1M tokens: `{"models": {"my-model": {"input": 1, "cachedInput": 0.5, "output": 2}}, "fallback": {…}}`. */
   prices: priceTableOverrideSchema.optional(),
+  /** Limits over all keys together, in the CLI's syntax: `["tokens:2000000/min", "usd:500/day"]`. */
+  globalLimits: z.array(z.string()).optional(),
 });
 
 /** Tollgate's configuration, validated and with defaults applied. */
@@ -135,6 +144,9 @@ export interface Config {
   readonly metricsKeyLabel: 'name' | 'id' | 'none';
   /** The built-in price table merged with the config file's overrides. */
   readonly prices: PriceTable;
+  readonly redis: { readonly urls: readonly string[]; readonly cluster: boolean } | undefined;
+  readonly failMode: 'local' | 'open' | 'closed';
+  readonly globalLimits: readonly LimitSpec[];
 }
 
 export class ConfigError extends Error {
@@ -181,7 +193,21 @@ export function loadConfig(env: Env = process.env): Config {
     keyRefreshMs: e.TOLLGATE_KEY_REFRESH,
     metricsKeyLabel: e.TOLLGATE_METRICS_KEY_LABEL,
     prices: file.prices === undefined ? builtinPriceTable : mergePriceTable(builtinPriceTable, file.prices),
+    redis: e.TOLLGATE_REDIS_URL === undefined ? undefined : { urls: e.TOLLGATE_REDIS_URL.split(',').map((u) => u.trim()).filter((u) => u !== ''), cluster: e.TOLLGATE_REDIS_CLUSTER },
+    failMode: e.TOLLGATE_FAIL_MODE,
+    globalLimits: parseGlobalLimits(file.globalLimits ?? [], e.TOLLGATE_CONFIG ?? ''),
   };
+}
+
+function parseGlobalLimits(texts: readonly string[], path: string): LimitSpec[] {
+  try {
+    const limits = texts.map(parseLimit);
+    validatePolicy({ limits });
+    return limits;
+  } catch (error) {
+    if (error instanceof PolicyError) throw new ConfigError(`invalid configuration:\n  ${path}: globalLimits: ${error.message}`);
+    throw error;
+  }
 }
 
 function readConfigFile(path: string): z.output<typeof fileSchema> {

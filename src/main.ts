@@ -18,6 +18,8 @@ import { startCheckpointer } from './ledger/checkpointer.js';
 import { localAdminOps } from './admin/ops.js';
 import { closeEstimator, warmEstimator } from './estimate/index.js';
 import { Metrics } from './metrics.js';
+import { SpendTracker } from './ledger/spend-tracker.js';
+import { createLimiter } from './limits/create.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -37,7 +39,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const keys = new KeyCache(new KeyStore(database), { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
   keys.start();
   const metrics = new Metrics({ keyLabel: config.metricsKeyLabel });
+  const spend = new SpendTracker(database);
+  const limiter = await createLimiter(config, { logger, metrics });
   const ledger = new LedgerWriter(database, {
+    spend,
     onError: (error) => {
       metrics.ledgerFailures.inc();
       logger.error({ err: error }, 'ledger commit failed; retrying');
@@ -62,6 +67,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
     database,
     metrics,
+    admission: { limiter: limiter.limiter, spend, globalLimits: config.globalLimits, storeName: limiter.store },
     lifecycle,
   });
 
@@ -126,6 +132,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await stopped;
     await upstream.close();
     keys.stop();
+    // Hand Redis leases back so other nodes can use them at once.
+    await limiter.close();
     if (!ledger.close()) logger.error({ queued: ledger.queueDepth }, 'ledger rows could not be written at shutdown');
     await checkpointer.stop();
     database.close();

@@ -67,8 +67,13 @@ export class KeyCache {
     return found;
   }
 
+  /** The tenant (a database read on first sight: a new key may name a tenant newer than the last poll). */
   tenant(id: string): AuthTenant | undefined {
-    return this.tenantsById.get(id);
+    const cached = this.tenantsById.get(id);
+    if (cached !== undefined) return cached;
+    const found = this.store.authTenant(id);
+    if (found !== undefined) this.tenantsById.set(id, found);
+    return found;
   }
 
   /** Picks up changes made since the last look (by any process). */

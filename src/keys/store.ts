@@ -369,6 +369,11 @@ export class KeyStore {
     return this.db.select().from(apiKeys).where(gt(apiKeys.version, version)).all().map(toAuthKey);
   }
 
+  authTenant(id: string): AuthTenant | undefined {
+    const row = this.db.select().from(tenants).where(eq(tenants.id, id)).get();
+    return row === undefined ? undefined : { id: row.id, name: row.name, policy: readStoredPolicy(row.policy), version: row.version };
+  }
+
   authTenants(sinceVersion = 0): AuthTenant[] {
     return this.db
       .select()

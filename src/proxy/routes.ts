@@ -24,6 +24,7 @@ import { failedBeforeSending, toUpstreamError, type Upstream, type UpstreamRespo
 import { completionTextOfJson, usageFromJsonBytes, type Endpoint, type Usage } from './usage.js';
 import type { AppEnv } from '../app.js';
 import type { Metrics } from '../metrics.js';
+import { acquireLimits, AdmissionRefused, type Admission, type AdmissionDeps } from './admission.js';
 
 export interface ProxyDeps {
   readonly upstream: Upstream;
@@ -33,6 +34,7 @@ export interface ProxyDeps {
   readonly ledger: LedgerWriter;
   readonly estimate: EstimateOptions;
   readonly metrics: Metrics;
+  readonly admission: AdmissionDeps;
   readonly now?: () => number;
 }
 
@@ -136,9 +138,9 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
     const upstreamBody = injectUsage ? withUsageRequested(bytes, body) : bytes;
     const model = facts.model;
     const price = estimate.price;
-
-    try {
-      await deps.ledger.begin({
+    const refuse = (refusal: AdmissionRefused): never => {
+      deps.metrics.rejections.inc({ key: deps.metrics.keyLabel(caller.key), reason: refusal.code });
+      deps.ledger.reject({
         requestId,
         keyId: caller.key.id,
         tenantId: caller.key.tenantId,
@@ -146,13 +148,56 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
         endpoint,
         model,
         stream: facts.stream,
+        status: 'rejected',
+        httpStatus: refusal.status,
+        errorCode: refusal.code,
+        reason: refusal.kind,
         estPromptTokens: estimate.promptTokens,
         estCompletionTokens: estimate.completionTokensReserved,
         estCostMicros: estimate.reservedMicroUsd,
-        priceKnown: price.known,
+      });
+      throw refusal;
+    };
+
+    // Limits (may wait on Redis), then — in one synchronous step — budgets and the ledger row.
+    let admitAndRecord: (record: () => void) => Admission;
+    try {
+      admitAndRecord = await acquireLimits(deps.admission, caller, estimate, {
+        headers: client.headers,
+        query: (name) => new URL(c.req.url).searchParams.get(name) ?? undefined,
+        now: startedAt,
       });
     } catch (error) {
+      if (error instanceof AdmissionRefused) refuse(error);
+      throw error;
+    }
+    let recorded: Promise<void> | undefined;
+    let admission: Admission;
+    try {
+      admission = admitAndRecord(() => {
+        recorded = deps.ledger.begin({
+          requestId,
+          keyId: caller.key.id,
+          tenantId: caller.key.tenantId,
+          createdAt: startedAt,
+          endpoint,
+          model,
+          stream: facts.stream,
+          estPromptTokens: estimate.promptTokens,
+          estCompletionTokens: estimate.completionTokensReserved,
+          estCostMicros: estimate.reservedMicroUsd,
+          priceKnown: price.known,
+        });
+      });
+    } catch (error) {
+      if (error instanceof AdmissionRefused) refuse(error);
+      throw error;
+    }
+    try {
+      await recorded;
+    } catch (error) {
       // Not recorded means not forwarded: the ledger never misses a request that went upstream.
+      admission.release();
       throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
     }
 
@@ -185,6 +230,7 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
         errorCode: ending.errorCode ?? null,
       };
       deps.ledger.complete(completion);
+      admission.settle({ tokens: completion.promptTokens + completion.completionTokens, microUsd: completion.costMicros });
       const m = deps.metrics;
       const labels = { key: m.keyLabel(caller.key), model };
       m.requests.inc({ ...labels, endpoint, outcome: ending.outcome });
@@ -260,7 +306,7 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
           errorCode,
         }),
       );
-      return new Response(stream, { status: response.status, headers: toClientHeaders(response.headers, requestId, true) });
+      return new Response(stream, { status: response.status, headers: { ...toClientHeaders(response.headers, requestId, true), ...admission.headers } });
     }
 
     let answer: Buffer;
@@ -292,7 +338,7 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
       upstreamRequestId,
       errorCode: ok ? undefined : upstreamErrorCode(answer),
     });
-    return new Response(asBody(answer), { status: response.status, headers: toClientHeaders(response.headers, requestId, false) });
+    return new Response(asBody(answer), { status: response.status, headers: { ...toClientHeaders(response.headers, requestId, false), ...admission.headers } });
   }
 
   return routes;

@@ -9,6 +9,9 @@ import { builtinPriceTable } from '../../src/estimate/prices.js';
 import { KeyCache } from '../../src/keys/cache.js';
 import { KeyStore } from '../../src/keys/store.js';
 import { LedgerWriter } from '../../src/ledger/writer.js';
+import { SpendTracker } from '../../src/ledger/spend-tracker.js';
+import { createLocalLimiter, type Limiter } from '../../src/limits/index.js';
+import type { LimitSpec } from '../../src/limits/policy.js';
 import type { Upstream } from '../../src/proxy/upstream.js';
 import type { Policy } from '../../src/limits/policy.js';
 import type { Logger } from '../../src/logger.js';
@@ -21,16 +24,29 @@ export interface TestApp {
   readonly keys: KeyCache;
   readonly ledger: LedgerWriter;
   readonly lifecycle: { shuttingDown: boolean };
+  readonly limiter: Limiter;
+  readonly spend: SpendTracker;
   /** Issues a key and returns its secret. */
   issueKey(name: string, policy?: Policy, extra?: { tenant?: string; expiresAt?: number }): string;
   close(): void;
 }
 
-export function buildTestApp(options: { upstream: Upstream; logger: Logger; maxBodyBytes?: number; adminToken?: string; now?: () => number }): TestApp {
+export function buildTestApp(options: {
+  upstream: Upstream;
+  logger: Logger;
+  maxBodyBytes?: number;
+  adminToken?: string;
+  now?: () => number;
+  /** Monotonic clock for the limiter's buckets (tests move it by hand). */
+  limiterClock?: () => number;
+  globalLimits?: readonly LimitSpec[];
+}): TestApp {
   const db = openTempDatabase();
   const store = new KeyStore(db.database, options.now);
   const keys = new KeyCache(store, { pollMs: 20 });
-  const ledger = new LedgerWriter(db.database);
+  const spend = new SpendTracker(db.database);
+  const ledger = new LedgerWriter(db.database, { spend });
+  const limiter = createLocalLimiter(options.limiterClock ? { now: options.limiterClock } : {});
   const lifecycle = { shuttingDown: false };
   const app = createApp({
     upstream: options.upstream,
@@ -41,6 +57,7 @@ export function buildTestApp(options: { upstream: Upstream; logger: Logger; maxB
     estimate: { prices: builtinPriceTable, defaultMaxCompletionTokens: 1000 },
     admin: { ops: localAdminOps(db.database, { onChange: () => keys.refresh() }), token: options.adminToken },
     database: db.database,
+    admission: { limiter, spend, globalLimits: options.globalLimits ?? [], storeName: 'local' },
     lifecycle,
     ...(options.now ? { now: options.now } : {}),
   });
@@ -51,6 +68,8 @@ export function buildTestApp(options: { upstream: Upstream; logger: Logger; maxB
     keys,
     ledger,
     lifecycle,
+    limiter,
+    spend,
     issueKey(name, policy = { limits: [] }, extra = {}) {
       return store.createKey({ name, policy, tenant: extra.tenant, expiresAt: extra.expiresAt ?? null }).key;
     },
