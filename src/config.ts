@@ -108,6 +108,10 @@ const envSchema = z.object({
   TOLLGATE_REDIS_CLUSTER: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
   /** When Redis is unreachable: keep limiting locally with a safe share (local), admit (open) or refuse (closed). */
   TOLLGATE_FAIL_MODE: z.enum(['local', 'open', 'closed']).default('local'),
+  /** Longest a request waits for a lease top-up before the fail mode decides (only when its cost exceeds the local lease). */
+  TOLLGATE_REDIS_WAIT: duration.default(500),
+  /** Timeout of one batch of lease calls; a busy event loop must not read as a dead Redis. */
+  TOLLGATE_REDIS_TIMEOUT: duration.default(1000),
   /** Optional JSON file: price table overrides and global limits. */
   TOLLGATE_CONFIG: z.string().trim().min(1).optional(),
 });
@@ -144,7 +148,7 @@ export interface Config {
   readonly metricsKeyLabel: 'name' | 'id' | 'none';
   /** The built-in price table merged with the config file's overrides. */
   readonly prices: PriceTable;
-  readonly redis: { readonly urls: readonly string[]; readonly cluster: boolean } | undefined;
+  readonly redis: { readonly urls: readonly string[]; readonly cluster: boolean; readonly waitMs: number; readonly timeoutMs: number } | undefined;
   readonly failMode: 'local' | 'open' | 'closed';
   readonly globalLimits: readonly LimitSpec[];
 }
@@ -193,7 +197,15 @@ export function loadConfig(env: Env = process.env): Config {
     keyRefreshMs: e.TOLLGATE_KEY_REFRESH,
     metricsKeyLabel: e.TOLLGATE_METRICS_KEY_LABEL,
     prices: file.prices === undefined ? builtinPriceTable : mergePriceTable(builtinPriceTable, file.prices),
-    redis: e.TOLLGATE_REDIS_URL === undefined ? undefined : { urls: e.TOLLGATE_REDIS_URL.split(',').map((u) => u.trim()).filter((u) => u !== ''), cluster: e.TOLLGATE_REDIS_CLUSTER },
+    redis:
+      e.TOLLGATE_REDIS_URL === undefined
+        ? undefined
+        : {
+            urls: e.TOLLGATE_REDIS_URL.split(',').map((u) => u.trim()).filter((u) => u !== ''),
+            cluster: e.TOLLGATE_REDIS_CLUSTER,
+            waitMs: e.TOLLGATE_REDIS_WAIT,
+            timeoutMs: e.TOLLGATE_REDIS_TIMEOUT,
+          },
     failMode: e.TOLLGATE_FAIL_MODE,
     globalLimits: parseGlobalLimits(file.globalLimits ?? [], e.TOLLGATE_CONFIG ?? ''),
   };

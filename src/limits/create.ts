@@ -63,7 +63,7 @@ export async function createLimiter(config: Pick<Config, 'redis' | 'failMode'>, 
     // Start anyway: the limiter's fail mode covers a Redis that is down at boot, and ioredis keeps reconnecting.
     deps.logger.error({ message: (error as Error).message }, 'Redis not reachable at start; limits start in the fail mode');
   }
-  const limiter = createRedisLimiter({ redis, failMode: config.failMode, observer });
+  const limiter = createRedisLimiter({ redis, failMode: config.failMode, observer, maxWaitMs: config.redis.waitMs, callTimeoutMs: config.redis.timeoutMs });
   return {
     limiter,
     store: 'redis',
