@@ -96,9 +96,7 @@ export const ledger = sqliteTable(
   },
   (t) => [
     index('ledger_key_time').on(t.keyId, t.createdAt),
-    index('ledger_time').on(t.createdAt),
-    index('ledger_pending').on(t.createdAt).where(sql`status = 'pending'`),
-    // A key's requests in flight (querySpend with a key): a handful of rows, not all of the key's.
+    // Requests in flight, per key or all (a small index: rows leave it when they settle).
     index('ledger_pending_key').on(t.keyId, t.createdAt).where(sql`status = 'pending'`),
     // The dashboard's "recent 429s" of a key: the newest few, without walking all its rows.
     index('ledger_key_429').on(t.keyId, t.createdAt).where(sql`http_status = 429`),
@@ -126,15 +124,13 @@ export const dailyRollups = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.keyId, t.day, t.model] }),
-    // Covering indexes for querySpend and the dashboard: ranges of days over
-    // every key, and ranges of days of one key, summed from the index alone
-    // (no table reads; several times faster at millions of ledger rows).
+    // Covering index for querySpend and the dashboard over every key: ranges of
+    // days summed from the index alone (several times faster at millions of
+    // ledger rows). One key's days come through the primary key. Every index
+    // here is paid for on each request's commit (measured: 140 µs with a
+    // key-first twin of this one and two more ledger indexes, 84 µs without).
     index('rollups_daily_day_cover').on(
       t.day, t.keyId, t.model, t.requests, t.promptTokens, t.cachedTokens, t.completionTokens,
-      t.reasoningTokens, t.costMicros, t.errors, t.rejectedRateLimit, t.rejectedBudget,
-    ),
-    index('rollups_daily_key_cover').on(
-      t.keyId, t.day, t.model, t.requests, t.promptTokens, t.cachedTokens, t.completionTokens,
       t.reasoningTokens, t.costMicros, t.errors, t.rejectedRateLimit, t.rejectedBudget,
     ),
   ],

@@ -90,6 +90,14 @@ export interface LedgerWriterOptions {
   readonly onError?: (error: unknown) => void;
   /** Largest number of operations in one transaction. */
   readonly maxBatch?: number;
+  /**
+   * How long settlements and rejections may wait to share a commit (ms).
+   * A pending row always commits on the next turn; what follows it is not
+   * needed before forwarding anything, so at low load a request's settlement
+   * rides along with the next request's pending row instead of costing a
+   * commit of its own. Default 5.
+   */
+  readonly settleDelayMs?: number;
   /** Keeps budgets exact between commits. */
   readonly spend?: SpendListener;
 }
@@ -168,6 +176,8 @@ export class LedgerWriter {
   private rejections: Rejection[] = [];
   private readonly contributions = new Map<string, Contribution>();
   private scheduled: NodeJS.Immediate | undefined;
+  private delayed: NodeJS.Timeout | undefined;
+  private readonly settleDelayMs: number;
   private closed = false;
   private lastCommitFailed = false;
   private readonly statements: ReturnType<LedgerWriter['prepare']>;
@@ -176,6 +186,7 @@ export class LedgerWriter {
     this.sqlite = database.sqlite;
     this.options = options;
     this.maxBatch = options.maxBatch ?? 2000;
+    this.settleDelayMs = options.settleDelayMs ?? 5;
     this.statements = this.prepare();
   }
 
@@ -250,7 +261,7 @@ export class LedgerWriter {
     this.completions.push(completion);
     const change = this.spendOfCompletion(completion);
     if (change !== undefined) this.options.spend?.queuedChange(change);
-    this.schedule();
+    this.scheduleLater();
   }
 
   /** The spend a settlement adds: actual − estimate, filed under the request's day. */
@@ -267,7 +278,7 @@ export class LedgerWriter {
   /** Records a request refused before it reached the upstream. */
   reject(rejection: Rejection): void {
     this.rejections.push(rejection);
-    this.schedule();
+    this.scheduleLater();
   }
 
   /** Operations waiting for the next commit. */
@@ -288,19 +299,38 @@ export class LedgerWriter {
   close(): boolean {
     this.closed = true;
     if (this.scheduled !== undefined) clearImmediate(this.scheduled);
+    if (this.delayed !== undefined) clearTimeout(this.delayed);
     this.scheduled = undefined;
+    this.delayed = undefined;
     return this.flush();
   }
 
+  /** Commit on the next turn (a pending row is waiting for it). */
   private schedule(): void {
     if (this.scheduled !== undefined) return;
+    if (this.delayed !== undefined) {
+      clearTimeout(this.delayed);
+      this.delayed = undefined;
+    }
     this.scheduled = setImmediate(() => {
       this.scheduled = undefined;
       this.commitNow();
-      // Items queued during the commit (none: it is synchronous) or left over
-      // past maxBatch go in the next turn.
-      if (this.queueDepth > 0 && !this.lastCommitFailed) this.schedule();
+      // Work left over past maxBatch goes in the next turn.
+      if (this.queueDepth > 0 && !this.lastCommitFailed) {
+        if (this.begins.length > 0) this.schedule();
+        else this.scheduleLater();
+      }
     });
+  }
+
+  /** Commit within settleDelayMs, or sooner with the next pending row. */
+  private scheduleLater(): void {
+    if (this.scheduled !== undefined || this.delayed !== undefined) return;
+    this.delayed = setTimeout(() => {
+      this.delayed = undefined;
+      this.commitNow();
+      if (this.queueDepth > 0 && !this.lastCommitFailed) this.scheduleLater();
+    }, this.settleDelayMs);
   }
 
   private commitNow(): void {
@@ -369,7 +399,8 @@ export class LedgerWriter {
       // Try again later rather than spinning on a locked or full disk.
       setTimeout(() => {
         this.lastCommitFailed = false;
-        if (this.queueDepth > 0) this.schedule();
+        if (this.begins.length > 0) this.schedule();
+        else if (this.queueDepth > 0) this.scheduleLater();
       }, 100).unref();
       return;
     }
