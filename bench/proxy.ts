@@ -10,7 +10,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { median, measureLatency, measureThroughput, percentile, printTable, shuffled, startChild, type BenchResult, type LoadTarget } from './support.js';
+import { openDatabase } from '../src/ledger/db.js';
+import { KeyStore } from '../src/keys/store.js';
+import { parseLimit } from '../src/limits/policy.js';
+import { median, measureLatency, measureThroughput, percentile, printTable, shuffled, startChild, startTollgate, type BenchResult, type LoadTarget } from './support.js';
 
 const UPSTREAM_KEY = 'sk-bench-upstream';
 
@@ -41,7 +44,25 @@ export interface TollgateTarget {
  */
 export type PrepareTollgate = (upstreamUrl: string, scratchDir: string) => Promise<TollgateTarget>;
 
-const plainTollgate: PrepareTollgate = async () => ({ env: {}, headers: {}, label: 'tollgate' });
+/**
+ * Tollgate as deployed: a key with request, token and dollar limits and a
+ * budget (all far above what the bench spends, so nothing is refused), the
+ * estimate, the buckets and the ledger on a SQLite file in the scratch dir.
+ */
+const fullTollgate: PrepareTollgate = async (_upstreamUrl, scratchDir) => {
+  const dbPath = join(scratchDir, 'bench.db');
+  const database = openDatabase(dbPath);
+  const key = new KeyStore(database).createKey({
+    name: 'bench',
+    tenant: 'bench-tenant',
+    policy: {
+      limits: [parseLimit('requests:10000000/min'), parseLimit('tokens:10000000000/min'), parseLimit('usd:1000000/min')],
+      budget: { microUsd: 1_000_000_000_000, period: 'month' },
+    },
+  }).key;
+  database.close();
+  return { env: { TOLLGATE_DB: dbPath }, headers: { authorization: `Bearer ${key}` }, label: 'tollgate' };
+};
 
 export async function runProxyBench(options: { quick?: boolean; prepare?: PrepareTollgate } = {}): Promise<BenchResult[]> {
   const rounds = options.quick ? 3 : 7;
@@ -50,9 +71,8 @@ export async function runProxyBench(options: { quick?: boolean; prepare?: Prepar
   const scratch = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const fake = await startChild(['bench/fake-upstream-server.ts', UPSTREAM_KEY]);
   const bare = await startChild(['bench/bare-proxy.ts', fake.url]);
-  const target = await (options.prepare ?? plainTollgate)(fake.url, scratch);
-  const tollgate = await startChild(['src/cli/index.ts', 'serve'], {
-    TOLLGATE_PORT: '0',
+  const target = await (options.prepare ?? fullTollgate)(fake.url, scratch);
+  const tollgate = await startTollgate({
     TOLLGATE_UPSTREAM_URL: fake.url,
     TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
     // Production settings: one info line per request, as an operator would run it.

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { openDatabase } from '../src/ledger/db.js';
 import { KeyStore } from '../src/keys/store.js';
-import { printTable, REPO_ROOT, startChild, type BenchResult } from './support.js';
+import { printTable, REPO_ROOT, startChild, startTollgate, type BenchResult } from './support.js';
 
 function arg(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -57,8 +57,7 @@ const keys = Array.from({ length: 20 }, (_, i) => store.createKey({ name: `soak-
 setup.close();
 
 const fake = await startChild(['bench/fake-upstream-server.ts', UPSTREAM_KEY]);
-const proxy = await startChild(['src/cli/index.ts', 'serve'], {
-  TOLLGATE_PORT: '0',
+const proxy = await startTollgate({
   TOLLGATE_UPSTREAM_URL: fake.url,
   TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
   TOLLGATE_DB: dbPath,

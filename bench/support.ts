@@ -56,6 +56,53 @@ export async function startChild(args: string[], env: Record<string, string> = {
   };
 }
 
+/** A port nothing listens on right now (bound and released). */
+export async function findFreePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts `tollgate serve` on a free port with `env`, whatever its log level,
+ * and resolves once /healthz answers.
+ */
+export async function startTollgate(env: Record<string, string>, nodeArgs: readonly string[] = []): Promise<Child & { url: string }> {
+  const port = await findFreePort();
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli/index.ts', 'serve'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env, TOLLGATE_PORT: String(port), TOLLGATE_HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  child.stdout!.resume();
+  const origin = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`tollgate serve exited with ${child.exitCode}`);
+    const up = await fetch(`${origin}/healthz`).then((r) => r.ok, () => false);
+    if (up) break;
+    if (Date.now() > deadline) throw new Error('tollgate serve did not answer /healthz within 30 s');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    process: child,
+    url: `${origin}/v1`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+      }),
+  };
+}
+
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;

@@ -20,6 +20,9 @@ import { closeEstimator, warmEstimator } from './estimate/index.js';
 import { Metrics } from './metrics.js';
 import { SpendTracker } from './ledger/spend-tracker.js';
 import { createLimiter } from './limits/create.js';
+import { snapshotLimits } from './proxy/admission.js';
+import type { Caller } from './keys/auth.js';
+import { PolicyError } from './limits/policy.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -36,11 +39,34 @@ export interface StartOptions {
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const database = openDatabase(config.dbPath);
-  const keys = new KeyCache(new KeyStore(database), { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
+  const keyStore = new KeyStore(database);
+  const keys = new KeyCache(keyStore, { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
   keys.start();
   const metrics = new Metrics({ keyLabel: config.metricsKeyLabel });
   const spend = new SpendTracker(database);
   const limiter = await createLimiter(config, { logger, metrics });
+  const recentCallers = new Map<string, Caller>();
+  metrics.sampleBucketsWith(function* sampleBuckets() {
+    for (const caller of recentCallers.values()) {
+      for (const entry of snapshotLimits(limiter.limiter, caller, config.globalLimits)) {
+        yield { key: entry.level === 'key' ? metrics.keyLabel(caller.key) : `${entry.level}`, limit: entry.limitName, ratio: entry.burst > 0 ? entry.remaining / entry.burst : 0 };
+      }
+    }
+  });
+  /** The dashboard's live view of a key's buckets. */
+  const limitSnapshot = (keyId: string) => {
+    const key = keyStore.authKeyById(keyId);
+    if (key === undefined || key.policy instanceof PolicyError) return [];
+    const tenant = key.tenantId === null ? undefined : keys.tenant(key.tenantId);
+    const tenantPolicy = tenant === undefined || tenant.policy instanceof PolicyError ? undefined : tenant.policy;
+    const caller: Caller = { key, policy: key.policy, tenant: tenantPolicy === undefined ? undefined : tenant, tenantPolicy };
+    return snapshotLimits(limiter.limiter, caller, config.globalLimits).map((entry) => ({
+      limitName: entry.level === 'key' ? entry.limitName : `${entry.level} ${entry.limitName}`,
+      remaining: entry.remaining,
+      burst: entry.burst,
+      unit: entry.unit,
+    }));
+  };
   const ledger = new LedgerWriter(database, {
     spend,
     onError: (error) => {
@@ -67,7 +93,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
     database,
     metrics,
-    admission: { limiter: limiter.limiter, spend, globalLimits: config.globalLimits, storeName: limiter.store },
+    admission: { limiter: limiter.limiter, spend, globalLimits: config.globalLimits, storeName: limiter.store, recentCallers },
+    limitSnapshot,
     lifecycle,
   });
 

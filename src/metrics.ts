@@ -60,7 +60,18 @@ export class Metrics {
     this.rejections = new Counter({ name: 'tollgate_rejections_total', help: 'Requests refused before going upstream, by reason.', labelNames: ['key', 'reason'], registers });
     this.decisions = new Counter({ name: 'tollgate_ratelimit_decisions_total', help: 'Rate-limit decisions per limit and result.', labelNames: ['limit', 'result'], registers });
     this.decisionDuration = new Histogram({ name: 'tollgate_ratelimit_decision_duration_seconds', help: 'Time to decide one request against all its limits.', labelNames: ['store'], buckets: DECISION_BUCKETS, registers });
-    this.bucketLevel = new Gauge({ name: 'tollgate_ratelimit_bucket_fill_ratio', help: 'Sampled fill of recently used buckets (tokens left divided by burst).', labelNames: ['key', 'limit'], registers });
+    const metrics = this;
+    this.bucketLevel = new Gauge({
+      name: 'tollgate_ratelimit_bucket_fill_ratio',
+      help: 'Sampled fill of the buckets of recently used keys (units left divided by burst), read at scrape time.',
+      labelNames: ['key', 'limit'],
+      registers,
+      collect() {
+        if (metrics.bucketSampler === undefined) return;
+        this.reset();
+        for (const sample of metrics.bucketSampler()) this.set({ key: sample.key, limit: sample.limit }, sample.ratio);
+      },
+    });
     this.redisCalls = new Counter({ name: 'tollgate_redis_calls_total', help: 'Calls to Redis by operation.', labelNames: ['op'], registers });
     this.redisFailures = new Counter({ name: 'tollgate_redis_failures_total', help: 'Failed calls to Redis by operation.', labelNames: ['op'], registers });
     this.leaseTopUps = new Counter({ name: 'tollgate_lease_topups_total', help: 'Lease top-ups from Redis, by whether tokens were granted.', labelNames: ['result'], registers });
@@ -70,6 +81,33 @@ export class Metrics {
     this.ledgerRows = new Counter({ name: 'tollgate_ledger_rows_total', help: 'Ledger operations committed (inserts, settlements, rejections).', registers });
     this.ledgerFailures = new Counter({ name: 'tollgate_ledger_commit_failures_total', help: 'Ledger transactions that failed and were retried or refused.', registers });
     this.estimateOffloaded = new Counter({ name: 'tollgate_estimates_offloaded_total', help: 'Estimates counted on a worker thread because the body was large.', registers });
+  }
+
+  private readonly usageChildren = new Map<string, { prompt: Counter.Internal; completion: Counter.Internal; spend: Counter.Internal }>();
+
+  /**
+   * Counts a finished request. prom-client validates and hashes labels on every
+   * call; the per key·model children are looked up once and kept (their number
+   * is what the series count is anyway).
+   */
+  recordUsage(key: string, model: string, promptTokens: number, completionTokens: number, spendUsd: number): void {
+    const id = `${key}\u0000${model}`;
+    let children = this.usageChildren.get(id);
+    if (children === undefined) {
+      const labels = { key, model };
+      children = { prompt: this.promptTokens.labels(labels), completion: this.completionTokens.labels(labels), spend: this.spend.labels(labels) };
+      this.usageChildren.set(id, children);
+    }
+    children.prompt.inc(promptTokens);
+    children.completion.inc(completionTokens);
+    children.spend.inc(spendUsd);
+  }
+
+  private bucketSampler: (() => Iterable<{ key: string; limit: string; ratio: number }>) | undefined;
+
+  /** Where the bucket gauge reads its samples at scrape time. */
+  sampleBucketsWith(sampler: () => Iterable<{ key: string; limit: string; ratio: number }>): void {
+    this.bucketSampler = sampler;
   }
 
   /** The label for a key: its name or id (never the secret), or "all" when per-key labels are off. */

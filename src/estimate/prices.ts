@@ -128,6 +128,24 @@ function lookup(table: PriceTable, name: string): ModelPrice | undefined {
  * config to be exact). Unknown models get the table's fallback with `known: false`. Never throws.
  */
 export function resolvePrice(model: string, table: PriceTable): ResolvedPrice {
+  // Every request resolves its model's price; the answer only depends on (table, model).
+  let memo = resolved.get(table);
+  if (memo === undefined) {
+    memo = new Map();
+    resolved.set(table, memo);
+  }
+  let price = memo.get(model);
+  if (price === undefined) {
+    price = Object.freeze(resolveUncached(model, table));
+    if (memo.size >= 10_000) memo.clear();
+    memo.set(model, price);
+  }
+  return price;
+}
+
+const resolved = new WeakMap<PriceTable, Map<string, ResolvedPrice>>();
+
+function resolveUncached(model: string, table: PriceTable): ResolvedPrice {
   const stripped = typeof model === 'string' ? stripProviderPrefix(model) : '';
   const exact = lookup(table, stripped);
   if (exact) return { ...exact, model: stripped, known: true, matchedBy: 'exact' };

@@ -359,6 +359,11 @@ export class KeyStore {
     return row;
   }
 
+  authKeyById(id: string): AuthKey | undefined {
+    const row = this.db.select().from(apiKeys).where(eq(apiKeys.id, id)).get();
+    return row === undefined ? undefined : toAuthKey(row);
+  }
+
   authKeyByHash(hash: string): AuthKey | undefined {
     const row = this.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).get();
     return row === undefined ? undefined : toAuthKey(row);

@@ -114,6 +114,13 @@ export interface Limiter {
    * I/O-free (the Redis store reports on its next tick).
    */
   settle(ticket: Ticket, actualCosts: readonly number[]): void;
+  /**
+   * The bucket as this process sees it, without taking anything (dashboards,
+   * the bucket-level gauge). Local: the bucket itself (an unseen bucket is
+   * full, or empty if it starts empty). Redis: what this node may spend now
+   * from its lease — the cluster's balance lives in Redis.
+   */
+  peek(bucket: BucketRef): BucketSnapshot;
   /** Stops timers and hands leases back (Redis). Idempotent. */
   close(): Promise<void>;
 }

@@ -100,6 +100,11 @@ export class LocalBucketTable {
     return dropped;
   }
 
+  /** The bucket for `id` if held (no creation, no reshaping). */
+  get(id: string): LocalBucket | undefined {
+    return this.buckets.get(id);
+  }
+
   /** Forgets every bucket (the Redis store drops its fallback when Redis is back). */
   clear(): void {
     for (const bucket of this.buckets.values()) bucket.evicted = true;
@@ -269,6 +274,14 @@ export class LocalLimiter implements Limiter {
 
   async close(): Promise<void> {
     this.closed = true;
+  }
+
+  peek(ref: BucketRef): BucketSnapshot {
+    const bucket = this.table.get(ref.id);
+    if (bucket !== undefined) return this.snapshot([bucket], this.clock())[0]!;
+    const burst = Math.floor(ref.burst);
+    const remaining = ref.startEmpty === true ? 0 : burst;
+    return { bucket: ref, remaining, burst, ratePerSec: ref.ratePerSec, resetMs: Math.ceil(((burst - remaining) / ref.ratePerSec) * 1000) };
   }
 
   private snapshot(buckets: readonly LocalBucket[], now: number): BucketSnapshot[] {

@@ -266,6 +266,14 @@ export class RedisLimiter implements Limiter {
     await this.caller.flush(now);
   }
 
+  peek(ref: BucketRef): BucketSnapshot {
+    const slot = this.slots.get(ref.id);
+    const now = this.clock();
+    const remaining = slot === undefined ? 0 : Math.max(0, Math.floor(slot.lease.spendable(now)));
+    const burst = Math.floor(ref.burst);
+    return { bucket: ref, remaining, burst, ratePerSec: ref.ratePerSec, resetMs: Math.ceil(((burst - remaining) / ref.ratePerSec) * 1000) };
+  }
+
   /** Leases held by this node (for tests, metrics and debugging). */
   describeLeases(): { id: string; avail: number; held: number; active: number }[] {
     return [...this.slots.values()].map(({ lease }) => ({

@@ -38,7 +38,11 @@ export interface AdmissionDeps {
   readonly globalLimits: readonly LimitSpec[];
   readonly metrics: Metrics;
   readonly storeName: 'local' | 'redis';
+  /** Keys seen recently (bounded), for sampling their buckets at scrape time. */
+  readonly recentCallers?: Map<string, Caller>;
 }
+
+const RECENT_CALLERS = 200;
 
 /** An admitted request: headers for the response, and how to settle it afterwards. */
 export interface Admission {
@@ -90,6 +94,12 @@ export async function acquireLimits(
   request: { headers: HeaderRecord; query: (name: string) => string | undefined; now: number },
 ): Promise<(record: () => void) => Admission> {
   const bindings = bindingsFor(caller, deps.globalLimits);
+  const recent = deps.recentCallers;
+  if (recent !== undefined && bindings.length > 0) {
+    recent.delete(caller.key.id);
+    recent.set(caller.key.id, caller);
+    if (recent.size > RECENT_CALLERS) recent.delete(recent.keys().next().value!);
+  }
   let demands: Demand[] = [];
   let result: AcquireResult | undefined;
   if (bindings.length > 0) {
@@ -195,4 +205,16 @@ function budgetHeaders(decision: Extract<BudgetDecision, { ok: true }>): Record<
 
 function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * What each of a key's limits (its own, its tenant's, the global ones) has left
+ * right now, as this process sees it — for the dashboard and the bucket gauge.
+ */
+export function snapshotLimits(limiter: Limiter, caller: Caller, globalLimits: readonly LimitSpec[]): Array<{ level: 'key' | 'tenant' | 'global'; limitName: string; remaining: number; burst: number; unit: string }> {
+  return bindingsFor(caller, globalLimits).map(({ limit, bucket }) => {
+    const state = limiter.peek(bucket);
+    const level = bucket.hashTag === 'global' ? 'global' : bucket.hashTag.startsWith('tenant:') ? 'tenant' : 'key';
+    return { level, limitName: limit.name, remaining: state.remaining, burst: state.burst, unit: limit.unit };
+  });
 }

@@ -99,7 +99,6 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
     const startedAt = now();
     const client: ClientRequest = clientRequestOf(c.req.raw, c.env);
     const caller = authenticate(client.headers, deps.keys, startedAt);
-    const log = deps.logger.child({ requestId, keyId: caller.key.id, endpoint });
 
     // Anything refused from here on is the caller's, and goes in the ledger.
     let facts: RequestFacts | undefined;
@@ -232,18 +231,19 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
       deps.ledger.complete(completion);
       admission.settle({ tokens: completion.promptTokens + completion.completionTokens, microUsd: completion.costMicros });
       const m = deps.metrics;
-      const labels = { key: m.keyLabel(caller.key), model };
-      m.requests.inc({ ...labels, endpoint, outcome: ending.outcome });
-      m.promptTokens.inc(labels, completion.promptTokens);
-      m.completionTokens.inc(labels, completion.completionTokens);
-      m.spend.inc(labels, completion.costMicros / 1_000_000);
+      const keyLabel = m.keyLabel(caller.key);
+      m.requests.inc({ key: keyLabel, model, endpoint, outcome: ending.outcome });
+      m.recordUsage(keyLabel, model, completion.promptTokens, completion.completionTokens, completion.costMicros / 1_000_000);
       m.upstreamDuration.observe({ endpoint, stream: String(facts.stream) }, (completedAt - sentAt) / 1000);
       if (completion.ttftMs !== null) m.timeToFirstToken.observe({ endpoint }, completion.ttftMs / 1000);
       if (cost.source === 'reported' && settledEstimate.promptTokens > 0) {
         m.estimateRatio.observe({ endpoint }, completion.promptTokens / settledEstimate.promptTokens);
       }
-      log.info(
+      deps.logger.info(
         {
+          requestId,
+          keyId: caller.key.id,
+          endpoint,
           model,
           stream: facts.stream,
           outcome: ending.outcome,

@@ -190,7 +190,9 @@ describe('the dashboard in Chromium', () => {
     expect(coloured).toBeGreaterThan(20);
     expect(await page.locator('tbody[data-list="models"]').innerText()).toContain('gpt-4o');
     expect(await page.locator('tbody[data-list="recent429"] > tr[data-item]').count()).toBe(2);
-    expect(await page.locator('text=live utilisation not available').isVisible()).toBe(true);
+    // The proxy wires the limiter in: each limit shows what is left right now.
+    expect(await page.locator('text=live from the limiter').isVisible()).toBe(true);
+    expect(await page.locator('tbody[data-list="limits"]').innerText()).toMatch(/\d+ of \d+|\d+ left|%/);
     await page.waitForSelector('main[data-generated-at]');
     expect(await page.locator('tbody[data-scope="budget"]').innerText()).toMatch(/\$0\.000\d+ of \$0\.05 per day/);
     const before = await text(page, 'text.requestsToday');

@@ -57,3 +57,27 @@ it('counts requests, tokens and spend per key name, passes promtool, and never s
   expect(promtool.stdout + promtool.stderr).toBe('');
   expect(promtool.status).toBe(0);
 });
+
+it('samples the buckets of recently used keys, counts decisions, and shows live limits on the dashboard', async () => {
+  const admin = 'metrics-admin-token-0123456789';
+  const limited = await startTestProxy({ TOLLGATE_ADMIN_TOKEN: admin });
+  try {
+    const key = limited.issueKey('limited', { limits: [{ name: 'rpm', unit: 'requests', amount: 10, period: 'min', burst: 10 }] });
+    const client = new OpenAI({ baseURL: limited.baseURL, apiKey: key, maxRetries: 0 });
+    for (let i = 0; i < 4; i += 1) await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const text = await (await fetch(`${limited.server.url}/metrics`)).text();
+    expect(sample(text, 'tollgate_ratelimit_decisions_total', { limit: 'rpm', result: 'allowed' })).toBe(4);
+    const fill = sample(text, 'tollgate_ratelimit_bucket_fill_ratio', { key: 'limited', limit: 'rpm' });
+    expect(fill).toBeGreaterThanOrEqual(0.6);
+    expect(fill).toBeLessThan(0.7); // 6 of 10 left (a refill of < 1 request since)
+    expect(sample(text, 'tollgate_ratelimit_decision_duration_seconds_count', { store: 'local' })).toBe(4);
+
+    const keyId = (await (await fetch(`${limited.server.url}/admin/api/keys/limited`, { headers: { authorization: `Bearer ${admin}` } })).json() as { id: string }).id;
+    const page = (await (await fetch(`${limited.server.url}/admin/api/dashboard/keys/${keyId}`, { headers: { authorization: `Bearer ${admin}` } })).json()) as { limitsLive: boolean; limits: Array<{ name: string; remaining?: unknown }> };
+    expect(page.limitsLive).toBe(true);
+    expect(JSON.stringify(page.limits)).toMatch(/"rpm"/);
+    expect(JSON.stringify(page.limits)).toMatch(/\b6\b/);
+  } finally {
+    await limited.close();
+  }
+});
