@@ -5,6 +5,8 @@ import { openDatabase } from '../ledger/db.js';
 import { KeyStore } from '../keys/store.js';
 import { TollgateError } from '../errors.js';
 import { print, type GlobalOptions } from './context.js';
+import { randomBytes } from 'node:crypto';
+import { parseLimit } from '../limits/policy.js';
 
 // The server and the fake upstream load only when a command needs them, so
 // the key and spend commands start quickly.
@@ -49,6 +51,8 @@ export function registerServeCommands(program: Command): void {
     .action(async (options: { port: string }, command: Command) => {
       const dbPath = command.optsWithGlobals<GlobalOptions>().db ?? './data/demo.db';
       const demoKey = issueDemoKey(dbPath);
+      // A fresh admin token per run, so the dashboard can be tried too; it exists only in this terminal.
+      const adminToken = randomBytes(18).toString('base64url');
       const [{ startServer }, { startFakeUpstream }] = await Promise.all([loadServer(), loadFakeUpstream()]);
       const fake = await startFakeUpstream({ apiKey: 'sk-demo-upstream' });
       const config = loadConfig({
@@ -57,9 +61,10 @@ export function registerServeCommands(program: Command): void {
         TOLLGATE_UPSTREAM_KEY: 'sk-demo-upstream',
         TOLLGATE_LOG_LEVEL: 'warn',
         TOLLGATE_DB: dbPath,
+        TOLLGATE_ADMIN_TOKEN: adminToken,
       });
       const server = await startServer(config);
-      print(demoInstructions(server.url, demoKey, dbPath));
+      print(demoInstructions(server.url, demoKey, dbPath, adminToken));
       exitOnSignals(async () => {
         await server.close();
         await fake.close();
@@ -76,19 +81,25 @@ function issueDemoKey(dbPath: string): string {
       return store.rotateKey('demo').key;
     } catch (error) {
       if (!(error instanceof TollgateError) || error.code !== 'not_found') throw error;
-      return store.createKey({ name: 'demo', tenant: 'demo', policy: { limits: [], budget: { microUsd: 1_000_000, period: 'day' } } }).key;
+      return store.createKey({
+        name: 'demo',
+        tenant: 'demo',
+        policy: { limits: [parseLimit('requests:60/min'), parseLimit('tokens:200000/min')], budget: { microUsd: 1_000_000, period: 'day' } },
+      }).key;
     }
   } finally {
     database.close();
   }
 }
 
-function demoInstructions(url: string, key: string, dbPath: string): string {
+function demoInstructions(url: string, key: string, dbPath: string, adminToken: string): string {
   return `
 Tollgate demo — running offline
   proxy:     ${url}/v1   (in front of a built-in fake OpenAI API)
   demo key:  ${key}
+             (60 requests and 200k tokens per minute, $1 per day)
   ledger:    ${dbPath}
+  dashboard: ${url}/dashboard   (admin token for this run: ${adminToken})
 
 Try it with curl:
 

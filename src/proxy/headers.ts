@@ -39,16 +39,25 @@ export function toUpstreamHeaders(incoming: Readonly<Record<string, string | str
   return out;
 }
 
-/** Headers for the client, built from the upstream's answer. */
+/**
+ * Headers for the client, built from the upstream's answer. On a successful
+ * answer the upstream's `x-ratelimit-*` headers are dropped: they describe the
+ * proxy's own provider account, and the tenant's limits are Tollgate's
+ * `RateLimit` headers. Error answers (429, 5xx) pass through with all their
+ * headers, as the client needs them to back off.
+ */
 export function toClientHeaders(
   upstream: Readonly<Record<string, string | string[] | undefined>>,
   requestId: string,
   streaming: boolean,
+  status = 200,
 ): Record<string, string> {
   const out: Record<string, string> = {};
+  const ok = status < 400;
   for (const name in upstream) {
     const value = upstream[name];
     if (value === undefined || DROP_TO_CLIENT.has(name) || name.startsWith('cf-')) continue;
+    if (ok && name.startsWith('x-ratelimit-')) continue;
     if (streaming && name === 'content-length') continue;
     out[name] = Array.isArray(value) ? value.join(', ') : value;
   }

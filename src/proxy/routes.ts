@@ -89,7 +89,7 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
     if (single === undefined && caller.policy.models !== undefined && response.status === 200) {
       bytes = filterModelList(bytes, caller);
     }
-    const headers = toClientHeaders(response.headers, requestId, false);
+    const headers = toClientHeaders(response.headers, requestId, false, response.status);
     delete headers['content-length'];
     return new Response(asBody(bytes), { status: response.status, headers });
   }
@@ -306,7 +306,7 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
           errorCode,
         }),
       );
-      return new Response(stream, { status: response.status, headers: { ...toClientHeaders(response.headers, requestId, true), ...admission.headers } });
+      return new Response(stream, { status: response.status, headers: { ...toClientHeaders(response.headers, requestId, true, response.status), ...admission.headers } });
     }
 
     let answer: Buffer;
@@ -338,7 +338,7 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
       upstreamRequestId,
       errorCode: ok ? undefined : upstreamErrorCode(answer),
     });
-    return new Response(asBody(answer), { status: response.status, headers: { ...toClientHeaders(response.headers, requestId, false), ...admission.headers } });
+    return new Response(asBody(answer), { status: response.status, headers: { ...toClientHeaders(response.headers, requestId, false, response.status), ...admission.headers } });
   }
 
   return routes;

@@ -80,8 +80,10 @@ describe('routes', () => {
     expect(seen['api-key']).toBeUndefined();
     expect(seen['openai-organization']).toBeUndefined();
     expect(seen['openai-beta']).toBe('assistants=v2');
-    // and the upstream's organization header does not reach the client
+    // and the upstream's organization and account rate-limit headers do not reach the client
     expect(res.headers.get('openai-organization')).toBeNull();
+    expect(res.headers.get('x-ratelimit-limit-requests')).toBeNull();
+    expect(res.headers.get('openai-version')).toBe('2020-10-01');
   });
 
   it('lists and retrieves models', async () => {
