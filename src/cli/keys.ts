@@ -67,6 +67,22 @@ function metadataFrom(pairs: string[] | undefined): Record<string, string> | und
   return out;
 }
 
+/** The limit and budget options keys and tenants share; `update` adds the ones that clear them. */
+function withPolicyOptions(command: Command, mode: 'create' | 'update'): Command {
+  command
+    .option('--limit <spec>', mode === 'create'
+      ? 'UNIT:AMOUNT/PERIOD[,burst=B][,name=N][,start=empty]; UNIT requests|tokens|usd, PERIOD s|min|h|day (repeatable)'
+      : 'replacement limit (repeatable)', collect)
+    .option('--rpm <n>', 'shorthand for --limit requests:N/min')
+    .option('--tpm <n>', 'shorthand for --limit tokens:N/min');
+  if (mode === 'update') command.option('--clear-limits', 'remove all limits');
+  command
+    .option('--budget-usd <dollars>', mode === 'create' ? 'spend cap in USD' : 'new spend cap in USD')
+    .addOption(new Option('--budget-period <period>', 'budget period (UTC)').choices([...BUDGET_PERIODS]));
+  if (mode === 'update') command.option('--no-budget', 'remove the budget');
+  return command;
+}
+
 function describeKey(view: KeyView): string {
   const rows: Array<[string, string]> = [
     ['id', view.id],
@@ -117,16 +133,14 @@ function describeTenant(view: TenantView): string {
 export function registerKeyCommands(program: Command): void {
   const keys = program.command('keys').description('issue and manage tenant keys');
 
-  keys
-    .command('create')
-    .description('issue a new key (printed once)')
-    .requiredOption('--name <name>', 'unique name for the key')
-    .option('--tenant <tenant>', 'tenant the key belongs to (created if new)')
-    .option('--limit <spec>', 'UNIT:AMOUNT/PERIOD[,burst=B][,name=N][,start=empty]; UNIT requests|tokens|usd, PERIOD s|min|h|day (repeatable)', collect)
-    .option('--rpm <n>', 'shorthand for --limit requests:N/min')
-    .option('--tpm <n>', 'shorthand for --limit tokens:N/min')
-    .option('--budget-usd <dollars>', 'spend cap in USD')
-    .addOption(new Option('--budget-period <period>', 'budget period (UTC)').choices([...BUDGET_PERIODS]))
+  withPolicyOptions(
+    keys
+      .command('create')
+      .description('issue a new key (printed once)')
+      .requiredOption('--name <name>', 'unique name for the key')
+      .option('--tenant <tenant>', 'tenant the key belongs to (created if new)'),
+    'create',
+  )
     .option('--models <list>', 'comma-separated models the key may use (prefix* allowed)')
     .option('--expires <when>', 'expiry: 30d, 12h, 90m or a date')
     .option('--meta <label=value>', 'metadata label (repeatable)', collect)
@@ -164,20 +178,16 @@ export function registerKeyCommands(program: Command): void {
       else print(describeKey(view));
     });
 
-  keys
-    .command('update')
-    .description('change a key; --limit/--rpm/--tpm replace all its limits')
-    .argument('<key>', 'key id, name or visible prefix')
-    .option('--name <name>', 'new name')
-    .option('--tenant <tenant>', 'move to this tenant (created if new)')
-    .option('--no-tenant', 'take the key out of its tenant')
-    .option('--limit <spec>', 'replacement limit (repeatable)', collect)
-    .option('--rpm <n>', 'shorthand for --limit requests:N/min')
-    .option('--tpm <n>', 'shorthand for --limit tokens:N/min')
-    .option('--clear-limits', 'remove all limits')
-    .option('--budget-usd <dollars>', 'new spend cap in USD')
-    .addOption(new Option('--budget-period <period>', 'budget period (UTC)').choices([...BUDGET_PERIODS]))
-    .option('--no-budget', 'remove the budget')
+  withPolicyOptions(
+    keys
+      .command('update')
+      .description('change a key; --limit/--rpm/--tpm replace all its limits')
+      .argument('<key>', 'key id, name or visible prefix')
+      .option('--name <name>', 'new name')
+      .option('--tenant <tenant>', 'move to this tenant (created if new)')
+      .option('--no-tenant', 'take the key out of its tenant'),
+    'update',
+  )
     .option('--models <list>', 'comma-separated models the key may use')
     .option('--all-models', 'allow every model')
     .option('--expires <when>', 'new expiry: 30d, 12h, 90m or a date')
@@ -254,15 +264,7 @@ export function registerKeyCommands(program: Command): void {
 
   const tenants = program.command('tenants').description('tenants: groups of keys with shared limits and budget');
 
-  tenants
-    .command('create')
-    .description('create a tenant')
-    .argument('<name>', 'tenant name')
-    .option('--limit <spec>', 'tenant-wide limit (repeatable)', collect)
-    .option('--rpm <n>', 'shorthand for --limit requests:N/min')
-    .option('--tpm <n>', 'shorthand for --limit tokens:N/min')
-    .option('--budget-usd <dollars>', 'tenant-wide spend cap in USD')
-    .addOption(new Option('--budget-period <period>', 'budget period (UTC)').choices([...BUDGET_PERIODS]))
+  withPolicyOptions(tenants.command('create').description('create a tenant with limits and a budget shared by its keys').argument('<name>', 'tenant name'), 'create')
     .option('--json', 'print JSON')
     .action(async (name: string, options: LimitOptions & { budgetUsd?: string; budgetPeriod?: string; json?: boolean }, command: Command) => {
       const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
@@ -292,18 +294,10 @@ export function registerKeyCommands(program: Command): void {
       else print(describeTenant(view));
     });
 
-  tenants
-    .command('update')
-    .description('change a tenant; --limit/--rpm/--tpm replace all its limits')
-    .argument('<tenant>', 'tenant id or name')
-    .option('--name <name>', 'new name')
-    .option('--limit <spec>', 'replacement limit (repeatable)', collect)
-    .option('--rpm <n>', 'shorthand for --limit requests:N/min')
-    .option('--tpm <n>', 'shorthand for --limit tokens:N/min')
-    .option('--clear-limits', 'remove all limits')
-    .option('--budget-usd <dollars>', 'new spend cap in USD')
-    .addOption(new Option('--budget-period <period>', 'budget period (UTC)').choices([...BUDGET_PERIODS]))
-    .option('--no-budget', 'remove the budget')
+  withPolicyOptions(
+    tenants.command('update').description('change a tenant; --limit/--rpm/--tpm replace all its limits').argument('<tenant>', 'tenant id or name').option('--name <name>', 'new name'),
+    'update',
+  )
     .option('--json', 'print JSON')
     .action(async (ref: string, options: LimitOptions & { name?: string; clearLimits?: boolean; budgetUsd?: string; budgetPeriod?: string; budget?: boolean; json?: boolean }, command: Command) => {
       const view = await withOps(command, async (ops) => {

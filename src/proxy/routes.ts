@@ -101,6 +101,28 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
     const caller = authenticate(client.headers, deps.keys, startedAt);
 
     // Anything refused from here on is the caller's, and goes in the ledger.
+    const recordRefusal = (
+      refusal: TollgateError,
+      row: { model: string; stream: boolean; status: 'rejected' | 'invalid_request'; reason: RejectionReason; estimate?: Estimate | undefined },
+    ): void => {
+      deps.metrics.rejections.inc({ key: deps.metrics.keyLabel(caller.key), reason: refusal.code });
+      deps.ledger.reject({
+        requestId,
+        keyId: caller.key.id,
+        tenantId: caller.key.tenantId,
+        createdAt: startedAt,
+        endpoint,
+        model: row.model,
+        stream: row.stream,
+        status: row.status,
+        httpStatus: refusal.status,
+        errorCode: refusal.code,
+        reason: row.reason,
+        estPromptTokens: row.estimate?.promptTokens ?? 0,
+        estCompletionTokens: row.estimate?.completionTokensReserved ?? 0,
+        estCostMicros: row.estimate?.reservedMicroUsd ?? 0,
+      });
+    };
     let facts: RequestFacts | undefined;
     let estimate: Estimate | undefined;
     let body: Record<string, unknown>;
@@ -113,22 +135,11 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
       estimate = await estimateRequest(endpoint, body, deps.estimate);
     } catch (error) {
       const refusal = asRefusal(error);
-      deps.metrics.rejections.inc({ key: deps.metrics.keyLabel(caller.key), reason: refusal.code });
-      deps.ledger.reject({
-        requestId,
-        keyId: caller.key.id,
-        tenantId: caller.key.tenantId,
-        createdAt: startedAt,
-        endpoint,
+      recordRefusal(refusal, {
         model: facts?.model ?? modelOf(error),
         stream: facts?.stream ?? false,
         status: refusal.code === 'model_not_allowed' ? 'rejected' : 'invalid_request',
-        httpStatus: refusal.status,
-        errorCode: refusal.code,
-        reason: 'other' satisfies RejectionReason,
-        estPromptTokens: 0,
-        estCompletionTokens: 0,
-        estCostMicros: 0,
+        reason: 'other',
       });
       throw refusal;
     }
@@ -138,23 +149,7 @@ export function createProxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
     const model = facts.model;
     const price = estimate.price;
     const refuse = (refusal: AdmissionRefused): never => {
-      deps.metrics.rejections.inc({ key: deps.metrics.keyLabel(caller.key), reason: refusal.code });
-      deps.ledger.reject({
-        requestId,
-        keyId: caller.key.id,
-        tenantId: caller.key.tenantId,
-        createdAt: startedAt,
-        endpoint,
-        model,
-        stream: facts.stream,
-        status: 'rejected',
-        httpStatus: refusal.status,
-        errorCode: refusal.code,
-        reason: refusal.kind,
-        estPromptTokens: estimate.promptTokens,
-        estCompletionTokens: estimate.completionTokensReserved,
-        estCostMicros: estimate.reservedMicroUsd,
-      });
+      recordRefusal(refusal, { model, stream: facts.stream, status: 'rejected', reason: refusal.kind, estimate });
       throw refusal;
     };
 
