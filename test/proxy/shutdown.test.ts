@@ -58,6 +58,11 @@ it('finishes an in-flight stream after SIGTERM, refuses new connections, and exi
   // …and the process leaves cleanly.
   expect(await proc.exited).toBe(0);
   expect(proc.logs.some((l) => l.msg === 'shutdown complete')).toBe(true);
+  // The stream's ledger row was settled before exit, not left pending.
+  const after = openDatabase(db.path);
+  const rows = after.sqlite.prepare('SELECT status, completion_tokens FROM ledger').all();
+  after.close();
+  expect(rows).toEqual([{ status: 'ok', completion_tokens: 25 }]);
   const refused = await fetch(`${proc.url}/healthz`).then(() => 'answered', (e: Error) => (e.cause as { code?: string } | undefined)?.code ?? e.message);
   expect(refused).toBe('ECONNREFUSED');
 });
@@ -74,4 +79,9 @@ it('cuts streams off at the shutdown deadline and still exits 0', async () => {
   expect(await proc.exited).toBe(0);
   expect(Date.now() - sentAt).toBeLessThan(5000);
   expect(proc.logs.some((l) => l.msg === 'shutdown deadline reached; closing remaining connections')).toBe(true);
+  // Cut off, but settled: prompt plus what was streamed, nothing left pending.
+  const after = openDatabase(db.path);
+  const rows = after.sqlite.prepare('SELECT status, usage_source FROM ledger').all();
+  after.close();
+  expect(rows).toEqual([{ status: 'client_aborted', usage_source: 'counted' }]);
 });
