@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark in one run, printed as one table and saved
  * as JSON in bench/results/. `--quick` for fewer rounds; `--only a,b` to pick
- * sections (proxy, estimate, limits, ledger, dashboard).
+ * sections (proxy, estimate, ledger, limits, redis, dashboard).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -14,6 +14,8 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   proxy: async () => (await import('./proxy.js')).runProxyBench,
   estimate: async () => (await import('./estimate.js')).runEstimateBench,
   ledger: async () => (await import('./ledger.js')).runLedgerBench,
+  limits: async () => (await import('./limits.js')).runLimitsBench,
+  redis: async () => (await import('./redis.js')).runRedisBench,
   dashboard: async () => (await import('./dashboard.js')).runDashboardBench,
 };
 
