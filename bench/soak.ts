@@ -143,13 +143,16 @@ await fake.stop();
  */
 function floors(pick: (s: Sample) => number): Array<readonly [number, number]> {
   const windowSeconds = Math.max(10, (minutes * 60) / 10);
-  const byWindow = new Map<number, number>();
+  const byWindow = new Map<number, { min: number; n: number }>();
   for (const sample of samples) {
-    const window = Math.floor(sample.atSeconds / windowSeconds);
     if (sample.atSeconds < (minutes * 60) / 2) continue;
-    byWindow.set(window, Math.min(byWindow.get(window) ?? Number.POSITIVE_INFINITY, pick(sample)));
+    const window = Math.floor(sample.atSeconds / windowSeconds);
+    const seen = byWindow.get(window) ?? { min: Number.POSITIVE_INFINITY, n: 0 };
+    byWindow.set(window, { min: Math.min(seen.min, pick(sample)), n: seen.n + 1 });
   }
-  return [...byWindow].map(([window, value]) => [((window + 0.5) * windowSeconds) / 60, value] as const);
+  // A window with only a sample or two (the run's last seconds) has no floor to speak of.
+  const full = Math.max(2, Math.floor(windowSeconds / (sampleEveryMs / 1000) / 2));
+  return [...byWindow].filter(([, w]) => w.n >= full).map(([window, w]) => [((window + 0.5) * windowSeconds) / 60, w.min] as const);
 }
 const rssFloors = floors((s) => s.rssMiB);
 const heapFloors = floors((s) => s.heapMiB);
