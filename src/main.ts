@@ -19,6 +19,7 @@ import { localAdminOps } from './admin/ops.js';
 import { closeEstimator, warmEstimator } from './estimate/index.js';
 import { Metrics } from './metrics.js';
 import { SpendTracker } from './ledger/spend-tracker.js';
+import { RedisBudgetStore } from './ledger/redis-budgets.js';
 import { createLimiter } from './limits/create.js';
 import { snapshotLimits } from './proxy/admission.js';
 import type { Caller } from './keys/auth.js';
@@ -45,6 +46,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const metrics = new Metrics({ keyLabel: config.metricsKeyLabel });
   const spend = new SpendTracker(database);
   const limiter = await createLimiter(config, { logger, metrics });
+  const redisBudgets =
+    limiter.redis === undefined
+      ? undefined
+      : new RedisBudgetStore(limiter.redis, {
+          timeoutMs: config.redis?.timeoutMs ?? 1000,
+          onError: (error) => logger.warn({ message: (error as Error).message }, 'budget reservation in Redis failed; budgets follow the fail mode'),
+        });
   const recentCallers = new Map<string, Caller>();
   metrics.sampleBucketsWith(function* sampleBuckets() {
     for (const caller of recentCallers.values()) {
@@ -93,7 +101,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
     database,
     metrics,
-    admission: { limiter: limiter.limiter, spend, globalLimits: config.globalLimits, storeName: limiter.store, recentCallers },
+    admission: {
+      limiter: limiter.limiter,
+      spend,
+      globalLimits: config.globalLimits,
+      storeName: limiter.store,
+      recentCallers,
+      ...(redisBudgets === undefined ? {} : { redisBudgets }),
+      failMode: config.failMode,
+    },
     limitSnapshot,
     lifecycle,
   });

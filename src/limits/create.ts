@@ -12,6 +12,8 @@ import { createLocalLimiter, createRedisLimiter, type Limiter, type LimiterObser
 export interface CreatedLimiter {
   readonly limiter: Limiter;
   readonly store: 'local' | 'redis';
+  /** The Redis connection (budgets share it), when limits run on Redis. */
+  readonly redis?: Redis | Cluster;
   /** Returns leases, then closes the Redis connection (if any). */
   close(): Promise<void>;
 }
@@ -67,6 +69,7 @@ export async function createLimiter(config: Pick<Config, 'redis' | 'failMode'>, 
   return {
     limiter,
     store: 'redis',
+    redis,
     async close() {
       await limiter.close();
       redis.disconnect();

@@ -16,6 +16,7 @@ import type { Estimate } from '../estimate/index.js';
 import type { Caller } from '../keys/auth.js';
 import { checkBudgets, microUsdHeader, type BudgetCheck, type BudgetDecision } from '../ledger/budgets.js';
 import type { SpendTracker } from '../ledger/spend-tracker.js';
+import { BudgetStoreUnavailable, type BudgetReservation, type RedisBudgetStore } from '../ledger/redis-budgets.js';
 import {
   bindLimits,
   buildRateLimitHeaders,
@@ -40,6 +41,10 @@ export interface AdmissionDeps {
   readonly storeName: 'local' | 'redis';
   /** Keys seen recently (bounded), for sampling their buckets at scrape time. */
   readonly recentCallers?: Map<string, Caller>;
+  /** With Redis: budgets shared by every node, whatever database file each has. */
+  readonly redisBudgets?: RedisBudgetStore;
+  /** What to do with budgets when Redis cannot be asked (as for limits). */
+  readonly failMode?: 'local' | 'open' | 'closed';
 }
 
 const RECENT_CALLERS = 200;
@@ -117,11 +122,43 @@ export async function acquireLimits(
   }
   const ticket: Ticket | undefined = result?.ok ? result.ticket : undefined;
   const limitHeaders = result === undefined ? {} : buildRateLimitHeaders(result, caller.key.id);
+  const refund = (): void => {
+    if (ticket !== undefined) deps.limiter.settle(ticket, demands.map(() => 0));
+  };
+
+  // Budgets shared through Redis are reserved here (an atomic script per level);
+  // otherwise they are checked from the ledger in the synchronous step below.
+  const checks = budgetChecksFor(caller);
+  let shared: { decision: BudgetDecision; reservation: BudgetReservation | undefined } | undefined;
+  let budgetsSkipped = false;
+  if (deps.redisBudgets !== undefined && checks.length > 0) {
+    try {
+      deps.metrics.redisCalls.inc({ op: 'budget' });
+      shared = await deps.redisBudgets.reserve(checks, estimate.reservedMicroUsd, request.now, (check) => deps.spend.spent(check.scope, check.budget.period, request.now));
+    } catch (error) {
+      if (!(error instanceof BudgetStoreUnavailable)) {
+        refund();
+        throw error;
+      }
+      deps.metrics.redisFailures.inc({ op: 'budget' });
+      if (deps.failMode === 'closed') {
+        refund();
+        throw new AdmissionRefused('other', new TollgateError('limiter_unavailable', 'Budgets cannot be checked right now (Redis unavailable); try again shortly.', { headers: { ...limitHeaders, 'retry-after': '1' } }));
+      }
+      // open: admit without budgets; local: check this node's ledger instead.
+      budgetsSkipped = deps.failMode === 'open';
+    }
+    if (shared !== undefined && !shared.decision.ok) {
+      refund();
+      throw budgetRefusal(shared.decision, limitHeaders);
+    }
+  }
 
   return (record) => {
-    const decision = checkBudgets(deps.spend, budgetChecksFor(caller), estimate.reservedMicroUsd, request.now);
+    const decision: BudgetDecision =
+      shared?.decision ?? (budgetsSkipped ? { ok: true, tightest: undefined } : checkBudgets(deps.spend, checks, estimate.reservedMicroUsd, request.now));
     if (!decision.ok) {
-      if (ticket !== undefined) deps.limiter.settle(ticket, demands.map(() => 0));
+      refund();
       throw budgetRefusal(decision, limitHeaders);
     }
     record();
@@ -130,14 +167,18 @@ export async function acquireLimits(
     return {
       headers,
       settle(usage) {
-        if (done || ticket === undefined) return;
+        if (done) return;
         done = true;
-        deps.limiter.settle(ticket, computeSettlement(bindings, demands, { model: estimate.model, tokens: usage.tokens, microUsd: usage.microUsd }));
+        if (ticket !== undefined) {
+          deps.limiter.settle(ticket, computeSettlement(bindings, demands, { model: estimate.model, tokens: usage.tokens, microUsd: usage.microUsd }));
+        }
+        shared?.reservation?.settle(usage.microUsd);
       },
       release() {
-        if (done || ticket === undefined) return;
+        if (done) return;
         done = true;
-        deps.limiter.settle(ticket, demands.map(() => 0));
+        refund();
+        shared?.reservation?.release();
       },
     };
   };

@@ -1,0 +1,142 @@
+/**
+ * Budgets shared by proxy nodes that do not share a database file: with
+ * Redis configured, each key's and tenant's budget for a period is a counter
+ * in Redis (`lua/budget.lua`), reserved atomically before a request goes
+ * upstream and moved to the actual cost afterwards. A counter Redis does not
+ * have yet is seeded from the calling node's own ledger.
+ *
+ * Levels (key, tenant) live in different Cluster slots, so they are reserved
+ * one after the other; a refusal at the second gives the first back. That
+ * can only refuse a request another would have let through, never overspend.
+ *
+ * Errors (Redis down, a timeout) are thrown as {@link BudgetStoreUnavailable}
+ * for the caller's fail mode; after one, Redis is skipped for `cooldownMs`.
+ */
+import { readFileSync } from 'node:fs';
+import type { Cluster, Redis } from 'ioredis';
+import type { BudgetCheck, BudgetDecision, BudgetStanding } from './budgets.js';
+import { periodEnd } from './spend-tracker.js';
+import { utcDay } from './writer.js';
+
+const BUDGET_SCRIPT = readFileSync(new URL('../../lua/budget.lua', import.meta.url), 'utf8');
+const COMMAND = 'tollgateBudgetReserve';
+/** Counters outlive their period by a week, for late settlements and inspection. */
+const AFTER_PERIOD_MS = 7 * 86_400_000;
+
+type BudgetClient = (Redis | Cluster) & { [COMMAND]?: (key: string, cap: number, amount: number, seed: number, ttlMs: number) => Promise<[number, number]> };
+
+/** Redis could not be asked; the fail mode decides. */
+export class BudgetStoreUnavailable extends Error {
+  override readonly name = 'BudgetStoreUnavailable';
+}
+
+/** A reservation made in Redis: settle it once with the actual cost, or release it. */
+export interface BudgetReservation {
+  settle(actualMicroUsd: number): void;
+  release(): void;
+}
+
+export interface RedisBudgetOptions {
+  readonly keyPrefix?: string;
+  /** Longest wait for one reservation, ms. */
+  readonly timeoutMs?: number;
+  /** After a failure, skip Redis this long (fail mode instead), ms. */
+  readonly cooldownMs?: number;
+  readonly onError?: (error: unknown) => void;
+}
+
+function periodId(period: BudgetCheck['budget']['period'], now: number): string {
+  const day = utcDay(now);
+  return period === 'day' ? day : period === 'month' ? day.slice(0, 7) : 'total';
+}
+
+export class RedisBudgetStore {
+  private readonly redis: BudgetClient;
+  private readonly prefix: string;
+  private readonly timeoutMs: number;
+  private readonly cooldownMs: number;
+  private readonly onError: ((error: unknown) => void) | undefined;
+  private skipUntil = 0;
+
+  constructor(redis: Redis | Cluster, options: RedisBudgetOptions = {}) {
+    this.redis = redis as BudgetClient;
+    this.prefix = options.keyPrefix ?? 'tg';
+    this.timeoutMs = options.timeoutMs ?? 1000;
+    this.cooldownMs = options.cooldownMs ?? 1000;
+    this.onError = options.onError;
+    // EVALSHA with a fallback on NOSCRIPT, on every Cluster node: ioredis does it.
+    if (typeof this.redis[COMMAND] !== 'function') this.redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: BUDGET_SCRIPT });
+  }
+
+  /** The counter of one budget in one period. */
+  counterKey(check: BudgetCheck, now: number): string {
+    return `${this.prefix}:{${check.scope.level}:${check.scope.id}}:budget:${periodId(check.budget.period, now)}`;
+  }
+
+  /**
+   * Reserves `amount` in every budget, or in none. `seed` says what this node's
+   * ledger knows was spent, for counters Redis does not have yet.
+   */
+  async reserve(
+    checks: readonly BudgetCheck[],
+    amount: number,
+    now: number,
+    seed: (check: BudgetCheck) => number,
+  ): Promise<{ decision: BudgetDecision; reservation: BudgetReservation | undefined }> {
+    if (performance.now() < this.skipUntil) throw new BudgetStoreUnavailable('Redis is cooling down after a failure');
+    const taken: string[] = [];
+    let tightest: BudgetStanding | undefined;
+    try {
+      for (const check of checks) {
+        const key = this.counterKey(check, now);
+        const end = periodEnd(check.budget.period, now);
+        const ttl = end === undefined ? 0 : end - now + AFTER_PERIOD_MS;
+        const [admitted, spentBefore] = await this.withTimeout(this.redis[COMMAND]!(key, check.budget.microUsd, amount, seed(check), ttl));
+        const standing: BudgetStanding = { check, spentMicroUsd: Number(spentBefore), remainingMicroUsd: check.budget.microUsd - Number(spentBefore) - amount, resetsAt: end };
+        if (Number(admitted) !== 1) {
+          this.adjust(taken, -amount);
+          return { decision: { ok: false, refusedBy: standing, reservationMicroUsd: amount }, reservation: undefined };
+        }
+        taken.push(key);
+        if (tightest === undefined || standing.remainingMicroUsd < tightest.remainingMicroUsd) tightest = standing;
+      }
+    } catch (error) {
+      this.adjust(taken, -amount);
+      this.skipUntil = performance.now() + this.cooldownMs;
+      this.onError?.(error);
+      throw error instanceof BudgetStoreUnavailable ? error : new BudgetStoreUnavailable(String((error as Error).message ?? error));
+    }
+    let done = false;
+    return {
+      decision: { ok: true, tightest },
+      reservation: {
+        settle: (actual) => {
+          if (done) return;
+          done = true;
+          this.adjust(taken, actual - amount);
+        },
+        release: () => {
+          if (done) return;
+          done = true;
+          this.adjust(taken, -amount);
+        },
+      },
+    };
+  }
+
+  /** Moves counters by `delta`, without waiting (a lost adjustment errs on the strict side only if positive). */
+  private adjust(keys: readonly string[], delta: number): void {
+    if (delta === 0) return;
+    for (const key of keys) {
+      this.redis.incrby(key, delta).catch((error: unknown) => this.onError?.(error));
+    }
+  }
+
+  private withTimeout<T>(promise: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new BudgetStoreUnavailable(`no answer from Redis within ${this.timeoutMs} ms`)), this.timeoutMs);
+    });
+    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  }
+}
