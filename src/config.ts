@@ -236,6 +236,3 @@ function readConfigFile(path: string): z.output<typeof fileSchema> {
   }
   return parsed.data;
 }
-
-/** Names and descriptions of every variable, for `--help` and the README table. */
-export const CONFIG_VARIABLES = Object.keys(envSchema.shape);

@@ -22,8 +22,7 @@ import { SpendTracker } from './ledger/spend-tracker.js';
 import { RedisBudgetStore } from './ledger/redis-budgets.js';
 import { createLimiter } from './limits/create.js';
 import { snapshotLimits } from './proxy/admission.js';
-import type { Caller } from './keys/auth.js';
-import { PolicyError } from './limits/policy.js';
+import { callerFor, type Caller } from './keys/auth.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -64,10 +63,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   /** The dashboard's live view of a key's buckets. */
   const limitSnapshot = (keyId: string) => {
     const key = keyStore.authKeyById(keyId);
-    if (key === undefined || key.policy instanceof PolicyError) return [];
-    const tenant = key.tenantId === null ? undefined : keys.tenant(key.tenantId);
-    const tenantPolicy = tenant === undefined || tenant.policy instanceof PolicyError ? undefined : tenant.policy;
-    const caller: Caller = { key, policy: key.policy, tenant: tenantPolicy === undefined ? undefined : tenant, tenantPolicy };
+    if (key === undefined) return [];
+    let caller: Caller;
+    try {
+      caller = callerFor(key, keys);
+    } catch {
+      return []; // a corrupt stored policy: nothing live to show
+    }
     return snapshotLimits(limiter.limiter, caller, config.globalLimits).map((entry) => ({
       limitName: entry.level === 'key' ? entry.limitName : `${entry.level} ${entry.limitName}`,
       remaining: entry.remaining,

@@ -45,6 +45,14 @@ export function authenticate(headers: HeaderRecord, cache: KeyCache, now: number
   if (key === undefined) throw new TollgateError('invalid_api_key', 'Incorrect API key provided.');
   if (key.revokedAt !== null) throw new TollgateError('key_revoked', 'This API key has been revoked.');
   if (key.expiresAt !== null && key.expiresAt <= now) throw new TollgateError('key_expired', 'This API key has expired.');
+  return callerFor(key, cache);
+}
+
+/**
+ * The caller a key stands for: its policy and its tenant's. Throws 500
+ * `key_misconfigured` when either stored policy is corrupt (fail closed).
+ */
+export function callerFor(key: AuthKey, cache: KeyCache): Caller {
   if (key.policy instanceof PolicyError) {
     throw new TollgateError('key_misconfigured', "This key's configuration is invalid; the operator has to fix it.", { cause: key.policy });
   }

@@ -36,11 +36,6 @@ export function visiblePrefix(key: string): string {
   return key.slice(0, VISIBLE_PREFIX_LENGTH);
 }
 
-/** Looks like one of our keys (cheap check before hashing anything). */
-export function isWellFormedKey(text: string): boolean {
-  return text.length === KEY_PREFIX.length + KEY_DIGITS && text.startsWith(KEY_PREFIX) && /^[0-9A-Za-z]+$/.test(text.slice(KEY_PREFIX.length));
-}
-
 /** A short random id with a type prefix, e.g. `key_3kTf9Qa1Zx0p`. */
 export function newId(type: 'key' | 'tn'): string {
   return `${type}_${toBase62(randomBytes(9), 12)}`;

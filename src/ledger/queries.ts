@@ -105,13 +105,3 @@ export function parseSince(text: string, now = Date.now()): string {
   }
   throw new RangeError(`"${text}" is not a start day (use 7d, today, month or YYYY-MM-DD)`);
 }
-
-/** Spent in the current budget period of a key (UTC day, UTC month, or lifetime), from the rollups. */
-export function spentInPeriod(database: TollgateDatabase, keyId: string, period: 'day' | 'month' | 'total', now = Date.now()): number {
-  const today = utcDay(now);
-  const since = period === 'day' ? today : period === 'month' ? `${today.slice(0, 7)}-01` : '0000-00-00';
-  const row = database.sqlite
-    .prepare('SELECT coalesce(sum(cost_micros), 0) AS spent FROM rollups_daily WHERE key_id = ? AND day >= ? AND day <= ?')
-    .get(keyId, since, today) as { spent: number };
-  return row.spent;
-}

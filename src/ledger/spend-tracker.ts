@@ -16,7 +16,10 @@
 import type { TollgateDatabase } from './db.js';
 import { utcDay } from './writer.js';
 
-export type SpendScope = { readonly level: 'key'; readonly id: string } | { readonly level: 'tenant'; readonly id: string };
+export interface SpendScope {
+  readonly level: 'key' | 'tenant';
+  readonly id: string;
+}
 export type SpendPeriod = 'day' | 'month' | 'total';
 
 /** The change a ledger write makes to the spend of a key (and its tenant). */

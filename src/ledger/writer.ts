@@ -231,6 +231,7 @@ export class LedgerWriter {
            rejected_budget = rejected_budget + excluded.rejected_budget,
            last_request_at = max(last_request_at, excluded.last_request_at)`,
       ),
+      contributionOf: s.prepare('SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros FROM ledger WHERE request_id = ?'),
       upsertHourly: s.prepare(
         `INSERT INTO rollups_hourly (key_id, hour, requests, prompt_tokens, completion_tokens, cost_micros,
            rejected_rate_limit, rejected_budget)
@@ -424,9 +425,7 @@ export class LedgerWriter {
 
   /** A pending row written by an earlier process (or before a restart) still settles correctly. */
   private loadContribution(requestId: string): Contribution | undefined {
-    const row = this.sqlite
-      .prepare('SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros FROM ledger WHERE request_id = ?')
-      .get(requestId) as { key_id: string; tenant_id: string | null; created_at: number; model: string; est_prompt_tokens: number; est_completion_tokens: number; est_cost_micros: number } | undefined;
+    const row = this.statements.contributionOf.get(requestId) as { key_id: string; tenant_id: string | null; created_at: number; model: string; est_prompt_tokens: number; est_completion_tokens: number; est_cost_micros: number } | undefined;
     if (row === undefined) return undefined;
     return contributionOf({ keyId: row.key_id, tenantId: row.tenant_id, createdAt: row.created_at, model: row.model, estPromptTokens: row.est_prompt_tokens, estCompletionTokens: row.est_completion_tokens, estCostMicros: row.est_cost_micros });
   }

@@ -35,7 +35,8 @@ export async function readBodyBytes(request: Request, limit: number): Promise<Bu
   return chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, chunks[0]!.byteLength) : Buffer.concat(chunks, total);
 }
 
-function tooLarge(limit: number): TollgateError {
+/** The 413 for a body over `limit` bytes (also used when reading from Node's request). */
+export function tooLarge(limit: number): TollgateError {
   return new TollgateError('body_too_large', `The request body is larger than the limit of ${limit} bytes.`);
 }
 

@@ -9,7 +9,7 @@
  * the web Request is used instead; both behave the same.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readBodyBytes } from './body.js';
+import { readBodyBytes, tooLarge } from './body.js';
 import { TollgateError } from '../errors.js';
 
 export type HeaderRecord = Readonly<Record<string, string | string[] | undefined>>;
@@ -107,8 +107,4 @@ function readIncoming(incoming: IncomingMessage, limit: number): Promise<Buffer>
     incoming.on('error', onError);
     incoming.on('aborted', onAborted);
   });
-}
-
-function tooLarge(limit: number): TollgateError {
-  return new TollgateError('body_too_large', `The request body is larger than the limit of ${limit} bytes.`);
 }

@@ -39,7 +39,6 @@ export class SseTap {
   private done = false;
   private firstTokenAt: number | undefined;
   private upstreamError: StreamError | undefined;
-  private eventCount = 0;
 
   constructor(options: SseTapOptions) {
     this.endpoint = options.endpoint;
@@ -94,10 +93,6 @@ export class SseTap {
     return this.texts.join('');
   }
 
-  get events(): number {
-    return this.eventCount;
-  }
-
   /**
    * Walks complete events in `buffer`. Returns where the last complete event
    * ends and the byte ranges of events to withhold.
@@ -138,7 +133,6 @@ export class SseTap {
       }
     }
     if (data === '') return false;
-    this.eventCount += 1;
     if (data === '[DONE]') {
       this.done = true;
       return false;

@@ -47,8 +47,6 @@ export function usageFromResponseBody(body: unknown): Usage | undefined {
   return readUsage(field(body, 'usage'));
 }
 
-export const ZERO_USAGE: Usage = { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 };
-
 const USAGE_KEY = Buffer.from('"usage"');
 
 /**
