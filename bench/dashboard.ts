@@ -14,13 +14,13 @@ import { existsSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { openDatabase, type TollgateDatabase } from '../src/ledger/db.js';
+import { openDatabase, type TollgateDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
-import { querySpend } from '../src/ledger/queries.js';
+import { querySpend } from '../src/reports/spend.js';
 import type { Policy } from '../src/limits/policy.js';
 import { builtinPriceTable } from '../src/estimate/prices.js';
 import { Hono } from 'hono';
-import type { AppEnv } from '../src/app.js';
+import type { AppEnv } from '../src/app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, dashboardReadsFor, SESSION_COOKIE } from '../src/dashboard/index.js';
 import { median, percentile, printTable, type BenchResult } from './support.js';
 

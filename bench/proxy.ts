@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { openDatabase } from '../src/ledger/db.js';
+import { openDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { parseLimit } from '../src/limits/policy.js';
 import { median, measureLatency, measureThroughput, percentile, printTable, shuffled, startChild, startTollgate, type BenchResult, type LoadTarget } from './support.js';

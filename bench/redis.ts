@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import { openDatabase } from '../src/ledger/db.js';
+import { openDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { parseLimit } from '../src/limits/policy.js';
 import { startRedis } from '../test/support/redis.js';

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { openDatabase } from '../src/ledger/db.js';
+import { openDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { printTable, REPO_ROOT, startChild, startTollgate, type BenchResult } from './support.js';
 

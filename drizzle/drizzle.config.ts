@@ -3,6 +3,6 @@ import { defineConfig } from 'drizzle-kit';
 
 export default defineConfig({
   dialect: 'sqlite',
-  schema: './src/ledger/schema.ts',
+  schema: './src/db/schema.ts',
   out: './drizzle',
 });

@@ -8,22 +8,16 @@ import { TollgateError, renderError } from './errors.js';
 import type { Logger } from './logger.js';
 import { createProxyRoutes } from './proxy/routes.js';
 import type { Upstream } from './proxy/upstream.js';
-import type { NodeBindings } from './proxy/client-request.js';
+import type { AppEnv } from './app-env.js';
 import type { EstimateOptions } from './estimate/index.js';
 import type { KeyCache } from './keys/cache.js';
 import type { LedgerWriter } from './ledger/writer.js';
 import type { AdminOps } from './admin/ops.js';
 import { createAdminRoutes } from './admin/routes.js';
-import type { TollgateDatabase } from './ledger/db.js';
+import type { TollgateDatabase } from './db/open.js';
 import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type LimitSnapshot } from './dashboard/index.js';
 import { Metrics } from './metrics.js';
 import type { AdmissionDeps } from './proxy/admission.js';
-
-export interface AppEnv {
-  Variables: { requestId: string };
-  /** Present when served by @hono/node-server; absent under `app.request`. */
-  Bindings: Partial<NodeBindings> | undefined;
-}
 
 export interface AppDeps {
   readonly upstream: Upstream;

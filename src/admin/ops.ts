@@ -3,8 +3,8 @@
  * two implementations: on the local SQLite file, or on a remote proxy through
  * its admin API. The CLI uses either; the admin API serves the local one.
  */
-import type { TollgateDatabase } from '../ledger/db.js';
-import { querySpend, type SpendGrouping, type SpendReport } from '../ledger/queries.js';
+import type { TollgateDatabase } from '../db/open.js';
+import { querySpend, type SpendGrouping, type SpendReport } from '../reports/spend.js';
 import type { Budget, LimitSpec, Policy } from '../limits/policy.js';
 import { KeyStore, type IssuedKey, type KeyPatch, type KeyView, type TenantPatch, type TenantView } from '../keys/store.js';
 

@@ -7,12 +7,12 @@ import { Hono, type Context } from 'hono';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { z } from 'zod';
 import { TollgateError } from '../errors.js';
-import { parseSince } from '../ledger/queries.js';
-import type { SpendGrouping } from '../ledger/queries.js';
+import { parseSince } from '../reports/spend.js';
+import type { SpendGrouping } from '../reports/spend.js';
 import type { Policy } from '../limits/policy.js';
 import type { AdminOps } from './ops.js';
 import { createKeyBody, createTenantBody, updateKeyBody, updateTenantBody } from './wire.js';
-import type { AppEnv } from '../app.js';
+import type { AppEnv } from '../app-env.js';
 
 export interface AdminRouteDeps {
   readonly ops: AdminOps;

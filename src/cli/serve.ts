@@ -1,7 +1,7 @@
 /** `tollgate serve` and `tollgate demo`. */
 import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
-import { openDatabase } from '../ledger/db.js';
+import { openDatabase } from '../db/open.js';
 import { KeyStore } from '../keys/store.js';
 import { TollgateError } from '../errors.js';
 import { print, type GlobalOptions } from './context.js';

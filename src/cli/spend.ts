@@ -1,6 +1,6 @@
 /** `tollgate spend`: spend per day, model, key or tenant, from the rollups. */
 import { Option, type Command } from 'commander';
-import { parseSince, type SpendGrouping, type SpendRow, type SpendTotals } from '../ledger/queries.js';
+import { parseSince, type SpendGrouping, type SpendRow, type SpendTotals } from '../reports/spend.js';
 import { print, printJson, withOps } from './context.js';
 import { count, table, usd } from './format.js';
 

@@ -20,9 +20,9 @@
  * disjoint days add up exactly (integers), so the result equals one
  * `querySpend` over the whole range — the tests check it against the CLI.
  */
-import type { TollgateDatabase } from '../ledger/db.js';
-import { querySpend, type SpendReport, type SpendTotals } from '../ledger/queries.js';
-import { utcDay, utcHour } from '../ledger/writer.js';
+import type { TollgateDatabase } from '../db/open.js';
+import { querySpend, type SpendReport, type SpendTotals } from '../reports/spend.js';
+import { addDays, HOUR_MS, monthStartOf, utcDay, utcHour } from '../calendar.js';
 import { PolicyError, type Policy } from '../limits/policy.js';
 import { readStoredPolicy } from '../keys/policy-json.js';
 import type { KeyStatus } from '../keys/store.js';
@@ -34,8 +34,6 @@ export const CHART_DAYS = 90;
 /** Hours of the short chart. */
 export const CHART_HOURS = 48;
 
-const DAY_MS = 86_400_000;
-const HOUR_MS = 3_600_000;
 /** Before any possible rollup day: "since the beginning". */
 const FIRST_DAY = '0000-01-01';
 
@@ -161,16 +159,6 @@ interface ClosedMonth {
   readonly signature: string;
   readonly byKey: Map<string, SpendTotals>;
   readonly total: PeriodTotals;
-}
-
-/** Calendar arithmetic on YYYY-MM-DD (UTC). */
-export function addDays(day: string, days: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
-}
-
-/** The first day of `day`'s month, YYYY-MM-01. */
-export function monthStartOf(day: string): string {
-  return `${day.slice(0, 7)}-01`;
 }
 
 /** The status people see for a key at `now`. */

@@ -11,10 +11,10 @@
 import { Hono, type Context } from 'hono';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { TollgateError } from '../errors.js';
-import type { TollgateDatabase } from '../ledger/db.js';
+import type { TollgateDatabase } from '../db/open.js';
 import { readBodyBytes } from '../proxy/body.js';
 import { tokenMatches } from '../admin/routes.js';
-import type { AppEnv } from '../app.js';
+import type { AppEnv } from '../app-env.js';
 import { loadAssets, type AssetName } from './assets.js';
 import { LoginThrottle, type ThrottleOptions } from './login-throttle.js';
 import { DisabledPage, KeyPage, KeysPage, LoginPage, NotFoundPage, OverviewPage, renderDocument } from './pages.js';

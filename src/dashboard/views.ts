@@ -5,7 +5,7 @@
  * binds it into the same markup, so the two can never show different things.
  */
 import { TollgateError } from '../errors.js';
-import type { SpendTotals } from '../ledger/queries.js';
+import type { SpendTotals } from '../reports/spend.js';
 import { formatLimit, type Budget, type BudgetPeriod, type LimitSpec } from '../limits/policy.js';
 import type { KeyStatus } from '../keys/store.js';
 import { count, duration, percent, relativeTime, timestamp, usd } from './format.js';

@@ -14,8 +14,9 @@
  * completions queued for the next attempt.
  */
 import type Database from 'better-sqlite3';
-import type { TollgateDatabase } from './db.js';
-import type { SpendChange } from './spend-tracker.js';
+import type { TollgateDatabase } from '../db/open.js';
+import type { SpendChange } from '../budgets/spend-tracker.js';
+import { utcDay, utcHour } from '../calendar.js';
 
 /** Told of every change to spend as it is queued and as it commits (budgets). */
 export interface SpendListener {
@@ -146,25 +147,6 @@ interface HourlyDelta {
   costMicros: number;
   rejectedRateLimit: number;
   rejectedBudget: number;
-}
-
-const HOUR_MS = 3_600_000;
-
-let dayStart = 0;
-let dayText = '1970-01-01';
-
-/** UTC calendar day of a timestamp, YYYY-MM-DD (the current day is remembered: one Date per day, not per row). */
-export function utcDay(ms: number): string {
-  if (ms >= dayStart && ms < dayStart + 86_400_000) return dayText;
-  const start = ms - (((ms % 86_400_000) + 86_400_000) % 86_400_000);
-  const text = new Date(start).toISOString().slice(0, 10);
-  dayStart = start;
-  dayText = text;
-  return text;
-}
-
-export function utcHour(ms: number): number {
-  return ms - (ms % HOUR_MS);
 }
 
 export class LedgerWriter {

@@ -14,9 +14,9 @@
 import { TollgateError } from '../errors.js';
 import type { Estimate } from '../estimate/index.js';
 import type { Caller } from '../keys/auth.js';
-import { checkBudgets, microUsdHeader, type BudgetCheck, type BudgetDecision } from '../ledger/budgets.js';
-import type { SpendTracker } from '../ledger/spend-tracker.js';
-import { BudgetStoreUnavailable, type BudgetReservation, type RedisBudgetStore } from '../ledger/redis-budgets.js';
+import { checkBudgets, microUsdHeader, type BudgetCheck, type BudgetDecision } from '../budgets/check.js';
+import type { SpendTracker } from '../budgets/spend-tracker.js';
+import { BudgetStoreUnavailable, type BudgetReservation, type RedisBudgetStore } from '../budgets/redis-budgets.js';
 import {
   bindLimits,
   buildRateLimitHeaders,

@@ -11,6 +11,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readBodyBytes, tooLarge } from './body.js';
 import { TollgateError } from '../errors.js';
+import type { NodeBindings } from '../app-env.js';
 
 export type HeaderRecord = Readonly<Record<string, string | string[] | undefined>>;
 
@@ -24,11 +25,6 @@ export interface ClientRequest {
    * complete; the proxy may also abort it itself (to stop the upstream).
    */
   readonly abort: AbortController;
-}
-
-export interface NodeBindings {
-  readonly incoming: IncomingMessage;
-  readonly outgoing: ServerResponse;
 }
 
 /** The client request behind a Hono context, Node-native when possible. */

@@ -23,7 +23,7 @@ import { SseTap } from './sse.js';
 import { relayStream } from './relay.js';
 import { failedBeforeSending, toUpstreamError, type Upstream, type UpstreamResponse } from './upstream.js';
 import { completionTextOfJson, usageFromJsonBytes, type Endpoint, type Usage } from './usage.js';
-import type { AppEnv } from '../app.js';
+import type { AppEnv } from '../app-env.js';
 import type { Metrics } from '../metrics.js';
 import { acquireLimits, AdmissionRefused, type Admission, type AdmissionDeps } from './admission.js';
 

@@ -1,7 +1,7 @@
 /** Who gets into the dashboard, in-process: login, sessions, logout, the JSON endpoints, and the disabled state. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
-import type { AppEnv } from '../../src/app.js';
+import type { AppEnv } from '../../src/app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, SESSION_COOKIE, SESSION_TTL_MS } from '../../src/dashboard/index.js';
 import { renderError, TollgateError } from '../../src/errors.js';
 import { ADMIN_TOKEN, buildDashboardApp, type DashboardTestApp } from './fixtures.js';

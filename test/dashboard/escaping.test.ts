@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
-import type { AppEnv } from '../../src/app.js';
+import type { AppEnv } from '../../src/app-env.js';
 import { createDashboardRoutes, type KeyPageView } from '../../src/dashboard/index.js';
 import { CLIENT_SCRIPT } from '../../src/dashboard/client-script.js';
 import { ADMIN_TOKEN, buildDashboardApp, recordRequest, type DashboardTestApp } from './fixtures.js';

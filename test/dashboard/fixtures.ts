@@ -5,7 +5,7 @@
  */
 import { createUpstream } from '../../src/proxy/upstream.js';
 import { LedgerWriter, type Completion, type PendingEntry } from '../../src/ledger/writer.js';
-import type { TollgateDatabase } from '../../src/ledger/db.js';
+import type { TollgateDatabase } from '../../src/db/open.js';
 import { buildTestApp, type TestApp } from '../support/app.js';
 import { captureLogs } from '../support/logs.js';
 

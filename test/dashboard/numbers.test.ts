@@ -4,7 +4,7 @@
  * late settlement of an old pending request, across midnight, and per key.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SpendReport, SpendTotals } from '../../src/ledger/queries.js';
+import type { SpendReport, SpendTotals } from '../../src/reports/spend.js';
 import type { KeyPageView, OverviewView } from '../../src/dashboard/index.js';
 import { cli } from '../support/cli.js';
 import { ADMIN_TOKEN, buildDashboardApp, recordRejection, recordRequest, settleRequest, type DashboardTestApp } from './fixtures.js';

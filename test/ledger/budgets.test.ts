@@ -1,10 +1,11 @@
 /** Budgets read the ledger's spend exactly, between commits and across processes sharing the file. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { LedgerWriter, type Completion, type PendingEntry } from '../../src/ledger/writer.js';
-import { SpendTracker, periodEnd } from '../../src/ledger/spend-tracker.js';
-import { checkBudgets, microUsdHeader, type BudgetCheck } from '../../src/ledger/budgets.js';
+import { SpendTracker } from '../../src/budgets/spend-tracker.js';
+import { periodEnd } from '../../src/calendar.js';
+import { checkBudgets, microUsdHeader, type BudgetCheck } from '../../src/budgets/check.js';
 import { KeyStore } from '../../src/keys/store.js';
-import { openDatabase } from '../../src/ledger/db.js';
+import { openDatabase } from '../../src/db/open.js';
 import { openTempDatabase, type TempDatabase } from '../support/db.js';
 
 const opened: TempDatabase[] = [];

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Pool } from 'undici';
 import { startTestProxy, type TestProxy } from '../support/proxy.js';
-import { openDatabase } from '../../src/ledger/db.js';
+import { openDatabase } from '../../src/db/open.js';
 
 let proxy: TestProxy;
 let pool: Pool;

@@ -4,7 +4,7 @@ import { request } from 'node:http';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 import { spawnServe } from '../support/process.js';
 import { tempDatabasePath } from '../support/db.js';
-import { openDatabase } from '../../src/ledger/db.js';
+import { openDatabase } from '../../src/db/open.js';
 import { KeyStore } from '../../src/keys/store.js';
 
 /** A database file with one key, for a spawned server. */

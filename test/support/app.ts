@@ -9,7 +9,7 @@ import { builtinPriceTable } from '../../src/estimate/prices.js';
 import { KeyCache } from '../../src/keys/cache.js';
 import { KeyStore } from '../../src/keys/store.js';
 import { LedgerWriter } from '../../src/ledger/writer.js';
-import { SpendTracker } from '../../src/ledger/spend-tracker.js';
+import { SpendTracker } from '../../src/budgets/spend-tracker.js';
 import { createLocalLimiter, type Limiter } from '../../src/limits/index.js';
 import type { LimitSpec } from '../../src/limits/policy.js';
 import type { Upstream } from '../../src/proxy/upstream.js';

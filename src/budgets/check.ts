@@ -9,7 +9,8 @@
  * between (see SpendTracker).
  */
 import type { Budget } from '../limits/policy.js';
-import { periodEnd, type SpendScope, type SpendTracker } from './spend-tracker.js';
+import { periodEnd } from '../calendar.js';
+import type { SpendScope, SpendTracker } from './spend-tracker.js';
 
 export interface BudgetCheck {
   readonly scope: SpendScope;

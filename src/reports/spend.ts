@@ -3,8 +3,8 @@
  * rows), in-flight counts from the ledger's small partial index on pending
  * rows. Days are UTC calendar days.
  */
-import type { TollgateDatabase } from './db.js';
-import { utcDay } from './writer.js';
+import type { TollgateDatabase } from '../db/open.js';
+import { DAY_MS, dayStartMs, isCalendarDay, monthStartOf, utcDay } from '../calendar.js';
 
 export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'total';
 
@@ -82,7 +82,7 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
   if (query.tenantId !== undefined) pendingWhere.push('l.tenant_id = @tenantId');
   const pending = database.sqlite
     .prepare(`SELECT count(*) AS n FROM ledger l WHERE ${pendingWhere.join(' AND ')}`)
-    .get({ ...params, sinceMs: Date.parse(`${query.since}T00:00:00Z`), untilMs: Date.parse(`${until}T00:00:00Z`) + 86_400_000 }) as { n: number };
+    .get({ ...params, sinceMs: dayStartMs(query.since), untilMs: dayStartMs(until) + DAY_MS }) as { n: number };
   return { since: query.since, until, by: query.by, rows: query.by === 'total' ? [] : rows, total, pending: pending.n };
 }
 
@@ -96,12 +96,10 @@ export function parseSince(text: string, now = Date.now()): string {
   if (days) {
     const n = Number(days[1]);
     if (n < 1) throw new RangeError('--since Nd needs N ≥ 1');
-    return utcDay(now - (n - 1) * 86_400_000);
+    return utcDay(now - (n - 1) * DAY_MS);
   }
   if (trimmed === 'today') return utcDay(now);
-  if (trimmed === 'month') return `${utcDay(now).slice(0, 7)}-01`;
-  if (/^\d{4}-\d{2}-\d{2}$/.test(trimmed) && !Number.isNaN(Date.parse(`${trimmed}T00:00:00Z`)) && utcDay(Date.parse(`${trimmed}T00:00:00Z`)) === trimmed) {
-    return trimmed;
-  }
+  if (trimmed === 'month') return monthStartOf(utcDay(now));
+  if (isCalendarDay(trimmed)) return trimmed;
   throw new RangeError(`"${text}" is not a start day (use 7d, today, month or YYYY-MM-DD)`);
 }

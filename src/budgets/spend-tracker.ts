@@ -13,14 +13,13 @@
  * Amounts are kept per UTC day, because a request settled after midnight is
  * filed under the day it was made, like the rollups do.
  */
-import type { TollgateDatabase } from './db.js';
-import { utcDay } from './writer.js';
+import type { TollgateDatabase } from '../db/open.js';
+import { periodStart, utcDay, type BudgetPeriod } from '../calendar.js';
 
 export interface SpendScope {
   readonly level: 'key' | 'tenant';
   readonly id: string;
 }
-export type SpendPeriod = 'day' | 'month' | 'total';
 
 /** The change a ledger write makes to the spend of a key (and its tenant). */
 export interface SpendChange {
@@ -52,20 +51,6 @@ function add(map: Map<string, DayAmounts>, scope: string, day: string, amount: n
   const next = (days.get(day) ?? 0) + amount;
   if (next === 0) days.delete(day);
   else days.set(day, next);
-}
-
-/** First UTC day of a period containing `now` ('0000-00-00' for total). */
-export function periodStart(period: SpendPeriod, now: number): string {
-  const today = utcDay(now);
-  return period === 'day' ? today : period === 'month' ? `${today.slice(0, 7)}-01` : '0000-00-00';
-}
-
-/** When a period containing `now` ends (ms), or undefined for total. */
-export function periodEnd(period: SpendPeriod, now: number): number | undefined {
-  const date = new Date(now);
-  if (period === 'day') return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1);
-  if (period === 'month') return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
-  return undefined;
 }
 
 export class SpendTracker {
@@ -108,7 +93,7 @@ export class SpendTracker {
   }
 
   /** Micro-USD spent by `scope` in the `period` containing `now`. */
-  spent(scope: SpendScope, period: SpendPeriod, now: number): number {
+  spent(scope: SpendScope, period: BudgetPeriod, now: number): number {
     const since = periodStart(period, now);
     const until = utcDay(now);
     const key = scopeKey(scope);

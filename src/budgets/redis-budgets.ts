@@ -14,9 +14,8 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
-import type { BudgetCheck, BudgetDecision, BudgetStanding } from './budgets.js';
-import { periodEnd } from './spend-tracker.js';
-import { utcDay } from './writer.js';
+import type { BudgetCheck, BudgetDecision, BudgetStanding } from './check.js';
+import { periodEnd, periodId } from '../calendar.js';
 
 const BUDGET_SCRIPT = readFileSync(new URL('../../lua/budget.lua', import.meta.url), 'utf8');
 const COMMAND = 'tollgateBudgetReserve';
@@ -43,11 +42,6 @@ export interface RedisBudgetOptions {
   /** After a failure, skip Redis this long (fail mode instead), ms. */
   readonly cooldownMs?: number;
   readonly onError?: (error: unknown) => void;
-}
-
-function periodId(period: BudgetCheck['budget']['period'], now: number): string {
-  const day = utcDay(now);
-  return period === 'day' ? day : period === 'month' ? day.slice(0, 7) : 'total';
 }
 
 export class RedisBudgetStore {
