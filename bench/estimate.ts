@@ -13,8 +13,8 @@ import {
   estimateRequest,
   estimateRequestSync,
   warmEstimator,
-  type Endpoint,
 } from '../src/estimate/index.js';
+import type { Endpoint } from '../src/endpoints.js';
 import { countTextTokens, loadEncoding, loadEncodingSync, peekEncoding } from '../src/estimate/tokenizer.js';
 
 /** One benchmark result row. */

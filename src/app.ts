@@ -1,63 +1,42 @@
 /**
- * Builds the Hono app from its parts. No environment, no network, no listen:
- * tests call `app.request(…)` on it directly, `main.ts` serves it.
+ * Builds the Hono app from Tollgate's parts: health, metrics, the admin API,
+ * the dashboard and the proxy routes, with one error renderer. No
+ * environment, no network, no listen: tests call `app.request(…)` on it, the
+ * composition root (tollgate.ts) builds it, `main.ts` serves it.
  */
 import { Hono } from 'hono';
-import { randomBytes } from 'node:crypto';
-import { TollgateError, renderError } from './errors.js';
-import type { Logger } from './logger.js';
-import { createProxyRoutes } from './proxy/routes.js';
-import type { Upstream } from './proxy/upstream.js';
-import type { AppEnv } from './app-env.js';
-import type { EstimateOptions } from './estimate/index.js';
-import type { KeyCache } from './keys/cache.js';
-import type { LedgerWriter } from './ledger/writer.js';
 import type { AdminOps } from './admin/ops.js';
 import { createAdminRoutes } from './admin/routes.js';
-import type { TollgateDatabase } from './db/open.js';
+import type { AppEnv } from './app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type LimitSnapshot } from './dashboard/index.js';
-import { Metrics } from './metrics.js';
-import type { AdmissionDeps } from './proxy/admission.js';
+import type { TollgateDatabase } from './db/open.js';
+import { TollgateError, renderError } from './errors.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
+import type { PipelineDeps } from './pipeline/deps.js';
+import { createProxyRoutes } from './pipeline/routes.js';
+import { newRequestId } from './request-id.js';
 
 export interface AppDeps {
-  readonly upstream: Upstream;
+  /** Everything the request path needs. */
+  readonly pipeline: PipelineDeps;
   readonly logger: Logger;
-  readonly maxBodyBytes: number;
-  readonly keys: KeyCache;
-  readonly ledger: LedgerWriter;
-  readonly estimate: EstimateOptions;
+  readonly metrics: Metrics;
   /** The admin API's operations and token (disabled without a token). */
   readonly admin: { readonly ops: AdminOps; readonly token: string | undefined };
   /** The database the dashboard reads (rollups and the newest ledger rows). */
   readonly database: TollgateDatabase;
   /** The limiter's live view of a key's buckets, for the dashboard's key page. */
   readonly limitSnapshot?: LimitSnapshot;
-  /** Prometheus metrics; a private registry is created when absent. */
-  readonly metrics?: Metrics;
-  /** Limits and budgets (the metrics field inside is replaced by `metrics`). */
-  readonly admission: Omit<AdmissionDeps, 'metrics'>;
-  /** Flipped by main.ts on SIGTERM: /readyz turns 503 and connections are closed after their response. */
-  readonly lifecycle?: { shuttingDown: boolean };
+  /** Flipped on SIGTERM: /readyz turns 503 and connections are closed after their response. */
+  readonly lifecycle: { shuttingDown: boolean };
+  /** The dashboard's and admin API's clock (tests fix it). */
   readonly now?: () => number;
-}
-
-/** Random per process, so ids from many proxy processes never collide. */
-const PROCESS_TAG = randomBytes(6).toString('hex');
-let sequence = 0;
-
-/**
- * A request id, the ledger's key: time-ordered, unique across processes (a
- * random per-process tag) and cheap (a counter, no random bytes per request).
- */
-export function newRequestId(): string {
-  sequence = (sequence + 1) % 0x1000000;
-  return `req_${Date.now().toString(36)}${PROCESS_TAG}${sequence.toString(36).padStart(5, '0')}`;
 }
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const lifecycle = deps.lifecycle ?? { shuttingDown: false };
-  const metrics = deps.metrics ?? new Metrics({ defaultMetrics: false });
+  const { lifecycle, metrics } = deps;
 
   app.use('*', async function assignRequestId(c, next) {
     c.set('requestId', newRequestId());
@@ -73,7 +52,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   );
 
   app.get('/metrics', async (c) => {
-    metrics.ledgerQueueDepth.set(deps.ledger.queueDepth);
+    metrics.ledgerQueueDepth.set(deps.pipeline.ledger.queueDepth);
     const { body, contentType } = await metrics.render();
     return c.body(body, 200, { 'content-type': contentType, 'x-request-id': c.get('requestId') });
   });
@@ -92,20 +71,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // After the admin API: its token check runs first for /admin/api/dashboard too.
   app.route('/admin/api/dashboard', createDashboardApiRoutes(dashboard));
   app.route('/dashboard', createDashboardRoutes(dashboard));
-  app.route(
-    '/',
-    createProxyRoutes({
-      upstream: deps.upstream,
-      logger: deps.logger,
-      maxBodyBytes: deps.maxBodyBytes,
-      keys: deps.keys,
-      ledger: deps.ledger,
-      estimate: deps.estimate,
-      metrics,
-      admission: { ...deps.admission, metrics },
-      ...(deps.now ? { now: deps.now } : {}),
-    }),
-  );
+  app.route('/', createProxyRoutes(deps.pipeline));
 
   app.notFound((c) => {
     const known = KNOWN_PATHS.has(c.req.path) || c.req.path.startsWith('/admin/api/');

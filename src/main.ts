@@ -1,28 +1,14 @@
 /**
- * Boots Tollgate: builds the parts from the config, serves the app with
- * @hono/node-server, and shuts down cleanly — stop accepting, let in-flight
+ * Boots Tollgate: builds the parts from the config (tollgate.ts), serves the
+ * app with @hono/node-server, and shuts down cleanly — stop accepting, let in-flight
  * requests and streams finish up to a deadline, then close what is left.
  */
 import { serve } from '@hono/node-server';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp } from './app.js';
 import type { Config } from './config.js';
-import { createLogger, flushLogger, type Logger } from './logger.js';
-import { createUpstream } from './proxy/upstream.js';
-import { openDatabase } from './db/open.js';
-import { KeyStore } from './keys/store.js';
-import { KeyCache } from './keys/cache.js';
-import { LedgerWriter } from './ledger/writer.js';
-import { startCheckpointer } from './db/checkpointer.js';
-import { localAdminOps } from './admin/ops.js';
-import { closeEstimator, warmEstimator } from './estimate/index.js';
-import { Metrics } from './metrics.js';
-import { SpendTracker } from './budgets/spend-tracker.js';
-import { RedisBudgetStore } from './budgets/redis-budgets.js';
-import { createLimiter } from './limits/create.js';
-import { snapshotLimits } from './proxy/admission.js';
-import { callerFor, type Caller } from './keys/auth.js';
+import { flushLogger, type Logger } from './logger.js';
+import { buildTollgate } from './tollgate.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -37,84 +23,9 @@ export interface StartOptions {
 
 /** Starts the proxy on `config.host:config.port` (port 0 picks a free one). */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger(config.logLevel);
-  const database = openDatabase(config.dbPath);
-  const keyStore = new KeyStore(database);
-  const keys = new KeyCache(keyStore, { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
-  keys.start();
-  const metrics = new Metrics({ keyLabel: config.metricsKeyLabel });
-  const spend = new SpendTracker(database);
-  const limiter = await createLimiter(config, { logger, metrics });
-  const redisBudgets =
-    limiter.redis === undefined
-      ? undefined
-      : new RedisBudgetStore(limiter.redis, {
-          timeoutMs: config.redis?.timeoutMs ?? 1000,
-          onError: (error) => logger.warn({ message: (error as Error).message }, 'budget reservation in Redis failed; budgets follow the fail mode'),
-        });
-  const recentCallers = new Map<string, Caller>();
-  metrics.sampleBucketsWith(function* sampleBuckets() {
-    for (const caller of recentCallers.values()) {
-      for (const entry of snapshotLimits(limiter.limiter, caller, config.globalLimits)) {
-        yield { key: entry.level === 'key' ? metrics.keyLabel(caller.key) : `${entry.level}`, limit: entry.limitName, ratio: entry.burst > 0 ? entry.remaining / entry.burst : 0 };
-      }
-    }
-  });
-  /** The dashboard's live view of a key's buckets. */
-  const limitSnapshot = (keyId: string) => {
-    const key = keyStore.authKeyById(keyId);
-    if (key === undefined) return [];
-    let caller: Caller;
-    try {
-      caller = callerFor(key, keys);
-    } catch {
-      return []; // a corrupt stored policy: nothing live to show
-    }
-    return snapshotLimits(limiter.limiter, caller, config.globalLimits).map((entry) => ({
-      limitName: entry.level === 'key' ? entry.limitName : `${entry.level} ${entry.limitName}`,
-      remaining: entry.remaining,
-      burst: entry.burst,
-      unit: entry.unit,
-    }));
-  };
-  const ledger = new LedgerWriter(database, {
-    spend,
-    onError: (error) => {
-      metrics.ledgerFailures.inc();
-      logger.error({ err: error }, 'ledger commit failed; retrying');
-    },
-    onCommit: (stats) => {
-      metrics.ledgerRows.inc(stats.rows);
-      metrics.ledgerWriteDuration.observe(stats.durationMs / 1000);
-    },
-  });
-  const checkpointer = startCheckpointer(config.dbPath, database.sqlite, { onError: (message) => logger.warn({ message }, 'ledger checkpoint failed') });
-  // Load the common tokenizer before the first request instead of during it.
-  await warmEstimator({ startWorkers: true });
-  const upstream = createUpstream(config.upstream);
-  const lifecycle = { shuttingDown: false };
-  const app = createApp({
-    upstream,
-    logger,
-    maxBodyBytes: config.maxBodyBytes,
-    keys,
-    ledger,
-    estimate: { prices: config.prices, defaultMaxCompletionTokens: config.defaultMaxCompletionTokens },
-    admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
-    database,
-    metrics,
-    admission: {
-      limiter: limiter.limiter,
-      spend,
-      globalLimits: config.globalLimits,
-      storeName: limiter.store,
-      recentCallers,
-      ...(redisBudgets === undefined ? {} : { redisBudgets }),
-      failMode: config.failMode,
-    },
-    limitSnapshot,
-    lifecycle,
-  });
+  const tollgate = buildTollgate(config, options.logger ? { logger: options.logger } : {});
+  const { app, logger, lifecycle } = tollgate;
+  await tollgate.start();
 
   const server = await new Promise<Server>((resolve, reject) => {
     const created = serve(
@@ -175,14 +86,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
     server.closeAllConnections();
     await stopped;
-    await upstream.close();
-    keys.stop();
-    // Hand Redis leases back so other nodes can use them at once.
-    await limiter.close();
-    if (!ledger.close()) logger.error({ queued: ledger.queueDepth }, 'ledger rows could not be written at shutdown');
-    await checkpointer.stop();
-    database.close();
-    await closeEstimator();
+    await tollgate.close();
     logger.info('shutdown complete');
     await flushLogger(logger);
   }

@@ -8,8 +8,9 @@
  * `begin` that records the reservation, so no admitted request can slip in
  * between (see SpendTracker).
  */
-import type { Budget } from '../limits/policy.js';
 import { periodEnd } from '../calendar.js';
+import type { Caller } from '../keys/caller.js';
+import type { Budget } from '../limits/policy.js';
 import type { SpendScope, SpendTracker } from './spend-tracker.js';
 
 export interface BudgetCheck {
@@ -32,6 +33,16 @@ export type BudgetDecision =
   | { readonly ok: true; /** The tightest budget, for the response header; absent without budgets. */ readonly tightest: BudgetStanding | undefined }
   | { readonly ok: false; readonly refusedBy: BudgetStanding; readonly reservationMicroUsd: number };
 
+/** The budgets a caller's request counts against: its key's and its tenant's. */
+export function budgetChecksFor(caller: Caller): BudgetCheck[] {
+  const checks: BudgetCheck[] = [];
+  if (caller.policy.budget !== undefined) checks.push({ scope: { level: 'key', id: caller.key.id }, label: `key ${caller.key.name}`, budget: caller.policy.budget });
+  if (caller.tenant !== undefined && caller.tenantPolicy?.budget !== undefined) {
+    checks.push({ scope: { level: 'tenant', id: caller.tenant.id }, label: `tenant ${caller.tenant.name}`, budget: caller.tenantPolicy.budget });
+  }
+  return checks;
+}
+
 /** Checks `reservationMicroUsd` against every budget; refuses on the first that cannot hold it. */
 export function checkBudgets(tracker: SpendTracker, checks: readonly BudgetCheck[], reservationMicroUsd: number, now: number): BudgetDecision {
   let tightest: BudgetStanding | undefined;
@@ -47,11 +58,4 @@ export function checkBudgets(tracker: SpendTracker, checks: readonly BudgetCheck
     if (tightest === undefined || standing.remainingMicroUsd < tightest.remainingMicroUsd) tightest = standing;
   }
   return { ok: true, tightest };
-}
-
-/** Integer micro-USD as a decimal dollar string for headers ("12.500000"). */
-export function microUsdHeader(micros: number): string {
-  const sign = micros < 0 ? '-' : '';
-  const abs = Math.abs(micros);
-  return `${sign}${Math.floor(abs / 1_000_000)}.${String(abs % 1_000_000).padStart(6, '0')}`;
 }

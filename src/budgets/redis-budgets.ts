@@ -14,6 +14,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
+import type { FailMode } from '../limits/index.js';
 import type { BudgetCheck, BudgetDecision, BudgetStanding } from './check.js';
 import { periodEnd, periodId } from '../calendar.js';
 
@@ -42,6 +43,8 @@ export interface RedisBudgetOptions {
   /** After a failure, skip Redis this long (fail mode instead), ms. */
   readonly cooldownMs?: number;
   readonly onError?: (error: unknown) => void;
+  /** Called after each reservation attempt (metrics): false when Redis could not be asked. */
+  readonly onCall?: (ok: boolean) => void;
 }
 
 export class RedisBudgetStore {
@@ -50,6 +53,7 @@ export class RedisBudgetStore {
   private readonly timeoutMs: number;
   private readonly cooldownMs: number;
   private readonly onError: ((error: unknown) => void) | undefined;
+  private readonly onCall: ((ok: boolean) => void) | undefined;
   private skipUntil = 0;
 
   constructor(redis: Redis | Cluster, options: RedisBudgetOptions = {}) {
@@ -58,6 +62,7 @@ export class RedisBudgetStore {
     this.timeoutMs = options.timeoutMs ?? 1000;
     this.cooldownMs = options.cooldownMs ?? 1000;
     this.onError = options.onError;
+    this.onCall = options.onCall;
     // EVALSHA with a fallback on NOSCRIPT, on every Cluster node: ioredis does it.
     if (typeof this.redis[COMMAND] !== 'function') this.redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: BUDGET_SCRIPT });
   }
@@ -77,7 +82,10 @@ export class RedisBudgetStore {
     now: number,
     seed: (check: BudgetCheck) => number,
   ): Promise<{ decision: BudgetDecision; reservation: BudgetReservation | undefined }> {
-    if (performance.now() < this.skipUntil) throw new BudgetStoreUnavailable('Redis is cooling down after a failure');
+    if (performance.now() < this.skipUntil) {
+      this.onCall?.(false);
+      throw new BudgetStoreUnavailable('Redis is cooling down after a failure');
+    }
     const taken: string[] = [];
     let tightest: BudgetStanding | undefined;
     try {
@@ -89,6 +97,7 @@ export class RedisBudgetStore {
         const standing: BudgetStanding = { check, spentMicroUsd: Number(spentBefore), remainingMicroUsd: check.budget.microUsd - Number(spentBefore) - amount, resetsAt: end };
         if (Number(admitted) !== 1) {
           this.adjust(taken, -amount);
+          this.onCall?.(true);
           return { decision: { ok: false, refusedBy: standing, reservationMicroUsd: amount }, reservation: undefined };
         }
         taken.push(key);
@@ -98,8 +107,10 @@ export class RedisBudgetStore {
       this.adjust(taken, -amount);
       this.skipUntil = performance.now() + this.cooldownMs;
       this.onError?.(error);
+      this.onCall?.(false);
       throw error instanceof BudgetStoreUnavailable ? error : new BudgetStoreUnavailable(String((error as Error).message ?? error));
     }
+    this.onCall?.(true);
     let done = false;
     return {
       decision: { ok: true, tightest },
@@ -132,5 +143,40 @@ export class RedisBudgetStore {
       timer = setTimeout(() => reject(new BudgetStoreUnavailable(`no answer from Redis within ${this.timeoutMs} ms`)), this.timeoutMs);
     });
     return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  }
+}
+
+/** Budgets shared through Redis, and what to do when Redis cannot be asked. */
+export interface SharedBudgets {
+  readonly store: RedisBudgetStore;
+  readonly failMode: FailMode;
+}
+
+/** What the shared budgets said about one request. */
+export type SharedOutcome =
+  | { readonly kind: 'reserved'; readonly decision: Extract<BudgetDecision, { ok: true }>; readonly reservation: BudgetReservation }
+  | { readonly kind: 'refused'; readonly decision: Extract<BudgetDecision, { ok: false }> }
+  /** Redis cannot be asked and the fail mode is `closed`. */
+  | { readonly kind: 'unavailable' }
+  /** Redis cannot be asked and the fail mode is `open`: no budget applies. */
+  | { readonly kind: 'unchecked' }
+  /** Redis cannot be asked and the fail mode is `local`: this node's ledger decides. */
+  | { readonly kind: 'local' };
+
+/** Reserves `amount` in every shared budget (or none), applying the fail mode when Redis cannot be asked. */
+export async function reserveSharedBudgets(
+  shared: SharedBudgets,
+  checks: readonly BudgetCheck[],
+  amount: number,
+  now: number,
+  seed: (check: BudgetCheck) => number,
+): Promise<SharedOutcome> {
+  try {
+    const { decision, reservation } = await shared.store.reserve(checks, amount, now, seed);
+    if (!decision.ok) return { kind: 'refused', decision };
+    return { kind: 'reserved', decision, reservation: reservation! };
+  } catch (error) {
+    if (!(error instanceof BudgetStoreUnavailable)) throw error;
+    return shared.failMode === 'closed' ? { kind: 'unavailable' } : shared.failMode === 'open' ? { kind: 'unchecked' } : { kind: 'local' };
   }
 }

@@ -9,20 +9,8 @@ export function table(headers: readonly string[], rows: ReadonlyArray<readonly s
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-/** $ with cents, or 4 significant digits for amounts under a cent. */
-export function usd(micros: number): string {
-  if (micros !== 0 && Math.abs(micros) < 10_000) {
-    // Under a cent: 4 significant digits, without trailing zeros ($0.000018).
-    const dollars = Math.abs(micros) / 1_000_000;
-    const digits = Math.max(0, 3 - Math.floor(Math.log10(dollars)));
-    const text = dollars.toFixed(Math.min(digits, 6)).replace(/0+$/, '').replace(/\.$/, '');
-    return `${micros < 0 ? '-' : ''}$${text}`;
-  }
-  const cents = Math.round(micros / 10_000);
-  const sign = cents < 0 ? '-' : '';
-  const abs = Math.abs(cents);
-  return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
-}
+/** Dollars for tables (the dashboard shares it). */
+export { formatMicrosShort as usd } from '../money.js';
 
 export function count(n: number): string {
   return n.toLocaleString('en-US');

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config.js';
-import type { Endpoint } from '../estimate/index.js';
+import type { Endpoint } from '../endpoints.js';
 import { applyMigrations, openDatabase } from '../db/open.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
 import { count, usd } from './format.js';

@@ -12,7 +12,7 @@ import { Hono, type Context } from 'hono';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { TollgateError } from '../errors.js';
 import type { TollgateDatabase } from '../db/open.js';
-import { readBodyBytes } from '../proxy/body.js';
+import { readBodyBytes } from '../http/body.js';
 import { tokenMatches } from '../admin/routes.js';
 import type { AppEnv } from '../app-env.js';
 import { loadAssets, type AssetName } from './assets.js';

@@ -2,6 +2,7 @@
  * The estimate itself, synchronous and pure given a text counter: validate the body, count the
  * prompt per endpoint, reserve the completion, price the whole reservation.
  */
+import type { Endpoint } from '../endpoints.js';
 import { countChatPrompt } from './count-chat.js';
 import { countTextInputs } from './count-completions.js';
 import type { CountContext, PromptTally } from './count-parts.js';
@@ -14,7 +15,6 @@ import type { TextCounter } from './text-counter.js';
 import type { EncodingName } from './tokenizer.js';
 
 /** The four endpoints Tollgate prices. */
-export type Endpoint = 'chat' | 'completions' | 'embeddings' | 'responses';
 
 /** Per-request estimate options (prices from config, the policy's default completion). */
 export interface EstimateOptions {

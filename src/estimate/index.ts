@@ -11,7 +11,8 @@
  * once per process and then come from a bounded LRU.
  */
 import { DEFAULT_CACHE_LIMITS, TokenCountCache, type TokenCountCacheLimits } from './count-cache.js';
-import { encodingForBody, estimateBody, type Endpoint, type Estimate, type EstimateOptions } from './estimate-body.js';
+import type { Endpoint } from '../endpoints.js';
+import { encodingForBody, estimateBody, type Estimate, type EstimateOptions } from './estimate-body.js';
 import { EstimateInputError } from './errors.js';
 import { encodingForModel } from './models.js';
 import { builtinPriceTable } from './prices.js';
@@ -19,7 +20,7 @@ import { createTextCounter, InlineBudgetExceeded } from './text-counter.js';
 import { countTextTokens, loadEncoding, loadEncodingSync, type EncodingName } from './tokenizer.js';
 import { EstimateWorkerPool } from './worker-pool.js';
 
-export type { Endpoint, Estimate, EstimateOptions } from './estimate-body.js';
+export type { Estimate, EstimateOptions } from './estimate-body.js';
 export { EstimateInputError, type EstimateInputErrorCode } from './errors.js';
 export {
   builtinPriceTable,
@@ -27,7 +28,6 @@ export {
   mergePriceTable,
   priceTableOverrideSchema,
   resolvePrice,
-  usdToMicroUsd,
   type ModelPrice,
   type PriceMatch,
   type PriceTable,

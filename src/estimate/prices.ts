@@ -3,6 +3,7 @@
  * A request's cost is Σ tokens × (µUSD per 1M) — exact integers — divided by 1e6 once, rounding up.
  */
 import { z } from 'zod';
+import { MICROS_PER_USD as USD, usdToMicros } from '../money.js';
 import { baseModelOf, stripProviderPrefix, stripSnapshotSuffix } from './models.js';
 
 /** One model's price and limits. Prices are integer micro-USD per 1M tokens. */
@@ -43,7 +44,6 @@ export interface TokenUsage {
   readonly completionTokens: number;
 }
 
-const USD = 1_000_000;
 
 function price(input: number, cachedInput: number | null, output: number, contextWindow?: number, maxOutputTokens?: number): ModelPrice {
   // Entries below are written in USD per 1M tokens for review against the pricing page; Math.round
@@ -199,33 +199,10 @@ export function costMicroUsd(usage: TokenUsage, modelPrice: ModelPrice): number 
 /** Largest price we accept in an override: $1,000,000 per 1M tokens. */
 const MAX_USD_PER_1M = 1_000_000;
 
-/**
- * Converts a decimal USD amount to integer micro-USD without floating-point arithmetic, from the
- * number's shortest decimal form (what the author wrote: 2.5 → "2.5"). Returns null when it has
- * more than 6 decimals.
- */
-export function usdToMicroUsd(value: number | string): number | null {
-  let text = typeof value === 'number' ? String(value) : value.trim();
-  const exponent = /^(\d+(?:\.\d+)?)e([+-]?\d+)$/i.exec(text);
-  if (exponent?.[1] && exponent[2]) {
-    const [intPart = '', fracPart = ''] = exponent[1].split('.');
-    const digits = intPart + fracPart;
-    const point = intPart.length + Number(exponent[2]);
-    if (point <= 0) text = `0.${'0'.repeat(-point)}${digits}`;
-    else if (point >= digits.length) text = digits + '0'.repeat(point - digits.length);
-    else text = `${digits.slice(0, point)}.${digits.slice(point)}`;
-  }
-  const match = /^(\d+)(?:\.(\d+))?$/.exec(text);
-  if (!match?.[1]) return null;
-  const fraction = (match[2] ?? '').replace(/0+$/, '');
-  if (fraction.length > 6) return null;
-  return Number(match[1]) * USD + Number(fraction.padEnd(6, '0'));
-}
-
 const usdPer1MSchema = z
   .union([z.number(), z.string()])
   .transform((value, ctx) => {
-    const micro = typeof value === 'number' && (!Number.isFinite(value) || value < 0) ? null : usdToMicroUsd(value);
+    const micro = typeof value === 'number' && (!Number.isFinite(value) || value < 0) ? null : usdToMicros(value);
     if (micro === null || micro > MAX_USD_PER_1M * USD) {
       ctx.addIssue({
         code: 'custom',

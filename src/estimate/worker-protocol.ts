@@ -1,6 +1,7 @@
 /** Messages between the main thread and the estimate workers (structured-clone friendly). */
 import type { BodyPath } from './detach-strings.js';
-import type { Endpoint, Estimate, EstimateOptions } from './estimate-body.js';
+import type { Endpoint } from '../endpoints.js';
+import type { Estimate, EstimateOptions } from './estimate-body.js';
 import type { EstimateInputErrorCode } from './errors.js';
 
 /** Main → worker: one slice of a large string of job `jobId` (sent before the job itself). */

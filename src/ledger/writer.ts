@@ -41,6 +41,9 @@ export interface PendingEntry {
 
 export type FinalStatus = 'ok' | 'upstream_error' | 'client_aborted' | 'upstream_interrupted' | 'upstream_timeout';
 
+/** reported: usage from the upstream; counted: from streamed text; none: nothing was generated. */
+export type UsageSource = 'reported' | 'counted' | 'none';
+
 export interface Completion {
   readonly requestId: string;
   readonly completedAt: number;
@@ -51,8 +54,7 @@ export interface Completion {
   readonly completionTokens: number;
   readonly reasoningTokens: number;
   readonly costMicros: number;
-  /** reported: usage from the upstream; counted: from streamed text; none: nothing was generated. */
-  readonly usageSource: 'reported' | 'counted' | 'none';
+  readonly usageSource: UsageSource;
   readonly latencyMs: number;
   readonly ttftMs: number | null;
   readonly upstreamRequestId: string | null;

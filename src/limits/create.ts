@@ -14,6 +14,8 @@ export interface CreatedLimiter {
   readonly store: 'local' | 'redis';
   /** The Redis connection (budgets share it), when limits run on Redis. */
   readonly redis?: Redis | Cluster;
+  /** Opens the Redis connection (if any); a Redis that is down starts the limiter in its fail mode. */
+  connect(): Promise<void>;
   /** Returns leases, then closes the Redis connection (if any). */
   close(): Promise<void>;
 }
@@ -39,10 +41,11 @@ function observerFor(logger: Logger, metrics: Metrics): LimiterObserver {
   };
 }
 
-export async function createLimiter(config: Pick<Config, 'redis' | 'failMode'>, deps: { logger: Logger; metrics: Metrics }): Promise<CreatedLimiter> {
+/** Builds the limiter without touching the network; `connect()` opens Redis. */
+export function createLimiter(config: Pick<Config, 'redis' | 'failMode'>, deps: { logger: Logger; metrics: Metrics; clock?: () => number }): CreatedLimiter {
   const observer = observerFor(deps.logger, deps.metrics);
   if (config.redis === undefined) {
-    return { limiter: createLocalLimiter({ observer }), store: 'local', close: async () => undefined };
+    return { limiter: createLocalLimiter({ observer, ...(deps.clock ? { now: deps.clock } : {}) }), store: 'local', connect: async () => undefined, close: async () => undefined };
   }
   // Fail fast instead of queueing: the limiter has its own timeouts, breaker and fail mode.
   const clientOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true } as const;
@@ -59,17 +62,19 @@ export async function createLimiter(config: Pick<Config, 'redis' | 'failMode'>, 
     redis = new Redis(config.redis.urls[0]!, clientOptions);
   }
   redis.on('error', (error: Error) => deps.logger.warn({ message: error.message }, 'redis connection error'));
-  try {
-    await redis.connect();
-  } catch (error) {
-    // Start anyway: the limiter's fail mode covers a Redis that is down at boot, and ioredis keeps reconnecting.
-    deps.logger.error({ message: (error as Error).message }, 'Redis not reachable at start; limits start in the fail mode');
-  }
   const limiter = createRedisLimiter({ redis, failMode: config.failMode, observer, maxWaitMs: config.redis.waitMs, callTimeoutMs: config.redis.timeoutMs });
   return {
     limiter,
     store: 'redis',
     redis,
+    async connect() {
+      try {
+        await redis.connect();
+      } catch (error) {
+        // Start anyway: the limiter's fail mode covers a Redis that is down at boot, and ioredis keeps reconnecting.
+        deps.logger.error({ message: (error as Error).message }, 'Redis not reachable at start; limits start in the fail mode');
+      }
+    },
     async close() {
       await limiter.close();
       redis.disconnect();

@@ -3,7 +3,7 @@
  * clock, a logged-in cookie, and ledger rows written through the real
  * LedgerWriter (so the rollups are the writer's, not hand-made).
  */
-import { createUpstream } from '../../src/proxy/upstream.js';
+import { createUpstream } from '../../src/upstreams/pool.js';
 import { LedgerWriter, type Completion, type PendingEntry } from '../../src/ledger/writer.js';
 import type { TollgateDatabase } from '../../src/db/open.js';
 import { buildTestApp, type TestApp } from '../support/app.js';

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { builtinPriceTable, estimateRequestSync, EstimateInputError, type Endpoint } from '../../src/estimate/index.js';
+import { builtinPriceTable, estimateRequestSync, EstimateInputError } from '../../src/estimate/index.js';
+import type { Endpoint } from '../../src/endpoints.js';
 
 const options = { prices: builtinPriceTable, defaultMaxCompletionTokens: 100 };
 const endpoints: Endpoint[] = ['chat', 'completions', 'embeddings', 'responses'];

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { usdToMicros } from '../../src/money.js';
 import { describe, expect, it } from 'vitest';
 import {
   builtinPriceTable,
@@ -6,7 +7,6 @@ import {
   mergePriceTable,
   priceTableOverrideSchema,
   resolvePrice,
-  usdToMicroUsd,
   type ModelPrice,
 } from '../../src/estimate/index.js';
 
@@ -52,13 +52,13 @@ describe('prices resolve by model name', () => {
 
 describe('price overrides', () => {
   it('converts USD per 1M to integer micro-USD exactly', () => {
-    expect(usdToMicroUsd(0.15)).toBe(150_000);
-    expect(usdToMicroUsd(2.5)).toBe(2_500_000);
-    expect(usdToMicroUsd('0.000001')).toBe(1);
-    expect(usdToMicroUsd(1e-6)).toBe(1);
-    expect(usdToMicroUsd(0.1 + 0.2)).toBeNull(); // 0.30000000000000004 has 17 decimals
-    expect(usdToMicroUsd('1.0000001')).toBeNull();
-    expect(usdToMicroUsd(1e21)).toBe(1e27);
+    expect(usdToMicros(0.15)).toBe(150_000);
+    expect(usdToMicros(2.5)).toBe(2_500_000);
+    expect(usdToMicros('0.000001')).toBe(1);
+    expect(usdToMicros(1e-6)).toBe(1);
+    expect(usdToMicros(0.1 + 0.2)).toBeNull(); // 0.30000000000000004 has 17 decimals
+    expect(usdToMicros('1.0000001')).toBeNull();
+    expect(usdToMicros(1e21)).toBe(1e27);
   });
 
   it('parses a config override and merges it over the built-in table', () => {

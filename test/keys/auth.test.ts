@@ -1,6 +1,6 @@
 /** Authentication on every route: the three headers, every way a key can be refused, and model allowlists. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUpstream, type Upstream } from '../../src/proxy/upstream.js';
+import { createUpstream, type Upstream } from '../../src/upstreams/pool.js';
 import { buildTestApp, type TestApp } from '../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 import { captureLogs } from '../support/logs.js';

@@ -1,6 +1,6 @@
 /** A model missing from the price table is billed at the fallback price and flagged in the ledger. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createUpstream, type Upstream } from '../../src/proxy/upstream.js';
+import { createUpstream, type Upstream } from '../../src/upstreams/pool.js';
 import { builtinPriceTable, costMicroUsd } from '../../src/estimate/prices.js';
 import { buildTestApp, type TestApp } from '../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from 'node:net';
-import { createUpstream, type Upstream } from '../../src/proxy/upstream.js';
+import { createUpstream, type Upstream } from '../../src/upstreams/pool.js';
 import { buildTestApp, type TestApp } from '../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 import { captureLogs } from '../support/logs.js';

@@ -1,7 +1,7 @@
 /** Reading the upstream's usage block: every shape, zero kept as zero, no full parse needed. */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { readUsage, usageFromJsonBytes } from '../../src/proxy/usage.js';
+import { readUsage, usageFromJsonBytes } from '../../src/upstreams/usage.js';
 
 const chatUsage = { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150, prompt_tokens_details: { cached_tokens: 64 }, completion_tokens_details: { reasoning_tokens: 10 } };
 

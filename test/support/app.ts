@@ -1,24 +1,25 @@
 /**
- * The app in-process (for `app.request` tests) with its real parts: a temp
- * SQLite database, the key cache, the ledger writer, the estimator, and an
- * upstream client pointed at whatever the test gives.
+ * The app in-process (for `app.request` tests), built by the same
+ * composition root as the server (src/tollgate.ts) with its real parts — a
+ * temp SQLite database, the key cache, the ledger writer, the estimator —
+ * and an upstream client pointed at whatever the test gives.
  */
-import { createApp } from '../../src/app.js';
-import { localAdminOps } from '../../src/admin/ops.js';
-import { builtinPriceTable } from '../../src/estimate/prices.js';
-import { KeyCache } from '../../src/keys/cache.js';
-import { KeyStore } from '../../src/keys/store.js';
-import { LedgerWriter } from '../../src/ledger/writer.js';
-import { SpendTracker } from '../../src/budgets/spend-tracker.js';
-import { createLocalLimiter, type Limiter } from '../../src/limits/index.js';
-import type { LimitSpec } from '../../src/limits/policy.js';
-import type { Upstream } from '../../src/proxy/upstream.js';
-import type { Policy } from '../../src/limits/policy.js';
+import { loadConfig } from '../../src/config.js';
+import type { KeyCache } from '../../src/keys/cache.js';
+import type { KeyStore } from '../../src/keys/store.js';
+import type { LedgerWriter } from '../../src/ledger/writer.js';
+import type { SpendTracker } from '../../src/budgets/spend-tracker.js';
+import type { Limiter } from '../../src/limits/index.js';
+import type { LimitSpec, Policy } from '../../src/limits/policy.js';
 import type { Logger } from '../../src/logger.js';
+import { Metrics } from '../../src/metrics.js';
+import { buildTollgate, type Tollgate } from '../../src/tollgate.js';
+import type { Upstream } from '../../src/upstreams/pool.js';
 import { openTempDatabase, type TempDatabase } from './db.js';
 
 export interface TestApp {
-  readonly app: ReturnType<typeof createApp>;
+  readonly app: Tollgate['app'];
+  readonly tollgate: Tollgate;
   readonly db: TempDatabase;
   readonly store: KeyStore;
   readonly keys: KeyCache;
@@ -42,40 +43,42 @@ export function buildTestApp(options: {
   globalLimits?: readonly LimitSpec[];
 }): TestApp {
   const db = openTempDatabase();
-  const store = new KeyStore(db.database, options.now);
-  const keys = new KeyCache(store, { pollMs: 20 });
-  const spend = new SpendTracker(db.database);
-  const ledger = new LedgerWriter(db.database, { spend });
-  const limiter = createLocalLimiter(options.limiterClock ? { now: options.limiterClock } : {});
-  const lifecycle = { shuttingDown: false };
-  const app = createApp({
-    upstream: options.upstream,
+  const config = {
+    ...loadConfig({
+      TOLLGATE_DB: db.path,
+      TOLLGATE_MAX_BODY: String(options.maxBodyBytes ?? 1024 * 1024),
+      TOLLGATE_DEFAULT_MAX_TOKENS: '1000',
+      TOLLGATE_KEY_REFRESH: '20ms',
+      ...(options.adminToken === undefined ? {} : { TOLLGATE_ADMIN_TOKEN: options.adminToken }),
+    }),
+    globalLimits: options.globalLimits ?? [],
+  };
+  const tollgate = buildTollgate(config, {
     logger: options.logger,
-    maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
-    keys,
-    ledger,
-    estimate: { prices: builtinPriceTable, defaultMaxCompletionTokens: 1000 },
-    admin: { ops: localAdminOps(db.database, { onChange: () => keys.refresh() }), token: options.adminToken },
     database: db.database,
-    admission: { limiter, spend, globalLimits: options.globalLimits ?? [], storeName: 'local' },
-    lifecycle,
+    upstream: options.upstream,
+    metrics: new Metrics({ defaultMetrics: false }),
+    // In-process apps show the dashboard without the limiter's live view (the dashboard tests wire their own).
+    limitSnapshot: undefined,
     ...(options.now ? { now: options.now } : {}),
+    ...(options.limiterClock ? { limiterClock: options.limiterClock } : {}),
   });
   return {
-    app,
+    app: tollgate.app,
+    tollgate,
     db,
-    store,
-    keys,
-    ledger,
-    lifecycle,
-    limiter,
-    spend,
+    store: tollgate.keyStore,
+    keys: tollgate.keys,
+    ledger: tollgate.ledger,
+    lifecycle: tollgate.lifecycle,
+    limiter: tollgate.limiter.limiter,
+    spend: tollgate.spend,
     issueKey(name, policy = { limits: [] }, extra = {}) {
-      return store.createKey({ name, policy, tenant: extra.tenant, expiresAt: extra.expiresAt ?? null }).key;
+      return tollgate.keyStore.createKey({ name, policy, tenant: extra.tenant, expiresAt: extra.expiresAt ?? null }).key;
     },
     close() {
-      keys.stop();
-      ledger.close();
+      tollgate.keys.stop();
+      tollgate.ledger.close();
       db.remove();
     },
   };

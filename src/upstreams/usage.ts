@@ -4,7 +4,6 @@
  * missing".
  */
 
-export type Endpoint = 'chat' | 'completions' | 'embeddings' | 'responses';
 
 /** What the upstream billed for one request, in tokens. */
 export interface Usage {

@@ -9,7 +9,8 @@
  * sent. Only in that mode does it hold back the (small) tail of an unfinished
  * event until its terminating blank line arrives.
  */
-import { readUsage, type Endpoint, type Usage } from './usage.js';
+import type { Endpoint } from '../endpoints.js';
+import { readUsage, type Usage } from './usage.js';
 
 const LF = 0x0a;
 const CR = 0x0d;

@@ -3,7 +3,7 @@
  * the one change it makes to a body before forwarding it.
  */
 import { TollgateError } from '../errors.js';
-import type { Endpoint } from './usage.js';
+import type { Endpoint } from '../endpoints.js';
 
 export interface RequestFacts {
   readonly model: string;

@@ -1,0 +1,54 @@
+/**
+ * Stage 1, authenticate: who is asking. The tenant key comes from
+ * `Authorization: Bearer`, `api-key` or `x-api-key` and is checked against
+ * the key cache. Failures are 401 (or 500 for a corrupt stored policy) in
+ * OpenAI's shape; no message ever repeats the key. Nothing is recorded for a
+ * request that fails here: the ledger is per key.
+ */
+import type { Context } from 'hono';
+import type { AppEnv } from '../app-env.js';
+import type { Endpoint } from '../endpoints.js';
+import { TollgateError } from '../errors.js';
+import { clientRequestOf, type HeaderRecord } from '../http/client-request.js';
+import type { KeyCache } from '../keys/cache.js';
+import { callerFor, type Caller } from '../keys/caller.js';
+import type { RequestContext } from './context.js';
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The presented key, from any of the three headers OpenAI-style clients use. */
+export function presentedKey(headers: HeaderRecord): string | undefined {
+  const authorization = single(headers.authorization);
+  if (authorization !== undefined) {
+    const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (match) return match[1];
+  }
+  const apiKey = single(headers['api-key']) ?? single(headers['x-api-key']);
+  return apiKey === undefined || apiKey.trim() === '' ? undefined : apiKey.trim();
+}
+
+/** The caller behind a request's headers, or a 401 (500 for a key whose stored policy is corrupt). */
+export function authenticateHeaders(headers: HeaderRecord, cache: KeyCache, now: number): Caller {
+  const presented = presentedKey(headers);
+  if (presented === undefined) {
+    throw new TollgateError(
+      'missing_api_key',
+      "You didn't provide an API key. Send your Tollgate key as 'Authorization: Bearer tg-…' (or in an 'api-key' / 'x-api-key' header).",
+    );
+  }
+  const key = cache.lookup(presented);
+  if (key === undefined) throw new TollgateError('invalid_api_key', 'Incorrect API key provided.');
+  if (key.revokedAt !== null) throw new TollgateError('key_revoked', 'This API key has been revoked.');
+  if (key.expiresAt !== null && key.expiresAt <= now) throw new TollgateError('key_expired', 'This API key has expired.');
+  return callerFor(key, cache);
+}
+
+/** Stage 1: the request's context, or a 401. */
+export function authenticate(c: Context<AppEnv>, endpoint: Endpoint, deps: { keys: KeyCache; now: () => number }): RequestContext {
+  const startedAt = deps.now();
+  const client = clientRequestOf(c.req.raw, c.env);
+  const caller = authenticateHeaders(client.headers, deps.keys, startedAt);
+  return { requestId: c.get('requestId'), endpoint, startedAt, url: c.req.url, client, caller };
+}

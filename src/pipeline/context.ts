@@ -1,0 +1,74 @@
+/**
+ * The request as it crosses the pipeline. Each stage hands the next one what
+ * it learned, as a wider type:
+ *
+ *   authenticate → RequestContext     who is asking, for which endpoint
+ *   estimate     → EstimatedRequest   the body, its facts and its reservation
+ *   admit        → AdmittedRequest    buckets taken, budgets reserved, pending row committed
+ *   forward      → UpstreamResponse   (or settled at once if the upstream failed)
+ *   relay        → Response           settled when the answer ends, however it ends
+ */
+import type { Endpoint } from '../endpoints.js';
+import type { Estimate } from '../estimate/index.js';
+import type { ClientRequest } from '../http/client-request.js';
+import type { Caller } from '../keys/caller.js';
+import type { FinalStatus } from '../ledger/writer.js';
+import type { RequestFacts } from '../upstreams/request-facts.js';
+import type { Usage } from '../upstreams/usage.js';
+
+/** An authenticated request. */
+export interface RequestContext {
+  readonly requestId: string;
+  readonly endpoint: Endpoint;
+  /** When Tollgate received it (ms since the epoch). */
+  readonly startedAt: number;
+  /** The client's URL, query included. */
+  readonly url: string;
+  readonly client: ClientRequest;
+  readonly caller: Caller;
+}
+
+/** A request whose body was read and checked, and whose cost was estimated. */
+export interface EstimatedRequest extends RequestContext {
+  readonly bytes: Buffer;
+  readonly body: Record<string, unknown>;
+  readonly facts: RequestFacts;
+  readonly estimate: Estimate;
+}
+
+/** What admission took for a request, and how to give it back. */
+export interface Admission {
+  /** RateLimit and budget headers for the response. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Milliseconds the limiter took to decide (undefined when the caller has no limits). */
+  readonly decisionMs: number | undefined;
+  /** Settles buckets and shared budgets at what the request actually used (once). */
+  settle(usage: { tokens: number; microUsd: number }): void;
+  /** Gives everything back: the request was never sent (once). */
+  release(): void;
+}
+
+/** A request recorded as pending and free to go upstream. */
+export interface AdmittedRequest extends EstimatedRequest {
+  readonly admission: Admission;
+  /** When the request left for the upstream (set by forward). */
+  sentAt: number;
+  /** Set by settle: a request is settled exactly once. */
+  settled: boolean;
+}
+
+/** How a forwarded request ended, as forward or relay saw it. */
+export interface Ending {
+  readonly outcome: FinalStatus;
+  /** The upstream's HTTP status, or null when it never answered. */
+  readonly status: number | null;
+  /** The upstream took the request (answered 2xx, or was still working when it ended). */
+  readonly accepted: boolean;
+  /** Usage the upstream reported, if it did. */
+  readonly usage: Usage | undefined;
+  /** Completion text streamed before an early end (to charge what was generated). */
+  readonly streamedText: string;
+  readonly firstTokenAt: number | undefined;
+  readonly upstreamRequestId: string | undefined;
+  readonly errorCode: string | undefined;
+}

@@ -1,0 +1,32 @@
+/**
+ * What the request path needs, built once by the composition root
+ * (src/tollgate.ts) and shared by every stage.
+ */
+import type { SharedBudgets } from '../budgets/redis-budgets.js';
+import type { SpendTracker } from '../budgets/spend-tracker.js';
+import type { EstimateOptions } from '../estimate/index.js';
+import type { KeyCache } from '../keys/cache.js';
+import type { LedgerWriter } from '../ledger/writer.js';
+import type { Limiter } from '../limits/index.js';
+import type { LimitSpec } from '../limits/policy.js';
+import type { Upstream } from '../upstreams/pool.js';
+import type { RequestEvents } from './finished.js';
+
+export interface PipelineDeps {
+  readonly keys: KeyCache;
+  /** Largest request body accepted, enforced while it is read. */
+  readonly maxBodyBytes: number;
+  readonly estimate: EstimateOptions;
+  readonly limiter: Limiter;
+  /** Limits over every key at once (from the config file). */
+  readonly globalLimits: readonly LimitSpec[];
+  /** Spend per key and tenant as this process knows it (the ledger's rollups plus its own changes). */
+  readonly spend: SpendTracker;
+  /** With Redis: budgets shared by every node, and what to do when Redis cannot be asked. */
+  readonly sharedBudgets: SharedBudgets | undefined;
+  readonly ledger: LedgerWriter;
+  readonly upstream: Upstream;
+  readonly events: RequestEvents;
+  /** Wall clock (ms since the epoch): ledger times, budget periods. */
+  readonly now: () => number;
+}

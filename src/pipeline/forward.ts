@@ -1,0 +1,56 @@
+/**
+ * Stage 4, forward: send the admitted request upstream with the proxy's own
+ * provider key. The body goes as the client sent it, except that a stream
+ * whose usage arrives only on request asks for it
+ * (`stream_options.include_usage`; the relay withholds that chunk again).
+ * When the upstream cannot be reached or the client leaves first, the
+ * request is settled here and the client gets the error.
+ */
+import { TollgateError } from '../errors.js';
+import { toUpstreamHeaders } from '../http/headers.js';
+import { failedBeforeSending, toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
+import { needsUsageInjection, withUsageRequested } from '../upstreams/request-facts.js';
+import type { AdmittedRequest } from './context.js';
+import type { PipelineDeps } from './deps.js';
+import { settleForwarded } from './settle.js';
+
+/** Stage 4: the upstream's response (headers arrived; the body is still to come). */
+export async function forward(request: AdmittedRequest, deps: PipelineDeps): Promise<UpstreamResponse> {
+  const { client, endpoint, facts } = request;
+  const body = needsUsageInjection(endpoint, facts) ? withUsageRequested(request.bytes, request.body) : request.bytes;
+  request.sentAt = deps.now();
+  try {
+    return await deps.upstream.send({
+      method: 'POST',
+      path: upstreamPath(request.url),
+      headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': request.requestId },
+      body,
+      signal: client.abort.signal,
+    });
+  } catch (error) {
+    const clientGone = client.abort.signal.aborted;
+    const failure = clientGone ? undefined : toUpstreamError(error);
+    settleForwarded(
+      request,
+      {
+        outcome: clientGone ? 'client_aborted' : failure?.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted',
+        status: null,
+        // A refused connection never reached the upstream: nothing to bill.
+        accepted: clientGone || !failedBeforeSending(error),
+        usage: undefined,
+        streamedText: '',
+        firstTokenAt: undefined,
+        upstreamRequestId: undefined,
+        errorCode: failure?.code ?? 'client_aborted',
+      },
+      deps,
+    );
+    throw failure ?? new TollgateError('client_closed_request', 'The client closed the request.');
+  }
+}
+
+/** The path below the upstream's base URL: the client's path without /v1, query kept. */
+export function upstreamPath(requestUrl: string): string {
+  const start = requestUrl.indexOf('/v1/', requestUrl.indexOf('//') + 2);
+  return requestUrl.slice(start + '/v1'.length);
+}

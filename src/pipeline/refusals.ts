@@ -1,0 +1,83 @@
+/**
+ * The answers admission gives when it says no: honest 429s that say which
+ * limit or budget refused and for how long, a 400 for a request no wait
+ * could ever admit, and 503 when limits or budgets cannot be checked and the
+ * fail mode is `closed`. Expected refusals, so they carry the ledger's reason.
+ */
+import type { BudgetDecision, BudgetStanding } from '../budgets/check.js';
+import { TollgateError } from '../errors.js';
+import type { Caller } from '../keys/caller.js';
+import type { RejectionReason } from '../ledger/writer.js';
+import { buildRateLimitHeaders, type AcquireResult, type Demand, type LimitBinding } from '../limits/index.js';
+import { formatMicrosExact, formatMicrosFixed } from '../money.js';
+
+/** A refusal by admission, with the reason the ledger files it under. */
+export class AdmissionRefused extends TollgateError {
+  readonly reason: RejectionReason;
+  constructor(reason: RejectionReason, error: TollgateError) {
+    super(error.code, error.message, { param: error.param, headers: { ...error.headers } });
+    this.reason = reason;
+  }
+}
+
+/** The refusal for a limiter's no: 429 rate_limit_exceeded, 400 exceeds_limit_burst, or 503 limiter_unavailable. */
+export function limitRefusal(result: Extract<AcquireResult, { ok: false }>, caller: Caller, bindings: readonly LimitBinding[], demands: readonly Demand[]): AdmissionRefused {
+  const headers = buildRateLimitHeaders(result, caller.key.id);
+  const index = bindings.findIndex((b) => b.bucket.id === result.refusedBy.id);
+  const binding = bindings[index];
+  const level = result.refusedBy.hashTag === 'global' ? 'the global limit' : result.refusedBy.hashTag.startsWith('tenant:') ? `tenant ${caller.tenant?.name ?? ''} limit` : 'limit';
+  const name = result.refusedBy.limitName;
+  if (result.reason === 'never_fits') {
+    const cost = demands[index]?.cost ?? 0;
+    const unit = binding?.limit.unit ?? 'requests';
+    const amount = unit === 'usd' ? formatMicrosExact(cost) : `${cost} ${unit}`;
+    const burst = unit === 'usd' ? formatMicrosExact(result.refusedBy.burst) : `${result.refusedBy.burst}`;
+    return new AdmissionRefused(
+      'other',
+      new TollgateError('exceeds_limit_burst', `This request needs ${amount} but ${level} "${name}" holds at most ${burst}; it can never pass. Lower max_tokens or send a smaller request.`, { headers }),
+    );
+  }
+  if (result.reason === 'unavailable') return limiterUnavailable('Rate limits', headers);
+  const seconds = headers['retry-after'] ?? '1';
+  return new AdmissionRefused('rate_limit', new TollgateError('rate_limit_exceeded', `Rate limit reached for ${level} "${name}". Try again in ${seconds}s.`, { headers }));
+}
+
+/** 503: limits or budgets cannot be checked (Redis unavailable, fail mode `closed`). */
+export function limiterUnavailable(what: 'Rate limits' | 'Budgets', headers: Readonly<Record<string, string>>): AdmissionRefused {
+  const why = what === 'Budgets' ? 'Redis unavailable' : 'limiter unavailable';
+  return new AdmissionRefused('other', new TollgateError('limiter_unavailable', `${what} cannot be checked right now (${why}); try again shortly.`, { headers: { ...headers, 'retry-after': '1' } }));
+}
+
+/** 429 insufficient_quota, which OpenAI's SDKs do not retry. */
+export function budgetRefusal(decision: Extract<BudgetDecision, { ok: false }>, limitHeaders: Readonly<Record<string, string>>): AdmissionRefused {
+  const { refusedBy, reservationMicroUsd } = decision;
+  const { budget } = refusedBy.check;
+  const per = budget.period === 'total' ? 'total' : budget.period === 'day' ? 'daily' : 'monthly';
+  const resets = refusedBy.resetsAt === undefined ? 'It does not reset.' : `It resets at ${new Date(refusedBy.resetsAt).toISOString()}.`;
+  const message =
+    reservationMicroUsd > budget.microUsd
+      ? `This request could cost up to ${formatMicrosExact(reservationMicroUsd)}, more than the whole ${per} budget of ${refusedBy.check.label} (${formatMicrosExact(budget.microUsd)}). Lower max_tokens or send a smaller request.`
+      : `The ${per} budget of ${refusedBy.check.label} is used up: ${formatMicrosExact(refusedBy.spentMicroUsd)} of ${formatMicrosExact(budget.microUsd)} spent, and this request could cost up to ${formatMicrosExact(reservationMicroUsd)}. ${resets}`;
+  return new AdmissionRefused(
+    'budget',
+    new TollgateError('insufficient_quota', message, {
+      headers: {
+        ...limitHeaders,
+        // OpenAI's SDKs stop retrying on this header: waiting seconds will not help.
+        'x-should-retry': 'false',
+        'x-tollgate-budget-remaining-usd': formatMicrosFixed(Math.max(0, budget.microUsd - refusedBy.spentMicroUsd)),
+        'x-tollgate-budget-period': budget.period,
+        ...(refusedBy.resetsAt === undefined ? {} : { 'x-tollgate-budget-reset': new Date(refusedBy.resetsAt).toISOString() }),
+      },
+    }),
+  );
+}
+
+/** The budget headers of an admitted request: what its tightest budget has left once its reservation is taken. */
+export function budgetHeaders(tightest: BudgetStanding | undefined): Record<string, string> {
+  if (tightest === undefined) return {};
+  return {
+    'x-tollgate-budget-remaining-usd': formatMicrosFixed(Math.max(0, tightest.remainingMicroUsd)),
+    'x-tollgate-budget-period': tightest.check.budget.period,
+  };
+}

@@ -1,0 +1,189 @@
+/**
+ * Stage 5, relay: the upstream's answer goes back to the client as it came.
+ * JSON is read whole (usage is at its end) and passed on unchanged; SSE goes
+ * chunk by chunk through a tap that notes usage, time to first token and the
+ * text streamed so far, ending cleanly (with an error event in the stream's
+ * own dialect) when the upstream breaks or goes silent, and aborting the
+ * upstream when the client goes away. Either way the request is settled once
+ * when its answer ends.
+ */
+import type { Readable } from 'node:stream';
+import type { Endpoint } from '../endpoints.js';
+import { TollgateError, type ErrorCode } from '../errors.js';
+import { isEventStream, toClientHeaders } from '../http/headers.js';
+import type { FinalStatus } from '../ledger/writer.js';
+import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
+import { needsUsageInjection } from '../upstreams/request-facts.js';
+import { SseTap } from '../upstreams/sse-tap.js';
+import { completionTextOfJson, usageFromJsonBytes } from '../upstreams/usage.js';
+import type { AdmittedRequest } from './context.js';
+import type { PipelineDeps } from './deps.js';
+import { settleForwarded } from './settle.js';
+
+/** Stage 5: the client's response; the request is settled when its body ends. */
+export async function relay(request: AdmittedRequest, response: UpstreamResponse, deps: PipelineDeps): Promise<Response> {
+  const { requestId, endpoint } = request;
+  const upstreamRequestId = headerValue(response.headers['x-request-id']);
+  const ok = response.status >= 200 && response.status < 300;
+  const abort = request.client.abort;
+  if (isEventStream(response.headers)) {
+    const tap = new SseTap({ endpoint, stripUsageChunk: needsUsageInjection(endpoint, request.facts), now: deps.now });
+    const stream = relayStream(response, tap, endpoint, abort, (outcome, errorCode) =>
+      settleForwarded(
+        request,
+        {
+          outcome: ok ? outcome : 'upstream_error',
+          status: response.status,
+          accepted: ok,
+          usage: tap.usage,
+          streamedText: tap.usage === undefined ? tap.completionText() : '',
+          firstTokenAt: tap.firstTokenTime,
+          upstreamRequestId,
+          errorCode,
+        },
+        deps,
+      ),
+    );
+    return new Response(stream, { status: response.status, headers: { ...toClientHeaders(response.headers, requestId, true, response.status), ...request.admission.headers } });
+  }
+
+  let answer: Buffer;
+  try {
+    answer = await readAll(response.body);
+  } catch (error) {
+    const failure = toUpstreamError(error);
+    const clientGone = abort.signal.aborted;
+    settleForwarded(
+      request,
+      {
+        outcome: clientGone ? 'client_aborted' : failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted',
+        status: response.status,
+        accepted: ok,
+        usage: undefined,
+        streamedText: '',
+        firstTokenAt: undefined,
+        upstreamRequestId,
+        errorCode: clientGone ? 'client_aborted' : failure.code,
+      },
+      deps,
+    );
+    throw clientGone ? new TollgateError('client_closed_request', 'The client closed the request.') : failure;
+  }
+  const usage = ok ? usageFromJsonBytes(answer) : undefined;
+  settleForwarded(
+    request,
+    {
+      outcome: ok ? 'ok' : 'upstream_error',
+      status: response.status,
+      accepted: ok,
+      usage,
+      streamedText: ok && usage === undefined ? completionTextOfJson(answer) : '',
+      firstTokenAt: undefined,
+      upstreamRequestId,
+      errorCode: ok ? undefined : upstreamErrorCode(answer),
+    },
+    deps,
+  );
+  return new Response(asBody(answer), { status: response.status, headers: { ...toClientHeaders(response.headers, requestId, false, response.status), ...request.admission.headers } });
+}
+
+/**
+ * Relays an upstream SSE body to the client chunk by chunk. Calls `onEnd`
+ * exactly once, however the stream ends: finished, upstream broke or went
+ * silent (the client gets an error event, then a clean end), or the client
+ * went away (the upstream request is aborted).
+ */
+function relayStream(
+  response: UpstreamResponse,
+  tap: SseTap,
+  endpoint: Endpoint,
+  abort: AbortController,
+  onEnd: (outcome: FinalStatus, errorCode: string | undefined) => void,
+): ReadableStream<Uint8Array> {
+  const chunks = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  let ended = false;
+  const end = (outcome: FinalStatus, errorCode: string | undefined): void => {
+    if (ended) return;
+    ended = true;
+    onEnd(outcome, errorCode);
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        for (;;) {
+          let step: IteratorResult<Buffer>;
+          try {
+            step = await chunks.next();
+          } catch (error) {
+            if (abort.signal.aborted) {
+              end('client_aborted', 'client_aborted');
+              return;
+            }
+            const failure = toUpstreamError(error);
+            const tail = tap.finish();
+            if (tail !== null) controller.enqueue(tail);
+            const code: ErrorCode = failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_bad_response';
+            controller.enqueue(streamErrorEvent(endpoint, code, 'The upstream stream was interrupted before it finished.'));
+            controller.close();
+            end(failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted', 'upstream_stream_interrupted');
+            return;
+          }
+          if (step.done) {
+            const tail = tap.finish();
+            if (tail !== null) controller.enqueue(tail);
+            controller.close();
+            if (tap.error !== undefined) end('upstream_error', tap.error.code ?? 'upstream_stream_error');
+            else if (tap.finished) end('ok', undefined);
+            else end('upstream_interrupted', 'upstream_stream_truncated');
+            return;
+          }
+          const forward = tap.push(step.value);
+          if (forward !== null) {
+            controller.enqueue(forward);
+            return;
+          }
+        }
+      },
+      cancel() {
+        abort.abort();
+        response.body.destroy();
+        end('client_aborted', 'client_aborted');
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** An error event in the stream's own dialect, so the client's SDK raises an APIError. */
+function streamErrorEvent(endpoint: Endpoint, code: ErrorCode, message: string): Uint8Array {
+  const error = { message, type: 'upstream_error', param: null, code };
+  const text =
+    endpoint === 'responses'
+      ? `event: error\ndata: ${JSON.stringify({ type: 'error', code, message, param: null })}\n\n`
+      : `data: ${JSON.stringify({ error })}\n\n`;
+  return Buffer.from(text);
+}
+
+export async function readAll(body: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk as Buffer);
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
+/** A Buffer viewed as the Uint8Array a Response body takes (no copy). */
+export function asBody(bytes: Buffer): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function upstreamErrorCode(bytes: Buffer): string {
+  try {
+    const code = (JSON.parse(bytes.toString('utf8')) as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : 'upstream_error';
+  } catch {
+    return 'upstream_error';
+  }
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,173 @@
+/**
+ * The composition root: every part of Tollgate built from the configuration,
+ * in one place. `main.ts` serves what this builds; the tests and the
+ * benchmarks build it the same way, overriding only what they must (a temp
+ * database, a fake upstream, a hand-moved clock).
+ *
+ * Building opens the database and touches no network; `start()` connects
+ * Redis, loads the tokenizer and starts the background work; `close()` stops
+ * everything in order once the HTTP server has stopped taking requests.
+ */
+import type { Hono } from 'hono';
+import { localAdminOps } from './admin/ops.js';
+import { createApp } from './app.js';
+import type { AppEnv } from './app-env.js';
+import { RedisBudgetStore } from './budgets/redis-budgets.js';
+import { SpendTracker } from './budgets/spend-tracker.js';
+import type { Config } from './config.js';
+import type { LimitSnapshot } from './dashboard/index.js';
+import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
+import { openDatabase, type TollgateDatabase } from './db/open.js';
+import { closeEstimator, warmEstimator } from './estimate/index.js';
+import { KeyCache } from './keys/cache.js';
+import { KeyStore } from './keys/store.js';
+import { LedgerWriter } from './ledger/writer.js';
+import { createLimiter, type CreatedLimiter } from './limits/create.js';
+import { LiveLimits } from './limits/live-view.js';
+import { createLogger, type Logger } from './logger.js';
+import { Metrics } from './metrics.js';
+import type { PipelineDeps } from './pipeline/deps.js';
+import { RequestEvents } from './pipeline/finished.js';
+import { logRequests, recordMetrics } from './pipeline/observers.js';
+import { createUpstream, type Upstream } from './upstreams/pool.js';
+
+/** Parts a caller supplies instead of building them from the config. */
+export interface TollgateOverrides {
+  readonly logger?: Logger;
+  /** An open database (left open by `close()`); default: open `config.dbPath`. */
+  readonly database?: TollgateDatabase;
+  readonly upstream?: Upstream;
+  readonly metrics?: Metrics;
+  /** Wall clock, ms since the epoch: ledger times, budget periods, the dashboard. */
+  readonly now?: () => number;
+  /** Monotonic clock of the in-memory buckets (tests move it by hand). */
+  readonly limiterClock?: () => number;
+  /** The dashboard's live view of a key's buckets; present but undefined = none ("not available"). */
+  readonly limitSnapshot?: LimitSnapshot | undefined;
+}
+
+export interface Tollgate {
+  readonly app: Hono<AppEnv>;
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly database: TollgateDatabase;
+  readonly keyStore: KeyStore;
+  readonly keys: KeyCache;
+  readonly ledger: LedgerWriter;
+  readonly spend: SpendTracker;
+  readonly limiter: CreatedLimiter;
+  readonly liveLimits: LiveLimits;
+  readonly metrics: Metrics;
+  readonly events: RequestEvents;
+  readonly upstream: Upstream;
+  /** Flipped when shutting down: /readyz answers 503, connections close after their response. */
+  readonly lifecycle: { shuttingDown: boolean };
+  /** Connects Redis, loads the tokenizer, starts key polling and WAL checkpoints. */
+  start(): Promise<void>;
+  /** Stops everything after the HTTP server: leases handed back, the ledger flushed, the database closed. */
+  close(): Promise<void>;
+}
+
+export function buildTollgate(config: Config, overrides: TollgateOverrides = {}): Tollgate {
+  const logger = overrides.logger ?? createLogger(config.logLevel);
+  const now = overrides.now ?? Date.now;
+  const database = overrides.database ?? openDatabase(config.dbPath);
+  const keyStore = new KeyStore(database, overrides.now);
+  const keys = new KeyCache(keyStore, { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
+  const metrics = overrides.metrics ?? new Metrics({ keyLabel: config.metricsKeyLabel });
+  const spend = new SpendTracker(database);
+  const limiter = createLimiter(config, { logger, metrics, ...(overrides.limiterClock ? { clock: overrides.limiterClock } : {}) });
+  const sharedBudgets =
+    limiter.redis === undefined
+      ? undefined
+      : {
+          failMode: config.failMode,
+          store: new RedisBudgetStore(limiter.redis, {
+            timeoutMs: config.redis?.timeoutMs ?? 1000,
+            onCall: (ok) => {
+              metrics.redisCalls.inc({ op: 'budget' });
+              if (!ok) metrics.redisFailures.inc({ op: 'budget' });
+            },
+            onError: (error) => logger.warn({ message: (error as Error).message }, 'budget reservation in Redis failed; budgets follow the fail mode'),
+          }),
+        };
+  const ledger = new LedgerWriter(database, {
+    spend,
+    onError: (error) => {
+      metrics.ledgerFailures.inc();
+      logger.error({ err: error }, 'ledger commit failed; retrying');
+    },
+    onCommit: (stats) => {
+      metrics.ledgerRows.inc(stats.rows);
+      metrics.ledgerWriteDuration.observe(stats.durationMs / 1000);
+    },
+  });
+  const upstream = overrides.upstream ?? createUpstream(config.upstream);
+
+  const events = new RequestEvents((error) => logger.error({ err: error }, 'a request observer failed'));
+  const liveLimits = new LiveLimits(limiter.limiter, config.globalLimits, keys, (id) => keyStore.authKeyById(id));
+  events.subscribe(recordMetrics(metrics, limiter.store));
+  events.subscribe(logRequests(logger));
+  events.subscribe((event) => liveLimits.noteCaller(event.caller));
+  metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
+
+  const pipeline: PipelineDeps = {
+    keys,
+    maxBodyBytes: config.maxBodyBytes,
+    estimate: { prices: config.prices, defaultMaxCompletionTokens: config.defaultMaxCompletionTokens },
+    limiter: limiter.limiter,
+    globalLimits: config.globalLimits,
+    spend,
+    sharedBudgets,
+    ledger,
+    upstream,
+    events,
+    now,
+  };
+  const lifecycle = { shuttingDown: false };
+  const app = createApp({
+    pipeline,
+    logger,
+    metrics,
+    admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
+    database,
+    ...('limitSnapshot' in overrides ? (overrides.limitSnapshot ? { limitSnapshot: overrides.limitSnapshot } : {}) : { limitSnapshot: (keyId: string) => liveLimits.forKey(keyId) }),
+    lifecycle,
+    ...(overrides.now ? { now: overrides.now } : {}),
+  });
+
+  let checkpointer: Checkpointer | undefined;
+  return {
+    app,
+    config,
+    logger,
+    database,
+    keyStore,
+    keys,
+    ledger,
+    spend,
+    limiter,
+    liveLimits,
+    metrics,
+    events,
+    upstream,
+    lifecycle,
+    async start() {
+      keys.start();
+      checkpointer = startCheckpointer(database.path, database.sqlite, { onError: (message) => logger.warn({ message }, 'ledger checkpoint failed') });
+      await limiter.connect();
+      // Load the common tokenizer before the first request instead of during it.
+      await warmEstimator({ startWorkers: true });
+    },
+    async close() {
+      await upstream.close();
+      keys.stop();
+      // Hand Redis leases back so other nodes can use them at once.
+      await limiter.close();
+      if (!ledger.close()) logger.error({ queued: ledger.queueDepth }, 'ledger rows could not be written at shutdown');
+      await checkpointer?.stop();
+      if (overrides.database === undefined) database.close();
+      await closeEstimator();
+    },
+  };
+}
