@@ -60,6 +60,8 @@ export interface Tollgate {
   readonly metrics: Metrics;
   readonly events: RequestEvents;
   readonly upstream: Upstream;
+  /** What every stage of the request path is given. */
+  readonly pipeline: PipelineDeps;
   /** Flipped when shutting down: /readyz answers 503, connections close after their response. */
   readonly lifecycle: { shuttingDown: boolean };
   /** Connects Redis, loads the tokenizer, starts key polling and WAL checkpoints. */
@@ -151,6 +153,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     metrics,
     events,
     upstream,
+    pipeline,
     lifecycle,
     async start() {
       keys.start();
