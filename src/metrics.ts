@@ -60,16 +60,15 @@ export class Metrics {
     this.rejections = new Counter({ name: 'tollgate_rejections_total', help: 'Requests refused before going upstream, by reason.', labelNames: ['key', 'reason'], registers });
     this.decisions = new Counter({ name: 'tollgate_ratelimit_decisions_total', help: 'Rate-limit decisions per limit and result.', labelNames: ['limit', 'result'], registers });
     this.decisionDuration = new Histogram({ name: 'tollgate_ratelimit_decision_duration_seconds', help: 'Time to decide one request against all its limits.', labelNames: ['store'], buckets: DECISION_BUCKETS, registers });
-    const metrics = this;
+    const sample = (): Iterable<{ key: string; limit: string; ratio: number }> => this.bucketSampler?.() ?? [];
     this.bucketLevel = new Gauge({
       name: 'tollgate_ratelimit_bucket_fill_ratio',
       help: 'Sampled fill of the buckets of recently used keys (units left divided by burst), read at scrape time.',
       labelNames: ['key', 'limit'],
       registers,
       collect() {
-        if (metrics.bucketSampler === undefined) return;
         this.reset();
-        for (const sample of metrics.bucketSampler()) this.set({ key: sample.key, limit: sample.limit }, sample.ratio);
+        for (const { key, limit, ratio } of sample()) this.set({ key, limit }, ratio);
       },
     });
     this.redisCalls = new Counter({ name: 'tollgate_redis_calls_total', help: 'Calls to Redis by operation.', labelNames: ['op'], registers });

@@ -42,7 +42,7 @@ describe('settleForwarded', () => {
     harness.test.ledger.flush();
 
     const price = request.estimate.price;
-    const cost = costMicroUsd({ promptTokens: 8, cachedTokens: 0, completionTokens: 20, reasoningTokens: 0 }, price);
+    const cost = costMicroUsd({ promptTokens: 8, cachedTokens: 0, completionTokens: 20 }, price);
     expect(harness.row(request.requestId)).toMatchObject({ status: 'ok', prompt_tokens: 8, cost_micros: cost });
     expect(harness.test.limiter.peek(binding!.bucket).remaining).toBe(100_000 - 28);
     expect(harness.finished.filter((e) => e.kind === 'settled')).toHaveLength(1);

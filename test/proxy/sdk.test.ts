@@ -3,7 +3,7 @@
  * SDK, compared with the same SDK talking to the fake upstream directly.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import OpenAI, { APIError } from 'openai';
+import OpenAI, { type APIError } from 'openai';
 import { startTestProxy, UPSTREAM_KEY, type TestProxy } from '../support/proxy.js';
 import { waitFor } from '../support/wait.js';
 
