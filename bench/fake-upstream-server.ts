@@ -3,7 +3,7 @@
  * share an event loop with the proxy or the load generator.
  * Usage: tsx bench/fake-upstream-server.ts [apiKey]   (prints {"url": …})
  */
-import { startFakeUpstream } from '../src/demo/fake-upstream.js';
+import { startFakeUpstream } from '../src/demo/fake-upstream/index.js';
 
 const apiKey = process.argv[2];
 const fake = await startFakeUpstream(apiKey === undefined ? {} : { apiKey });

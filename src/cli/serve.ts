@@ -11,7 +11,7 @@ import { parseLimit } from '../limits/policy.js';
 // The server and the fake upstream load only when a command needs them, so
 // the key and spend commands start quickly.
 const loadServer = () => import('../main.js');
-const loadFakeUpstream = () => import('../demo/fake-upstream.js');
+const loadFakeUpstream = () => import('../demo/fake-upstream/index.js');
 
 /** Stops `server` on SIGTERM/SIGINT and exits 0 once it has drained. */
 function exitOnSignals(stop: () => Promise<void>): void {

@@ -1,0 +1,198 @@
+/**
+ * A fake OpenAI API on a free loopback port. It answers like the real one
+ * (JSON with a `usage` block, SSE chunks with an optional final usage chunk,
+ * OpenAI-shaped errors, embeddings in float or base64, models) and it can
+ * misbehave on request: slow streams, streams that break or hang halfway,
+ * error events inside a stream, garbage SSE, 4xx/5xx/429, slow headers.
+ *
+ * It also keeps a record of every request and what it "billed", so tests can
+ * hold Tollgate's ledger against it. `tollgate demo` runs it too.
+ *
+ * Behaviour is chosen per request with the header
+ * `x-fake-scenario: key=value,key=value` (or per server with `setScenario`):
+ *   status=429|500|…   answer with that error (errorCode=… to set its code)
+ *   delay=MS           pause between stream chunks (and before a JSON answer)
+ *   headersDelay=MS    pause before sending anything
+ *   breakAfter=N       destroy the connection after N content chunks
+ *   hangAfter=N        stop sending (connection stays open) after N content chunks
+ *   errorAfter=N       send an error event after N content chunks, then end
+ *   garbage=1          interleave lines that are not valid SSE/JSON
+ *   words=N            length of the answer in words (default 12)
+ *   cached=N           report N prompt tokens as cached
+ *   reasoning=N        add N hidden reasoning tokens to the completion
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { modelObject, responseObject, usageBlock } from './openai-objects.js';
+import { streamAnswer } from './openai-stream.js';
+import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
+import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
+import { answerWords, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
+
+export { FAKE_WORDS } from './scenario.js';
+
+export type { FakeBilling, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
+
+/** Starts the fake upstream. */
+export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
+  const requests: RecordedRequest[] = [];
+  const pending = new Set<Promise<void>>();
+  let defaultScenario: Scenario = {};
+
+  const server: Server = createServer((req, res) => {
+    const done = handle(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500);
+      res.destroy();
+    });
+    pending.add(done);
+    void done.finally(() => pending.delete(done));
+  });
+  server.keepAliveTimeout = 60_000;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    let body: Record<string, unknown> = {};
+    if (raw !== '') {
+      try {
+        body = JSON.parse(raw) as Record<string, unknown>;
+      } catch {
+        return sendError(res, 400, { type: 'invalid_request_error', code: 'invalid_json', message: 'We could not parse the JSON body of your request.' }, undefined);
+      }
+    }
+    const path = (req.url ?? '/').split('?')[0]!;
+    const scenario: Scenario = req.headers['x-fake-scenario'] !== undefined ? parseScenario(String(req.headers['x-fake-scenario'])) : defaultScenario;
+    const record: RecordedRequest = {
+      id: `req_${randomBytes(12).toString('hex')}`,
+      method: req.method ?? 'GET',
+      path,
+      headers: req.headers,
+      body,
+      startedAt: Date.now(),
+      status: 0,
+      billed: { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 },
+      chunksSent: 0,
+      closedEarly: false,
+      finished: false,
+    };
+    requests.push(record);
+    res.on('close', () => {
+      if (!record.finished) record.closedEarly = true;
+    });
+
+    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+      return sendError(res, 401, ERROR_TYPES[401]!, record);
+    }
+    const status = num(scenario, 'status');
+    if (status !== undefined && status >= 400) {
+      await sleep(num(scenario, 'headersDelay') ?? 0);
+      const base = ERROR_TYPES[status] ?? { type: 'server_error', code: 'server_error', message: `Fake error ${status}.` };
+      return sendError(res, status, { ...base, code: scenario.errorCode ?? base.code }, record);
+    }
+
+    const route = `${req.method} ${path}`;
+    if (route === 'GET /v1/models') {
+      return sendJson(res, 200, { object: 'list', data: MODELS.map((id) => modelObject(id)) }, record);
+    }
+    if (req.method === 'GET' && path.startsWith('/v1/models/')) {
+      const id = decodeURIComponent(path.slice('/v1/models/'.length));
+      return MODELS.includes(id) ? sendJson(res, 200, modelObject(id), record) : sendError(res, 404, ERROR_TYPES[404]!, record);
+    }
+    const endpoint =
+      route === 'POST /v1/chat/completions' ? 'chat'
+      : route === 'POST /v1/completions' ? 'completions'
+      : route === 'POST /v1/embeddings' ? 'embeddings'
+      : route === 'POST /v1/responses' ? 'responses'
+      : undefined;
+    if (endpoint === undefined) {
+      return sendError(res, 404, { type: 'invalid_request_error', code: 'unknown_url', message: `Invalid URL (${route})` }, record);
+    }
+    const model = typeof body.model === 'string' ? body.model : '';
+    if (model === '') {
+      return sendError(res, 400, { type: 'invalid_request_error', code: 'missing_model', message: 'you must provide a model parameter' }, record);
+    }
+    // Accepted: the prompt is processed (and billed) from here on, even if the
+    // client goes away before the answer starts, as with the real API.
+    const promptTokens = promptTokensFor(endpoint, body, model);
+    const cachedTokens = Math.min(promptTokens, num(scenario, 'cached') ?? 0);
+    record.billed = { promptTokens, cachedTokens, completionTokens: 0, reasoningTokens: 0 };
+
+    await sleep(num(scenario, 'headersDelay') ?? 0);
+    if (res.destroyed) return;
+
+    if (endpoint === 'embeddings') return sendEmbeddings(res, body, model, promptTokens, record);
+
+    const n = endpoint === 'responses' ? 1 : Math.max(1, Number(body.n ?? 1) || 1);
+    const limitRaw = body.max_completion_tokens ?? body.max_tokens ?? body.max_output_tokens;
+    const limit = typeof limitRaw === 'number' ? limitRaw : undefined;
+    const words = answerWords(scenario, limit);
+    const reasoning = num(scenario, 'reasoning') ?? 0;
+    const answer = words.join('');
+    const perChoiceTokens = tokens(model, answer);
+    const finishReason = limit !== undefined && (num(scenario, 'words') ?? 12) > limit ? 'length' : 'stop';
+
+    if (body.stream === true) {
+      return streamAnswer(res, { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason }, record);
+    }
+    await sleep(num(scenario, 'delay') ?? 0);
+    if (res.destroyed) return;
+    const completionTokens = perChoiceTokens * n + reasoning;
+    record.billed = { promptTokens, cachedTokens, completionTokens, reasoningTokens: reasoning };
+    const usage = usageBlock(endpoint, promptTokens, cachedTokens, completionTokens, reasoning);
+    const created = Math.floor(Date.now() / 1000);
+    if (endpoint === 'chat') {
+      return sendJson(res, 200, {
+        id: `chatcmpl-${randomBytes(8).toString('hex')}`,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: Array.from({ length: n }, (_, index) => ({
+          index,
+          message: { role: 'assistant', content: answer, refusal: null, annotations: [] },
+          logprobs: null,
+          finish_reason: finishReason,
+        })),
+        usage,
+        service_tier: 'default',
+        system_fingerprint: 'fp_fake',
+      }, record);
+    }
+    if (endpoint === 'completions') {
+      return sendJson(res, 200, {
+        id: `cmpl-${randomBytes(8).toString('hex')}`,
+        object: 'text_completion',
+        created,
+        model,
+        choices: Array.from({ length: n }, (_, index) => ({ text: answer, index, logprobs: null, finish_reason: finishReason })),
+        usage,
+      }, record);
+    }
+    return sendJson(res, 200, responseObject(model, answer, 'completed', usage), record);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host ?? '127.0.0.1';
+
+  return {
+    url: `http://${host}:${port}/v1`,
+    port,
+    requests,
+    setScenario(scenario) {
+      defaultScenario = parseScenario(scenario);
+    },
+    async settled() {
+      while (pending.size > 0) await Promise.allSettled([...pending]);
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+

@@ -1,0 +1,117 @@
+/**
+ * How the fake upstream decides what to do and what to bill: the
+ * `x-fake-scenario` settings, the models it knows, the answer it gives and
+ * its own token counts (deliberately independent of src/estimate).
+ */
+import { getEncoding, type Tiktoken } from 'js-tiktoken';
+
+/** Words that are one token each in both cl100k_base and o200k_base (checked by a test). */
+export const FAKE_WORDS = [
+  ' the', ' quick', ' brown', ' fox', ' jumps', ' over', ' lazy', ' dog', ' and', ' then', ' runs', ' far',
+  ' away', ' from', ' home', ' to', ' find', ' a', ' new', ' place', ' in', ' the', ' green', ' hills',
+] as const;
+
+export type Scenario = Readonly<Record<string, string>>;
+
+export const MODELS = ['gpt-4o', 'gpt-4o-mini', 'gpt-4.1', 'gpt-4.1-mini', 'gpt-5', 'gpt-5-mini', 'o4-mini', 'gpt-3.5-turbo', 'text-embedding-3-small'];
+
+let cl100k: Tiktoken | undefined;
+let o200k: Tiktoken | undefined;
+
+/** The fake's own tokenizer choice (deliberately simple, independent of src/estimate). */
+function encoderFor(model: string): Tiktoken {
+  if (/^(gpt-3\.5|gpt-4(?!o|\.)|text-embedding)/.test(model)) return (cl100k ??= getEncoding('cl100k_base'));
+  return (o200k ??= getEncoding('o200k_base'));
+}
+
+const counted = new Map<string, number>();
+
+/** Token count, memoized so a benchmark's upstream is not slowed by its own tokenizer. */
+export function tokens(model: string, text: string): number {
+  const encoder = encoderFor(model);
+  const key = `${encoder === cl100k ? 'c' : 'o'}${text}`;
+  let n = counted.get(key);
+  if (n === undefined) {
+    n = encoder.encode(text, 'all').length;
+    if (counted.size >= 10_000) counted.clear();
+    counted.set(key, n);
+  }
+  return n;
+}
+
+export function parseScenario(text: string | undefined): Scenario {
+  const scenario: Record<string, string> = {};
+  for (const part of (text ?? '').split(',')) {
+    const [key, value = '1'] = part.split('=').map((s) => s.trim());
+    if (key) scenario[key] = value;
+  }
+  return scenario;
+}
+
+export function num(scenario: Scenario, key: string): number | undefined {
+  const value = scenario[key];
+  return value === undefined || Number.isNaN(Number(value)) ? undefined : Number(value);
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : ''))
+      .join('');
+  }
+  return '';
+}
+
+/**
+ * Prompt tokens as the fake bills them: the cookbook's rule for chat
+ * (3 per message, +1 per name, +3 priming, +2 on reasoning models) over plain text, a flat 85 per
+ * image, and tools as their JSON text. An independent, simple model of the
+ * real API, so Tollgate's estimate and the bill can differ where they would.
+ */
+export function promptTokensFor(endpoint: string, body: Record<string, unknown>, model: string): number {
+  if (endpoint === 'chat') {
+    // Reply priming: 3 tokens, one fewer on reasoning models (as the API bills them).
+    let total = /^(o\d|gpt-5)/.test(model) ? 2 : 3;
+    for (const message of Array.isArray(body.messages) ? body.messages : []) {
+      const m = (message ?? {}) as Record<string, unknown>;
+      total += 3 + tokens(model, String(m.role ?? '')) + tokens(model, textOf(m.content));
+      if (Array.isArray(m.content)) {
+        total += m.content.filter((p) => (p as { type?: unknown } | null)?.type === 'image_url').length * 85;
+      }
+      if (typeof m.name === 'string') total += 1 + tokens(model, m.name);
+      if (m.tool_calls !== undefined) total += tokens(model, JSON.stringify(m.tool_calls));
+    }
+    if (Array.isArray(body.tools)) total += tokens(model, JSON.stringify(body.tools));
+    return total;
+  }
+  if (endpoint === 'completions') {
+    const prompt = body.prompt;
+    return Array.isArray(prompt) ? prompt.reduce<number>((sum, p) => sum + tokens(model, String(p)), 0) : tokens(model, String(prompt ?? ''));
+  }
+  if (endpoint === 'embeddings') {
+    const input = body.input;
+    const items = Array.isArray(input) ? input : [input];
+    return items.reduce<number>((sum, item) => sum + (Array.isArray(item) ? item.length : typeof item === 'number' ? 1 : tokens(model, String(item ?? ''))), 0);
+  }
+  // responses
+  const input = body.input;
+  let text = typeof body.instructions === 'string' ? body.instructions : '';
+  if (typeof input === 'string') text += input;
+  else if (Array.isArray(input)) for (const item of input) text += textOf((item as { content?: unknown } | null)?.content);
+  return tokens(model, text) + 3;
+}
+
+export function answerWords(scenario: Scenario, limit: number | undefined): string[] {
+  const count = Math.max(0, Math.min(num(scenario, 'words') ?? 12, limit ?? Number.POSITIVE_INFINITY));
+  const words: string[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const word = FAKE_WORDS[i % FAKE_WORDS.length]!;
+    words.push(i === 0 ? word.trimStart().replace(/^./, (c) => c.toUpperCase()) : word);
+  }
+  return words;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+}
