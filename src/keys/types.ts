@@ -1,0 +1,80 @@
+/** Keys and tenants as the CLI, the admin API and the proxy's key cache see them. */
+import type { Budget, LimitSpec, Policy, PolicyError } from '../limits/policy.js';
+
+export type KeyStatus = 'active' | 'revoked' | 'expired';
+
+/** A key as people and the admin API see it: never its hash, never the key. */
+export interface KeyView {
+  readonly id: string;
+  readonly name: string;
+  readonly tenantId: string | null;
+  readonly tenant: string | null;
+  readonly prefix: string;
+  readonly status: KeyStatus;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly revokedAt: number | null;
+  readonly expiresAt: number | null;
+  readonly rotatedAt: number | null;
+  readonly policy: Policy;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+/** A key just created or rotated: the only time the secret exists outside the client. */
+export interface IssuedKey {
+  readonly key: string;
+  readonly view: KeyView;
+}
+
+export interface TenantView {
+  readonly id: string;
+  readonly name: string;
+  readonly policy: Policy;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly keys: number;
+}
+
+export interface NewKey {
+  readonly name: string;
+  readonly tenant?: string | undefined;
+  readonly policy: Policy;
+  readonly expiresAt?: number | null | undefined;
+  readonly metadata?: Readonly<Record<string, string>> | undefined;
+}
+
+/** Fields to change; `null` clears (tenant, budget, models, expiry, a metadata label). */
+export interface KeyPatch {
+  readonly name?: string | undefined;
+  readonly tenant?: string | null | undefined;
+  readonly limits?: readonly LimitSpec[] | undefined;
+  readonly budget?: Budget | null | undefined;
+  readonly models?: readonly string[] | null | undefined;
+  readonly expiresAt?: number | null | undefined;
+  readonly metadata?: Readonly<Record<string, string | null>> | undefined;
+}
+
+export interface TenantPatch {
+  readonly name?: string | undefined;
+  readonly limits?: readonly LimitSpec[] | undefined;
+  readonly budget?: Budget | null | undefined;
+}
+
+/** What the proxy's auth needs about a key; the policy may be an error (fail closed). */
+export interface AuthKey {
+  readonly id: string;
+  readonly name: string;
+  readonly keyHash: string;
+  readonly tenantId: string | null;
+  readonly revokedAt: number | null;
+  readonly expiresAt: number | null;
+  readonly policy: Policy | PolicyError;
+  readonly version: number;
+}
+
+export interface AuthTenant {
+  readonly id: string;
+  readonly name: string;
+  readonly policy: Policy | PolicyError;
+  readonly version: number;
+}
