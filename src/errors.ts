@@ -14,11 +14,9 @@ export type ErrorCode =
   | 'invalid_type'
   | 'invalid_value'
   | 'body_too_large'
-  | 'unsupported_media_type'
   | 'unknown_url'
   | 'method_not_allowed'
   | 'context_length_exceeded'
-  | 'request_timeout'
   | 'client_closed_request'
   // who is asking
   | 'missing_api_key'
@@ -43,10 +41,8 @@ export type ErrorCode =
   | 'upstream_unreachable'
   | 'upstream_timeout'
   | 'upstream_bad_response'
-  | 'upstream_not_configured'
   // ourselves
   | 'ledger_unavailable'
-  | 'shutting_down'
   | 'internal_error';
 
 export type ErrorType =
@@ -69,15 +65,11 @@ export function describeCode(code: ErrorCode): { status: number; type: ErrorType
     case 'context_length_exceeded':
     case 'exceeds_limit_burst':
       return { status: 400, type: 'invalid_request_error' };
-    case 'request_timeout':
-      return { status: 408, type: 'invalid_request_error' };
     case 'client_closed_request':
       // nginx's convention; nobody is left to read it, but logs and metrics are.
       return { status: 499, type: 'invalid_request_error' };
     case 'body_too_large':
       return { status: 413, type: 'invalid_request_error' };
-    case 'unsupported_media_type':
-      return { status: 415, type: 'invalid_request_error' };
     case 'unknown_url':
       return { status: 404, type: 'invalid_request_error' };
     case 'method_not_allowed':
@@ -108,11 +100,9 @@ export function describeCode(code: ErrorCode): { status: number; type: ErrorType
       return { status: 503, type: 'server_error' };
     case 'upstream_unreachable':
     case 'upstream_bad_response':
-    case 'upstream_not_configured':
       return { status: 502, type: 'upstream_error' };
     case 'upstream_timeout':
       return { status: 504, type: 'upstream_error' };
-    case 'shutting_down':
     case 'ledger_unavailable':
       return { status: 503, type: 'server_error' };
     case 'internal_error':

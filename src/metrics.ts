@@ -35,7 +35,6 @@ export class Metrics {
   readonly ledgerWriteDuration: Histogram;
   readonly ledgerRows: Counter;
   readonly ledgerFailures: Counter;
-  readonly estimateOffloaded: Counter;
 
   constructor(options: { keyLabel?: KeyLabelMode; defaultMetrics?: boolean } = {}) {
     this.keyLabelMode = options.keyLabel ?? 'name';
@@ -79,7 +78,6 @@ export class Metrics {
     this.ledgerWriteDuration = new Histogram({ name: 'tollgate_ledger_commit_duration_seconds', help: 'Duration of one ledger transaction.', buckets: [0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1], registers });
     this.ledgerRows = new Counter({ name: 'tollgate_ledger_rows_total', help: 'Ledger operations committed (inserts, settlements, rejections).', registers });
     this.ledgerFailures = new Counter({ name: 'tollgate_ledger_commit_failures_total', help: 'Ledger transactions that failed and were retried or refused.', registers });
-    this.estimateOffloaded = new Counter({ name: 'tollgate_estimates_offloaded_total', help: 'Estimates counted on a worker thread because the body was large.', registers });
   }
 
   private readonly usageChildren = new Map<string, { prompt: Counter.Internal; completion: Counter.Internal; spend: Counter.Internal }>();
