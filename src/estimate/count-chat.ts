@@ -3,8 +3,8 @@
  * plus role, content and name (+1 for a name); 3 tokens priming the reply (2 for reasoning
  * models); function/tool definitions rendered as a TypeScript namespace (+9, −4 when a system
  * message exists, whose content then gains a trailing newline); `function_call` messages +3,
- * `function` role messages −2. Sources: the OpenAI cookbook "How to count tokens with tiktoken"
- * and the fixtures recorded by hmarr/openai-chat-tokens. Approximations (documented where they
+ * `function` role messages −2 (sources and the recorded fixtures: src/estimate/README.md and
+ * test/fixtures/estimate). Approximations (documented where they
  * are made): tool calls and tool messages (treated like function calls / messages), audio,
  * files, `response_format` schemas, `tool_choice`.
  */

@@ -2,10 +2,9 @@
  * Image tokens. Dimensions come from the header of a base64 data URL (PNG, JPEG, GIF, WebP),
  * decoding only the few bytes the header needs; remote URLs get a configurable default.
  *
- * Formulas: OpenAI "Images and vision" guide, section "Calculating costs"
- * (https://platform.openai.com/docs/guides/images-vision#calculating-costs, text as mirrored in
- * 2025–2026; worked examples: 1024×1024 high = 765, 2048×4096 high = 1105, low = 85 for gpt-4o;
- * 1024×1024 = 1024 patches, 1800×2400 = 1452 patches before the model multiplier).
+ * Formulas (src/estimate/README.md, "Images"; worked examples: 1024×1024 high = 765, 2048×4096
+ * high = 1105, low = 85 for gpt-4o; 1024×1024 = 1024 patches, 1800×2400 = 1452 patches before
+ * the model multiplier).
  * - Tiles (gpt-4o, gpt-4.1, gpt-4.5, o1, o3, gpt-5 …): fit in 2048×2048, then shortest side to
  *   768 (never upscaled), count 512 px tiles: base + tile × tiles; `detail: "low"` = base.
  * - Patches (gpt-4.1-mini / -nano, o4-mini, gpt-5-mini / -nano): 32 px patches, shrunk to at most

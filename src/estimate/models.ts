@@ -79,10 +79,9 @@ export type ImagePricing =
   | { kind: 'patches'; multiplierPercent: number };
 
 /**
- * Image billing class per model, from OpenAI's "Images and vision" guide, section "Calculating
- * costs" (https://platform.openai.com/docs/guides/images-vision#calculating-costs, as mirrored in
- * 2025–2026; 4.1-mini / 4.1-nano / o4-mini / gpt-5-mini / gpt-5-nano bill 32 px patches times a
- * multiplier, the rest bill 512 px tiles).
+ * Image billing class per model (src/estimate/README.md, "Images"): 4.1-mini / 4.1-nano /
+ * o4-mini / gpt-5-mini / gpt-5-nano bill 32 px patches times a multiplier, the rest bill 512 px
+ * tiles.
  */
 export function imagePricingForModel(model: string): ImagePricing {
   const name = stripSnapshotSuffix(baseModelOf(model));

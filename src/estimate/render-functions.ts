@@ -2,10 +2,8 @@
  * Function and tool definitions as the API puts them in the prompt: not as JSON, but as a
  * TypeScript namespace (`namespace functions { type f = (_: {…}) => any; }`). The rendering rules
  * (comment lines for descriptions at the top two levels, `?` for optional properties, enums as
- * literal unions, arrays as `T[]`, anyOf as unions) are the ones public tools reverse-engineered
- * and checked against the API's usage (hmarr/openai-chat-tokens; the "openai-function-calling-
- * tokens" write-ups); test/fixtures/estimate holds those recorded cases. Written from that
- * description, not copied.
+ * literal unions, arrays as `T[]`, anyOf as unions) are checked against recorded API usage in
+ * test/fixtures/estimate; src/estimate/README.md says where the rules come from.
  */
 import {
   MAX_NESTING_DEPTH,

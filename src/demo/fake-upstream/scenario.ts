@@ -64,7 +64,7 @@ function textOf(content: unknown): string {
 }
 
 /**
- * Prompt tokens as the fake bills them: the cookbook's rule for chat
+ * Prompt tokens as the fake bills them: the per-message rule for chat
  * (3 per message, +1 per name, +3 priming, +2 on reasoning models) over plain text, a flat 85 per
  * image, and tools as their JSON text. An independent, simple model of the
  * real API, so Tollgate's estimate and the bill can differ where they would.
