@@ -10,10 +10,12 @@
  * - Month to date per key: this month's `rollups_monthly` rows. Lifetime per
  *   key (budgets "in total"): `rollups_lifetime`. Both hold every day of
  *   their period, so days filed after today (only a clock set back can file
- *   one; normally there are none) are read from the daily rollups and taken
- *   off: the numbers then equal `tollgate spend` for the month to date and
- *   from the first day, whatever the clock says.
- * - The 90-day chart over every key: `rollups_daily_total`, one row a day.
+ *   one; normally there are none) are looked for in the daily rollups: a key
+ *   with such days this month is read through querySpend instead, and their
+ *   cost is taken off its lifetime. The numbers then equal `tollgate spend`
+ *   for the month to date and from the first day, whatever the clock says.
+ * - Over every key: `rollups_daily_total`, one row a day (the month's totals
+ *   and the 90-day chart).
  * - A key's page: querySpend for that key (a few hundred daily rows at most),
  *   the hourly rollups, and its newest ledger rows through an index.
  */
@@ -45,6 +47,12 @@ export interface PeriodTotals extends SpendTotals {
   readonly pending: number;
 }
 
+/** What the pages show of a key's month: its cost and requests. */
+export interface KeySpend {
+  readonly requests: number;
+  readonly costMicros: number;
+}
+
 /** Spend of every key for today, the month to date and its lifetime. */
 export interface SpendByKey {
   readonly today: string;
@@ -52,7 +60,8 @@ export interface SpendByKey {
   readonly todayTotal: PeriodTotals;
   readonly monthTotal: PeriodTotals;
   readonly todayByKey: ReadonlyMap<string, SpendTotals>;
-  readonly monthByKey: ReadonlyMap<string, SpendTotals>;
+  /** Keys with rollup rows this month (as `spend --by key` lists them). */
+  readonly monthByKey: ReadonlyMap<string, KeySpend>;
   /** Cost of every key from its first request to today (budgets "in total"). */
   readonly lifetimeCostByKey: ReadonlyMap<string, number>;
 }
@@ -105,27 +114,23 @@ const REQUEST_COLUMNS = `request_id AS requestId, created_at AS createdAt, endpo
   coalesce(prompt_tokens, est_prompt_tokens) AS promptTokens, coalesce(completion_tokens, est_completion_tokens) AS completionTokens,
   coalesce(cost_micros, est_cost_micros) AS costMicros, latency_ms AS latencyMs, error_code AS errorCode`;
 
-function addTotals(a: SpendTotals, b: SpendTotals, sign = 1): SpendTotals {
+function addTotals(a: SpendTotals, b: SpendTotals): SpendTotals {
   return {
-    requests: a.requests + sign * b.requests,
-    promptTokens: a.promptTokens + sign * b.promptTokens,
-    cachedTokens: a.cachedTokens + sign * b.cachedTokens,
-    completionTokens: a.completionTokens + sign * b.completionTokens,
-    reasoningTokens: a.reasoningTokens + sign * b.reasoningTokens,
-    costMicros: a.costMicros + sign * b.costMicros,
-    errors: a.errors + sign * b.errors,
-    rejectedRateLimit: a.rejectedRateLimit + sign * b.rejectedRateLimit,
-    rejectedBudget: a.rejectedBudget + sign * b.rejectedBudget,
+    requests: a.requests + b.requests,
+    promptTokens: a.promptTokens + b.promptTokens,
+    cachedTokens: a.cachedTokens + b.cachedTokens,
+    completionTokens: a.completionTokens + b.completionTokens,
+    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
+    costMicros: a.costMicros + b.costMicros,
+    errors: a.errors + b.errors,
+    rejectedRateLimit: a.rejectedRateLimit + b.rejectedRateLimit,
+    rejectedBudget: a.rejectedBudget + b.rejectedBudget,
   };
 }
 
 /** Only the SpendTotals fields (rows carry a group name or key id too). */
 function pickTotals(row: SpendTotals): SpendTotals {
   return addTotals(ZERO_TOTALS, row);
-}
-
-function isZero(totals: SpendTotals): boolean {
-  return Object.values(totals).every((value) => value === 0);
 }
 
 function withPending(totals: SpendTotals, pending: number): PeriodTotals {
@@ -155,12 +160,12 @@ export class DashboardReads {
     // Rollups hold rows of existing keys only (keys are never deleted), so
     // none of these needs querySpend's join to api_keys.
     return {
-      // Through the primary key, which starts with the month.
-      monthByKey: s.prepare(`SELECT key_id AS keyId, ${SUMS} FROM rollups_monthly WHERE month = ? GROUP BY key_id`),
+      // Through the primary key, which starts with the month (only the two sums the pages show: each sum costs).
+      monthByKey: s.prepare('SELECT key_id AS keyId, sum(requests) AS requests, sum(cost_micros) AS costMicros FROM rollups_monthly WHERE month = ? GROUP BY key_id'),
       lifetimeCosts: s.prepare('SELECT key_id AS keyId, cost_micros AS costMicros FROM rollups_lifetime'),
       keyLifetimeCost: s.prepare('SELECT cost_micros FROM rollups_lifetime WHERE key_id = ?').pluck(),
       // Days filed after today, through rollups_daily_day_cover (normally none): per key, and whether in this month.
-      afterToday: s.prepare(`SELECT key_id AS keyId, day < ? AS inMonth, ${SUMS} FROM rollups_daily WHERE day > ? GROUP BY key_id, inMonth`),
+      afterToday: s.prepare('SELECT key_id AS keyId, day < ? AS inMonth, sum(cost_micros) AS costMicros FROM rollups_daily WHERE day > ? GROUP BY key_id, inMonth'),
       keyCostAfter: s.prepare('SELECT coalesce(sum(cost_micros), 0) FROM rollups_daily WHERE key_id = ? AND day > ?').pluck(),
       // Through the partial index on pending rows (a handful).
       pendingBetween: s.prepare("SELECT count(*) FROM ledger WHERE status = 'pending' AND created_at >= ? AND created_at < ?").pluck(),
@@ -191,21 +196,22 @@ export class DashboardReads {
   spendByKey(now: number): SpendByKey {
     const today = utcDay(now);
     const monthStart = monthStartOf(today);
-    const nextMonth = addDays(monthStart, 32).slice(0, 7);
+    const nextMonth = `${addDays(monthStart, 32).slice(0, 7)}-01`;
     const todayReport = querySpend(this.database, { since: today, until: today, by: 'key' }, now);
-
-    const later = this.statements.afterToday.all(`${nextMonth}-01`, today) as Array<SpendTotals & { keyId: string; inMonth: number }>;
-    const laterInMonth = new Map(later.filter((row) => row.inMonth === 1).map((row) => [row.keyId, pickTotals(row)]));
-    const monthByKey = new Map<string, SpendTotals>();
-    let monthTotal: SpendTotals = ZERO_TOTALS;
-    for (const row of this.statements.monthByKey.all(today.slice(0, 7)) as Array<SpendTotals & { keyId: string }>) {
-      const after = laterInMonth.get(row.keyId);
-      const totals = after === undefined ? pickTotals(row) : addTotals(row, after, -1);
-      if (isZero(totals)) continue; // every row of the key this month is after today
-      monthByKey.set(row.keyId, totals);
-      monthTotal = addTotals(monthTotal, totals);
-    }
+    const monthDays = this.statements.dayTotals.all(monthStart, today) as Array<SpendTotals & { day: string }>;
+    const monthTotal = monthDays.reduce<SpendTotals>((sum, row) => addTotals(sum, row), ZERO_TOTALS);
     const monthPending = this.statements.pendingBetween.get(dayStartMs(monthStart), dayStartMs(today) + DAY_MS) as number;
+
+    const later = this.statements.afterToday.all(nextMonth, today) as Array<{ keyId: string; inMonth: number; costMicros: number }>;
+    const laterThisMonth = new Set(later.filter((row) => row.inMonth === 1).map((row) => row.keyId));
+    const monthByKey = new Map<string, KeySpend>();
+    for (const row of this.statements.monthByKey.all(today.slice(0, 7)) as Array<KeySpend & { keyId: string }>) {
+      if (!laterThisMonth.has(row.keyId)) monthByKey.set(row.keyId, { requests: row.requests, costMicros: row.costMicros });
+    }
+    for (const keyId of laterThisMonth) {
+      const row = querySpend(this.database, { keyId, since: monthStart, until: today, by: 'key' }, now).rows[0];
+      if (row !== undefined) monthByKey.set(keyId, { requests: row.requests, costMicros: row.costMicros });
+    }
 
     const lifetimeCostByKey = new Map<string, number>();
     for (const row of this.statements.lifetimeCosts.all() as Array<{ keyId: string; costMicros: number }>) lifetimeCostByKey.set(row.keyId, row.costMicros);
