@@ -183,7 +183,8 @@ export class DashboardReads {
       // The newest rows of one key, through ledger_key_time (and ledger_key_429 for the 429s).
       latest: s.prepare(`SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = ? ORDER BY created_at DESC LIMIT ?`),
       recent429: s.prepare(`SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = ? AND http_status = 429 ORDER BY created_at DESC LIMIT ?`),
-      lastUsed: s.prepare('SELECT max(created_at) AS at FROM ledger WHERE key_id = ?').pluck(),
+      // The writer keeps each key's latest request time (served or refused) with its lifetime sums.
+      lastUsed: s.prepare('SELECT key_id AS keyId, last_request_at AS at FROM rollups_lifetime'),
     };
   }
 
@@ -283,10 +284,11 @@ export class DashboardReads {
     return (this.statements.recent429.all(keyId, limit) as RawRequestRow[]).map((row) => ({ ...row, stream: row.stream === 1 }));
   }
 
-  /** When each key last made a request (an index seek per key, not a scan). */
+  /** When each key last made a request (one row per key of the lifetime rollup, for every key at once). */
   lastUsed(keyIds: Iterable<string>): Map<string, number | null> {
+    const all = new Map((this.statements.lastUsed.all() as Array<{ keyId: string; at: number }>).map((row) => [row.keyId, row.at]));
     const result = new Map<string, number | null>();
-    for (const id of keyIds) result.set(id, (this.statements.lastUsed.get(id) as number | null) ?? null);
+    for (const id of keyIds) result.set(id, all.get(id) ?? null);
     return result;
   }
 }
