@@ -8,6 +8,7 @@ export interface ChartData {
   readonly series: ReadonlyArray<{ readonly label: string; readonly unit: 'usd' | 'count'; readonly values: number[] }>;
 }
 
+/** A chart of hourly points with the series asked for. */
 export function chartOfHours(points: readonly HourPoint[], series: ReadonlyArray<'spend' | 'requests' | 'tokens' | 'rejected'>): ChartData {
   return {
     x: points.map((p) => p.hour / 1000),
@@ -26,6 +27,7 @@ export function chartOfHours(points: readonly HourPoint[], series: ReadonlyArray
   };
 }
 
+/** A chart of daily points with the series asked for. */
 export function chartOfDays(points: readonly DayPoint[], series: ReadonlyArray<'spend' | 'requests' | 'tokens'>): ChartData {
   return {
     x: points.map((p) => Date.parse(`${p.day}T00:00:00Z`) / 1000),

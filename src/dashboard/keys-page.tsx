@@ -80,7 +80,7 @@ export function buildKeys(ctx: ViewContext, query: KeysQuery): KeysView {
     if (!budgets.has(key.id)) budgets.set(key.id, keyBudget(spend, key));
     return budgets.get(key.id)!;
   };
-  const lastUsed = query.sort === 'last_used' ? reads.lastUsed(keys.map((key) => key.id)) : new Map<string, number | null>();
+  const lastUsed = spend.lastRequestAtByKey;
   const month = (key: KeyRecord) => spend.monthByKey.get(key.id);
   const sortValue = (key: KeyRecord): number | string => {
     switch (query.sort) {
@@ -112,12 +112,11 @@ export function buildKeys(ctx: ViewContext, query: KeysQuery): KeysView {
   const pages = Math.max(1, Math.ceil(decorated.length / PAGE_SIZE));
   const page = Math.min(query.page, pages);
   const slice = decorated.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE).map((entry) => entry.key);
-  const pageLastUsed = query.sort === 'last_used' ? lastUsed : reads.lastUsed(slice.map((key) => key.id));
   const rows = slice.map((key): KeyRowItem => {
     const today = spend.todayByKey.get(key.id);
     const monthTotals = month(key);
     const budget = budgetOf(key);
-    const at = pageLastUsed.get(key.id) ?? null;
+    const at = lastUsed.get(key.id) ?? null;
     return {
       id: key.id,
       href: keyHref(key.id),

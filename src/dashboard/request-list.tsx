@@ -63,6 +63,7 @@ export function requestItem(row: RequestRow, now: number): RequestItem {
   };
 }
 
+/** A ledger row's table row (first paint and the list's <template>). */
 export function requestRow(item: RequestItem | undefined): JSX.Element {
   return (
     <tr data-item={item === undefined ? undefined : ''}>
@@ -94,6 +95,7 @@ export function requestRow(item: RequestItem | undefined): JSX.Element {
   );
 }
 
+/** The header of both lists of ledger rows. */
 export const RequestTableHead: FC = () => (
   <thead>
     <tr>

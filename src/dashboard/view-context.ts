@@ -37,15 +37,18 @@ export function keyHref(id: string): string {
   return `/dashboard/keys/${encodeURIComponent(id)}`;
 }
 
+/** Tokens in and out. */
 export function tokensOf(totals: SpendTotals): number {
   return totals.promptTokens + totals.completionTokens;
 }
 
+/** The "in flight" line under today's spend. */
 export function inFlightText(pending: number): string {
   if (pending === 0) return 'no requests in flight';
   return pending === 1 ? '1 request in flight, at its estimate' : `${count(pending)} requests in flight, at their estimate`;
 }
 
+/** The "updated HH:MM:SS UTC" line of a page. */
 export function updatedText(now: number): string {
   return `updated ${timestamp(now).slice(11)}`;
 }
