@@ -106,20 +106,25 @@ describe('upgrading to the monthly and lifetime rollups', () => {
       cost: 25 + ((i * 37) % 400),
     }));
     writeAsPreviousVersion(old.sqlite, rows);
-    const now = T0 + 40 * DAY;
-    const before = keys.map((keyId) => querySpend(old, { keyId, since: '0000-01-01', by: 'total' }, now).total);
-    const monthsBefore = ['2026-10-01', '2026-11-01'].map((since) => querySpend(old, { since, until: `${since.slice(0, 7)}-31`, by: 'total' }, now).total);
+    // What the previous version's `tollgate spend` printed: sums of rollups_daily.
+    const sums = 'requests AS requests, prompt_tokens AS promptTokens, cached_tokens AS cachedTokens, completion_tokens AS completionTokens, reasoning_tokens AS reasoningTokens, cost_micros AS costMicros, errors AS errors, rejected_rate_limit AS rejectedRateLimit, rejected_budget AS rejectedBudget';
+    const summed = sums.replace(/(\w+) AS (\w+)/g, 'sum($1) AS $2');
+    const before = keys.map((keyId) => old.sqlite.prepare(`SELECT ${summed} FROM rollups_daily WHERE key_id = ?`).get(keyId));
+    const monthsBefore = ['2026-10', '2026-11'].map((month) => old.sqlite.prepare(`SELECT ${summed} FROM rollups_daily WHERE substr(day, 1, 7) = ?`).get(month));
+    const daysBefore = old.sqlite.prepare(`SELECT day, ${summed} FROM rollups_daily GROUP BY day ORDER BY day`).all();
     old.close();
 
     const upgraded = openDatabase(path);
     try {
       const sql = upgraded.sqlite;
       expectLongerRollupsEqualRows(sql);
-      // The new rollups hold what `tollgate spend` printed before the upgrade.
-      const sums = 'requests AS requests, prompt_tokens AS promptTokens, cached_tokens AS cachedTokens, completion_tokens AS completionTokens, reasoning_tokens AS reasoningTokens, cost_micros AS costMicros, errors AS errors, rejected_rate_limit AS rejectedRateLimit, rejected_budget AS rejectedBudget';
+      // The new rollups hold what `tollgate spend` printed before the upgrade, and it still prints it.
       keys.forEach((keyId, n) => expect(sql.prepare(`SELECT ${sums} FROM rollups_lifetime WHERE key_id = ?`).get(keyId)).toEqual(before[n]));
-      const monthSums = sums.replace(/(\w+) AS (\w+)/g, 'sum($1) AS $2');
-      ['2026-10', '2026-11'].forEach((month, n) => expect(sql.prepare(`SELECT ${monthSums} FROM rollups_monthly WHERE month = ?`).get(month)).toEqual(monthsBefore[n]));
+      ['2026-10', '2026-11'].forEach((month, n) => expect(sql.prepare(`SELECT ${summed} FROM rollups_monthly WHERE month = ?`).get(month)).toEqual(monthsBefore[n]));
+      expect(sql.prepare(`SELECT day, ${summed} FROM rollups_daily_total GROUP BY day ORDER BY day`).all()).toEqual(daysBefore);
+      const now = T0 + 40 * DAY;
+      expect(querySpend(upgraded, { since: '2026-10-01', until: '2026-10-31', by: 'total' }, now).total).toEqual(monthsBefore[0]);
+      keys.forEach((keyId, n) => expect(querySpend(upgraded, { keyId, since: '0000-01-01', by: 'total' }, now).total).toEqual(before[n]));
 
       // The new writer settles a request left pending by the old version, and adds new ones.
       const writer = new LedgerWriter(upgraded);
