@@ -1,8 +1,12 @@
 /**
  * The per-key spend dashboard: server-rendered pages under /dashboard and the
  * JSON they poll under /admin/api/dashboard. See routes.tsx for access,
- * reads.ts for how it stays fast, views.ts for what each page shows.
+ * reads.ts for how it stays fast, overview.tsx, keys-page.tsx and key-page.tsx
+ * for what each page shows.
  */
-export { createDashboardApiRoutes, createDashboardRoutes, dashboardReadsFor, type DashboardDeps } from './routes.js';
+export { createDashboardApiRoutes, createDashboardRoutes, type DashboardDeps } from './routes.js';
 export { isDashboardSession, createSessionValue, checkSessionValue, SESSION_COOKIE, SESSION_TTL_MS, type SessionCheck } from './session.js';
-export type { LimitSnapshot, LimitSnapshotEntry, OverviewView, KeysView, KeyPageView } from './views.js';
+export type { LimitSnapshot, LimitSnapshotEntry } from './view-context.js';
+export type { OverviewView } from './overview.js';
+export type { KeysView } from './keys-page.js';
+export type { KeyPageView } from './key-page.js';

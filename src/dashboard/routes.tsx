@@ -17,10 +17,14 @@ import { tokenMatches } from '../admin/routes.js';
 import type { AppEnv } from '../app-env.js';
 import { loadAssets, type AssetName } from './assets.js';
 import { LoginThrottle, type ThrottleOptions } from './login-throttle.js';
-import { DisabledPage, KeyPage, KeysPage, LoginPage, NotFoundPage, OverviewPage, renderDocument } from './pages.js';
+import { buildKeyPage, KeyPage } from './key-page.js';
+import { buildKeys, KeysPage } from './keys-page.js';
+import { parseKeysQuery } from './keys-query.js';
+import { DisabledPage, LoginPage, NotFoundPage, renderDocument } from './layout.js';
+import { buildOverview, OverviewPage } from './overview.js';
 import { DashboardReads } from './reads.js';
 import { clearedCookieHeader, createSessionValue, hasValidSession, isHttps, sessionCookieHeader } from './session.js';
-import { buildKeyPage, buildKeys, buildOverview, parseKeysQuery, type LimitSnapshot, type ViewContext } from './views.js';
+import type { LimitSnapshot, ViewContext } from './view-context.js';
 
 export interface DashboardDeps {
   readonly database: TollgateDatabase;
@@ -48,7 +52,7 @@ const MAX_LOGIN_BODY = 8192;
 
 const readsByDatabase = new WeakMap<TollgateDatabase, DashboardReads>();
 
-/** One set of reads (and caches) per database, shared by the pages and the JSON. */
+/** One set of reads (prepared statements, the parsed key directory) per database, shared by the pages and the JSON. */
 function readsFor(database: TollgateDatabase): DashboardReads {
   let reads = readsByDatabase.get(database);
   if (reads === undefined) {
@@ -56,11 +60,6 @@ function readsFor(database: TollgateDatabase): DashboardReads {
     readsByDatabase.set(database, reads);
   }
   return reads;
-}
-
-/** The shared reads of a database (the bench and tests wait for their warm-up). */
-export function dashboardReadsFor(database: TollgateDatabase): DashboardReads {
-  return readsFor(database);
 }
 
 function contextOf(deps: DashboardDeps, now: () => number): ViewContext {
@@ -98,8 +97,6 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
   const failureDelayMs = deps.login?.failureDelayMs ?? 300;
   const assets = loadAssets();
   const adminToken = deps.adminToken;
-  // The closed days' sums, a few ms per turn, before anyone opens the dashboard.
-  if (adminToken !== undefined) void readsFor(deps.database).warmUp(now, { background: true });
 
   // Static code and styles, no secrets: served without a session (the login page needs them).
   app.get('/assets/:name', (c) => {

@@ -1,6 +1,7 @@
 /**
  * The SQLite schema (drizzle). Migrations in `drizzle/` are generated from
- * this file with `npm run db:generate`; never edit them by hand.
+ * this file with `npm run db:generate`; never edit them by hand, except to
+ * append the statements that move data into a new table (0003's backfill).
  *
  * Money is integer micro-USD everywhere; times are integer milliseconds since
  * the epoch (UTC); token counts are integers.
@@ -9,10 +10,12 @@
  * - one row per request, keyed by its request id, written *before* the
  *   request goes upstream (status `pending`, estimated cost) and completed
  *   after it (actual tokens and cost, outcome);
- * - the rollups are maintained in the same transactions: a pending row adds
- *   its estimate, its completion adds (actual − estimate). So at every commit,
- *   the rollups equal the sum over ledger rows of `cost_micros` for completed
- *   rows plus `est_cost_micros` for pending ones.
+ * - the rollups (daily, hourly, monthly, daily over all keys, lifetime) are
+ *   maintained in the same transactions: a pending row adds its estimate, its
+ *   completion adds (actual − estimate), both filed under the period the
+ *   request started in. So at every commit, each rollup equals the sum over
+ *   ledger rows of `cost_micros` for completed rows plus `est_cost_micros` for
+ *   pending ones.
  */
 import { sql } from 'drizzle-orm';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
@@ -156,6 +159,57 @@ export const hourlyRollups = sqliteTable(
     index('rollups_hourly_hour_cover').on(t.hour, t.requests, t.promptTokens, t.completionTokens, t.costMicros, t.rejectedRateLimit, t.rejectedBudget),
   ],
 );
+
+/**
+ * The counters every spend rollup keeps (hourly keeps fewer). A function, so
+ * each table gets its own column builders.
+ */
+function spendCounters() {
+  return {
+    requests: integer('requests').notNull().default(0),
+    promptTokens: integer('prompt_tokens').notNull().default(0),
+    cachedTokens: integer('cached_tokens').notNull().default(0),
+    completionTokens: integer('completion_tokens').notNull().default(0),
+    reasoningTokens: integer('reasoning_tokens').notNull().default(0),
+    costMicros: integer('cost_micros').notNull().default(0),
+    errors: integer('errors').notNull().default(0),
+    rejectedRateLimit: integer('rejected_rate_limit').notNull().default(0),
+    rejectedBudget: integer('rejected_budget').notNull().default(0),
+  };
+}
+
+/**
+ * Per UTC month, per key, per model: month-to-date spend of every key without
+ * summing a month of daily rows. The primary key starts with the month, so
+ * "every key this month" is a range of it and one key's month a point in it;
+ * no other index (each one is paid on every commit).
+ */
+export const monthlyRollups = sqliteTable(
+  'rollups_monthly',
+  {
+    /** YYYY-MM (UTC). */
+    month: text('month').notNull(),
+    keyId: text('key_id').notNull(),
+    model: text('model').notNull(),
+    ...spendCounters(),
+    lastRequestAt: integer('last_request_at').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.month, t.keyId, t.model] })],
+);
+
+/** Per UTC day over every key (the 90-day chart: 90 rows instead of every key's days). */
+export const dailyTotalRollups = sqliteTable('rollups_daily_total', {
+  /** YYYY-MM-DD (UTC). */
+  day: text('day').primaryKey(),
+  ...spendCounters(),
+});
+
+/** Per key since its first request (budgets "in total"). */
+export const lifetimeRollups = sqliteTable('rollups_lifetime', {
+  keyId: text('key_id').primaryKey(),
+  ...spendCounters(),
+  lastRequestAt: integer('last_request_at').notNull().default(0),
+});
 
 export type TenantRow = typeof tenants.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;

@@ -1,6 +1,7 @@
 /**
  * The ledger writer: groups every write that arrives in one event-loop turn
- * into one SQLite transaction, rollups included.
+ * into one SQLite transaction, rollups included (their bookkeeping is in
+ * rollups.ts).
  *
  * - `begin` inserts a request's row as `pending` with its estimate and
  *   resolves only once that row is committed, so the proxy forwards a
@@ -16,7 +17,8 @@
 import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from '../db/open.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
-import { utcDay, utcHour } from '../calendar.js';
+import { utcDay } from '../calendar.js';
+import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './rollups.js';
 
 /** Told of every change to spend as it is queued and as it commits (budgets). */
 export interface SpendListener {
@@ -111,46 +113,6 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-/** What a pending row contributed to the rollups, to settle the difference later. */
-interface Contribution {
-  readonly keyId: string;
-  readonly tenantId: string | null;
-  readonly day: string;
-  readonly hour: number;
-  readonly model: string;
-  readonly createdAt: number;
-  readonly estPromptTokens: number;
-  readonly estCompletionTokens: number;
-  readonly estCostMicros: number;
-}
-
-interface DailyDelta {
-  keyId: string;
-  day: string;
-  model: string;
-  requests: number;
-  promptTokens: number;
-  cachedTokens: number;
-  completionTokens: number;
-  reasoningTokens: number;
-  costMicros: number;
-  errors: number;
-  rejectedRateLimit: number;
-  rejectedBudget: number;
-  lastRequestAt: number;
-}
-
-interface HourlyDelta {
-  keyId: string;
-  hour: number;
-  requests: number;
-  promptTokens: number;
-  completionTokens: number;
-  costMicros: number;
-  rejectedRateLimit: number;
-  rejectedBudget: number;
-}
-
 export class LedgerWriter {
   private readonly sqlite: Database.Database;
   private readonly options: LedgerWriterOptions;
@@ -165,6 +127,7 @@ export class LedgerWriter {
   private closed = false;
   private lastCommitFailed = false;
   private readonly statements: ReturnType<LedgerWriter['prepare']>;
+  private readonly rollupStatements: RollupStatements;
 
   constructor(database: TollgateDatabase, options: LedgerWriterOptions = {}) {
     this.sqlite = database.sqlite;
@@ -172,6 +135,7 @@ export class LedgerWriter {
     this.maxBatch = options.maxBatch ?? 2000;
     this.settleDelayMs = options.settleDelayMs ?? 5;
     this.statements = this.prepare();
+    this.rollupStatements = prepareRollupStatements(this.sqlite);
   }
 
   private prepare() {
@@ -198,36 +162,7 @@ export class LedgerWriter {
            @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode)
          ON CONFLICT(request_id) DO NOTHING`,
       ),
-      upsertDaily: s.prepare(
-        `INSERT INTO rollups_daily (key_id, day, model, requests, prompt_tokens, cached_tokens, completion_tokens,
-           reasoning_tokens, cost_micros, errors, rejected_rate_limit, rejected_budget, last_request_at)
-         VALUES (@keyId, @day, @model, @requests, @promptTokens, @cachedTokens, @completionTokens,
-           @reasoningTokens, @costMicros, @errors, @rejectedRateLimit, @rejectedBudget, @lastRequestAt)
-         ON CONFLICT(key_id, day, model) DO UPDATE SET
-           requests = requests + excluded.requests,
-           prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-           cached_tokens = cached_tokens + excluded.cached_tokens,
-           completion_tokens = completion_tokens + excluded.completion_tokens,
-           reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
-           cost_micros = cost_micros + excluded.cost_micros,
-           errors = errors + excluded.errors,
-           rejected_rate_limit = rejected_rate_limit + excluded.rejected_rate_limit,
-           rejected_budget = rejected_budget + excluded.rejected_budget,
-           last_request_at = max(last_request_at, excluded.last_request_at)`,
-      ),
       contributionOf: s.prepare('SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros FROM ledger WHERE request_id = ?'),
-      upsertHourly: s.prepare(
-        `INSERT INTO rollups_hourly (key_id, hour, requests, prompt_tokens, completion_tokens, cost_micros,
-           rejected_rate_limit, rejected_budget)
-         VALUES (@keyId, @hour, @requests, @promptTokens, @completionTokens, @costMicros, @rejectedRateLimit, @rejectedBudget)
-         ON CONFLICT(key_id, hour) DO UPDATE SET
-           requests = requests + excluded.requests,
-           prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-           completion_tokens = completion_tokens + excluded.completion_tokens,
-           cost_micros = cost_micros + excluded.cost_micros,
-           rejected_rate_limit = rejected_rate_limit + excluded.rejected_rate_limit,
-           rejected_budget = rejected_budget + excluded.rejected_budget`,
-      ),
     };
   }
 
@@ -325,17 +260,14 @@ export class LedgerWriter {
     const rejections = this.rejections.splice(0, Math.max(0, room - completions.length));
     if (begins.length + completions.length + rejections.length === 0) return;
     const started = performance.now();
-    const daily = new Map<string, DailyDelta>();
-    const hourly = new Map<string, HourlyDelta>();
+    const rollups = new RollupDeltas();
     const settled: string[] = [];
     try {
       this.sqlite
         .transaction(() => {
           for (const { entry } of begins) {
             this.statements.insertPending.run({ ...entry, stream: entry.stream ? 1 : 0, priceKnown: entry.priceKnown ? 1 : 0 });
-            const contribution = contributionOf(entry);
-            addDaily(daily, contribution, { requests: 1, promptTokens: entry.estPromptTokens, completionTokens: entry.estCompletionTokens, costMicros: entry.estCostMicros, lastRequestAt: entry.createdAt });
-            addHourly(hourly, contribution, { requests: 1, promptTokens: entry.estPromptTokens, completionTokens: entry.estCompletionTokens, costMicros: entry.estCostMicros });
+            rollups.add(contributionOf(entry), { requests: 1, promptTokens: entry.estPromptTokens, completionTokens: entry.estCompletionTokens, costMicros: entry.estCostMicros, lastRequestAt: entry.createdAt });
           }
           for (const completion of completions) {
             const result = this.statements.complete.run(completion);
@@ -350,8 +282,7 @@ export class LedgerWriter {
               costMicros: completion.costMicros - contribution.estCostMicros,
               errors: completion.status === 'ok' ? 0 : 1,
             };
-            addDaily(daily, contribution, delta);
-            addHourly(hourly, contribution, delta);
+            rollups.add(contribution, delta);
           }
           for (const rejection of rejections) {
             const result = this.statements.insertRejection.run({ ...rejection, stream: rejection.stream ? 1 : 0 });
@@ -362,12 +293,9 @@ export class LedgerWriter {
               errors: rejection.reason === 'other' ? 1 : 0,
               lastRequestAt: rejection.createdAt,
             };
-            const contribution = contributionOf({ ...rejection, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 });
-            addDaily(daily, contribution, counts);
-            addHourly(hourly, contribution, counts);
+            rollups.add(contributionOf({ ...rejection, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 }), counts);
           }
-          for (const row of daily.values()) this.statements.upsertDaily.run(row);
-          for (const row of hourly.values()) this.statements.upsertHourly.run(row);
+          rollups.write(this.rollupStatements);
         })
         .immediate();
     } catch (error) {
@@ -417,54 +345,4 @@ export class LedgerWriter {
 
 function spendOfBegin(entry: PendingEntry): SpendChange {
   return { keyId: entry.keyId, tenantId: entry.tenantId, day: utcDay(entry.createdAt), microUsd: entry.estCostMicros };
-}
-
-function contributionOf(entry: Pick<PendingEntry, 'keyId' | 'tenantId' | 'createdAt' | 'model' | 'estPromptTokens' | 'estCompletionTokens' | 'estCostMicros'>): Contribution {
-  return {
-    keyId: entry.keyId,
-    tenantId: entry.tenantId,
-    day: utcDay(entry.createdAt),
-    hour: utcHour(entry.createdAt),
-    model: entry.model,
-    createdAt: entry.createdAt,
-    estPromptTokens: entry.estPromptTokens,
-    estCompletionTokens: entry.estCompletionTokens,
-    estCostMicros: entry.estCostMicros,
-  };
-}
-
-type Counts = Partial<Omit<DailyDelta, 'keyId' | 'day' | 'model'>>;
-
-function addDaily(map: Map<string, DailyDelta>, at: Contribution, counts: Counts): void {
-  const id = `${at.keyId}\u0000${at.day}\u0000${at.model}`;
-  let row = map.get(id);
-  if (row === undefined) {
-    row = { keyId: at.keyId, day: at.day, model: at.model, requests: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0, costMicros: 0, errors: 0, rejectedRateLimit: 0, rejectedBudget: 0, lastRequestAt: 0 };
-    map.set(id, row);
-  }
-  row.requests += counts.requests ?? 0;
-  row.promptTokens += counts.promptTokens ?? 0;
-  row.cachedTokens += counts.cachedTokens ?? 0;
-  row.completionTokens += counts.completionTokens ?? 0;
-  row.reasoningTokens += counts.reasoningTokens ?? 0;
-  row.costMicros += counts.costMicros ?? 0;
-  row.errors += counts.errors ?? 0;
-  row.rejectedRateLimit += counts.rejectedRateLimit ?? 0;
-  row.rejectedBudget += counts.rejectedBudget ?? 0;
-  row.lastRequestAt = Math.max(row.lastRequestAt, counts.lastRequestAt ?? 0);
-}
-
-function addHourly(map: Map<string, HourlyDelta>, at: Contribution, counts: Counts): void {
-  const id = `${at.keyId}\u0000${at.hour}`;
-  let row = map.get(id);
-  if (row === undefined) {
-    row = { keyId: at.keyId, hour: at.hour, requests: 0, promptTokens: 0, completionTokens: 0, costMicros: 0, rejectedRateLimit: 0, rejectedBudget: 0 };
-    map.set(id, row);
-  }
-  row.requests += counts.requests ?? 0;
-  row.promptTokens += counts.promptTokens ?? 0;
-  row.completionTokens += counts.completionTokens ?? 0;
-  row.costMicros += counts.costMicros ?? 0;
-  row.rejectedRateLimit += counts.rejectedRateLimit ?? 0;
-  row.rejectedBudget += counts.rejectedBudget ?? 0;
 }

@@ -1,7 +1,8 @@
 /**
  * Reading spend: totals come from the daily rollups (never a scan of ledger
- * rows), in-flight counts from the ledger's small partial index on pending
- * rows. Days are UTC calendar days.
+ * rows; over every key, from the all-keys daily rollup), in-flight counts
+ * from the ledger's small partial index on pending rows. Days are UTC
+ * calendar days.
  */
 import type { TollgateDatabase } from '../db/open.js';
 import { DAY_MS, dayStartMs, isCalendarDay, monthStartOf, utcDay } from '../calendar.js';
@@ -76,7 +77,9 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
   const from = `FROM rollups_daily r JOIN api_keys k ON k.id = r.key_id LEFT JOIN tenants t ON t.id = k.tenant_id WHERE ${where.join(' AND ')}`;
   const shape = GROUP_COLUMNS[query.by];
   const rows = database.sqlite.prepare(`SELECT ${shape.select}, ${SUMS} ${from} ${shape.group} ${shape.order}`).all(params) as SpendRow[];
-  const total = database.sqlite.prepare(`SELECT ${SUMS} ${from}`).get(params) as SpendTotals;
+  // Over every key, the all-keys daily rollup holds the same sums in one row a day (every rollup row belongs to a key: keys are never deleted).
+  const totalSql = query.keyId === undefined && query.tenantId === undefined ? `SELECT ${SUMS} FROM rollups_daily_total r WHERE r.day >= @since AND r.day <= @until` : `SELECT ${SUMS} ${from}`;
+  const total = database.sqlite.prepare(totalSql).get(params) as SpendTotals;
   const pendingWhere = ['l.status = \'pending\'', 'l.created_at >= @sinceMs', 'l.created_at < @untilMs'];
   if (query.keyId !== undefined) pendingWhere.push('l.key_id = @keyId');
   if (query.tenantId !== undefined) pendingWhere.push('l.tenant_id = @tenantId');

@@ -1,11 +1,13 @@
 /**
  * The dashboard's numbers are `tollgate spend --json`'s numbers, including
- * when they come from the closed-day sums it keeps between requests: after a
- * late settlement of an old pending request, across midnight, and per key.
+ * where they come from the monthly, all-keys daily and lifetime rollups
+ * rather than from querySpend: after a late settlement of an old pending
+ * request, across midnight, in a new process, and per key.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SpendReport, SpendTotals } from '../../src/reports/spend.js';
-import type { KeyPageView, OverviewView } from '../../src/dashboard/index.js';
+import { createDashboardApiRoutes, type KeyPageView, type OverviewView } from '../../src/dashboard/index.js';
+import { openDatabase } from '../../src/db/open.js';
 import { cli } from '../support/cli.js';
 import { ADMIN_TOKEN, buildDashboardApp, recordRejection, recordRequest, settleRequest, type DashboardTestApp } from './fixtures.js';
 
@@ -116,7 +118,7 @@ describe('the overview', () => {
     expect(view.text.budgetsOver).toBe('1 of 3 over budget');
   });
 
-  it('follows a late settlement of an old pending request (the kept sums of closed days are redone)', async () => {
+  it('follows a late settlement of an old pending request (filed under the day and month it started in)', async () => {
     await expectTotalsMatchCli(await overview());
     settleRequest(test.ledger, oldPending, { createdAt: at('2026-11-10T23:59:00Z'), costMicros: 4_321 });
     const view = await overview();
@@ -144,10 +146,27 @@ describe('the overview', () => {
     expect(view.totals.month.costMicros).toBe(0);
   });
 
-  it('sums the closed days in the background before anyone asks', async () => {
-    const { dashboardReadsFor } = await import('../../src/dashboard/index.js');
-    await dashboardReadsFor(test.db.database).warmUp(() => test.clock.now);
-    await expectTotalsMatchCli(await overview());
+  it('leaves out days after today, as spend does, when rows were filed under them (a clock set back)', async () => {
+    await recordRequest(test.ledger, { keyId: keys.gamma, createdAt: at('2026-11-19T10:00:00Z'), costMicros: 90_000 });
+    await recordRequest(test.ledger, { keyId: keys.beta, createdAt: at('2026-12-01T10:00:00Z'), costMicros: 80_000 });
+    const view = await overview();
+    await expectTotalsMatchCli(view);
+    expect(view.totals.month.costMicros).toBe(1_234 + 20_000 + 9 + 5_000 + 800 + 450 + 3_333);
+    expect(view.budgets.find((b) => b.name === 'gamma')).toMatchObject({ spentMicros: 7_000 + 9 + 3_333 });
+    const gamma = (await (await test.request(`/admin/api/dashboard/keys/${keys.gamma}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as KeyPageView;
+    expect(gamma.budget).toMatchObject({ spentMicros: 7_000 + 9 + 3_333 });
+  });
+
+  it('shows the same totals on the first overview of a new process, with nothing summed ahead', async () => {
+    const second = openDatabase(test.db.path);
+    try {
+      const api = createDashboardApiRoutes({ database: second, adminToken: ADMIN_TOKEN, now: () => test.clock.now });
+      const response = await api.request('/overview', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(response.status).toBe(200);
+      await expectTotalsMatchCli((await response.json()) as OverviewView);
+    } finally {
+      second.close();
+    }
   });
 });
 

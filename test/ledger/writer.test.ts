@@ -6,6 +6,7 @@ import { LedgerWriter, type Completion, type PendingEntry } from '../../src/ledg
 import { utcDay } from '../../src/calendar.js';
 import { KeyStore } from '../../src/keys/store.js';
 import { openTempDatabase, type TempDatabase } from '../support/db.js';
+import { expectLongerRollupsEqualRows } from './rollup-checks.js';
 
 const opened: TempDatabase[] = [];
 afterEach(() => {
@@ -70,6 +71,10 @@ describe('LedgerWriter', () => {
     expect(daily).toEqual({ requests: 0, rejected_rate_limit: 2, rejected_budget: 1, cost_micros: 0 });
     const hourly = db.database.sqlite.prepare('SELECT rejected_rate_limit, rejected_budget FROM rollups_hourly').get();
     expect(hourly).toEqual({ rejected_rate_limit: 2, rejected_budget: 1 });
+    for (const table of ['rollups_monthly', 'rollups_daily_total', 'rollups_lifetime']) {
+      const row = db.database.sqlite.prepare(`SELECT requests, rejected_rate_limit, rejected_budget, cost_micros FROM ${table}`).get();
+      expect(row, table).toEqual({ requests: 0, rejected_rate_limit: 2, rejected_budget: 1, cost_micros: 0 });
+    }
   });
 
   it('keeps the rollups equal to the ledger rows (estimate while pending, actual once settled) after any sequence', async () => {
@@ -81,6 +86,9 @@ describe('LedgerWriter', () => {
             actual: fc.nat({ max: 50_000 }),
             settle: fc.boolean(),
             hour: fc.nat({ max: 50 }),
+            // Days back and forth across month ends (T0 is 2026-11-21), and two keys.
+            days: fc.integer({ min: -25, max: 12 }),
+            second: fc.boolean(),
             model: fc.constantFrom('gpt-4o', 'gpt-4o-mini', 'o4-mini'),
             prompt: fc.nat({ max: 5000 }),
             completionTokens: fc.nat({ max: 5000 }),
@@ -89,8 +97,11 @@ describe('LedgerWriter', () => {
         ),
         async (requests) => {
           const { db, keyId, writer } = setup();
+          const otherKey = new KeyStore(db.database).createKey({ name: 'w2', policy: { limits: [] } }).view.id;
           await Promise.all(
-            requests.map((r, i) => writer.begin(pending(keyId, `p-${i}`, { createdAt: T0 + r.hour * 3_600_000, model: r.model, estCostMicros: r.est, estPromptTokens: r.prompt + 7, estCompletionTokens: 4096 }))),
+            requests.map((r, i) =>
+              writer.begin(pending(r.second ? otherKey : keyId, `p-${i}`, { createdAt: T0 + r.days * 86_400_000 + r.hour * 3_600_000, model: r.model, estCostMicros: r.est, estPromptTokens: r.prompt + 7, estCompletionTokens: 4096 })),
+            ),
           );
           requests.forEach((r, i) => {
             if (r.settle) writer.complete(completion(`p-${i}`, { costMicros: r.actual, promptTokens: r.prompt, completionTokens: r.completionTokens }));
@@ -107,8 +118,9 @@ describe('LedgerWriter', () => {
           // per day and model too
           const perDay = sql.prepare(`SELECT day, model, sum(cost) AS cost FROM (SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, model,
               CASE WHEN status = 'pending' THEN est_cost_micros ELSE cost_micros END AS cost FROM ledger) GROUP BY day, model ORDER BY day, model`).all();
-          const rolled = sql.prepare('SELECT day, model, cost_micros AS cost FROM rollups_daily ORDER BY day, model').all();
+          const rolled = sql.prepare('SELECT day, model, sum(cost_micros) AS cost FROM rollups_daily GROUP BY day, model ORDER BY day, model').all();
           expect(rolled).toEqual(perDay);
+          expectLongerRollupsEqualRows(sql);
           writer.close();
           db.remove();
           opened.pop();

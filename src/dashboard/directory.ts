@@ -1,0 +1,103 @@
+/**
+ * Every key and tenant as the dashboard lists them, with their policies
+ * parsed. Re-read only when a key or tenant changed (their `version`s), and
+ * a policy text already parsed is not parsed again (keys often share one).
+ */
+import type Database from 'better-sqlite3';
+import { PolicyError, type Policy } from '../limits/policy.js';
+import { readStoredPolicy } from '../keys/policy-json.js';
+import type { KeyStatus } from '../keys/store.js';
+
+/** A key as the dashboard lists it (never its hash or secret). */
+export interface KeyRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly tenantId: string | null;
+  readonly tenant: string | null;
+  readonly prefix: string;
+  readonly createdAt: number;
+  readonly revokedAt: number | null;
+  readonly expiresAt: number | null;
+  /** Undefined when the stored policy is corrupt (the key then fails closed). */
+  readonly policy: Policy | undefined;
+  readonly policyError: string | undefined;
+}
+
+/** A tenant, for names, filters and tenant budgets. */
+export interface TenantRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly policy: Policy | undefined;
+}
+
+/** Every key and tenant, parsed once per change. */
+export interface Directory {
+  readonly keys: readonly KeyRecord[];
+  readonly keysById: ReadonlyMap<string, KeyRecord>;
+  readonly tenants: readonly TenantRecord[];
+  readonly tenantsById: ReadonlyMap<string, TenantRecord>;
+}
+
+/** The status people see for a key at `now`. */
+export function keyStatusOf(key: Pick<KeyRecord, 'revokedAt' | 'expiresAt'>, now: number): KeyStatus {
+  if (key.revokedAt !== null) return 'revoked';
+  if (key.expiresAt !== null && key.expiresAt <= now) return 'expired';
+  return 'active';
+}
+
+type ParsedPolicy = { readonly policy: Policy | undefined; readonly error: string | undefined };
+
+/** Reads the directory, keeping the last one while no key or tenant changed. */
+export class DirectoryReader {
+  private readonly statements;
+  private cached: { signature: string; directory: Directory } | undefined;
+  /** Parsed policies by their stored text. */
+  private policies = new Map<string, ParsedPolicy>();
+
+  constructor(sqlite: Database.Database) {
+    this.statements = {
+      versions: sqlite.prepare('SELECT (SELECT coalesce(max(version), 0) FROM api_keys) AS keys, (SELECT coalesce(max(version), 0) FROM tenants) AS tenants'),
+      keys: sqlite.prepare(
+        `SELECT k.id, k.name, k.tenant_id AS tenantId, t.name AS tenant, k.prefix, k.created_at AS createdAt,
+           k.revoked_at AS revokedAt, k.expires_at AS expiresAt, k.policy
+         FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id ORDER BY k.name, k.created_at`,
+      ),
+      tenants: sqlite.prepare('SELECT id, name, policy FROM tenants ORDER BY name'),
+    };
+  }
+
+  /** Every key and tenant with parsed policies. */
+  read(): Directory {
+    const versions = this.statements.versions.get() as { keys: number; tenants: number };
+    const signature = `${versions.keys}:${versions.tenants}`;
+    if (this.cached?.signature === signature) return this.cached.directory;
+    const parsed = new Map<string, ParsedPolicy>();
+    const policyOf = (text: string): ParsedPolicy => {
+      let result = this.policies.get(text) ?? parsed.get(text);
+      if (result === undefined) {
+        const read = readStoredPolicy(text);
+        result = read instanceof PolicyError ? { policy: undefined, error: read.message } : { policy: read, error: undefined };
+      }
+      parsed.set(text, result);
+      return result;
+    };
+    const keys = (this.statements.keys.all() as Array<Omit<KeyRecord, 'policy' | 'policyError'> & { policy: string }>).map((row): KeyRecord => {
+      const { policy, error } = policyOf(row.policy);
+      return { ...row, policy, policyError: error };
+    });
+    const tenants = (this.statements.tenants.all() as Array<{ id: string; name: string; policy: string }>).map((row): TenantRecord => ({
+      id: row.id,
+      name: row.name,
+      policy: policyOf(row.policy).policy,
+    }));
+    this.policies = parsed;
+    const directory: Directory = {
+      keys,
+      keysById: new Map(keys.map((key) => [key.id, key])),
+      tenants,
+      tenantsById: new Map(tenants.map((tenant) => [tenant.id, tenant])),
+    };
+    this.cached = { signature, directory };
+    return directory;
+  }
+}
