@@ -15,8 +15,8 @@ import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import type { BucketRef, Demand } from '../src/limits/limiter.js';
-import { createLocalLimiter } from '../src/limits/local-store.js';
-import { createRedisLimiter } from '../src/limits/redis-store.js';
+import { createLocalLimiter } from '../src/limits/stores/local-store.js';
+import { createRedisLimiter } from '../src/limits/stores/redis-store.js';
 import { startRedis } from '../test/support/redis.js';
 
 export interface BenchRow {

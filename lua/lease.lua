@@ -13,9 +13,9 @@
 -- the report is applied, piecewise — a lease counts against the burst until
 -- it expired or its tokens were spent (ARGV[16..31]). Refilling after the
 -- report would let the larger cap act retroactively and over-grant; the
--- model test (test/limits/lease-model.test.ts) found that interleaving.
+-- model test (test/limits/algorithm/lease-model.test.ts) found that interleaving.
 --
--- Arithmetic (same as src/limits/token-bucket.ts): a balance is
+-- Arithmetic (same as src/limits/algorithm/token-bucket.ts): a balance is
 -- tokens + carry/rate_den with integer tokens (negative = debt) and integer
 -- carry in [0, rate_den); the rate is rate_num units per rate_den ms, and the
 -- node keeps rate_num*rate_den <= 2^50 so every value is an exact double.

@@ -20,7 +20,7 @@ import { closeEstimator, warmEstimator } from './estimate/index.js';
 import { Metrics } from './metrics.js';
 import { SpendTracker } from './ledger/spend-tracker.js';
 import { RedisBudgetStore } from './ledger/redis-budgets.js';
-import { createLimiter } from './limits/create.js';
+import { createLimiter } from './limits/stores/create.js';
 import { snapshotLimits } from './proxy/admission.js';
 import { callerFor, type Caller } from './keys/auth.js';
 

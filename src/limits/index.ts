@@ -17,9 +17,9 @@
  * limiter.settle(result.ticket, computeSettlement(bindings, demands, usage));
  * ```
  */
-import { computeActualCost, computeLimitCost, type RequestFacts, type UsageFacts } from './demands.js';
+import { computeActualCost, computeLimitCost, type RequestFacts, type UsageFacts } from './algorithm/demands.js';
 import type { BucketRef, Demand } from './limiter.js';
-import { ratePerSecond, type LimitSpec } from './policy.js';
+import { ratePerSecond, type LimitSpec } from './algorithm/policy.js';
 
 export type {
   AcquireResult,
@@ -31,11 +31,11 @@ export type {
   RefusalReason,
   Ticket,
 } from './limiter.js';
-export * from './demands.js';
-export * from './headers.js';
-export { createLocalLimiter, LocalLimiter, type LocalLimiterOptions } from './local-store.js';
-export { createRedisLimiter, RedisLimiter, type FailMode, type RedisLimiterOptions } from './redis-store.js';
-export type { RedisClient } from './lease-script.js';
+export * from './algorithm/demands.js';
+export * from './algorithm/headers.js';
+export { createLocalLimiter, LocalLimiter, type LocalLimiterOptions } from './stores/local-store.js';
+export { createRedisLimiter, RedisLimiter, type FailMode, type RedisLimiterOptions } from './stores/redis-store.js';
+export type { RedisClient } from './stores/lease-script.js';
 
 /** Where a bucket sits: a key's own limits, its tenant's, or the global ones. */
 export type BucketLevel = 'key' | 'tenant' | 'global';

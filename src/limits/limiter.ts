@@ -1,13 +1,13 @@
 /**
  * The one limiter API the proxy's request path uses. Two stores implement it:
- * {@link ./local-store.ts} (one process, in memory) and
- * {@link ./redis-store.ts} (many processes, escrow leases on Redis).
+ * {@link ./stores/local-store.ts} (one process, in memory) and
+ * {@link ./stores/redis-store.ts} (many processes, escrow leases on Redis).
  *
  * A request's demands are paid all-or-none (`acquire`), then settled once
  * against the actual cost (`settle`): unused reservation is refunded, an
  * underestimate becomes debt that later requests wait out.
  */
-import type { LimitUnit } from './policy.js';
+import type { LimitUnit } from './algorithm/policy.js';
 
 /**
  * One bucket: a limit at one level (key, tenant or global). Build them with
