@@ -130,9 +130,7 @@ export interface Limiter {
  * cost never under-charges), and anything negative or not finite is a bug.
  */
 export function normalizeCost(cost: number, bucket: BucketRef): number {
-  if (!(cost >= 0 && cost < Number.POSITIVE_INFINITY)) {
-    throw new RangeError(`cost for bucket "${bucket.id}" must be a finite number ≥ 0 (got ${cost})`);
-  }
+  if (!(cost >= 0 && cost < Number.POSITIVE_INFINITY)) throw createCostError(cost, bucket);
   return Number.isInteger(cost) ? cost : Math.ceil(cost);
 }
 
@@ -141,7 +139,18 @@ export function assertDistinctBuckets(demands: readonly Demand[]): void {
   for (let i = 1; i < demands.length; i++) {
     const id = demands[i]!.bucket.id;
     for (let j = 0; j < i; j++) {
-      if (demands[j]!.bucket.id === id) throw new RangeError(`bucket "${id}" appears twice in one acquire`);
+      if (demands[j]!.bucket.id === id) throw createDuplicateBucketError(id);
     }
   }
+}
+
+// The errors are built apart from the checks so the checks stay small
+// enough for V8 to inline into the decision path.
+function createCostError(cost: number, bucket: BucketRef): RangeError {
+  return new RangeError(`cost for bucket "${bucket.id}" must be a finite number ≥ 0 (got ${cost})`);
+}
+
+/** The error for a bucket that appears twice in one acquire. */
+export function createDuplicateBucketError(id: string): RangeError {
+  return new RangeError(`bucket "${id}" appears twice in one acquire`);
 }

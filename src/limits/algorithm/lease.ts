@@ -32,6 +32,7 @@
  * a little under-admission, never over-admission (found by the model test).
  */
 import type { BucketRef } from '../limiter.js';
+import type { TakeSlot } from './all-or-none.js';
 import { SpendLog, SPEND_BINS } from './spend-log.js';
 import type { BucketShape } from './token-bucket.js';
 
@@ -106,8 +107,8 @@ const MIN_LOCAL_REFUSAL_MS = 2;
 /** Spending younger than this is not yet credited by Redis (clock bound + whole ms). */
 const CREDIT_DELAY_MS = 3;
 
-/** One node's lease on one bucket. */
-export class BucketLease {
+/** One node's lease on one bucket; a slot of the all-or-none take. */
+export class BucketLease implements TakeSlot {
   avail = 0;
   held = 0;
   /** Monotonic ms after which the lease must not be spent. */
@@ -175,6 +176,22 @@ export class BucketLease {
     this.spendLog.record(cost, now);
     this.noteSpend(cost, now);
     return true;
+  }
+
+  available(now: number): number {
+    return this.spendable(now);
+  }
+
+  /**
+   * The forecast wait when the last reply says Redis cannot cover `cost` yet
+   * (refuse without I/O); otherwise 0: only Redis can tell, so ask it.
+   */
+  waitMs(cost: number, now: number): number {
+    return this.redisRefuses(cost, now) ? this.estimateRetryMs(cost, now) : 0;
+  }
+
+  take(cost: number, now: number): void {
+    this.trySpend(cost, now);
   }
 
   /** Records an admitted reservation: feeds the demand estimate that sizes the lease. */

@@ -3,8 +3,8 @@
  * lease cannot cover a request, each bucket falls back to an in-memory bucket
  * holding a safe share of the limit — `rate/N`, `burst/N` with N the nodes
  * last seen on that bucket — so N nodes together stay near the limit. Still
- * all-or-none across the request's buckets. Pure apart from the table it is
- * given.
+ * all-or-none across the request's buckets (algorithm/all-or-none.ts). No
+ * I/O: it changes only the leases and the table it is given.
  *
  * The share starts empty (a degraded mode hands out no fresh burst) and what
  * a node admits from it is counted on its lease (`fallbackSpent`): when Redis
@@ -13,9 +13,9 @@
  * restarted with an empty (full) bucket, are paid back, and a long outage
  * costs at most one burst of waiting afterwards.
  */
+import { takeAllOrNone, type TakeRefusal, type TakeSlot } from '../algorithm/all-or-none.js';
 import type { BucketLease } from '../algorithm/lease.js';
 import type { LocalBucket, LocalBucketTable } from './local-store.js';
-import { computeRetryAfterMs, refillBucket, type BucketState } from '../algorithm/token-bucket.js';
 
 /** What to do when Redis cannot be reached and a request needs more than its lease. */
 export type FailMode = 'local' | 'open' | 'closed';
@@ -25,7 +25,26 @@ export type LocalShareDecision =
   | { readonly ok: true; readonly fallbacks: (LocalBucket | null)[] }
   | { readonly ok: false; readonly index: number; readonly retryAfterMs: number; readonly reason: 'rate_limited' | 'unavailable' };
 
-const peek: BucketState = { tokens: 0, carry: 0, ts: 0 };
+/** A demand paid from the safe share: what it admits is also counted on the lease, to charge Redis later. */
+class ShareSlot implements TakeSlot {
+  constructor(
+    private readonly bucket: LocalBucket,
+    private readonly lease: BucketLease,
+  ) {}
+
+  available(now: number): number {
+    return this.bucket.available(now);
+  }
+
+  waitMs(cost: number): number {
+    return this.bucket.waitMs(cost);
+  }
+
+  take(cost: number, now: number): void {
+    this.bucket.take(cost, now);
+    this.lease.fallbackSpent += cost;
+  }
+}
 
 /**
  * Takes each cost from its lease where the lease suffices, else from the
@@ -39,13 +58,13 @@ export function takeLocalShare(
   now: number,
   unavailableRetryMs: number,
 ): LocalShareDecision {
+  const slots: TakeSlot[] = [];
   const fallbacks: (LocalBucket | null)[] = [];
-  let worst = 0;
-  let worstIndex = -1;
   for (let i = 0; i < leases.length; i++) {
     const lease = leases[i]!;
     const cost = costs[i]!;
     if (lease.spendable(now) >= cost) {
+      slots.push(lease);
       fallbacks.push(null);
       continue;
     }
@@ -54,27 +73,13 @@ export function takeLocalShare(
       return { ok: false, index: i, retryAfterMs: unavailableRetryMs, reason: 'unavailable' };
     }
     const bucket = table.resolve(lease.ref, now, divisor, true);
-    refillBucket(bucket.shape, bucket.state, now, peek);
-    if (peek.tokens < cost) {
-      const wait = computeRetryAfterMs(bucket.shape, peek, cost);
-      if (wait > worst) {
-        worst = wait;
-        worstIndex = i;
-      }
-    }
+    slots.push(new ShareSlot(bucket, lease));
     fallbacks.push(bucket);
   }
-  if (worstIndex >= 0) return { ok: false, index: worstIndex, retryAfterMs: worst, reason: 'rate_limited' };
-  for (let i = 0; i < leases.length; i++) {
-    const bucket = fallbacks[i];
-    if (bucket) {
-      refillBucket(bucket.shape, bucket.state, now, bucket.state);
-      bucket.state.tokens -= costs[i]!;
-      bucket.lastUsed = now;
-      leases[i]!.fallbackSpent += costs[i]!;
-    } else {
-      leases[i]!.trySpend(costs[i]!, now);
-    }
+  // Only share slots can be short, and a share always knows its wait: a refusal names one.
+  const refusal: TakeRefusal = { index: -1, waitMs: 0 };
+  if (!takeAllOrNone(slots, costs, slots.length, now, refusal)) {
+    return { ok: false, index: refusal.index, retryAfterMs: refusal.waitMs, reason: 'rate_limited' };
   }
   return { ok: true, fallbacks };
 }

@@ -2,14 +2,16 @@
  * In-memory limiter: one token bucket per key·limit in this process. Used on
  * its own (no Redis) and by the Redis store as its `local` fail-mode fallback.
  *
- * A decision resolves each demand's bucket with one `Map.get`, peeks the
- * refilled balances into preallocated scratch states, and commits only if all
- * fit: all-or-none across key, tenant and global levels, with no allocation
- * until the result object is built.
+ * A decision resolves each demand's bucket with one `Map.get`, then takes
+ * all-or-none across key, tenant and global levels (algorithm/all-or-none.ts):
+ * each bucket peeks its refilled balance into its own preallocated state and
+ * commits it only if every bucket fits — no allocation until the result
+ * object is built.
  */
 import { performance } from 'node:perf_hooks';
+import { takeAllOrNone, type TakeRefusal, type TakeSlot } from '../algorithm/all-or-none.js';
 import {
-  assertDistinctBuckets,
+  createDuplicateBucketError,
   normalizeCost,
   type AcquireResult,
   type BucketRef,
@@ -33,16 +35,39 @@ import {
   type BucketState,
 } from '../algorithm/token-bucket.js';
 
-/** One bucket held in memory. */
-export interface LocalBucket {
-  ref: BucketRef;
-  shape: BucketShape;
-  readonly state: BucketState;
-  /** Rate and burst are divided by this (the Redis fail-mode share); 1 otherwise. */
-  divisor: number;
-  lastUsed: number;
+/** One bucket held in memory; a slot of the all-or-none take. */
+export class LocalBucket implements TakeSlot {
   /** Set when dropped from the table; a ticket holding it resolves the bucket again. */
-  evicted: boolean;
+  evicted = false;
+  // The balance refilled to the decision's time: read by `waitMs` and
+  // committed by `take`, so a refusal writes nothing. One per bucket, so a
+  // decision allocates nothing.
+  private readonly peeked: BucketState = { tokens: 0, carry: 0, ts: 0 };
+
+  constructor(
+    public ref: BucketRef,
+    public shape: BucketShape,
+    readonly state: BucketState,
+    /** Rate and burst are divided by this (the Redis fail-mode share); 1 otherwise. */
+    public divisor: number,
+    public lastUsed: number,
+  ) {}
+
+  available(now: number): number {
+    refillBucket(this.shape, this.state, now, this.peeked);
+    return this.peeked.tokens;
+  }
+
+  waitMs(cost: number): number {
+    return computeRetryAfterMs(this.shape, this.peeked, cost);
+  }
+
+  take(cost: number, now: number): void {
+    this.state.tokens = this.peeked.tokens - cost;
+    this.state.carry = this.peeked.carry;
+    this.state.ts = this.peeked.ts;
+    this.lastUsed = now;
+  }
 }
 
 /**
@@ -69,15 +94,19 @@ export class LocalBucketTable {
    * if `createEmpty`); reshaped if its rate, burst or divisor changed.
    */
   resolve(ref: BucketRef, now: number, divisor = 1, createEmpty = false): LocalBucket {
-    let bucket = this.buckets.get(ref.id);
-    if (bucket === undefined) {
-      const shape = createBucketShape(ref.ratePerSec / divisor, ref.burst / divisor);
-      const startEmpty = createEmpty || (ref.startEmpty === true && !this.tombstones.delete(ref.id));
-      bucket = { ref, shape, state: createBucketState(shape, now, startEmpty), divisor, lastUsed: now, evicted: false };
-      this.buckets.set(ref.id, bucket);
-      return bucket;
-    }
+    const bucket = this.buckets.get(ref.id);
+    if (bucket === undefined) return this.create(ref, now, divisor, createEmpty);
     if (bucket.ref !== ref || bucket.divisor !== divisor) reshapeBucket(bucket, ref, divisor, now);
+    return bucket;
+  }
+
+  // Apart from `resolve` so the lookup that every decision runs stays small
+  // enough for V8 to inline.
+  private create(ref: BucketRef, now: number, divisor: number, createEmpty: boolean): LocalBucket {
+    const shape = createBucketShape(ref.ratePerSec / divisor, ref.burst / divisor);
+    const startEmpty = createEmpty || (ref.startEmpty === true && !this.tombstones.delete(ref.id));
+    const bucket = new LocalBucket(ref, shape, createBucketState(shape, now, startEmpty), divisor, now);
+    this.buckets.set(ref.id, bucket);
     return bucket;
   }
 
@@ -164,9 +193,8 @@ export class LocalLimiter implements Limiter {
   // Reused across decisions so the hot path allocates nothing of its own.
   private readonly resolved: LocalBucket[] = [];
   private readonly costs: number[] = [];
-  private readonly scratch: BucketState[] = [];
-  /** Index (into the last demands) of the bucket that refused the last refused decision. */
-  private refusingIndex = 0;
+  /** Which bucket refused the last refused decision, and its wait. */
+  private readonly refusal: TakeRefusal = { index: 0, waitMs: 0 };
 
   constructor(options: LocalLimiterOptions = {}) {
     this.clock = options.now ?? (() => performance.now());
@@ -194,8 +222,7 @@ export class LocalLimiter implements Limiter {
       if (this.observer?.decision) for (const demand of demands) this.observer.decision(demand.bucket.limitName, true);
       return { ok: true, ticket, states: this.snapshot(ticket.buckets, now) };
     }
-    const refusing = this.refusingIndex;
-    const refusedBy = demands[refusing]!.bucket;
+    const refusedBy = demands[this.refusal.index]!.bucket;
     this.observer?.decision?.(refusedBy.limitName, false);
     const never = outcome === NEVER_FITS;
     return {
@@ -214,40 +241,24 @@ export class LocalLimiter implements Limiter {
    */
   takeAll(demands: readonly Demand[], now: number = this.clock()): number {
     if (this.closed) throw new Error('limiter is closed');
-    if (now - this.lastSweep >= this.idleMs) {
-      this.lastSweep = now;
-      this.table.evictIdle(now, this.idleMs);
-    }
+    if (now - this.lastSweep >= this.idleMs) this.sweep(now);
+    const { table, resolved, costs, refusal } = this;
     const n = demands.length;
-    if (n > 1) assertDistinctBuckets(demands);
-    while (this.scratch.length < n) this.scratch.push({ tokens: 0, carry: 0, ts: 0 });
-    let worst = 0;
     for (let i = 0; i < n; i++) {
       const demand = demands[i]!;
-      const bucket = this.table.resolve(demand.bucket, now);
-      const cost = normalizeCost(demand.cost, demand.bucket);
-      this.resolved[i] = bucket;
-      this.costs[i] = cost;
-      const peek = this.scratch[i]!;
-      refillBucket(bucket.shape, bucket.state, now, peek);
-      if (peek.tokens < cost) {
-        const wait = computeRetryAfterMs(bucket.shape, peek, cost);
-        if (wait > worst) {
-          worst = wait;
-          this.refusingIndex = i;
-        }
-      }
+      const bucket = table.resolve(demand.bucket, now);
+      // One id is one bucket object: comparing objects is cheaper than comparing ids.
+      for (let j = 0; j < i; j++) if (resolved[j] === bucket) throw createDuplicateBucketError(demand.bucket.id);
+      resolved[i] = bucket;
+      costs[i] = normalizeCost(demand.cost, demand.bucket);
     }
-    if (worst > 0) return worst;
-    for (let i = 0; i < n; i++) {
-      const bucket = this.resolved[i]!;
-      const peek = this.scratch[i]!;
-      bucket.state.tokens = peek.tokens - this.costs[i]!;
-      bucket.state.carry = peek.carry;
-      bucket.state.ts = peek.ts;
-      bucket.lastUsed = now;
-    }
-    return 0;
+    // A short bucket always knows its wait (≥ 1 ms), so a refusal names one.
+    return takeAllOrNone(resolved, costs, n, now, refusal) ? 0 : refusal.waitMs;
+  }
+
+  private sweep(now: number): void {
+    this.lastSweep = now;
+    this.table.evictIdle(now, this.idleMs);
   }
 
   settle(ticket: Ticket, actualCosts: readonly number[]): void {

@@ -8,8 +8,9 @@
  *
  * All-or-none across levels: key, tenant and global buckets live in different
  * Redis slots, so no script spans them. Redis calls only move tokens into
- * leases; the all-or-none decision is taken here over the local leases, so a
- * request is never half-debited — not even when Redis fails mid-request.
+ * leases; the all-or-none take (algorithm/all-or-none.ts) runs here over the
+ * local leases, so a request is never half-debited — not even when Redis
+ * fails mid-request.
  *
  * When Redis is unreachable (timeouts, errors, breaker open) leases keep being
  * spent until they expire; then `failMode` applies: `local` (default) admits
@@ -26,6 +27,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { takeAllOrNone, type TakeRefusal } from '../algorithm/all-or-none.js';
 import { CircuitBreaker } from '../algorithm/circuit-breaker.js';
 import { takeLocalShare, type FailMode } from './fail-mode.js';
 import { BucketLease, type LeaseSettings } from '../algorithm/lease.js';
@@ -157,38 +159,23 @@ export class RedisLimiter implements Limiter {
     if (n > 1) assertDistinctBuckets(demands);
     let now = this.clock();
     const slots: LeaseSlot[] = [];
+    const leases: BucketLease[] = [];
     const costs: number[] = [];
     for (const demand of demands) {
-      slots.push(this.resolveSlot(demand.bucket, now));
+      const slot = this.resolveSlot(demand.bucket, now);
+      slots.push(slot);
+      leases.push(slot.lease);
       costs.push(normalizeCost(demand.cost, demand.bucket));
     }
     for (let i = 0; i < n; i++) {
-      if (costs[i]! > slots[i]!.lease.shape.capacity) return this.refuse(slots, i, 0, 'never_fits', now);
+      if (costs[i]! > leases[i]!.shape.capacity) return this.refuse(slots, i, 0, 'never_fits', now);
     }
     const deadline = now + this.maxWaitMs;
+    const refusal: TakeRefusal = { index: -1, waitMs: 0 };
     for (let attempt = 0; ; attempt++) {
-      let allFit = true;
-      for (let i = 0; i < n; i++) {
-        if (slots[i]!.lease.spendable(now) < costs[i]!) {
-          allFit = false;
-          break;
-        }
-      }
-      if (allFit) return this.admitFromLeases(slots, costs, now);
-
+      if (takeAllOrNone(leases, costs, n, now, refusal)) return this.admitFromLeases(slots, costs, now);
       // Redis just said it cannot cover one of them: refuse without asking again.
-      let worst = 0;
-      let worstIndex = -1;
-      for (let i = 0; i < n; i++) {
-        const lease = slots[i]!.lease;
-        if (lease.spendable(now) >= costs[i]! || !lease.redisRefuses(costs[i]!, now)) continue;
-        const wait = lease.estimateRetryMs(costs[i]!, now);
-        if (wait > worst) {
-          worst = wait;
-          worstIndex = i;
-        }
-      }
-      if (worstIndex >= 0) return this.refuse(slots, worstIndex, worst, 'rate_limited', now);
+      if (refusal.index >= 0) return this.refuse(slots, refusal.index, refusal.waitMs, 'rate_limited', now);
 
       if (this.caller.isUnreachable(now)) return this.decideInFailMode(slots, costs, now, 'redis unreachable');
       if (attempt > 0 && now >= deadline) {
@@ -305,12 +292,11 @@ export class RedisLimiter implements Limiter {
     return slot;
   }
 
+  /** Every cost was just taken from its lease: top up the leases that fell below low water. */
   private admitFromLeases(slots: LeaseSlot[], costs: number[], now: number): AcquireResult {
     const sources: number[] = [];
     const fallbacks: null[] = [];
-    for (let i = 0; i < slots.length; i++) {
-      const slot = slots[i]!;
-      slot.lease.trySpend(costs[i]!, now);
+    for (const slot of slots) {
       sources.push(SOURCE_LEASE);
       fallbacks.push(null);
       if (slot.lease.wantsTopUp(now)) this.caller.schedule(slot);
