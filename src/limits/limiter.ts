@@ -10,9 +10,9 @@
 import type { LimitUnit } from './algorithm/policy.js';
 
 /**
- * One bucket: a limit at one level (key, tenant or global). Build them with
- * `createBucketRef` (index.ts) and keep them with the key's record, so the
- * request path does not build strings.
+ * One bucket: a limit at one level (key, tenant or global). Get them from
+ * `bindingsForPolicy` (algorithm/bindings.ts), which builds them once per
+ * policy, so the request path does not build strings.
  */
 export interface BucketRef {
   /** Unique per bucket, conventionally `<hashTag>:<limitName>`; the in-memory map key. */

@@ -18,7 +18,7 @@ import { checkBudgets, microUsdHeader, type BudgetCheck, type BudgetDecision } f
 import type { SpendTracker } from '../ledger/spend-tracker.js';
 import { BudgetStoreUnavailable, type BudgetReservation, type RedisBudgetStore } from '../ledger/redis-budgets.js';
 import {
-  bindLimits,
+  bindingsForPolicy,
   buildRateLimitHeaders,
   computeSettlement,
   createDemands,
@@ -71,9 +71,9 @@ export class AdmissionRefused extends TollgateError {
 
 /** The buckets a caller's request pays into: its key's, its tenant's, and the global ones. */
 export function bindingsFor(caller: Caller, globalLimits: readonly LimitSpec[]): LimitBinding[] {
-  const bindings = bindLimits('key', caller.key.id, caller.policy.limits);
-  if (caller.tenant !== undefined && caller.tenantPolicy !== undefined) bindings.push(...bindLimits('tenant', caller.tenant.id, caller.tenantPolicy.limits));
-  if (globalLimits.length > 0) bindings.push(...bindLimits('global', '', globalLimits));
+  const bindings = [...bindingsForPolicy('key', caller.key.id, caller.policy.limits)];
+  if (caller.tenant !== undefined && caller.tenantPolicy !== undefined) bindings.push(...bindingsForPolicy('tenant', caller.tenant.id, caller.tenantPolicy.limits));
+  if (globalLimits.length > 0) bindings.push(...bindingsForPolicy('global', '', globalLimits));
   return bindings;
 }
 

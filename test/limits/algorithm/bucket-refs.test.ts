@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bindLimits, computeSettlement, createBucketRef, createDemands } from '../../../src/limits/index.js';
+import { bindingsForPolicy, bindLimits, computeSettlement, createBucketRef, createDemands } from '../../../src/limits/index.js';
 import { formatBucketKey } from '../../../src/limits/stores/lease-script.js';
 import { parseLimit } from '../../../src/limits/algorithm/policy.js';
 
@@ -34,5 +34,26 @@ describe('bucket refs', () => {
     expect(demands.map((d) => d.cost)).toEqual([1, 500, 2000]);
     expect(demands[2]?.bucket.hashTag).toBe('global');
     expect(computeSettlement(bindings, demands, { model: 'gpt-4o', tokens: 120, microUsd: 480 })).toEqual([1, 120, 480]);
+  });
+
+  it('binds a policy once: the same policy gives the same bindings, a changed one new bindings', () => {
+    const limits = [parseLimit('requests:60/min'), parseLimit('tokens:40000/min')];
+    const first = bindingsForPolicy('key', 'k_1', limits);
+    const again = bindingsForPolicy('key', 'k_1', limits);
+    expect(again).toBe(first);
+    again.forEach((binding, i) => {
+      expect(binding).toBe(first[i]);
+      expect(binding.bucket).toBe(first[i]!.bucket);
+    });
+    expect(first).toEqual(bindLimits('key', 'k_1', limits));
+    // A policy is replaced as a whole when it changes: a new limits array, new bindings.
+    const changed = [parseLimit('requests:30/min'), limits[1]!];
+    const next = bindingsForPolicy('key', 'k_1', changed);
+    expect(next[0]).not.toBe(first[0]);
+    expect(next[0]!.bucket.ratePerSec).toBe(0.5);
+    // The same limits shared by another key or another level are other buckets.
+    expect(bindingsForPolicy('key', 'k_2', limits)[0]!.bucket.id).toBe('key:k_2:requests-per-min');
+    expect(bindingsForPolicy('tenant', 'k_1', limits)[0]!.bucket.hashTag).toBe('tenant:k_1');
+    expect(bindingsForPolicy('global', 'a', limits)).toBe(bindingsForPolicy('global', 'b', limits));
   });
 });
