@@ -32,10 +32,11 @@ beforeAll(async () => {
   key = store.createKey({ name: 'hot', policy: { limits: [parseLimit('requests:10/s,burst=10')] } }).key;
   warmKey = store.createKey({ name: 'warm-up', policy: { limits: [parseLimit('requests:1000/s')] } }).key;
   setup.close();
-  procs = await Promise.all(
-    Array.from({ length: 4 }, () =>
-      spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-cluster', TOLLGATE_DB: db, TOLLGATE_REDIS_URL: redis.url }),
-    ),
+  // Kept as each one starts, so afterAll stops those that did even if another fails to start.
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      procs.push(await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-cluster', TOLLGATE_DB: db, TOLLGATE_REDIS_URL: redis.url }));
+    }),
   );
   // Warm every process up (code paths compiled, Redis connected, leases known) on another key,
   // so the measured window is not spent on start-up costs.

@@ -111,26 +111,4 @@ describe('local store', () => {
     expect(limiter.acquireNow([{ bucket: ref('b', 5, 1), cost: 3 }]).ok).toBe(false);
     expect(limiter.acquireNow([{ bucket: ref('b', 5, 1), cost: 2 }]).ok).toBe(true);
   });
-
-  it('decides without allocating (the core path)', () => {
-    const limiter = createLocalLimiter({ now: () => 0 });
-    const demands = [
-      { bucket: ref('k', 1e12, 1e6), cost: 1 },
-      { bucket: ref('t', 1e12, 1e6), cost: 1 },
-    ];
-    // Warm up until optimized: unoptimized code boxes doubles, the hot path does not.
-    for (let i = 0; i < 200_000; i++) limiter.takeAll(demands, i);
-    const rounds = 500_000;
-    globalThis.gc?.();
-    const before = process.memoryUsage().heapUsed;
-    for (let i = 0; i < rounds; i++) limiter.takeAll(demands, 200_000 + i);
-    const perDecision = (process.memoryUsage().heapUsed - before) / rounds;
-    // A scavenge may run meanwhile and make this negative; any allocation
-    // per decision would show as tens of bytes — as the full result does:
-    const beforeResults = process.memoryUsage().heapUsed;
-    for (let i = 0; i < 10_000; i++) limiter.acquireNow(demands);
-    const perResult = (process.memoryUsage().heapUsed - beforeResults) / 10_000;
-    expect(perDecision).toBeLessThan(4);
-    expect(perResult).toBeGreaterThan(perDecision);
-  });
 });

@@ -63,13 +63,18 @@ function connectAdmin(): Redis {
 interface Recorded {
   failMode: [boolean, string][];
   grants: number[];
+  /** Lease calls that reached the pipeline (sent, whatever their outcome). */
+  calls: number;
 }
 
 function createLimiter(options: Partial<RedisLimiterOptions>): { limiter: RedisLimiter; seen: Recorded } {
-  const seen: Recorded = { failMode: [], grants: [] };
+  const seen: Recorded = { failMode: [], grants: [], calls: 0 };
   const observer: LimiterObserver = {
     failMode: (entered, reason) => seen.failMode.push([entered, reason]),
     leaseTopUp: (_id, granted) => seen.grants.push(granted),
+    redisCall: () => {
+      seen.calls += 1;
+    },
   };
   const limiter = createRedisLimiter({
     redis: connect(),
@@ -232,7 +237,7 @@ describe.each(CLIENT_OPTIONS)('redis store when Redis is slow or gone ($name)', 
   }, 20_000);
 
   it('stops waiting on a dead Redis once the breaker opens', async () => {
-    const { limiter } = createLimiter({ failMode: 'closed', breakerCooldownMs: 5000 });
+    const { limiter, seen } = createLimiter({ failMode: 'closed', breakerCooldownMs: 5000 });
     const b = bucket(100, 1);
     await warmUp(limiter, b);
     await server.kill9();
@@ -241,11 +246,17 @@ describe.each(CLIENT_OPTIONS)('redis store when Redis is slow or gone ($name)', 
       await limiter.acquire([{ bucket: b, cost: 99 }]);
       await sleep(200);
     }
-    // ...after which refusals are immediate.
+    // ...after which refusals are immediate: the request does not wait its
+    // 50 ms bound (loose on purpose: two busy cores can stall a process for
+    // a few ms), because no call is even sent — one would have failed and
+    // been counted within its 150 ms timeout.
+    const callsBefore = seen.calls;
     const { result, ms } = await timed(() => limiter.acquire([{ bucket: b, cost: 99 }]));
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.reason).toBe('unavailable');
-    expect(ms).toBeLessThan(10);
+    expect(ms).toBeLessThan(50);
+    await sleep(400);
+    expect(seen.calls).toBe(callsBefore);
     await server.restart();
   }, 20_000);
 });
