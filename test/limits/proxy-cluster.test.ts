@@ -86,7 +86,7 @@ async function hammer(ms: number, onKey = key): Promise<Tally> {
 }
 
 describe('4 proxy processes × 16 clients on one key (burst 10, 10/s)', () => {
-  it('admit at most 40 and at least 36 in 3 seconds (seed 003)', async () => {
+  it('admit at most 40 and at least 36 in 3 seconds', async () => {
     const startedAt = Date.now();
     const tally = await hammer(3000);
     expect(tally.other.size, JSON.stringify([...tally.other])).toBe(0);

@@ -2,7 +2,7 @@
  * What a request costs in each limit's units — pure, no I/O.
  *
  * - `requests`: 1, or read from a header / query parameter per the limit's
- *   `costSource`, with its `default` when absent or not a number (seed 001).
+ *   `costSource`, with its `default` when absent or not a number.
  * - `tokens`: reserved tokens × the weight of the first model prefix that
  *   matches (1 when none does), rounded up.
  * - `usd`: reserved micro-USD.

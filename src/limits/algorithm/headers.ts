@@ -14,7 +14,7 @@
  *
  * On refusal: `Retry-After` (RFC 9110 delay-seconds) and `retry-after-ms`
  * (read first by the OpenAI SDKs), both stretched by a deterministic per-key
- * jitter of up to +50% seeded from the key id (seed 001), so clients that were
+ * jitter of up to +50% derived from the key id, so clients that were
  * refused together do not all come back together; and `x-tollgate-limit`
  * naming the refusing limit.
  */

@@ -1,5 +1,5 @@
 /**
- * The node side of an escrow lease on one bucket (LEASES.md), as a pure state
+ * The node side of an escrow lease on one bucket (docs/leases.md), as a pure state
  * machine: no I/O, the clock is passed in. `stores/redis-store.ts` drives it with
  * real calls; the model test drives it with a simulated script and a virtual
  * clock, so both exercise the same code.

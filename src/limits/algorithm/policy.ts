@@ -23,7 +23,10 @@ export const PERIOD_SECONDS: Readonly<Record<LimitPeriod, number>> = {
 export const BUDGET_PERIODS = ['day', 'month', 'total'] as const;
 export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
 
-/** Where a `requests` limit reads a request's cost from (seed 001: cost_source). */
+/**
+ * Where a `requests` limit reads a request's cost from: fixed 1, or a header
+ * or query parameter, for callers that weigh their own requests.
+ */
 export type CostSource =
   | { readonly kind: 'fixed' }
   | { readonly kind: 'header' | 'query'; readonly name: string; readonly default: number };

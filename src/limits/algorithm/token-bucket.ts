@@ -72,7 +72,7 @@ export function createBucketShape(ratePerSec: number, burst: number): BucketShap
   return { capacity: Math.floor(burst), rateNum: num, rateDen: den, ratePerSec };
 }
 
-/** A fresh bucket: full, or empty when `startEmpty` (abuse-prone keys, seed 000). */
+/** A fresh bucket: full, or empty when `startEmpty` (abuse-prone keys earn their first tokens). */
 export function createBucketState(shape: BucketShape, now: number, startEmpty = false): BucketState {
   return { tokens: startEmpty ? 0 : shape.capacity, carry: 0, ts: Math.floor(now) };
 }
@@ -160,8 +160,8 @@ const peek: BucketState = { tokens: 0, carry: 0, ts: 0 };
  * Takes `cost` units if the refilled balance holds them. Returns 0 when
  * granted (state refilled and debited), otherwise the retry-after in ms and
  * leaves `state` exactly as it was — a refusal writes nothing, least of all a
- * negative balance (upstash/ratelimit-js's bug). {@link NEVER_FITS} when
- * `cost > capacity`.
+ * negative balance, which would make a refused client pay for a request it
+ * never got. {@link NEVER_FITS} when `cost > capacity`.
  */
 export function takeTokens(shape: BucketShape, state: BucketState, cost: number, now: number): number {
   refillBucket(shape, state, now, peek);

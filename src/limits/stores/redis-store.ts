@@ -1,6 +1,6 @@
 /**
  * Limiter shared by many proxy processes through Redis, with escrow leases
- * (LEASES.md). Each process holds a lease per hot bucket and admits requests
+ * (docs/leases.md). Each process holds a lease per hot bucket and admits requests
  * from it with no I/O; below 25% of the lease's target it tops up ahead of
  * need, one call per bucket in flight, all calls of a tick in one pipeline.
  * A request waits for Redis only when its own cost exceeds the lease, and then

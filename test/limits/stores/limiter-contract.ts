@@ -1,7 +1,7 @@
 /**
  * One contract for every Limiter implementation (local, Redis, Redis Cluster)
- * so they cannot drift (upstash/ratelimit-js's habit). Rates are tiny (per
- * hour) so refill during a test is negligible and counts are exact.
+ * so they cannot drift apart. Rates are tiny (per hour) so refill during a
+ * test is negligible and counts are exact.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
 /**
  * Redis sees a few percent of the decisions on a hot key: with a burst of at
  * least 40× the average cost, calls per decision must stay ≤ 0.05
- * (LEASES.md: calls ≈ cost ÷ lease size). Counted by Redis itself.
+ * (docs/leases.md: calls ≈ cost ÷ lease size). Counted by Redis itself.
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';

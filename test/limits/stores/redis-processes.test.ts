@@ -47,7 +47,7 @@ async function runWorkers(
 const admissions = (runs: WorkerRun[]) => runs.flatMap((run) => run.admitted);
 
 describe('several proxy processes sharing one bucket', () => {
-  it('admits at most burst + rate·t and not much less (seed 003: 4 processes × 16 clients)', async () => {
+  it('admits at most burst + rate·t and not much less (burst 10 at 10/s, 3 s, 4 processes × 16 clients)', async () => {
     const bucket = freshBucket(10, 10);
     const runs = await runWorkers(4, {
       bucket,
@@ -62,7 +62,7 @@ describe('several proxy processes sharing one bucket', () => {
     // The same bound over every sliding window.
     const worst = computeWorstWindowExcess(admissions(runs), 10, 10);
     console.info(
-      `seed-003 over-grant test: allowed ${allowed} of a theoretical 40 (per process: ${runs.map((r) => r.admitted.length).join(', ')}); ` +
+      `over-grant test (burst 10 at 10/s, 3 s): allowed ${allowed} of a theoretical 40 (per process: ${runs.map((r) => r.admitted.length).join(', ')}); ` +
         `tightest window ${worst.toFixed(3)} from its bound`,
     );
     expect(allowed).toBeLessThanOrEqual(40);
