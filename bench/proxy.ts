@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
-import { parseLimit } from '../src/limits/policy.js';
+import { parseLimit } from '../src/limits/algorithm/policy.js';
 import { median, measureLatency, measureThroughput, percentile, printTable, shuffled, startChild, startTollgate, type BenchResult, type LoadTarget } from './support.js';
 
 const UPSTREAM_KEY = 'sk-bench-upstream';

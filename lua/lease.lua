@@ -1,4 +1,4 @@
--- lease.lua — report-and-get for one escrow-leased token bucket (LEASES.md).
+-- lease.lua — report-and-get for one escrow-leased token bucket (docs/leases.md).
 --
 -- One atomic call per (node, bucket): apply what the node reports since its
 -- last call, refill the bucket, take any debt, and grant a lease top-up.
@@ -8,14 +8,14 @@
 --
 -- Steps: Redis TIME (never backwards); drop expired leases; count refund
 -- credit (discounted, see ARGV[7]); refill; apply keep/returned; take debt;
--- grant; write back; TTL. One deliberate difference from the order listed in
--- LEASES.md: the refill over the span since the last call happens *before*
--- the report is applied, piecewise — a lease counts against the burst until
--- it expired or its tokens were spent (ARGV[16..31]). Refilling after the
--- report would let the larger cap act retroactively and over-grant; the
--- model test (test/limits/lease-model.test.ts) found that interleaving.
+-- grant; write back; TTL. The refill over the span since the last call
+-- happens *before* the report is applied, piecewise — a lease counts against
+-- the burst until it expired or its tokens were spent (ARGV[16..31]).
+-- Refilling after the report would let the larger cap act retroactively and
+-- over-grant; the model test (test/limits/algorithm/lease-model.test.ts)
+-- found that interleaving (docs/leases.md, "Why this order").
 --
--- Arithmetic (same as src/limits/token-bucket.ts): a balance is
+-- Arithmetic (same as src/limits/algorithm/token-bucket.ts): a balance is
 -- tokens + carry/rate_den with integer tokens (negative = debt) and integer
 -- carry in [0, rate_den); the rate is rate_num units per rate_den ms, and the
 -- node keeps rate_num*rate_den <= 2^50 so every value is an exact double.

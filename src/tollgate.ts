@@ -22,7 +22,7 @@ import { closeEstimator, warmEstimator } from './estimate/index.js';
 import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
 import { LedgerWriter } from './ledger/writer.js';
-import { createLimiter, type CreatedLimiter } from './limits/create.js';
+import { createLimiter, type CreatedLimiter } from './limits/stores/create.js';
 import { LiveLimits } from './limits/live-view.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';

@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import { TollgateError } from '../errors.js';
 import { parseSince } from '../reports/spend.js';
 import type { SpendGrouping } from '../reports/spend.js';
-import type { Policy } from '../limits/policy.js';
+import type { Policy } from '../limits/algorithm/policy.js';
 import type { AdminOps } from './ops.js';
 import { createKeyBody, createTenantBody, updateKeyBody, updateTenantBody } from './wire.js';
 import type { AppEnv } from '../app-env.js';

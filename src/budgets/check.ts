@@ -10,7 +10,7 @@
  */
 import { periodEnd } from '../calendar.js';
 import type { Caller } from '../keys/caller.js';
-import type { Budget } from '../limits/policy.js';
+import type { Budget } from '../limits/algorithm/policy.js';
 import type { SpendScope, SpendTracker } from './spend-tracker.js';
 
 export interface BudgetCheck {

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { TollgateError } from '../errors.js';
 import { openDatabase } from '../db/open.js';
-import { PolicyError } from '../limits/policy.js';
+import { PolicyError } from '../limits/algorithm/policy.js';
 import { localAdminOps, type AdminOps } from '../admin/ops.js';
 import { remoteAdminOps } from '../admin/client.js';
 

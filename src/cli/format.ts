@@ -1,5 +1,5 @@
 /** Output for people: aligned tables, dollars, dates, counts. */
-import { formatLimit, formatMicrosUsd, type Policy } from '../limits/policy.js';
+import { formatLimit, formatMicrosUsd, type Policy } from '../limits/algorithm/policy.js';
 
 /** Columns padded to their widest cell; numbers (right-aligned) are marked by `align`. */
 export function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>, align: ReadonlyArray<'left' | 'right'> = []): string {

@@ -1,7 +1,7 @@
 /** `tollgate keys …` and `tollgate tenants …`. */
 import { Option, type Command } from 'commander';
 import type { IssuedKey, KeyPatch, KeyView, TenantView } from '../keys/store.js';
-import { BUDGET_PERIODS, parseLimit, parseUsdToMicros, PolicyError, type Budget, type BudgetPeriod, type LimitSpec, type Policy } from '../limits/policy.js';
+import { BUDGET_PERIODS, parseLimit, parseUsdToMicros, PolicyError, type Budget, type BudgetPeriod, type LimitSpec, type Policy } from '../limits/algorithm/policy.js';
 import { print, printJson, withOps } from './context.js';
 import { describeBudget, describeLimits, table, when } from './format.js';
 

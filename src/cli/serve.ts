@@ -6,7 +6,7 @@ import { KeyStore } from '../keys/store.js';
 import { TollgateError } from '../errors.js';
 import { print, type GlobalOptions } from './context.js';
 import { randomBytes } from 'node:crypto';
-import { parseLimit } from '../limits/policy.js';
+import { parseLimit } from '../limits/algorithm/policy.js';
 
 // The server and the fake upstream load only when a command needs them, so
 // the key and spend commands start quickly.

@@ -4,7 +4,7 @@
  * a policy text already parsed is not parsed again (keys often share one).
  */
 import type Database from 'better-sqlite3';
-import { PolicyError, type Policy } from '../limits/policy.js';
+import { PolicyError, type Policy } from '../limits/algorithm/policy.js';
 import { readStoredPolicy } from '../keys/policy-json.js';
 import type { KeyStatus } from '../keys/store.js';
 

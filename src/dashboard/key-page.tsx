@@ -7,7 +7,7 @@
 import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import type { SpendTotals } from '../reports/spend.js';
-import { formatLimit, type LimitSpec } from '../limits/policy.js';
+import { formatLimit, type LimitSpec } from '../limits/algorithm/policy.js';
 import type { KeyStatus } from '../keys/store.js';
 import { budgetItem, type BudgetItem } from './budget-view.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';

@@ -3,8 +3,8 @@
  * Built from the key cache's records; a corrupt stored policy fails closed.
  */
 import { TollgateError } from '../errors.js';
-import { bindLimits, type LimitBinding } from '../limits/index.js';
-import { PolicyError, type LimitSpec, type Policy } from '../limits/policy.js';
+import { bindingsForPolicy, type LimitBinding } from '../limits/index.js';
+import { PolicyError, type LimitSpec, type Policy } from '../limits/algorithm/policy.js';
 import type { KeyCache } from './cache.js';
 import type { AuthKey, AuthTenant } from './store.js';
 
@@ -45,8 +45,8 @@ export function checkModelAllowed(policy: Policy, model: string): void {
 
 /** The buckets a caller's request pays into: its key's, its tenant's, and the global ones. */
 export function bindingsFor(caller: Caller, globalLimits: readonly LimitSpec[]): LimitBinding[] {
-  const bindings = bindLimits('key', caller.key.id, caller.policy.limits);
-  if (caller.tenant !== undefined && caller.tenantPolicy !== undefined) bindings.push(...bindLimits('tenant', caller.tenant.id, caller.tenantPolicy.limits));
-  if (globalLimits.length > 0) bindings.push(...bindLimits('global', '', globalLimits));
+  const bindings = [...bindingsForPolicy('key', caller.key.id, caller.policy.limits)];
+  if (caller.tenant !== undefined && caller.tenantPolicy !== undefined) bindings.push(...bindingsForPolicy('tenant', caller.tenant.id, caller.tenantPolicy.limits));
+  if (globalLimits.length > 0) bindings.push(...bindingsForPolicy('global', '', globalLimits));
   return bindings;
 }

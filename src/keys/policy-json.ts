@@ -4,7 +4,7 @@
  * holds a request, unique names).
  */
 import { z } from 'zod';
-import { BUDGET_PERIODS, LIMIT_PERIODS, LIMIT_UNITS, PolicyError, validatePolicy, type Policy } from '../limits/policy.js';
+import { BUDGET_PERIODS, LIMIT_PERIODS, LIMIT_UNITS, PolicyError, validatePolicy, type Policy } from '../limits/algorithm/policy.js';
 
 const costSourceSchema = z.union([
   z.object({ kind: z.literal('fixed') }),

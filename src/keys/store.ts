@@ -10,7 +10,7 @@ import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { TollgateError } from '../errors.js';
 import type { TollgateDatabase } from '../db/open.js';
 import { apiKeys, tenants, type ApiKeyRow, type TenantRow } from '../db/schema.js';
-import { PolicyError, validatePolicy, type Budget, type LimitSpec, type Policy } from '../limits/policy.js';
+import { PolicyError, validatePolicy, type Budget, type LimitSpec, type Policy } from '../limits/algorithm/policy.js';
 import { generateKey, hashKey, newId, visiblePrefix } from './key-format.js';
 import { readStoredPolicy } from './policy-json.js';
 

@@ -1,5 +1,5 @@
 /** Keys and tenants as the CLI, the admin API and the proxy's key cache see them. */
-import type { Budget, LimitSpec, Policy, PolicyError } from '../limits/policy.js';
+import type { Budget, LimitSpec, Policy, PolicyError } from '../limits/algorithm/policy.js';
 
 export type KeyStatus = 'active' | 'revoked' | 'expired';
 

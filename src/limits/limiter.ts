@@ -1,18 +1,18 @@
 /**
  * The one limiter API the proxy's request path uses. Two stores implement it:
- * {@link ./local-store.ts} (one process, in memory) and
- * {@link ./redis-store.ts} (many processes, escrow leases on Redis).
+ * {@link ./stores/local-store.ts} (one process, in memory) and
+ * {@link ./stores/redis-store.ts} (many processes, escrow leases on Redis).
  *
  * A request's demands are paid all-or-none (`acquire`), then settled once
  * against the actual cost (`settle`): unused reservation is refunded, an
  * underestimate becomes debt that later requests wait out.
  */
-import type { LimitUnit } from './policy.js';
+import type { LimitUnit } from './algorithm/policy.js';
 
 /**
- * One bucket: a limit at one level (key, tenant or global). Build them with
- * `createBucketRef` (index.ts) and keep them with the key's record, so the
- * request path does not build strings.
+ * One bucket: a limit at one level (key, tenant or global). Get them from
+ * `bindingsForPolicy` (algorithm/bindings.ts), which builds them once per
+ * policy, so the request path does not build strings.
  */
 export interface BucketRef {
   /** Unique per bucket, conventionally `<hashTag>:<limitName>`; the in-memory map key. */
@@ -130,9 +130,7 @@ export interface Limiter {
  * cost never under-charges), and anything negative or not finite is a bug.
  */
 export function normalizeCost(cost: number, bucket: BucketRef): number {
-  if (!(cost >= 0 && cost < Number.POSITIVE_INFINITY)) {
-    throw new RangeError(`cost for bucket "${bucket.id}" must be a finite number ≥ 0 (got ${cost})`);
-  }
+  if (!(cost >= 0 && cost < Number.POSITIVE_INFINITY)) throw createCostError(cost, bucket);
   return Number.isInteger(cost) ? cost : Math.ceil(cost);
 }
 
@@ -141,7 +139,18 @@ export function assertDistinctBuckets(demands: readonly Demand[]): void {
   for (let i = 1; i < demands.length; i++) {
     const id = demands[i]!.bucket.id;
     for (let j = 0; j < i; j++) {
-      if (demands[j]!.bucket.id === id) throw new RangeError(`bucket "${id}" appears twice in one acquire`);
+      if (demands[j]!.bucket.id === id) throw createDuplicateBucketError(id);
     }
   }
+}
+
+// The errors are built apart from the checks so the checks stay small
+// enough for V8 to inline into the decision path.
+function createCostError(cost: number, bucket: BucketRef): RangeError {
+  return new RangeError(`cost for bucket "${bucket.id}" must be a finite number ≥ 0 (got ${cost})`);
+}
+
+/** The error for a bucket that appears twice in one acquire. */
+export function createDuplicateBucketError(id: string): RangeError {
+  return new RangeError(`bucket "${id}" appears twice in one acquire`);
 }

@@ -7,7 +7,7 @@ import { bindingsFor, callerFor, type Caller } from '../keys/caller.js';
 import type { KeyCache } from '../keys/cache.js';
 import type { AuthKey } from '../keys/store.js';
 import type { Limiter } from './limiter.js';
-import type { LimitSpec } from './policy.js';
+import type { LimitSpec } from './algorithm/policy.js';
 
 /** One bucket of a key (its own, its tenant's or a global one) and what it has left. */
 export interface LiveBucket {

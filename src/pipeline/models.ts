@@ -6,7 +6,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
 import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
 import { checkModelAllowed, isModelAllowed } from '../keys/caller.js';
-import type { Policy } from '../limits/policy.js';
+import type { Policy } from '../limits/algorithm/policy.js';
 import { authenticateHeaders } from './authenticate.js';
 import { clientRequestOf } from '../http/client-request.js';
 import type { PipelineDeps } from './deps.js';

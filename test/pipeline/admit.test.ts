@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { TollgateError } from '../../src/errors.js';
 import { bindingsFor } from '../../src/keys/caller.js';
-import { parseLimit } from '../../src/limits/policy.js';
+import { parseLimit } from '../../src/limits/algorithm/policy.js';
 import { formatMicrosFixed } from '../../src/money.js';
 import { admit } from '../../src/pipeline/admit.js';
 import type { EstimatedRequest } from '../../src/pipeline/context.js';

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { estimateRequestSync } from '../../src/estimate/index.js';
 import { builtinPriceTable, costMicroUsd } from '../../src/estimate/prices.js';
 import { bindingsFor } from '../../src/keys/caller.js';
-import { parseLimit } from '../../src/limits/policy.js';
+import { parseLimit } from '../../src/limits/algorithm/policy.js';
 import { admit } from '../../src/pipeline/admit.js';
 import type { Ending } from '../../src/pipeline/context.js';
 import { costOfEnding, settleForwarded } from '../../src/pipeline/settle.js';

@@ -1,0 +1,245 @@
+/**
+ * A key's (or tenant's, or the global) policy: the limits its buckets enforce
+ * and its budget. Pure data and parsing; no I/O.
+ *
+ * Amounts are kept in *bucket units*: requests, tokens, or integer micro-USD
+ * for `usd` limits and budgets. The CLI and the dashboard convert to dollars
+ * for people; nothing else ever sees a float dollar.
+ */
+
+export const LIMIT_UNITS = ['requests', 'tokens', 'usd'] as const;
+export type LimitUnit = (typeof LIMIT_UNITS)[number];
+
+export const LIMIT_PERIODS = ['s', 'min', 'h', 'day'] as const;
+export type LimitPeriod = (typeof LIMIT_PERIODS)[number];
+
+export const PERIOD_SECONDS: Readonly<Record<LimitPeriod, number>> = {
+  s: 1,
+  min: 60,
+  h: 3600,
+  day: 86_400,
+};
+
+export const BUDGET_PERIODS = ['day', 'month', 'total'] as const;
+export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
+
+/**
+ * Where a `requests` limit reads a request's cost from: fixed 1, or a header
+ * or query parameter, for callers that weigh their own requests.
+ */
+export type CostSource =
+  | { readonly kind: 'fixed' }
+  | { readonly kind: 'header' | 'query'; readonly name: string; readonly default: number };
+
+export interface LimitSpec {
+  /** Stable name, shown in 429s and headers; defaults to `<unit>-per-<period>`. */
+  readonly name: string;
+  readonly unit: LimitUnit;
+  /** Refill per period, in bucket units (micro-USD for `usd`). */
+  readonly amount: number;
+  readonly period: LimitPeriod;
+  /** Capacity in bucket units; defaults to `amount`. */
+  readonly burst: number;
+  /** Start an unseen bucket empty instead of full (abuse-prone keys). */
+  readonly startEmpty?: boolean;
+  /** `tokens` only: multiply a request's tokens by the weight of the first matching model prefix. */
+  readonly modelWeights?: Readonly<Record<string, number>>;
+  /** `requests` only: where the request's cost comes from; fixed 1 by default. */
+  readonly costSource?: CostSource;
+}
+
+export interface Budget {
+  /** Cap in integer micro-USD for the period. */
+  readonly microUsd: number;
+  /** UTC calendar day, UTC calendar month, or the key's lifetime. */
+  readonly period: BudgetPeriod;
+}
+
+export interface Policy {
+  readonly limits: readonly LimitSpec[];
+  readonly budget?: Budget;
+  /** Allowed model names (exact, or a prefix ending in `*`); absent = all models. */
+  readonly models?: readonly string[];
+}
+
+export class PolicyError extends Error {
+  override readonly name = 'PolicyError';
+}
+
+/** Refill rate in bucket units per second. */
+export function ratePerSecond(limit: Pick<LimitSpec, 'amount' | 'period'>): number {
+  return limit.amount / PERIOD_SECONDS[limit.period];
+}
+
+/** Dollars as typed by a person ("12.5", "0.000001") → integer micro-USD, exactly. */
+export function parseUsdToMicros(text: string): number {
+  const trimmed = text.trim().replace(/^\$/, '');
+  const match = /^(\d+)(?:\.(\d{0,6})(\d*))?$/.exec(trimmed);
+  if (!match) throw new PolicyError(`"${text}" is not a dollar amount (expected e.g. 5 or 0.25)`);
+  const [, whole = '0', frac = '', rest = ''] = match;
+  if (/[1-9]/.test(rest)) {
+    throw new PolicyError(`"${text}" has more precision than one micro-dollar (6 decimals)`);
+  }
+  const micros = Number(whole) * 1_000_000 + Number(frac.padEnd(6, '0'));
+  if (!Number.isSafeInteger(micros)) throw new PolicyError(`"${text}" is too large`);
+  return micros;
+}
+
+/** Integer micro-USD → "$12.50" style text (for people only). */
+export function formatMicrosUsd(micros: number): string {
+  const sign = micros < 0 ? '-' : '';
+  const abs = Math.abs(micros);
+  const whole = Math.floor(abs / 1_000_000);
+  const frac = String(abs % 1_000_000).padStart(6, '0').replace(/0+$/, '').padEnd(2, '0');
+  return `${sign}$${whole}.${frac}`;
+}
+
+function parsePositive(text: string, what: string): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n)) throw new PolicyError(`${what} "${text}" is not a number`);
+  if (n <= 0) throw new PolicyError(`${what} must be greater than zero (got ${text})`);
+  return n;
+}
+
+function parseAmount(unit: LimitUnit, text: string, what: string): number {
+  if (unit === 'usd') {
+    const micros = parseUsdToMicros(text);
+    if (micros <= 0) throw new PolicyError(`${what} must be greater than zero (got ${text})`);
+    return micros;
+  }
+  return parsePositive(text, what);
+}
+
+/**
+ * Parses the CLI's limit syntax: `UNIT:AMOUNT/PERIOD[,burst=B][,name=N][,start=empty]`,
+ * e.g. `tokens:40000/min,burst=60000` or `usd:5/day`. USD amounts are dollars.
+ */
+export function parseLimit(text: string): LimitSpec {
+  const [head = '', ...options] = text.split(',').map((part) => part.trim());
+  const match = /^([a-z]+):([^/]+)\/([a-z]+)$/.exec(head);
+  if (!match) {
+    throw new PolicyError(
+      `limit "${text}" is not of the form UNIT:AMOUNT/PERIOD[,burst=B] (e.g. tokens:40000/min,burst=60000)`,
+    );
+  }
+  const [, unitText = '', amountText = '', periodText = ''] = match;
+  if (!(LIMIT_UNITS as readonly string[]).includes(unitText)) {
+    throw new PolicyError(`unknown limit unit "${unitText}" (expected one of ${LIMIT_UNITS.join(', ')})`);
+  }
+  const unit = unitText as LimitUnit;
+  const period = normalizePeriod(periodText);
+  const amount = parseAmount(unit, amountText, 'limit amount');
+  let burst = amount;
+  let name = `${unit}-per-${period}`;
+  let startEmpty = false;
+  for (const option of options) {
+    const [optionKey = '', optionValue = ''] = option.split('=').map((part) => part.trim());
+    switch (optionKey) {
+      case 'burst':
+        burst = parseAmount(unit, optionValue, 'burst');
+        break;
+      case 'name':
+        if (!/^[A-Za-z0-9_.-]{1,64}$/.test(optionValue)) {
+          throw new PolicyError(`limit name "${optionValue}" may only hold letters, digits, "_", "." and "-"`);
+        }
+        name = optionValue;
+        break;
+      case 'start':
+        if (optionValue !== 'empty' && optionValue !== 'full') {
+          throw new PolicyError(`start must be "empty" or "full" (got "${optionValue}")`);
+        }
+        startEmpty = optionValue === 'empty';
+        break;
+      default:
+        throw new PolicyError(`unknown limit option "${optionKey}" in "${text}" (known: burst, name, start)`);
+    }
+  }
+  const spec: LimitSpec = { name, unit, amount, period, burst, ...(startEmpty ? { startEmpty } : {}) };
+  validateLimit(spec);
+  return spec;
+}
+
+function normalizePeriod(text: string): LimitPeriod {
+  switch (text) {
+    case 's':
+    case 'sec':
+    case 'second':
+      return 's';
+    case 'm':
+    case 'min':
+    case 'minute':
+      return 'min';
+    case 'h':
+    case 'hour':
+      return 'h';
+    case 'd':
+    case 'day':
+      return 'day';
+    default:
+      throw new PolicyError(`unknown period "${text}" (expected one of ${LIMIT_PERIODS.join(', ')})`);
+  }
+}
+
+/**
+ * Checks a limit on its own: positive finite rate and burst, and a burst that
+ * holds at least one request (a `requests` limit whose burst is below its
+ * smallest cost could never admit anything).
+ */
+export function validateLimit(spec: LimitSpec): void {
+  if (!(LIMIT_UNITS as readonly string[]).includes(spec.unit)) {
+    throw new PolicyError(`unknown limit unit "${String(spec.unit)}"`);
+  }
+  if (!(LIMIT_PERIODS as readonly string[]).includes(spec.period)) {
+    throw new PolicyError(`unknown limit period "${String(spec.period)}"`);
+  }
+  if (!(Number.isFinite(spec.amount) && spec.amount > 0)) {
+    throw new PolicyError(`limit "${spec.name}": amount must be greater than zero`);
+  }
+  if (!(Number.isFinite(spec.burst) && spec.burst > 0)) {
+    throw new PolicyError(`limit "${spec.name}": burst must be greater than zero`);
+  }
+  const smallestCost =
+    spec.unit === 'requests' ? (spec.costSource?.kind === 'fixed' || !spec.costSource ? 1 : spec.costSource.default) : 0;
+  if (spec.burst < smallestCost) {
+    throw new PolicyError(
+      `limit "${spec.name}": burst ${spec.burst} is below the cost of one request (${smallestCost}); no request could ever pass`,
+    );
+  }
+  if (spec.modelWeights) {
+    for (const [model, weight] of Object.entries(spec.modelWeights)) {
+      if (!(Number.isFinite(weight) && weight > 0)) {
+        throw new PolicyError(`limit "${spec.name}": weight for "${model}" must be greater than zero`);
+      }
+    }
+  }
+}
+
+/** Checks a whole policy: each limit, unique names, and the budget. */
+export function validatePolicy(policy: Policy): void {
+  const names = new Set<string>();
+  for (const limit of policy.limits) {
+    validateLimit(limit);
+    if (names.has(limit.name)) {
+      throw new PolicyError(`two limits are named "${limit.name}"; add ,name=… to tell them apart`);
+    }
+    names.add(limit.name);
+  }
+  if (policy.budget) {
+    if (!(Number.isSafeInteger(policy.budget.microUsd) && policy.budget.microUsd > 0)) {
+      throw new PolicyError('budget must be a positive amount of dollars');
+    }
+    if (!(BUDGET_PERIODS as readonly string[]).includes(policy.budget.period)) {
+      throw new PolicyError(`unknown budget period "${String(policy.budget.period)}" (expected day, month or total)`);
+    }
+  }
+}
+
+/** Human form of a limit, the inverse of {@link parseLimit}. */
+export function formatLimit(spec: LimitSpec): string {
+  const amount = (n: number) => (spec.unit === 'usd' ? formatMicrosUsd(n).slice(1) : String(n));
+  let text = `${spec.unit}:${amount(spec.amount)}/${spec.period}`;
+  if (spec.burst !== spec.amount) text += `,burst=${amount(spec.burst)}`;
+  if (spec.name !== `${spec.unit}-per-${spec.period}`) text += `,name=${spec.name}`;
+  if (spec.startEmpty) text += ',start=empty';
+  return text;
+}
