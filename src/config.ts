@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from './estimate/prices.js';
 import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './limits/algorithm/policy.js';
+import { FAIL_MODES, type FailMode } from './limits/stores/fail-mode.js';
+import { KEY_LABEL_MODES, type KeyLabelMode } from './metrics.js';
 
 const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
@@ -101,13 +103,13 @@ const envSchema = z.object({
   /** How often the proxy looks for key changes made by other processes (the CLI). */
   TOLLGATE_KEY_REFRESH: duration.default(250),
   /** Per-key metric labels: the key's name, its id, or none (one series for all keys, for very many keys). */
-  TOLLGATE_METRICS_KEY_LABEL: z.enum(['name', 'id', 'none']).default('name'),
+  TOLLGATE_METRICS_KEY_LABEL: z.enum(KEY_LABEL_MODES).default('name'),
   /** Redis for limits shared by many proxy nodes (escrow leases); unset = in-memory limits. */
   TOLLGATE_REDIS_URL: z.string().trim().min(1).optional(),
   /** Treat TOLLGATE_REDIS_URL (comma-separated seed nodes) as a Redis Cluster. */
   TOLLGATE_REDIS_CLUSTER: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
   /** When Redis is unreachable: keep limiting locally with a safe share (local), admit (open) or refuse (closed). */
-  TOLLGATE_FAIL_MODE: z.enum(['local', 'open', 'closed']).default('local'),
+  TOLLGATE_FAIL_MODE: z.enum(FAIL_MODES).default('local'),
   /** Longest a request waits for a lease top-up before the fail mode decides (only when its cost exceeds the local lease). */
   TOLLGATE_REDIS_WAIT: duration.default(500),
   /** Timeout of one batch of lease calls; a busy event loop must not read as a dead Redis. */
@@ -145,11 +147,11 @@ export interface Config {
   readonly adminToken: string | undefined;
   readonly defaultMaxCompletionTokens: number;
   readonly keyRefreshMs: number;
-  readonly metricsKeyLabel: 'name' | 'id' | 'none';
+  readonly metricsKeyLabel: KeyLabelMode;
   /** The built-in price table merged with the config file's overrides. */
   readonly prices: PriceTable;
   readonly redis: { readonly urls: readonly string[]; readonly cluster: boolean; readonly waitMs: number; readonly timeoutMs: number } | undefined;
-  readonly failMode: 'local' | 'open' | 'closed';
+  readonly failMode: FailMode;
   readonly globalLimits: readonly LimitSpec[];
 }
 

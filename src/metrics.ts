@@ -7,7 +7,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** How requests are labelled per key: by name, by id, or not at all (one series for all keys). */
-export type KeyLabelMode = 'name' | 'id' | 'none';
+export const KEY_LABEL_MODES = ['name', 'id', 'none'] as const;
+export type KeyLabelMode = (typeof KEY_LABEL_MODES)[number];
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const DECISION_BUCKETS = [0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];

@@ -1,5 +1,6 @@
 /** Output for people: aligned tables, dollars, dates, counts. */
-import { formatLimit, formatMicrosUsd, type Policy } from '../limits/algorithm/policy.js';
+import { formatLimit, type Policy } from '../limits/algorithm/policy.js';
+import { formatMicrosExact } from '../money.js';
 
 /** Columns padded to their widest cell; numbers (right-aligned) are marked by `align`. */
 export function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>, align: ReadonlyArray<'left' | 'right'> = []): string {
@@ -29,5 +30,5 @@ export function describeLimits(policy: Policy): string {
 export function describeBudget(policy: Policy): string {
   if (policy.budget === undefined) return 'none';
   const per = policy.budget.period === 'total' ? 'in total' : `per ${policy.budget.period}`;
-  return `${formatMicrosUsd(policy.budget.microUsd)} ${per}`;
+  return `${formatMicrosExact(policy.budget.microUsd)} ${per}`;
 }

@@ -4,8 +4,11 @@
  *
  * Amounts are kept in *bucket units*: requests, tokens, or integer micro-USD
  * for `usd` limits and budgets. The CLI and the dashboard convert to dollars
- * for people; nothing else ever sees a float dollar.
+ * for people; nothing else ever sees a float dollar. The types are derived
+ * from the zod schemas that read stored and admin-API policies.
  */
+import { z } from 'zod';
+import { formatMicrosExact } from '../../money.js';
 
 export const LIMIT_UNITS = ['requests', 'tokens', 'usd'] as const;
 export type LimitUnit = (typeof LIMIT_UNITS)[number];
@@ -23,44 +26,54 @@ export const PERIOD_SECONDS: Readonly<Record<LimitPeriod, number>> = {
 export const BUDGET_PERIODS = ['day', 'month', 'total'] as const;
 export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
 
-/**
- * Where a `requests` limit reads a request's cost from: fixed 1, or a header
- * or query parameter, for callers that weigh their own requests.
- */
-export type CostSource =
-  | { readonly kind: 'fixed' }
-  | { readonly kind: 'header' | 'query'; readonly name: string; readonly default: number };
+const costSourceSchema = z.union([
+  z.object({ kind: z.literal('fixed') }).readonly(),
+  z.object({ kind: z.enum(['header', 'query']), name: z.string().min(1), default: z.number().positive() }).readonly(),
+]);
 
-export interface LimitSpec {
-  /** Stable name, shown in 429s and headers; defaults to `<unit>-per-<period>`. */
-  readonly name: string;
-  readonly unit: LimitUnit;
-  /** Refill per period, in bucket units (micro-USD for `usd`). */
-  readonly amount: number;
-  readonly period: LimitPeriod;
-  /** Capacity in bucket units; defaults to `amount`. */
-  readonly burst: number;
-  /** Start an unseen bucket empty instead of full (abuse-prone keys). */
-  readonly startEmpty?: boolean;
-  /** `tokens` only: multiply a request's tokens by the weight of the first matching model prefix. */
-  readonly modelWeights?: Readonly<Record<string, number>>;
-  /** `requests` only: where the request's cost comes from; fixed 1 by default. */
-  readonly costSource?: CostSource;
-}
+/** One limit, as stored and as the admin API takes it. */
+export const limitSchema = z
+  .object({
+    /** Stable name, shown in 429s and headers; defaults to `<unit>-per-<period>`. */
+    name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),
+    unit: z.enum(LIMIT_UNITS),
+    /** Refill per period, in bucket units (micro-USD for `usd`). */
+    amount: z.number().positive(),
+    period: z.enum(LIMIT_PERIODS),
+    /** Capacity in bucket units; defaults to `amount`. */
+    burst: z.number().positive(),
+    /** Start an unseen bucket empty instead of full (abuse-prone keys). */
+    startEmpty: z.boolean().optional(),
+    /** `tokens` only: multiply a request's tokens by the weight of the first matching model prefix. */
+    modelWeights: z.record(z.string(), z.number().positive()).readonly().optional(),
+    /** `requests` only: where the request's cost comes from (a header or query parameter); fixed 1 by default. */
+    costSource: costSourceSchema.optional(),
+  })
+  .readonly();
 
-export interface Budget {
-  /** Cap in integer micro-USD for the period. */
-  readonly microUsd: number;
-  /** UTC calendar day, UTC calendar month, or the key's lifetime. */
-  readonly period: BudgetPeriod;
-}
+export const budgetSchema = z
+  .object({
+    /** Cap in integer micro-USD for the period. */
+    microUsd: z.number().int().positive(),
+    /** UTC calendar day, UTC calendar month, or the key's lifetime. */
+    period: z.enum(BUDGET_PERIODS),
+  })
+  .readonly();
 
-export interface Policy {
-  readonly limits: readonly LimitSpec[];
-  readonly budget?: Budget;
-  /** Allowed model names (exact, or a prefix ending in `*`); absent = all models. */
-  readonly models?: readonly string[];
-}
+/** A key's, tenant's or the global policy: limits, budget, allowed models. */
+export const policySchema = z
+  .object({
+    limits: z.array(limitSchema).readonly().default([]),
+    budget: budgetSchema.optional(),
+    /** Allowed model names (exact, or a prefix ending in `*`); absent = all models. */
+    models: z.array(z.string().min(1)).readonly().optional(),
+  })
+  .readonly();
+
+export type CostSource = z.output<typeof costSourceSchema>;
+export type LimitSpec = z.output<typeof limitSchema>;
+export type Budget = z.output<typeof budgetSchema>;
+export type Policy = z.output<typeof policySchema>;
 
 export class PolicyError extends Error {
   override readonly name = 'PolicyError';
@@ -83,15 +96,6 @@ export function parseUsdToMicros(text: string): number {
   const micros = Number(whole) * 1_000_000 + Number(frac.padEnd(6, '0'));
   if (!Number.isSafeInteger(micros)) throw new PolicyError(`"${text}" is too large`);
   return micros;
-}
-
-/** Integer micro-USD → "$12.50" style text (for people only). */
-export function formatMicrosUsd(micros: number): string {
-  const sign = micros < 0 ? '-' : '';
-  const abs = Math.abs(micros);
-  const whole = Math.floor(abs / 1_000_000);
-  const frac = String(abs % 1_000_000).padStart(6, '0').replace(/0+$/, '').padEnd(2, '0');
-  return `${sign}$${whole}.${frac}`;
 }
 
 function parsePositive(text: string, what: string): number {
@@ -236,7 +240,7 @@ export function validatePolicy(policy: Policy): void {
 
 /** Human form of a limit, the inverse of {@link parseLimit}. */
 export function formatLimit(spec: LimitSpec): string {
-  const amount = (n: number) => (spec.unit === 'usd' ? formatMicrosUsd(n).slice(1) : String(n));
+  const amount = (n: number) => (spec.unit === 'usd' ? formatMicrosExact(n).slice(1) : String(n));
   let text = `${spec.unit}:${amount(spec.amount)}/${spec.period}`;
   if (spec.burst !== spec.amount) text += `,burst=${amount(spec.burst)}`;
   if (spec.name !== `${spec.unit}-per-${spec.period}`) text += `,name=${spec.name}`;

@@ -18,7 +18,8 @@ import type { BucketLease } from '../algorithm/lease.js';
 import type { LocalBucket, LocalBucketTable } from './local-store.js';
 
 /** What to do when Redis cannot be reached and a request needs more than its lease. */
-export type FailMode = 'local' | 'open' | 'closed';
+export const FAIL_MODES = ['local', 'open', 'closed'] as const;
+export type FailMode = (typeof FAIL_MODES)[number];
 
 export type LocalShareDecision =
   /** Taken: per demand the fallback bucket it was taken from, or null for the lease. */
