@@ -1,0 +1,87 @@
+/** Graceful shutdown of the real process: SIGTERM lets in-flight streams finish, refuses new work, exits 0. */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { request } from 'node:http';
+import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
+import { spawnServe } from '../../support/process.js';
+import { tempDatabasePath } from '../../support/db.js';
+import { openDatabase } from '../../../src/db/open.js';
+import { KeyStore } from '../../../src/keys/store.js';
+
+/** A database file with one key, for a spawned server. */
+function keyedDatabase(): { path: string; key: string } {
+  const { path } = tempDatabasePath();
+  const database = openDatabase(path);
+  const key = new KeyStore(database).createKey({ name: 'shutdown', policy: { limits: [] } }).key;
+  database.close();
+  return { path, key };
+}
+
+let fake: FakeUpstream;
+beforeAll(async () => {
+  fake = await startFakeUpstream({ apiKey: 'sk-shutdown' });
+});
+afterAll(async () => {
+  await fake.close();
+});
+
+function streamChat(url: string, key: string): Promise<{ firstChunk: Promise<void>; body: Promise<string> }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-fake-scenario': 'delay=40,words=25' } }, (res) => {
+      let text = '';
+      let markFirst: () => void = () => undefined;
+      const firstChunk = new Promise<void>((r) => (markFirst = r));
+      const body = new Promise<string>((done, fail) => {
+        res.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+          markFirst();
+        });
+        res.on('end', () => done(text));
+        res.on('error', fail);
+      });
+      resolve({ firstChunk, body });
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+  });
+}
+
+it('finishes an in-flight stream after SIGTERM, refuses new connections, and exits 0', async () => {
+  const db = keyedDatabase();
+  const proc = await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-shutdown', TOLLGATE_SHUTDOWN_TIMEOUT: '10s', TOLLGATE_DB: db.path });
+  const { firstChunk, body } = await streamChat(proc.url, db.key);
+  await firstChunk;
+  proc.child.kill('SIGTERM');
+  // The stream keeps flowing to its end…
+  const text = await body;
+  expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  expect(text.match(/"content":"[^"]+"/g)).toHaveLength(25);
+  // …and the process leaves cleanly.
+  expect(await proc.exited).toBe(0);
+  expect(proc.logs.some((l) => l.msg === 'shutdown complete')).toBe(true);
+  // The stream's ledger row was settled before exit, not left pending.
+  const after = openDatabase(db.path);
+  const rows = after.sqlite.prepare('SELECT status, completion_tokens FROM ledger').all();
+  after.close();
+  expect(rows).toEqual([{ status: 'ok', completion_tokens: 25 }]);
+  const refused = await fetch(`${proc.url}/healthz`).then(() => 'answered', (e: Error) => (e.cause as { code?: string } | undefined)?.code ?? e.message);
+  expect(refused).toBe('ECONNREFUSED');
+});
+
+it('cuts streams off at the shutdown deadline and still exits 0', async () => {
+  const db = keyedDatabase();
+  const proc = await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-shutdown', TOLLGATE_SHUTDOWN_TIMEOUT: '300ms', TOLLGATE_DB: db.path });
+  const { firstChunk, body } = await streamChat(proc.url, db.key);
+  await firstChunk;
+  const sentAt = Date.now();
+  proc.child.kill('SIGTERM');
+  const outcome = await body.then((text) => text, (error: Error) => `error: ${error.message}`);
+  expect(outcome).not.toMatch(/\[DONE\]/);
+  expect(await proc.exited).toBe(0);
+  expect(Date.now() - sentAt).toBeLessThan(5000);
+  expect(proc.logs.some((l) => l.msg === 'shutdown deadline reached; closing remaining connections')).toBe(true);
+  // Cut off, but settled: prompt plus what was streamed, nothing left pending.
+  const after = openDatabase(db.path);
+  const rows = after.sqlite.prepare('SELECT status, usage_source FROM ledger').all();
+  after.close();
+  expect(rows).toEqual([{ status: 'client_aborted', usage_source: 'counted' }]);
+});

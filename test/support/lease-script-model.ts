@@ -1,0 +1,201 @@
+/**
+ * lua/lease.lua, transcribed line for line into TypeScript with the clock as
+ * an argument. The differential test proves it agrees with the real script on
+ * real Redis; the model test then runs many nodes against it on a virtual
+ * clock. Hash values are strings, as in Redis.
+ */
+import type { LeaseCallArgs, LeaseReply } from '../../src/limits/stores/lease-script.js';
+
+export type ModelHash = Map<string, string>;
+
+function floorDivide(x: number, d: number): number {
+  let q = Math.floor(x / d);
+  if (q * d > x) q -= 1;
+  else if ((q + 1) * d <= x) q += 1;
+  return q;
+}
+
+/** Runs one call against `hash` at Redis time `nowMs`; mutates the hash like the script. */
+export function runLeaseModel(hash: ModelHash, call: LeaseCallArgs, nowMs: number): LeaseReply {
+  const node = call.nodeId;
+  const keep = Math.max(0, call.keep);
+  const burst = call.burst;
+  const num = call.rateNum;
+  const den = call.rateDen;
+  const ttl = call.leaseTtlMs;
+  const num0 = (field: string): number | undefined => {
+    const value = hash.get(field);
+    return value === undefined ? undefined : Number(value);
+  };
+
+  let tokens: number;
+  let carry: number;
+  let ts: number;
+  if (!hash.has('tokens')) {
+    tokens = call.startEmpty ? 0 : burst;
+    carry = 0;
+    ts = nowMs;
+  } else {
+    tokens = num0('tokens')!;
+    carry = num0('carry') ?? 0;
+    ts = num0('ts')!;
+  }
+  const clock = Math.max(nowMs, ts);
+
+  const lastSeq = num0(`q:${node}`) ?? 0;
+  if (call.seq <= lastSeq) {
+    return {
+      status: 0,
+      granted: 0,
+      kept: 0,
+      lease: num0(`l:${node}`) ?? 0,
+      tokens,
+      carry,
+      outstanding: num0('outstanding') ?? 0,
+      active: 0,
+      nowMs: clock,
+      retryMs: 0,
+    };
+  }
+
+  let live = 0;
+  let active = 0;
+  let mine = 0;
+  let nextExpiry = 0;
+  const ended: [number, number][] = [];
+  for (const [field, value] of [...hash]) {
+    if (!field.startsWith('x:')) continue;
+    const id = field.slice(2);
+    const expiry = Number(value);
+    const lease = num0(`l:${id}`) ?? 0;
+    if (expiry > clock) {
+      if (id === node) {
+        mine = lease;
+      } else {
+        active += 1;
+        live += lease;
+        if (lease > 0 && (nextExpiry === 0 || expiry < nextExpiry)) nextExpiry = expiry;
+      }
+    } else {
+      if (lease > 0) ended.push([expiry, lease]);
+      if (id !== node && expiry + 10 * ttl <= clock) {
+        for (const prefix of ['l:', 'x:', 'q:', 'r:']) hash.delete(`${prefix}${id}`);
+      } else if (lease !== 0) {
+        hash.set(`l:${id}`, '0');
+      }
+    }
+  }
+  active += 1;
+
+  const refill = (dt: number, cap: number): void => {
+    if (tokens >= cap) {
+      tokens = cap;
+      carry = 0;
+      return;
+    }
+    if (dt <= 0) return;
+    let q = Math.floor(dt / den);
+    let r = dt - q * den;
+    if (r < 0) {
+      q -= 1;
+      r += den;
+    } else if (r >= den) {
+      q += 1;
+      r -= den;
+    }
+    const whole = q * num;
+    if (whole >= cap - tokens) {
+      tokens = cap;
+      carry = 0;
+    } else {
+      const x = r * num + carry;
+      const add = floorDivide(x, den);
+      tokens += whole + add;
+      carry = x - add * den;
+      if (tokens >= cap) {
+        tokens = cap;
+        carry = 0;
+      }
+    }
+  };
+
+  const applyReport = call.reportId > (num0(`r:${node}`) ?? 0);
+  let cap = burst - live - mine;
+  for (const [, lease] of ended) cap -= lease;
+  let spent = mine - Math.min(mine, keep);
+  for (let i = 0; i < 16; i += 2) {
+    const by = call.spentBins[i] ?? 0;
+    const amount = Math.min(call.spentBins[i + 1] ?? 0, spent);
+    if (by > 0 && amount > 0) {
+      ended.push([by, amount]);
+      spent -= amount;
+    }
+  }
+
+  if (applyReport && call.refunded > 0) {
+    const lag = ts - call.refundedSince;
+    let credit = call.refunded;
+    if (lag > 0) {
+      const q = Math.floor(lag / den);
+      const most = q * num + Math.ceil(((lag - q * den) * num) / den);
+      credit = Math.max(0, call.refunded - most);
+    }
+    tokens += credit;
+  }
+  ended.sort((a, b) => a[0] - b[0]);
+  let from = ts;
+  for (const [expiry, lease] of ended) {
+    const to = Math.max(from, Math.min(expiry, clock));
+    refill(to - from, cap);
+    cap += lease;
+    from = to;
+  }
+  refill(clock - from, cap);
+
+  const kept = Math.min(mine, keep);
+  mine = kept;
+  if (applyReport) tokens += call.returned;
+  let outstanding = live + mine;
+  cap = burst - outstanding;
+  if (tokens >= cap) {
+    tokens = cap;
+    carry = 0;
+  }
+
+  if (applyReport) tokens -= call.debt;
+
+  let granted = Math.min(call.want, Math.max(0, tokens));
+  let retry = 0;
+  if (granted < call.min || granted <= 0) {
+    granted = 0;
+    if (call.min > 0) {
+      const deficit = (call.min - tokens) * den - carry;
+      retry = Math.max(1, Math.ceil(deficit / num));
+      if (call.min > cap && nextExpiry > 0) retry = Math.max(retry, nextExpiry - clock);
+    }
+  }
+  tokens -= granted;
+  mine += granted;
+  outstanding += granted;
+
+  hash.set('tokens', String(tokens));
+  hash.set('carry', String(carry));
+  hash.set('ts', String(clock));
+  hash.set('outstanding', String(outstanding));
+  hash.set(`l:${node}`, String(mine));
+  hash.set(`x:${node}`, String(clock + ttl));
+  hash.set(`q:${node}`, String(call.seq));
+  if (applyReport) hash.set(`r:${node}`, String(call.reportId));
+
+  return { status: 1, granted, kept, lease: mine, tokens, carry, outstanding, active, nowMs: clock, retryMs: retry };
+}
+
+/** Σ of live leases and the unleased balance, as the invariant needs them. */
+export function inspectModel(hash: ModelHash, nowMs: number): { tokens: number; carry: number; live: number } {
+  let live = 0;
+  for (const [field, value] of hash) {
+    if (!field.startsWith('x:') || Number(value) <= nowMs) continue;
+    live += Number(hash.get(`l:${field.slice(2)}`) ?? '0');
+  }
+  return { tokens: Number(hash.get('tokens') ?? '0'), carry: Number(hash.get('carry') ?? '0'), live };
+}

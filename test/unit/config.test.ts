@@ -1,0 +1,51 @@
+/** Configuration: defaults, fallbacks, and clear messages for bad values. */
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('loadConfig', () => {
+  it('has working defaults with an empty environment', () => {
+    const config = loadConfig({});
+    expect(config.port).toBe(8787);
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.upstream.url).toBe('https://api.openai.com/v1');
+    expect(config.upstream.apiKey).toBeUndefined();
+    expect(config.maxBodyBytes).toBe(20 * 1024 * 1024);
+  });
+
+  it('falls back to OPENAI_API_KEY and prefers TOLLGATE_UPSTREAM_KEY', () => {
+    expect(loadConfig({ OPENAI_API_KEY: 'sk-a' }).upstream.apiKey).toBe('sk-a');
+    expect(loadConfig({ OPENAI_API_KEY: 'sk-a', TOLLGATE_UPSTREAM_KEY: 'sk-b' }).upstream.apiKey).toBe('sk-b');
+  });
+
+  it('reads sizes and durations with units and trims a trailing slash from the upstream URL', () => {
+    const config = loadConfig({
+      TOLLGATE_MAX_BODY: '512kb',
+      TOLLGATE_UPSTREAM_IDLE_TIMEOUT: '2m',
+      TOLLGATE_UPSTREAM_CONNECT_TIMEOUT: '250ms',
+      TOLLGATE_UPSTREAM_URL: 'http://localhost:9000/v1/',
+    });
+    expect(config.maxBodyBytes).toBe(512 * 1024);
+    expect(config.upstream.idleTimeoutMs).toBe(120_000);
+    expect(config.upstream.connectTimeoutMs).toBe(250);
+    expect(config.upstream.url).toBe('http://localhost:9000/v1');
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(loadConfig({ TOLLGATE_PORT: '' }).port).toBe(8787);
+  });
+
+  it('names every bad variable in one error', () => {
+    let error: unknown;
+    try {
+      loadConfig({ TOLLGATE_PORT: '99999', TOLLGATE_UPSTREAM_URL: 'ftp://x', TOLLGATE_MAX_BODY: 'lots', TOLLGATE_LOG_LEVEL: 'loud' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain('TOLLGATE_PORT: must be between 0 and 65535');
+    expect(message).toContain('TOLLGATE_UPSTREAM_URL: must be an http(s) URL');
+    expect(message).toContain('TOLLGATE_MAX_BODY: "lots" is not a size');
+    expect(message).toContain('TOLLGATE_LOG_LEVEL');
+  });
+});

@@ -1,0 +1,123 @@
+/** Budgets read the ledger's spend exactly, between commits and across processes sharing the file. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
+import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
+import { periodEnd } from '../../../src/calendar.js';
+import { checkBudgets, type BudgetCheck } from '../../../src/budgets/check.js';
+import { formatMicrosFixed } from '../../../src/money.js';
+import { KeyStore } from '../../../src/keys/store.js';
+import { openDatabase } from '../../../src/db/open.js';
+import { openTempDatabase, type TempDatabase } from '../../support/db.js';
+
+const opened: TempDatabase[] = [];
+afterEach(() => {
+  for (const db of opened.splice(0)) db.remove();
+});
+
+const NOON = Date.parse('2026-11-21T12:00:00Z');
+
+function setup() {
+  const db = openTempDatabase();
+  opened.push(db);
+  const store = new KeyStore(db.database);
+  const key = store.createKey({ name: 'spender', tenant: 'acme', policy: { limits: [] } }).view;
+  const other = store.createKey({ name: 'sibling', tenant: 'acme', policy: { limits: [] } }).view;
+  const tracker = new SpendTracker(db.database, { refreshMs: 1000 });
+  const writer = new LedgerWriter(db.database, { spend: tracker });
+  return { db, key, other, tracker, writer };
+}
+
+let sequence = 0;
+function pending(keyId: string, tenantId: string | null, cost: number, at = NOON): PendingEntry {
+  sequence += 1;
+  return { requestId: `b-${sequence}`, keyId, tenantId, createdAt: at, endpoint: 'chat', model: 'gpt-4o', stream: false, estPromptTokens: 10, estCompletionTokens: 100, estCostMicros: cost, priceKnown: true };
+}
+function settled(requestId: string, cost: number, at = NOON + 1000): Completion {
+  return { requestId, completedAt: at, status: 'ok', httpStatus: 200, promptTokens: 10, cachedTokens: 0, completionTokens: 5, reasoningTokens: 0, costMicros: cost, usageSource: 'reported', latencyMs: 1000, ttftMs: null, upstreamRequestId: null, errorCode: null };
+}
+
+describe('budgets', () => {
+  it('admits exactly as many concurrent requests as the budget holds, within one event-loop turn', async () => {
+    const { key, tracker, writer } = setup();
+    const checks: BudgetCheck[] = [{ scope: { level: 'key', id: key.id }, label: 'key spender', budget: { microUsd: 1_000_000, period: 'day' } }];
+    const admitted: Array<Promise<void>> = [];
+    let refused = 0;
+    for (let i = 0; i < 100; i += 1) {
+      const decision = checkBudgets(tracker, checks, 70_000, NOON);
+      if (!decision.ok) {
+        refused += 1;
+        continue;
+      }
+      admitted.push(writer.begin(pending(key.id, key.tenantId, 70_000)));
+    }
+    expect(admitted).toHaveLength(14); // 14 × $0.07 = $0.98; a 15th would pass $1
+    expect(refused).toBe(86);
+    await Promise.all(admitted);
+    const decision = checkBudgets(tracker, checks, 70_000, NOON + 10);
+    expect(decision.ok).toBe(false);
+  });
+
+  it('frees what a settled request did not use', async () => {
+    const { key, tracker, writer } = setup();
+    const checks: BudgetCheck[] = [{ scope: { level: 'key', id: key.id }, label: 'key spender', budget: { microUsd: 100_000, period: 'month' } }];
+    const entry = pending(key.id, key.tenantId, 90_000);
+    await writer.begin(entry);
+    expect(checkBudgets(tracker, checks, 20_000, NOON).ok).toBe(false);
+    writer.complete(settled(entry.requestId, 5_000));
+    // Queued, not committed yet: already counted at its actual cost.
+    const now = checkBudgets(tracker, checks, 20_000, NOON + 5);
+    expect(now.ok).toBe(true);
+    expect(now.ok && now.tightest?.remainingMicroUsd).toBe(100_000 - 5_000 - 20_000);
+    writer.flush();
+    expect(tracker.spent({ level: 'key', id: key.id }, 'month', NOON + 6)).toBe(5_000);
+  });
+
+  it('sums a tenant over all its keys and refuses by the tenant budget', async () => {
+    const { key, other, tracker, writer } = setup();
+    await writer.begin(pending(other.id, other.tenantId, 400_000));
+    const checks: BudgetCheck[] = [
+      { scope: { level: 'key', id: key.id }, label: 'key spender', budget: { microUsd: 10_000_000, period: 'day' } },
+      { scope: { level: 'tenant', id: key.tenantId! }, label: 'tenant acme', budget: { microUsd: 500_000, period: 'day' } },
+    ];
+    const decision = checkBudgets(tracker, checks, 150_000, NOON);
+    expect(decision.ok).toBe(false);
+    expect(!decision.ok && decision.refusedBy.check.label).toBe('tenant acme');
+    expect(!decision.ok && decision.refusedBy.spentMicroUsd).toBe(400_000);
+  });
+
+  it('sees spend written by another process once its cached read expires', async () => {
+    const { db, key, tracker } = setup();
+    const scope = { level: 'key' as const, id: key.id };
+    expect(tracker.spent(scope, 'day', NOON)).toBe(0);
+    // Another process (its own connection and writer) spends $0.30.
+    const elsewhere = openDatabase(db.path);
+    const theirs = new LedgerWriter(elsewhere);
+    const entry = pending(key.id, key.tenantId, 300_000);
+    await theirs.begin(entry);
+    theirs.close();
+    elsewhere.close();
+    expect(tracker.spent(scope, 'day', NOON + 500)).toBe(0); // cached
+    expect(tracker.spent(scope, 'day', NOON + 1000)).toBe(300_000); // re-read
+  });
+
+  it('files a request settled after midnight under the day it was made', async () => {
+    const { key, tracker, writer } = setup();
+    const late = Date.parse('2026-11-21T23:59:59Z');
+    const entry = pending(key.id, key.tenantId, 50_000, late);
+    await writer.begin(entry);
+    writer.complete(settled(entry.requestId, 80_000, late + 5000));
+    writer.flush();
+    const scope = { level: 'key' as const, id: key.id };
+    expect(tracker.spent(scope, 'day', late + 10_000)).toBe(0); // the 22nd: nothing yet
+    expect(tracker.spent(scope, 'month', late + 10_000)).toBe(80_000);
+    expect(tracker.spent(scope, 'day', late)).toBe(80_000);
+  });
+
+  it('knows when each period resets, in UTC', () => {
+    expect(periodEnd('day', Date.parse('2026-11-21T23:00:00Z'))).toBe(Date.parse('2026-11-22T00:00:00Z'));
+    expect(periodEnd('month', Date.parse('2026-12-31T10:00:00Z'))).toBe(Date.parse('2027-01-01T00:00:00Z'));
+    expect(periodEnd('total', NOON)).toBeUndefined();
+    expect(formatMicrosFixed(12_500_000)).toBe('12.500000');
+    expect(formatMicrosFixed(-3)).toBe('-0.000003');
+  });
+});

@@ -1,0 +1,152 @@
+/** The ledger writer on a real SQLite file: durability before forwarding, batching, exactly-once, rollups. */
+import { afterEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import Database from 'better-sqlite3';
+import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
+import { utcDay } from '../../../src/calendar.js';
+import { KeyStore } from '../../../src/keys/store.js';
+import { openTempDatabase, type TempDatabase } from '../../support/db.js';
+import { expectLongerRollupsEqualRows } from './rollup-checks.js';
+
+const opened: TempDatabase[] = [];
+afterEach(() => {
+  for (const db of opened.splice(0)) db.remove();
+});
+
+function setup(): { db: TempDatabase; keyId: string; writer: LedgerWriter; commits: number[] } {
+  const db = openTempDatabase();
+  opened.push(db);
+  const keyId = new KeyStore(db.database).createKey({ name: 'w', policy: { limits: [] } }).view.id;
+  const commits: number[] = [];
+  const writer = new LedgerWriter(db.database, { onCommit: (stats) => commits.push(stats.rows) });
+  return { db, keyId, writer, commits };
+}
+
+const T0 = Date.parse('2026-11-21T10:00:00Z');
+
+function pending(keyId: string, id: string, overrides: Partial<PendingEntry> = {}): PendingEntry {
+  return { requestId: id, keyId, tenantId: null, createdAt: T0, endpoint: 'chat', model: 'gpt-4o-mini', stream: false, estPromptTokens: 100, estCompletionTokens: 1000, estCostMicros: 615, priceKnown: true, ...overrides };
+}
+
+function completion(id: string, overrides: Partial<Completion> = {}): Completion {
+  return { requestId: id, completedAt: T0 + 500, status: 'ok', httpStatus: 200, promptTokens: 90, cachedTokens: 0, completionTokens: 20, reasoningTokens: 0, costMicros: 26, usageSource: 'reported', latencyMs: 500, ttftMs: null, upstreamRequestId: 'up-1', errorCode: null, ...overrides };
+}
+
+describe('LedgerWriter', () => {
+  it('resolves begin only once the pending row is visible to another connection', async () => {
+    const { db, keyId, writer } = setup();
+    await writer.begin(pending(keyId, 'req-a'));
+    const other = new Database(db.path, { readonly: true });
+    const row = other.prepare('SELECT status, est_cost_micros FROM ledger WHERE request_id = ?').get('req-a');
+    other.close();
+    expect(row).toEqual({ status: 'pending', est_cost_micros: 615 });
+  });
+
+  it('commits everything that arrives in one event-loop turn in one transaction', async () => {
+    const { keyId, writer, commits } = setup();
+    await Promise.all(Array.from({ length: 500 }, (_, i) => writer.begin(pending(keyId, `req-${i}`))));
+    expect(commits).toEqual([500]);
+  });
+
+  it('settles a request exactly once; a second completion changes nothing', async () => {
+    const { db, keyId, writer } = setup();
+    await writer.begin(pending(keyId, 'req-once'));
+    writer.complete(completion('req-once'));
+    writer.flush();
+    writer.complete(completion('req-once', { costMicros: 999_999, promptTokens: 5 }));
+    writer.flush();
+    const row = db.database.sqlite.prepare('SELECT status, cost_micros, prompt_tokens FROM ledger WHERE request_id = ?').get('req-once');
+    expect(row).toEqual({ status: 'ok', cost_micros: 26, prompt_tokens: 90 });
+    const rollup = db.database.sqlite.prepare('SELECT requests, cost_micros, prompt_tokens, completion_tokens FROM rollups_daily WHERE key_id = ?').get(keyId);
+    expect(rollup).toEqual({ requests: 1, cost_micros: 26, prompt_tokens: 90, completion_tokens: 20 });
+  });
+
+  it('counts rejections in the rollups without counting them as served requests', async () => {
+    const { db, keyId, writer } = setup();
+    for (const [id, reason] of [['r1', 'rate_limit'], ['r2', 'rate_limit'], ['r3', 'budget']] as const) {
+      writer.reject({ requestId: id, keyId, tenantId: null, createdAt: T0, endpoint: 'chat', model: 'gpt-4o', stream: false, status: 'rejected', httpStatus: 429, errorCode: 'x', reason, estPromptTokens: 10, estCompletionTokens: 10, estCostMicros: 5 });
+    }
+    writer.flush();
+    const daily = db.database.sqlite.prepare('SELECT requests, rejected_rate_limit, rejected_budget, cost_micros FROM rollups_daily').get();
+    expect(daily).toEqual({ requests: 0, rejected_rate_limit: 2, rejected_budget: 1, cost_micros: 0 });
+    const hourly = db.database.sqlite.prepare('SELECT rejected_rate_limit, rejected_budget FROM rollups_hourly').get();
+    expect(hourly).toEqual({ rejected_rate_limit: 2, rejected_budget: 1 });
+    for (const table of ['rollups_monthly', 'rollups_daily_total', 'rollups_lifetime']) {
+      const row = db.database.sqlite.prepare(`SELECT requests, rejected_rate_limit, rejected_budget, cost_micros FROM ${table}`).get();
+      expect(row, table).toEqual({ requests: 0, rejected_rate_limit: 2, rejected_budget: 1, cost_micros: 0 });
+    }
+  });
+
+  it('keeps the rollups equal to the ledger rows (estimate while pending, actual once settled) after any sequence', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            est: fc.nat({ max: 50_000 }),
+            actual: fc.nat({ max: 50_000 }),
+            settle: fc.boolean(),
+            hour: fc.nat({ max: 50 }),
+            // Days back and forth across month ends (T0 is 2026-11-21), and two keys.
+            days: fc.integer({ min: -25, max: 12 }),
+            second: fc.boolean(),
+            model: fc.constantFrom('gpt-4o', 'gpt-4o-mini', 'o4-mini'),
+            prompt: fc.nat({ max: 5000 }),
+            completionTokens: fc.nat({ max: 5000 }),
+          }),
+          { maxLength: 40 },
+        ),
+        async (requests) => {
+          const { db, keyId, writer } = setup();
+          const otherKey = new KeyStore(db.database).createKey({ name: 'w2', policy: { limits: [] } }).view.id;
+          await Promise.all(
+            requests.map((r, i) =>
+              writer.begin(pending(r.second ? otherKey : keyId, `p-${i}`, { createdAt: T0 + r.days * 86_400_000 + r.hour * 3_600_000, model: r.model, estCostMicros: r.est, estPromptTokens: r.prompt + 7, estCompletionTokens: 4096 })),
+            ),
+          );
+          requests.forEach((r, i) => {
+            if (r.settle) writer.complete(completion(`p-${i}`, { costMicros: r.actual, promptTokens: r.prompt, completionTokens: r.completionTokens }));
+          });
+          writer.flush();
+          const sql = db.database.sqlite;
+          const fromRows = sql.prepare(`SELECT coalesce(sum(CASE WHEN status = 'pending' THEN est_cost_micros ELSE cost_micros END), 0) AS cost,
+              coalesce(sum(CASE WHEN status = 'pending' THEN est_prompt_tokens ELSE prompt_tokens END), 0) AS prompt,
+              count(*) AS requests FROM ledger`).get() as { cost: number; prompt: number; requests: number };
+          const daily = sql.prepare('SELECT coalesce(sum(cost_micros), 0) AS cost, coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(requests), 0) AS requests FROM rollups_daily').get();
+          const hourly = sql.prepare('SELECT coalesce(sum(cost_micros), 0) AS cost, coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(requests), 0) AS requests FROM rollups_hourly').get();
+          expect(daily).toEqual(fromRows);
+          expect(hourly).toEqual(fromRows);
+          // per day and model too
+          const perDay = sql.prepare(`SELECT day, model, sum(cost) AS cost FROM (SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, model,
+              CASE WHEN status = 'pending' THEN est_cost_micros ELSE cost_micros END AS cost FROM ledger) GROUP BY day, model ORDER BY day, model`).all();
+          const rolled = sql.prepare('SELECT day, model, sum(cost_micros) AS cost FROM rollups_daily GROUP BY day, model ORDER BY day, model').all();
+          expect(rolled).toEqual(perDay);
+          expectLongerRollupsEqualRows(sql);
+          writer.close();
+          db.remove();
+          opened.pop();
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('refuses begins while the database is locked, and writes queued completions once it is free', async () => {
+    const { db, keyId, writer } = setup();
+    await writer.begin(pending(keyId, 'before-lock'));
+    db.database.sqlite.pragma('busy_timeout = 20');
+    const locker = new Database(db.path);
+    locker.exec('BEGIN EXCLUSIVE');
+    writer.complete(completion('before-lock'));
+    await expect(writer.begin(pending(keyId, 'during-lock'))).rejects.toThrow(/locked|busy/i);
+    locker.exec('COMMIT');
+    locker.close();
+    expect(writer.flush()).toBe(true);
+    const rows = db.database.sqlite.prepare('SELECT request_id, status FROM ledger ORDER BY request_id').all();
+    expect(rows).toEqual([{ request_id: 'before-lock', status: 'ok' }]);
+  });
+
+  it('files a request under the UTC day it was made', () => {
+    expect(utcDay(Date.parse('2026-11-21T23:59:59.999Z'))).toBe('2026-11-21');
+    expect(utcDay(Date.parse('2026-11-22T00:00:00Z'))).toBe('2026-11-22');
+  });
+});

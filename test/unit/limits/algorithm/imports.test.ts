@@ -1,0 +1,31 @@
+/**
+ * src/limits/algorithm/ is the pure half of the limiter (src/limits/README.md):
+ * it may import only itself, the Limiter types and a few other pure modules
+ * (zod for the policy's schema, money), never a store or a Node module, so it
+ * stays testable with a virtual clock and no Redis.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+
+const PURE = new Set(['../limiter.js', '../../money.js', 'zod']);
+
+const ALGORITHM = new URL('../../../../src/limits/algorithm/', import.meta.url);
+
+function importsOf(source: string): string[] {
+  return [...source.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+'([^']+)'/gm)].map((match) => match[1]!);
+}
+
+describe('algorithm modules', () => {
+  it('import only each other, limiter.ts and pure modules', () => {
+    const files = readdirSync(ALGORITHM).filter((name) => name.endsWith('.ts'));
+    expect(files.length).toBeGreaterThan(0);
+    const outside: string[] = [];
+    for (const file of files) {
+      for (const specifier of importsOf(readFileSync(new URL(file, ALGORITHM), 'utf8'))) {
+        const allowed = /^\.\/[a-z-]+\.js$/.test(specifier) || PURE.has(specifier);
+        if (!allowed) outside.push(`${file} imports ${specifier}`);
+      }
+    }
+    expect(outside).toEqual([]);
+  });
+});

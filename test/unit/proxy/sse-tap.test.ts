@@ -1,0 +1,122 @@
+/** The SSE tap forwards bytes as sent and reads usage, text and endings, however the bytes are split. */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { SseTap } from '../../../src/upstreams/sse-tap.js';
+
+const chunk = (content: string) => `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}],"usage":null}\n\n`;
+const usageChunk = 'data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":7,"total_tokens":18,"prompt_tokens_details":{"cached_tokens":3},"completion_tokens_details":{"reasoning_tokens":2}}}\n\n';
+const role = 'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}\n\n';
+const stop = 'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}\n\n';
+const done = 'data: [DONE]\n\n';
+
+function splitAt(bytes: Buffer, cuts: number[]): Buffer[] {
+  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (const point of points) {
+    parts.push(bytes.subarray(from, point));
+    from = point;
+  }
+  parts.push(bytes.subarray(from));
+  return parts.filter((p) => p.length > 0);
+}
+
+function run(tap: SseTap, parts: Buffer[]): Buffer {
+  const out: Uint8Array[] = [];
+  for (const part of parts) {
+    const forward = tap.push(part);
+    if (forward) out.push(forward);
+  }
+  const tail = tap.finish();
+  if (tail) out.push(tail);
+  return Buffer.concat(out);
+}
+
+describe('SseTap', () => {
+  const words = ['Héllo', ' wörld', ' 🦊', ' 狐狸', ' done'];
+  const stream = role + words.map(chunk).join('') + stop + usageChunk + done;
+
+  it('withholds exactly the usage chunk and forwards every other byte, for any split', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 40 }), (cuts) => {
+        const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: true });
+        const out = run(tap, splitAt(Buffer.from(stream), cuts));
+        expect(out.toString()).toBe(stream.replace(usageChunk, ''));
+        expect(tap.usage).toEqual({ promptTokens: 11, cachedTokens: 3, completionTokens: 7, reasoningTokens: 2 });
+        expect(tap.completionText()).toBe(words.join(''));
+        expect(tap.finished).toBe(true);
+      }),
+    );
+  });
+
+  it('forwards every chunk unchanged (same objects) when nothing is stripped', () => {
+    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false });
+    const parts = splitAt(Buffer.from(stream), [5, 100, 101, 350]);
+    for (const part of parts) expect(tap.push(part)).toBe(part);
+    expect(tap.finish()).toBeNull();
+    expect(tap.usage?.promptTokens).toBe(11);
+  });
+
+  it('understands CRLF line endings and multi-line data', () => {
+    const crlf = stream.replaceAll('\n', '\r\n');
+    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: true });
+    const out = run(tap, [Buffer.from(crlf)]);
+    expect(out.toString()).toBe(crlf.replace(usageChunk.replaceAll('\n', '\r\n'), ''));
+    expect(tap.completionText()).toBe(words.join(''));
+  });
+
+  it('passes garbage through untouched and keeps reading after it', () => {
+    const garbage = ': comment\n\nnot a field\n\ndata: {broken json\n\n';
+    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: true });
+    const out = run(tap, [Buffer.from(role + garbage + chunk('ok') + usageChunk + done)]);
+    expect(out.toString()).toBe(role + garbage + chunk('ok') + done);
+    expect(tap.completionText()).toBe('ok');
+    expect(tap.usage?.completionTokens).toBe(7);
+  });
+
+  it('knows a stream that stopped before [DONE] did not finish, and what it streamed', () => {
+    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: true });
+    run(tap, [Buffer.from(role + chunk('partial') + chunk(' answer'))]);
+    expect(tap.finished).toBe(false);
+    expect(tap.usage).toBeUndefined();
+    expect(tap.completionText()).toBe('partial answer');
+  });
+
+  it('collects tool-call arguments and legacy completion text', () => {
+    const tool = 'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"get_weather","arguments":"{\\"city\\":"}}]}}]}\n\n';
+    const chat = new SseTap({ endpoint: 'chat', stripUsageChunk: false });
+    chat.push(Buffer.from(tool));
+    expect(chat.completionText()).toBe('get_weather{"city":');
+    const legacy = new SseTap({ endpoint: 'completions', stripUsageChunk: false });
+    legacy.push(Buffer.from('data: {"choices":[{"text":"Once","index":0}]}\n\n'));
+    expect(legacy.completionText()).toBe('Once');
+  });
+
+  it('reads usage from the Responses API completion event', () => {
+    const tap = new SseTap({ endpoint: 'responses', stripUsageChunk: true });
+    const events =
+      'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"Hi"}\n\n' +
+      'event: response.completed\ndata: {"type":"response.completed","response":{"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":0},"output_tokens":1,"output_tokens_details":{"reasoning_tokens":0}}}}\n\n';
+    const out = run(tap, [Buffer.from(events)]);
+    expect(out.toString()).toBe(events);
+    expect(tap.usage).toEqual({ promptTokens: 5, cachedTokens: 0, completionTokens: 1, reasoningTokens: 0 });
+    expect(tap.finished).toBe(true);
+  });
+
+  it('notes the time of the first token, not of the role chunk', () => {
+    let clock = 100;
+    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false, now: () => clock });
+    tap.push(Buffer.from(role));
+    clock = 250;
+    tap.push(Buffer.from(chunk('first')));
+    clock = 400;
+    tap.push(Buffer.from(chunk('second')));
+    expect(tap.firstTokenTime).toBe(250);
+  });
+
+  it('records an error event sent inside the stream', () => {
+    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false });
+    tap.push(Buffer.from('data: {"error":{"message":"boom","type":"server_error","code":"server_error"}}\n\n'));
+    expect(tap.error).toEqual({ message: 'boom', code: 'server_error' });
+  });
+});
