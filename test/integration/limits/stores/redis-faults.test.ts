@@ -125,14 +125,16 @@ describe.each(CLIENT_OPTIONS)('redis store when Redis is slow or gone ($name)', 
     const b = bucket(1000, 1000);
     await warmUp(limiter, b);
     const admin = connectAdmin();
-    await admin.call('CLIENT', 'PAUSE', '800', 'ALL');
+    // A pause far longer than the wait bound, so a request that waited for Redis
+    // is told apart from one that did not even on a loaded machine.
+    await admin.call('CLIENT', 'PAUSE', '2000', 'ALL');
     const during: { result: AcquireResult; ms: number }[] = [];
     // Each asks for more than any lease holds: it must ask Redis.
     for (let i = 0; i < 8; i++) during.push(await timed(() => limiter.acquire([{ bucket: b, cost: 900 }])));
     for (const { result, ms } of during) {
       expect(result.ok).toBe(false);
       if (!result.ok) expect(result.reason).toBe('unavailable');
-      expect(ms).toBeLessThan(150);
+      expect(ms).toBeLessThan(600);
     }
     expect(seen.failMode[0]?.[0]).toBe(true);
     // Once the pause ends, the breaker's probe succeeds and leasing resumes.
@@ -166,14 +168,14 @@ describe.each(CLIENT_OPTIONS)('redis store when Redis is slow or gone ($name)', 
     const { limiter } = createLimiter({ failMode: 'open' });
     const b = bucket(100, 1);
     const admin = connectAdmin();
-    await admin.call('CLIENT', 'PAUSE', '500', 'ALL');
+    await admin.call('CLIENT', 'PAUSE', '2000', 'ALL');
     const results = [];
     for (let i = 0; i < 5; i++) results.push(await timed(() => limiter.acquire([{ bucket: b, cost: 90 }])));
     for (const { result, ms } of results) {
       expect(result.ok).toBe(true);
-      expect(ms).toBeLessThan(150);
+      expect(ms).toBeLessThan(600); // far below the pause: nobody waited for Redis
     }
-    await sleep(600);
+    await sleep(2100);
     // Nothing was debited while open: the whole burst is still there.
     await waitUntil('Redis answers again', async () => (await limiter.acquire([{ bucket: b, cost: 100 }])).ok);
   }, 20_000);
@@ -188,7 +190,7 @@ describe.each(CLIENT_OPTIONS)('redis store when Redis is slow or gone ($name)', 
     let unavailable = 0;
     while (Date.now() - started < 1000) {
       const { result, ms } = await timed(() => limiter.acquire([{ bucket: b, cost: 1 }]));
-      expect(ms).toBeLessThan(200);
+      expect(ms).toBeLessThan(1000); // never hangs on the dead Redis
       if (result.ok) admitted++;
       else if (result.reason === 'unavailable') unavailable++;
       await sleep(5);
@@ -246,15 +248,15 @@ describe.each(CLIENT_OPTIONS)('redis store when Redis is slow or gone ($name)', 
       await limiter.acquire([{ bucket: b, cost: 99 }]);
       await sleep(200);
     }
-    // ...after which refusals are immediate: the request does not wait its
-    // 50 ms bound (loose on purpose: two busy cores can stall a process for
-    // a few ms), because no call is even sent — one would have failed and
-    // been counted within its 150 ms timeout.
+    // ...after which refusals are immediate, because no call is even sent —
+    // one would have failed and been counted within its 150 ms timeout. The
+    // call count is the proof; the time bound is loose on purpose (two busy
+    // cores can stall a process for tens of ms).
     const callsBefore = seen.calls;
     const { result, ms } = await timed(() => limiter.acquire([{ bucket: b, cost: 99 }]));
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.reason).toBe('unavailable');
-    expect(ms).toBeLessThan(50);
+    expect(ms).toBeLessThan(500);
     await sleep(400);
     expect(seen.calls).toBe(callsBefore);
     await server.restart();
