@@ -110,7 +110,10 @@ function generate(database: TollgateDatabase, rows: number): void {
 
   // Bulk loading is much faster without the ledger's secondary indexes; they
   // are rebuilt afterwards from their own SQL, so the schema ends up identical.
-  const indexes = sqlite.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ledger' AND sql IS NOT NULL").all() as Array<{ name: string; sql: string }>;
+  const indexes = sqlite.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ledger' AND sql IS NOT NULL").all() as Array<{
+    name: string;
+    sql: string;
+  }>;
   for (const index of indexes) sqlite.exec(`DROP INDEX "${index.name}"`);
 
   // Rows are spread evenly over the 90 days (time-ordered ids, like the
@@ -151,7 +154,18 @@ function generate(database: TollgateDatabase, rows: number): void {
         const latency = 150 + Math.floor(random() * 4000);
         const stream = random() < 0.5 ? 1 : 0;
         const estCost = Math.ceil((p * model.input + 1024 * model.output) / 1_000_000);
-        const outcome: Outcome = t > pendingAfter ? 'pending' : roll < 0.015 ? 'rate_limit' : roll < 0.02 ? 'budget' : roll < 0.03 ? 'upstream_error' : roll < 0.035 ? 'client_aborted' : 'ok';
+        const outcome: Outcome =
+          t > pendingAfter
+            ? 'pending'
+            : roll < 0.015
+              ? 'rate_limit'
+              : roll < 0.02
+                ? 'budget'
+                : roll < 0.03
+                  ? 'upstream_error'
+                  : roll < 0.035
+                    ? 'client_aborted'
+                    : 'ok';
         const completion = outcome === 'ok' ? c : outcome === 'client_aborted' ? Math.floor(c / 2) : 0;
         const prompt = outcome === 'ok' || outcome === 'client_aborted' ? p : 0;
         const cached = outcome === 'ok' ? Math.floor(p / 4) : 0;
@@ -159,13 +173,24 @@ function generate(database: TollgateDatabase, rows: number): void {
         const rejected = outcome === 'rate_limit' || outcome === 'budget';
         const pending = outcome === 'pending';
         values.push(
-          `req_${String(i).padStart(11, '0')}`, key.id, key.tenantId, t,
+          `req_${String(i).padStart(11, '0')}`,
+          key.id,
+          key.tenantId,
+          t,
           pending ? null : rejected ? t : t + latency,
-          model.name.startsWith('text-embedding') ? 'embeddings' : 'chat', model.name, stream,
+          model.name.startsWith('text-embedding') ? 'embeddings' : 'chat',
+          model.name,
+          stream,
           rejected ? 'rejected' : outcome,
           pending ? null : rejected ? 429 : outcome === 'upstream_error' ? (i % 2 === 0 ? 429 : 500) : 200,
-          p, 1024, estCost,
-          pending ? null : prompt, pending ? null : cached, pending ? null : completion, pending ? null : 0, pending ? null : cost,
+          p,
+          1024,
+          estCost,
+          pending ? null : prompt,
+          pending ? null : cached,
+          pending ? null : completion,
+          pending ? null : 0,
+          pending ? null : cost,
           1,
           pending ? null : outcome === 'ok' ? 'reported' : outcome === 'client_aborted' ? 'counted' : 'none',
           pending ? null : rejected ? 0 : latency,
@@ -181,9 +206,19 @@ function generate(database: TollgateDatabase, rows: number): void {
         // estimate, a settled one at its actuals, a refusal as a rejection.
         const day = Math.floor((t - firstDay) / 86_400_000);
         const hour = Math.floor((t - firstHour) / HOUR_MS);
-        rollups.add((key.n * dayCount + day) * MODELS.length + model.n, key.n * hourCount + hour, t, rejected ? 0 : 1,
-          pending ? p : prompt, cached, pending ? 1024 : completion, pending ? estCost : cost,
-          outcome === 'upstream_error' || outcome === 'client_aborted' ? 1 : 0, outcome === 'rate_limit' ? 1 : 0, outcome === 'budget' ? 1 : 0);
+        rollups.add(
+          (key.n * dayCount + day) * MODELS.length + model.n,
+          key.n * hourCount + hour,
+          t,
+          rejected ? 0 : 1,
+          pending ? p : prompt,
+          cached,
+          pending ? 1024 : completion,
+          pending ? estCost : cost,
+          outcome === 'upstream_error' || outcome === 'client_aborted' ? 1 : 0,
+          outcome === 'rate_limit' ? 1 : 0,
+          outcome === 'budget' ? 1 : 0,
+        );
       }
       for (let offset = 0; offset < values.length; offset += columns) insertOne.run(values.slice(offset, offset + columns));
       values.length = 0;
@@ -206,7 +241,20 @@ function generate(database: TollgateDatabase, rows: number): void {
       const model = cell % MODELS.length;
       const day = Math.floor(cell / MODELS.length) % dayCount;
       const key = Math.floor(cell / MODELS.length / dayCount);
-      insertDaily.run(keyTable[key]!.id, dayNames[day], MODELS[model], d[at], d[at + 1], d[at + 2], d[at + 3], d[at + 4], d[at + 5], d[at + 6], d[at + 7], d[at + 8]);
+      insertDaily.run(
+        keyTable[key]!.id,
+        dayNames[day],
+        MODELS[model],
+        d[at],
+        d[at + 1],
+        d[at + 2],
+        d[at + 3],
+        d[at + 4],
+        d[at + 5],
+        d[at + 6],
+        d[at + 7],
+        d[at + 8],
+      );
     }
     const h = rollups.hourly;
     for (let cell = 0; cell < rollups.hourlyCells; cell += 1) {
@@ -224,12 +272,17 @@ function generate(database: TollgateDatabase, rows: number): void {
   // No ANALYZE: a real Tollgate database has no planner statistics either,
   // so the bench sees the query plans production gets.
   sqlite.pragma('foreign_keys = ON');
-  checkRollups(database, keyTable.slice(0, 3).map((key) => key.id));
+  checkRollups(
+    database,
+    keyTable.slice(0, 3).map((key) => key.id),
+  );
   phase('check');
 }
 
 const COUNTERS = 'requests, prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, cost_micros, errors, rejected_rate_limit, rejected_budget';
-const SUMMED = COUNTERS.split(', ').map((column) => `sum(${column})`).join(', ');
+const SUMMED = COUNTERS.split(', ')
+  .map((column) => `sum(${column})`)
+  .join(', ');
 const LONGER_ROLLUPS = [
   `INSERT INTO rollups_monthly (month, key_id, model, ${COUNTERS}, last_request_at) SELECT substr(day, 1, 7), key_id, model, ${SUMMED}, max(last_request_at) FROM rollups_daily GROUP BY substr(day, 1, 7), key_id, model`,
   `INSERT INTO rollups_daily_total (day, ${COUNTERS}) SELECT day, ${SUMMED} FROM rollups_daily GROUP BY day`,
@@ -249,7 +302,14 @@ function checkRollups(database: TollgateDatabase, keyIds: readonly string[]): vo
     const hourly = database.sqlite.prepare('SELECT sum(cost_micros) AS costMicros FROM rollups_hourly WHERE key_id = ?').get(keyId) as { costMicros: number };
     const monthly = database.sqlite.prepare('SELECT sum(cost_micros) AS costMicros FROM rollups_monthly WHERE key_id = ?').get(keyId) as { costMicros: number };
     const lifetime = database.sqlite.prepare('SELECT cost_micros AS costMicros FROM rollups_lifetime WHERE key_id = ?').get(keyId) as { costMicros: number };
-    if (fromRows.requests !== fromRollups.requests || fromRows.costMicros !== fromRollups.costMicros || fromRows.rejectedRateLimit !== fromRollups.rejectedRateLimit || hourly.costMicros !== fromRows.costMicros || monthly.costMicros !== fromRows.costMicros || lifetime.costMicros !== fromRows.costMicros) {
+    if (
+      fromRows.requests !== fromRollups.requests ||
+      fromRows.costMicros !== fromRollups.costMicros ||
+      fromRows.rejectedRateLimit !== fromRollups.rejectedRateLimit ||
+      hourly.costMicros !== fromRows.costMicros ||
+      monthly.costMicros !== fromRows.costMicros ||
+      lifetime.costMicros !== fromRows.costMicros
+    ) {
       throw new Error(`generated rollups disagree with the rows for ${keyId}: ${JSON.stringify({ fromRows, fromRollups, hourly, monthly, lifetime })}`);
     }
   }
@@ -267,21 +327,48 @@ const HOURLY_FIELDS = 7;
 class RollupAccumulator {
   readonly daily: Float64Array;
   readonly hourly: Float64Array;
-  constructor(readonly dailyCells: number, readonly hourlyCells: number) {
+  constructor(
+    readonly dailyCells: number,
+    readonly hourlyCells: number,
+  ) {
     this.daily = new Float64Array(dailyCells * DAILY_FIELDS);
     this.hourly = new Float64Array(hourlyCells * HOURLY_FIELDS);
   }
 
-  add(dailyCell: number, hourlyCell: number, at: number, requests: number, prompt: number, cached: number, completion: number, cost: number, errors: number, rateLimited: number, overBudget: number): void {
+  add(
+    dailyCell: number,
+    hourlyCell: number,
+    at: number,
+    requests: number,
+    prompt: number,
+    cached: number,
+    completion: number,
+    cost: number,
+    errors: number,
+    rateLimited: number,
+    overBudget: number,
+  ): void {
     const d = dailyCell * DAILY_FIELDS;
     const h = hourlyCell * HOURLY_FIELDS;
     const daily = this.daily;
     const hourly = this.hourly;
     const fields: Array<[Float64Array, number, number]> = [
-      [daily, d, requests], [daily, d + 1, prompt], [daily, d + 2, cached], [daily, d + 3, completion], [daily, d + 4, cost],
-      [daily, d + 5, errors], [daily, d + 6, rateLimited], [daily, d + 7, overBudget], [daily, d + 9, 1],
-      [hourly, h, requests], [hourly, h + 1, prompt], [hourly, h + 2, completion], [hourly, h + 3, cost],
-      [hourly, h + 4, rateLimited], [hourly, h + 5, overBudget], [hourly, h + 6, 1],
+      [daily, d, requests],
+      [daily, d + 1, prompt],
+      [daily, d + 2, cached],
+      [daily, d + 3, completion],
+      [daily, d + 4, cost],
+      [daily, d + 5, errors],
+      [daily, d + 6, rateLimited],
+      [daily, d + 7, overBudget],
+      [daily, d + 9, 1],
+      [hourly, h, requests],
+      [hourly, h + 1, prompt],
+      [hourly, h + 2, completion],
+      [hourly, h + 3, cost],
+      [hourly, h + 4, rateLimited],
+      [hourly, h + 5, overBudget],
+      [hourly, h + 6, 1],
     ];
     for (const [array, index, value] of fields) array[index] = array[index]! + value;
     daily[d + 8] = Math.max(daily[d + 8]!, at);
@@ -338,7 +425,12 @@ export async function runDashboardBench(options: { quick?: boolean; rows?: numbe
   const label = rows >= 1_000_000 ? `${rows / 1_000_000}M rows` : `${rows} rows`;
   const results: BenchResult[] = [];
   if (data.generatedMs !== undefined) {
-    results.push({ name: `dashboard data generation (${label})`, value: data.generatedMs / 1000, unit: 's', note: `ledger rows + rollups, cached at ${data.path}` });
+    results.push({
+      name: `dashboard data generation (${label})`,
+      value: data.generatedMs / 1000,
+      unit: 's',
+      note: `ledger rows + rollups, cached at ${data.path}`,
+    });
   }
   const cookie = `${SESSION_COOKIE}=${createSessionValue(ADMIN_TOKEN, BENCH_NOW)}`;
 
@@ -352,15 +444,24 @@ export async function runDashboardBench(options: { quick?: boolean; rows?: numbe
       database.close();
     }
   }
-  results.push({ name: `dashboard first overview of a process (${label})`, value: median(colds), unit: 'ms', note: 'asked at once after opening the database' });
+  results.push({
+    name: `dashboard first overview of a process (${label})`,
+    value: median(colds),
+    unit: 'ms',
+    note: 'asked at once after opening the database',
+  });
 
   const database = openDatabase(data.path);
   try {
     const app = buildApp(database);
     const sqlite = database.sqlite;
     const monthStart = `${new Date(BENCH_NOW).toISOString().slice(0, 7)}-01`;
-    const biggest = (sqlite.prepare('SELECT key_id AS id FROM rollups_daily WHERE day >= ? GROUP BY key_id ORDER BY sum(cost_micros) DESC LIMIT 1').get(monthStart) as { id: string }).id;
-    const smallest = (sqlite.prepare("SELECT id FROM api_keys ORDER BY name DESC LIMIT 1").get() as { id: string }).id;
+    const biggest = (
+      sqlite.prepare('SELECT key_id AS id FROM rollups_daily WHERE day >= ? GROUP BY key_id ORDER BY sum(cost_micros) DESC LIMIT 1').get(monthStart) as {
+        id: string;
+      }
+    ).id;
+    const smallest = (sqlite.prepare('SELECT id FROM api_keys ORDER BY name DESC LIMIT 1').get() as { id: string }).id;
     const tenant = (sqlite.prepare('SELECT id FROM tenants ORDER BY name LIMIT 1').get() as { id: string }).id;
     const keyRows = (sqlite.prepare('SELECT count(*) AS n FROM ledger WHERE key_id = ?').get(biggest) as { n: number }).n;
     const targets: Target[] = [
@@ -381,7 +482,12 @@ export async function runDashboardBench(options: { quick?: boolean; rows?: numbe
       const samples: number[] = [];
       for (let i = 0; i < 2; i += 1) await timeRequest(app, cookie, target);
       for (let i = 0; i < runs; i += 1) samples.push(await timeRequest(app, cookie, target));
-      results.push({ name: `dashboard ${target.name}`, value: median(samples), unit: 'ms', note: `p95 ${percentile(samples, 95).toFixed(1)} ms, ${runs} runs, ${label}` });
+      results.push({
+        name: `dashboard ${target.name}`,
+        value: median(samples),
+        unit: 'ms',
+        note: `p95 ${percentile(samples, 95).toFixed(1)} ms, ${runs} runs, ${label}`,
+      });
     }
   } finally {
     database.close();

@@ -34,8 +34,29 @@ function median(values: number[]): number {
 }
 
 const WORDS = [
-  'the', 'request', 'budget', 'token', 'ledger', 'function', 'return', 'value', 'const', '{"id": 42,', '"name": "x"}',
-  'quickly', 'because', 'system', 'prompt', 'users', 'weather', 'Paris', 'données', '日本語', '😀', 'x = y + 1;', '\n',
+  'the',
+  'request',
+  'budget',
+  'token',
+  'ledger',
+  'function',
+  'return',
+  'value',
+  'const',
+  '{"id": 42,',
+  '"name": "x"}',
+  'quickly',
+  'because',
+  'system',
+  'prompt',
+  'users',
+  'weather',
+  'Paris',
+  'données',
+  '日本語',
+  '😀',
+  'x = y + 1;',
+  '\n',
 ];
 
 function prose(chars: number, seed: number): string {
@@ -70,7 +91,10 @@ function smallChatBody(salt: string): Record<string, unknown> {
       { role: 'user', content: `Where is my order 1234? It was supposed to arrive on Monday and I still have nothing. ${salt}` },
       { role: 'assistant', content: `Let me check the status of order 1234 for you. One moment please. ${salt}` },
       { role: 'user', content: `Thanks. Also, can I change the delivery address to my office? ${salt}` },
-      { role: 'assistant', content: `Order 1234 left our warehouse on Friday and is with the carrier; the address can still be changed until it is out for delivery. ${salt}` },
+      {
+        role: 'assistant',
+        content: `Order 1234 left our warehouse on Friday and is with the carrier; the address can still be changed until it is out for delivery. ${salt}`,
+      },
       { role: 'user', content: `Great, please use 221B Baker Street, London NW1 6XE, and tell me the new delivery date. ${salt}` },
     ],
     tools: [
@@ -141,12 +165,22 @@ export async function runEstimateBench(opts: { quick?: boolean } = {}): Promise<
     gc?.();
     const after = process.memoryUsage();
     results.push({ name: 'o200k_base load (sync)', value: loadMs, unit: 'ms', note: 'once per process and thread' });
-    results.push({ name: 'o200k_base heap delta', value: (after.heapUsed - before.heapUsed) / 1e6, unit: 'MB', note: gc ? 'after gc' : 'no --expose-gc: upper bound' });
+    results.push({
+      name: 'o200k_base heap delta',
+      value: (after.heapUsed - before.heapUsed) / 1e6,
+      unit: 'MB',
+      note: gc ? 'after gc' : 'no --expose-gc: upper bound',
+    });
     results.push({ name: 'o200k_base RSS delta', value: (after.rss - before.rss) / 1e6, unit: 'MB' });
   }
   if (!peekEncoding('cl100k_base')) {
     const { blockedMs, totalMs } = await worstBlock(() => loadEncoding('cl100k_base'));
-    results.push({ name: 'cl100k_base load (async, sliced)', value: totalMs, unit: 'ms', note: `worst event-loop block ${blockedMs.toFixed(1)} ms (module compile)` });
+    results.push({
+      name: 'cl100k_base load (async, sliced)',
+      value: totalMs,
+      unit: 'ms',
+      note: `worst event-loop block ${blockedMs.toFixed(1)} ms (module compile)`,
+    });
   }
 
   // Small chat body: warm (seen before) and cold (every text new).
@@ -222,10 +256,18 @@ export async function runEstimateBench(opts: { quick?: boolean } = {}): Promise<
   const hostile: Array<[string, Endpoint, (sample: number) => Record<string, unknown>]> = [
     ['10 KB of "a"', 'chat', (i) => ({ model: 'gpt-4o', messages: [{ role: 'user', content: `${i} ${'a'.repeat(10_000)}` }] })],
     ['1 MB of "a"', 'chat', (i) => ({ model: 'gpt-4.1', messages: [{ role: 'user', content: `${i} ${'a'.repeat(1_000_000)}` }] })],
-    ['1 MB random letters', 'chat', (i) => ({ model: 'gpt-4.1', messages: [{ role: 'user', content: `${i} ${randomBase64(1_000_000).replace(/[^a-z]/g, 'q')}` }] })],
+    [
+      '1 MB random letters',
+      'chat',
+      (i) => ({ model: 'gpt-4.1', messages: [{ role: 'user', content: `${i} ${randomBase64(1_000_000).replace(/[^a-z]/g, 'q')}` }] }),
+    ],
     ['5 MB random base64 text', 'chat', (i) => ({ model: 'gpt-5.4', messages: [{ role: 'user', content: `${i} ${randomBase64(5_000_000)}` }] })],
     ['10k tiny messages', 'chat', (i) => ({ model: 'gpt-4.1', messages: Array.from({ length: 10_000 }, (_, j) => ({ role: 'user', content: `m${i}.${j}` })) })],
-    ['4 KB random letters (inline, just under offload)', 'chat', (i) => ({ model: 'gpt-4o', messages: [{ role: 'user', content: `${i} ${randomBase64(4_000).replace(/[^a-z]/g, 'q')}` }] })],
+    [
+      '4 KB random letters (inline, just under offload)',
+      'chat',
+      (i) => ({ model: 'gpt-4o', messages: [{ role: 'user', content: `${i} ${randomBase64(4_000).replace(/[^a-z]/g, 'q')}` }] }),
+    ],
   ];
   let sampleId = 0;
   for (const [name, endpoint, makeBody] of hostile) {
@@ -235,9 +277,15 @@ export async function runEstimateBench(opts: { quick?: boolean } = {}): Promise<
       samples.push(await worstBlock(() => estimateRequest(endpoint, body, options)));
     }
     const blocked = median(samples.map((s) => s.blockedMs));
-    results.push({ name: `worst event-loop block: ${name}`, value: blocked, unit: 'ms', note: `latency ${median(samples.map((s) => s.totalMs)).toFixed(0)} ms` });
+    results.push({
+      name: `worst event-loop block: ${name}`,
+      value: blocked,
+      unit: 'ms',
+      note: `latency ${median(samples.map((s) => s.totalMs)).toFixed(0)} ms`,
+    });
   }
-  const syncHuge = timeMicros(() => estimateRequestSync('chat', { model: 'gpt-4.1', messages: [{ role: 'user', content: 'a'.repeat(1_000_000) }] }, options), 1) / 1_000;
+  const syncHuge =
+    timeMicros(() => estimateRequestSync('chat', { model: 'gpt-4.1', messages: [{ role: 'user', content: 'a'.repeat(1_000_000) }] }, options), 1) / 1_000;
   results.push({ name: 'sync estimate of 1 MB of "a" (no offload)', value: syncHuge, unit: 'ms', note: 'what the worker spends' });
   await closeEstimator();
   return results;

@@ -16,7 +16,19 @@ import { KeyStore } from '../src/keys/store.js';
 import { median, percentile, printTable, type BenchResult } from './support.js';
 
 function entry(keyId: string, i: number, now: number): PendingEntry {
-  return { requestId: `bench-${now}-${i}`, keyId, tenantId: null, createdAt: now, endpoint: 'chat', model: i % 3 === 0 ? 'gpt-4o' : 'gpt-4o-mini', stream: i % 2 === 0, estPromptTokens: 120, estCompletionTokens: 1024, estCostMicros: 650, priceKnown: true };
+  return {
+    requestId: `bench-${now}-${i}`,
+    keyId,
+    tenantId: null,
+    createdAt: now,
+    endpoint: 'chat',
+    model: i % 3 === 0 ? 'gpt-4o' : 'gpt-4o-mini',
+    stream: i % 2 === 0,
+    estPromptTokens: 120,
+    estCompletionTokens: 1024,
+    estCostMicros: 650,
+    priceKnown: true,
+  };
 }
 
 export async function runLedgerBench(options: { quick?: boolean } = {}): Promise<BenchResult[]> {
@@ -39,7 +51,22 @@ export async function runLedgerBench(options: { quick?: boolean } = {}): Promise
         const entries = Array.from({ length: batch }, () => entry(keys[counter % keys.length]!, counter++, now));
         await Promise.all(entries.map((e) => writer.begin(e)));
         for (const e of entries) {
-          writer.complete({ requestId: e.requestId, completedAt: now + 300, status: 'ok', httpStatus: 200, promptTokens: 118, cachedTokens: 0, completionTokens: 87, reasoningTokens: 0, costMicros: 70, usageSource: 'reported', latencyMs: 300, ttftMs: 40, upstreamRequestId: 'up', errorCode: null });
+          writer.complete({
+            requestId: e.requestId,
+            completedAt: now + 300,
+            status: 'ok',
+            httpStatus: 200,
+            promptTokens: 118,
+            cachedTokens: 0,
+            completionTokens: 87,
+            reasoningTokens: 0,
+            costMicros: 70,
+            usageSource: 'reported',
+            latencyMs: 300,
+            ttftMs: 40,
+            upstreamRequestId: 'up',
+            errorCode: null,
+          });
         }
       }
       writer.flush();
@@ -53,7 +80,12 @@ export async function runLedgerBench(options: { quick?: boolean } = {}): Promise
       waits.push((performance.now() - started) * 1000);
     }
     return [
-      { name: 'ledger requests recorded/s', value: median(rates), unit: 'req/s', note: `pending insert + settlement + rollups, ${batch} per turn; median of ${rounds}` },
+      {
+        name: 'ledger requests recorded/s',
+        value: median(rates),
+        unit: 'req/s',
+        note: `pending insert + settlement + rollups, ${batch} per turn; median of ${rounds}`,
+      },
       { name: 'ledger rows written/s', value: median(rates) * 2, unit: 'rows/s', note: 'inserts and updates' },
       { name: 'ledger begin→commit, idle', value: median(waits), unit: 'µs', note: `p99 ${percentile(waits, 99).toFixed(0)} µs (added before forwarding)` },
     ];

@@ -13,7 +13,18 @@ import { pathToFileURL } from 'node:url';
 import { openDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { parseLimit } from '../src/limits/algorithm/policy.js';
-import { median, measureLatency, measureThroughput, percentile, printTable, shuffled, startChild, startTollgate, type BenchResult, type LoadTarget } from './support.js';
+import {
+  median,
+  measureLatency,
+  measureThroughput,
+  percentile,
+  printTable,
+  shuffled,
+  startChild,
+  startTollgate,
+  type BenchResult,
+  type LoadTarget,
+} from './support.js';
 
 const UPSTREAM_KEY = 'sk-bench-upstream';
 
@@ -110,14 +121,37 @@ export async function runProxyBench(options: { quick?: boolean; prepare?: Prepar
   const results: BenchResult[] = [];
   for (const name of names) {
     const label = name === 'tollgate' ? target.label : name;
-    results.push({ name: `latency c=1 ${label}`, value: m(latency, name) * 1000, unit: 'µs', note: `median of ${rounds} round medians; p99 ${(m(p99, name) * 1000).toFixed(0)} µs` });
+    results.push({
+      name: `latency c=1 ${label}`,
+      value: m(latency, name) * 1000,
+      unit: 'µs',
+      note: `median of ${rounds} round medians; p99 ${(m(p99, name) * 1000).toFixed(0)} µs`,
+    });
   }
-  results.push({ name: 'overhead c=1 tollgate − direct', value: (m(latency, 'tollgate') - m(latency, 'direct')) * 1000, unit: 'µs', note: 'added latency per request' });
-  results.push({ name: 'overhead c=1 bare − direct', value: (m(latency, 'bare') - m(latency, 'direct')) * 1000, unit: 'µs', note: 'what any node:http hop costs' });
-  for (const [series, c] of [[rps16, 16], [rps64, 64]] as const) {
+  results.push({
+    name: 'overhead c=1 tollgate − direct',
+    value: (m(latency, 'tollgate') - m(latency, 'direct')) * 1000,
+    unit: 'µs',
+    note: 'added latency per request',
+  });
+  results.push({
+    name: 'overhead c=1 bare − direct',
+    value: (m(latency, 'bare') - m(latency, 'direct')) * 1000,
+    unit: 'µs',
+    note: 'what any node:http hop costs',
+  });
+  for (const [series, c] of [
+    [rps16, 16],
+    [rps64, 64],
+  ] as const) {
     for (const name of names) {
       const label = name === 'tollgate' ? target.label : name;
-      results.push({ name: `throughput c=${c} ${label}`, value: m(series, name), unit: 'req/s', note: `ratio to direct ${(m(series, name) / m(series, 'direct')).toFixed(2)}` });
+      results.push({
+        name: `throughput c=${c} ${label}`,
+        value: m(series, name),
+        unit: 'req/s',
+        note: `ratio to direct ${(m(series, name) / m(series, 'direct')).toFixed(2)}`,
+      });
     }
   }
   return results;

@@ -40,10 +40,21 @@ export async function runRedisBench(options: { quick?: boolean } = {}): Promise<
   const server = await startRedis();
   const redis = new Redis(server.url);
   const fake = await startChild(['bench/fake-upstream-server.ts', 'sk-bench']);
-  const env = { TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-bench', TOLLGATE_DB: dbPath, TOLLGATE_REDIS_URL: server.url, TOLLGATE_LOG_LEVEL: 'warn' };
+  const env = {
+    TOLLGATE_UPSTREAM_URL: fake.url,
+    TOLLGATE_UPSTREAM_KEY: 'sk-bench',
+    TOLLGATE_DB: dbPath,
+    TOLLGATE_REDIS_URL: server.url,
+    TOLLGATE_LOG_LEVEL: 'warn',
+  };
   const nodes = [await startTollgate(env), await startTollgate(env)];
   const body = chatBody1k();
-  const targets = nodes.map((node) => ({ baseUrl: node.url, path: '/chat/completions', body, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } }));
+  const targets = nodes.map((node) => ({
+    baseUrl: node.url,
+    path: '/chat/completions',
+    body,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+  }));
   const perRequest: number[] = [];
   const rates: number[] = [];
   try {
@@ -64,8 +75,18 @@ export async function runRedisBench(options: { quick?: boolean } = {}): Promise<
     rmSync(dir, { recursive: true, force: true });
   }
   return [
-    { name: 'redis: proxied requests/s, 2 nodes, hot key', value: median(rates), unit: 'req/s', note: `16 clients; median of ${rounds} rounds of ${seconds} s` },
-    { name: 'redis: script calls per proxied request', value: median(perRequest), unit: 'calls', note: 'target ≤ 0.05; burst ≥ 40× cost; 2 limits per request' },
+    {
+      name: 'redis: proxied requests/s, 2 nodes, hot key',
+      value: median(rates),
+      unit: 'req/s',
+      note: `16 clients; median of ${rounds} rounds of ${seconds} s`,
+    },
+    {
+      name: 'redis: script calls per proxied request',
+      value: median(perRequest),
+      unit: 'calls',
+      note: 'target ≤ 0.05; burst ≥ 40× cost; 2 limits per request',
+    },
   ];
 }
 

@@ -53,7 +53,10 @@ const dir = mkdtempSync(join(tmpdir(), 'tollgate-soak-'));
 const dbPath = join(dir, 'soak.db');
 const setup = openDatabase(dbPath);
 const store = new KeyStore(setup);
-const keys = Array.from({ length: 20 }, (_, i) => store.createKey({ name: `soak-${i}`, policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 6000, period: 'min', burst: 600 }] } }).key);
+const keys = Array.from(
+  { length: 20 },
+  (_, i) => store.createKey({ name: `soak-${i}`, policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 6000, period: 'min', burst: 600 }] } }).key,
+);
 setup.close();
 
 const fake = await startChild(['bench/fake-upstream-server.ts', UPSTREAM_KEY]);
@@ -68,12 +71,39 @@ const origin = new URL(proxy.url).origin;
 const pool = new Pool(origin, { connections: 32 });
 
 const kinds: Array<{ weight: number; path: string; scenario: string; body: (i: number) => unknown; abortAfterMs?: number }> = [
-  { weight: 5, path: '/v1/chat/completions', scenario: '', body: (i) => ({ model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: `question ${i % 50}` }] }) },
-  { weight: 3, path: '/v1/chat/completions', scenario: 'delay=5,words=30', body: (i) => ({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: `stream ${i % 20}` }] }) },
+  {
+    weight: 5,
+    path: '/v1/chat/completions',
+    scenario: '',
+    body: (i) => ({
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system', content: 'You are terse.' },
+        { role: 'user', content: `question ${i % 50}` },
+      ],
+    }),
+  },
+  {
+    weight: 3,
+    path: '/v1/chat/completions',
+    scenario: 'delay=5,words=30',
+    body: (i) => ({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: `stream ${i % 20}` }] }),
+  },
   { weight: 1, path: '/v1/embeddings', scenario: '', body: (i) => ({ model: 'text-embedding-3-small', input: [`a ${i}`, `b ${i}`] }) },
-  { weight: 1, path: '/v1/chat/completions', scenario: 'delay=20,words=100', body: () => ({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'long' }] }), abortAfterMs: 60 },
+  {
+    weight: 1,
+    path: '/v1/chat/completions',
+    scenario: 'delay=20,words=100',
+    body: () => ({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'long' }] }),
+    abortAfterMs: 60,
+  },
   { weight: 1, path: '/v1/chat/completions', scenario: 'status=500', body: () => ({ model: 'gpt-4o', messages: [{ role: 'user', content: 'fail' }] }) },
-  { weight: 1, path: '/v1/chat/completions', scenario: 'breakAfter=4,delay=2', body: () => ({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'break' }] }) },
+  {
+    weight: 1,
+    path: '/v1/chat/completions',
+    scenario: 'breakAfter=4,delay=2',
+    body: () => ({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'break' }] }),
+  },
 ];
 const wheel = kinds.flatMap((kind) => Array.from({ length: kind.weight }, () => kind));
 
@@ -126,7 +156,9 @@ while (Date.now() < endAt && sent < maxRequests) {
     requests: sent,
   });
   const last = samples.at(-1)!;
-  process.stderr.write(`  t=${last.atSeconds.toFixed(0)}s rss=${last.rssMiB.toFixed(1)}MiB heap=${last.heapMiB.toFixed(1)}MiB loop-p99=${last.loopP99Ms.toFixed(1)}ms sent=${sent}\n`);
+  process.stderr.write(
+    `  t=${last.atSeconds.toFixed(0)}s rss=${last.rssMiB.toFixed(1)}MiB heap=${last.heapMiB.toFixed(1)}MiB loop-p99=${last.loopP99Ms.toFixed(1)}ms sent=${sent}\n`,
+  );
 }
 clearInterval(load);
 await Promise.allSettled([...inFlight]);
@@ -158,13 +190,25 @@ const rssFloors = floors((s) => s.rssMiB);
 const heapFloors = floors((s) => s.heapMiB);
 const rssSlope = rssFloors.length > 1 ? slope(rssFloors) : 0;
 const heapSlope = heapFloors.length > 1 ? slope(heapFloors) : 0;
-process.stderr.write(`heap floors (MiB): ${heapFloors.map(([, v]) => v.toFixed(1)).join(' ')}\nRSS floors (MiB): ${rssFloors.map(([, v]) => v.toFixed(1)).join(' ')}\n`);
+process.stderr.write(
+  `heap floors (MiB): ${heapFloors.map(([, v]) => v.toFixed(1)).join(' ')}\nRSS floors (MiB): ${rssFloors.map(([, v]) => v.toFixed(1)).join(' ')}\n`,
+);
 const results: BenchResult[] = [
   { name: 'soak requests sent', value: sent, unit: 'req', note: `${failed} unexpected failures` },
   { name: 'soak RSS start → end', value: samples.at(-1)?.rssMiB ?? 0, unit: 'MiB', note: `from ${samples[0]?.rssMiB.toFixed(1)} MiB` },
   { name: 'soak RSS floor trend', value: rssSlope, unit: 'MiB/min', note: `${rssSlope < 0.5 ? 'no growth trend' : 'GROWING'} (per-window minima, 2nd half)` },
-  { name: 'soak heap floor trend', value: heapSlope, unit: 'MiB/min', note: `${heapSlope < 0.5 ? 'no growth trend' : 'GROWING'} (per-window minima, 2nd half)` },
-  { name: 'soak event-loop delay p99 (median of samples)', value: [...samples.map((s) => s.loopP99Ms)].sort((a, b) => a - b)[samples.length >> 1] ?? 0, unit: 'ms', note: 'beyond the 10 ms sampling interval' },
+  {
+    name: 'soak heap floor trend',
+    value: heapSlope,
+    unit: 'MiB/min',
+    note: `${heapSlope < 0.5 ? 'no growth trend' : 'GROWING'} (per-window minima, 2nd half)`,
+  },
+  {
+    name: 'soak event-loop delay p99 (median of samples)',
+    value: [...samples.map((s) => s.loopP99Ms)].sort((a, b) => a - b)[samples.length >> 1] ?? 0,
+    unit: 'ms',
+    note: 'beyond the 10 ms sampling interval',
+  },
   { name: 'soak event-loop delay p99 (worst sample)', value: Math.max(...samples.map((s) => s.loopP99Ms)), unit: 'ms' },
 ];
 printTable(results);

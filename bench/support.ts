@@ -85,7 +85,10 @@ export async function startTollgate(env: Record<string, string>, nodeArgs: reado
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`tollgate serve exited with ${child.exitCode}`);
-    const up = await fetch(`${origin}/healthz`).then((r) => r.ok, () => false);
+    const up = await fetch(`${origin}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (up) break;
     if (Date.now() > deadline) throw new Error('tollgate serve did not answer /healthz within 30 s');
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -179,7 +182,11 @@ export function shuffled<T>(items: readonly T[]): T[] {
 export function printTable(results: readonly BenchResult[]): void {
   const rows = results.map((r) => [r.name, formatValue(r.value), r.unit, r.note ?? '']);
   const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length), ['benchmark', 'value', 'unit', 'note'][i]!.length));
-  const line = (cells: string[]) => cells.map((cell, i) => (i === 1 ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === 1 ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   process.stdout.write(`${line(['benchmark', 'value', 'unit', 'note'])}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n`);
   for (const row of rows) process.stdout.write(`${line(row)}\n`);
 }

@@ -14,31 +14,37 @@ const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 *
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
 
 /** "20mb", "512kb", "1048576" → bytes. */
-const byteSize = z.string().trim().transform((text, ctx) => {
-  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text);
-  const factor = match ? BYTE_UNITS[(match[2] || 'b').toLowerCase()] : undefined;
-  if (!match || factor === undefined) {
-    ctx.addIssue({ code: 'custom', message: `"${text}" is not a size (e.g. 20mb, 512kb, 1048576)` });
-    return z.NEVER;
-  }
-  const bytes = Math.floor(Number(match[1]) * factor);
-  if (bytes < 1) {
-    ctx.addIssue({ code: 'custom', message: 'must be at least one byte' });
-    return z.NEVER;
-  }
-  return bytes;
-});
+const byteSize = z
+  .string()
+  .trim()
+  .transform((text, ctx) => {
+    const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text);
+    const factor = match ? BYTE_UNITS[(match[2] || 'b').toLowerCase()] : undefined;
+    if (!match || factor === undefined) {
+      ctx.addIssue({ code: 'custom', message: `"${text}" is not a size (e.g. 20mb, 512kb, 1048576)` });
+      return z.NEVER;
+    }
+    const bytes = Math.floor(Number(match[1]) * factor);
+    if (bytes < 1) {
+      ctx.addIssue({ code: 'custom', message: 'must be at least one byte' });
+      return z.NEVER;
+    }
+    return bytes;
+  });
 
 /** "30s", "250ms", "10m", "5000" (milliseconds) → milliseconds. */
-const duration = z.string().trim().transform((text, ctx) => {
-  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text);
-  const factor = match ? DURATION_UNITS[(match[2] || 'ms').toLowerCase()] : undefined;
-  if (!match || factor === undefined) {
-    ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration (e.g. 30s, 250ms, 10m)` });
-    return z.NEVER;
-  }
-  return Math.round(Number(match[1]) * factor);
-});
+const duration = z
+  .string()
+  .trim()
+  .transform((text, ctx) => {
+    const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text);
+    const factor = match ? DURATION_UNITS[(match[2] || 'ms').toLowerCase()] : undefined;
+    if (!match || factor === undefined) {
+      ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration (e.g. 30s, 250ms, 10m)` });
+      return z.NEVER;
+    }
+    return Math.round(Number(match[1]) * factor);
+  });
 
 const port = z
   .string()
@@ -107,7 +113,10 @@ const envSchema = z.object({
   /** Redis for limits shared by many proxy nodes (escrow leases); unset = in-memory limits. */
   TOLLGATE_REDIS_URL: z.string().trim().min(1).optional(),
   /** Treat TOLLGATE_REDIS_URL (comma-separated seed nodes) as a Redis Cluster. */
-  TOLLGATE_REDIS_CLUSTER: z.enum(['true', 'false', '1', '0']).default('false').transform((v) => v === 'true' || v === '1'),
+  TOLLGATE_REDIS_CLUSTER: z
+    .enum(['true', 'false', '1', '0'])
+    .default('false')
+    .transform((v) => v === 'true' || v === '1'),
   /** When Redis is unreachable: keep limiting locally with a safe share (local), admit (open) or refuse (closed). */
   TOLLGATE_FAIL_MODE: z.enum(FAIL_MODES).default('local'),
   /** Longest a request waits for a lease top-up before the fail mode decides (only when its cost exceeds the local lease). */
@@ -203,7 +212,9 @@ export function loadConfig(env: Env = process.env): Config {
       e.TOLLGATE_REDIS_URL === undefined
         ? undefined
         : {
-            urls: e.TOLLGATE_REDIS_URL.split(',').map((u) => u.trim()).filter((u) => u !== ''),
+            urls: e.TOLLGATE_REDIS_URL.split(',')
+              .map((u) => u.trim())
+              .filter((u) => u !== ''),
             cluster: e.TOLLGATE_REDIS_CLUSTER,
             waitMs: e.TOLLGATE_REDIS_WAIT,
             timeoutMs: e.TOLLGATE_REDIS_TIMEOUT,

@@ -118,11 +118,7 @@ export class TollgateError extends Error {
   /** Extra response headers (Retry-After, x-should-retry, …). */
   readonly headers: Readonly<Record<string, string>>;
 
-  constructor(
-    code: ErrorCode,
-    message: string,
-    options: { param?: string | null; headers?: Record<string, string>; cause?: unknown } = {},
-  ) {
+  constructor(code: ErrorCode, message: string, options: { param?: string | null; headers?: Record<string, string>; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.param = options.param ?? null;

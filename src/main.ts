@@ -62,7 +62,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info(
-    { url, upstream: config.upstream.url, upstreamKeyConfigured: config.upstream.apiKey !== undefined, db: config.dbPath, admin: config.adminToken === undefined ? 'disabled' : 'enabled' },
+    {
+      url,
+      upstream: config.upstream.url,
+      upstreamKeyConfigured: config.upstream.apiKey !== undefined,
+      db: config.dbPath,
+      admin: config.adminToken === undefined ? 'disabled' : 'enabled',
+    },
     'tollgate listening',
   );
 

@@ -50,16 +50,70 @@ export class Metrics {
       }
     }
 
-    this.requests = new Counter({ name: 'tollgate_requests_total', help: 'Proxied requests by key, model, endpoint and how they ended.', labelNames: ['key', 'model', 'endpoint', 'outcome'], registers });
-    this.promptTokens = new Counter({ name: 'tollgate_prompt_tokens_total', help: 'Prompt tokens billed (reported by the upstream, or counted).', labelNames: ['key', 'model'], registers });
-    this.completionTokens = new Counter({ name: 'tollgate_completion_tokens_total', help: 'Completion tokens billed, reasoning included.', labelNames: ['key', 'model'], registers });
-    this.spend = new Counter({ name: 'tollgate_spend_usd_total', help: 'Money spent, in USD (the ledger keeps exact micro-USD).', labelNames: ['key', 'model'], registers });
-    this.upstreamDuration = new Histogram({ name: 'tollgate_upstream_duration_seconds', help: 'Time from sending a request upstream to the end of its answer.', labelNames: ['endpoint', 'stream'], buckets: LATENCY_BUCKETS, registers });
-    this.timeToFirstToken = new Histogram({ name: 'tollgate_time_to_first_token_seconds', help: 'Time from receiving a streamed request to its first generated token.', labelNames: ['endpoint'], buckets: LATENCY_BUCKETS, registers });
-    this.estimateRatio = new Histogram({ name: 'tollgate_prompt_estimate_ratio', help: 'Actual prompt tokens divided by the estimate (1 = exact).', labelNames: ['endpoint'], buckets: [0.5, 0.8, 0.9, 0.95, 0.99, 1, 1.01, 1.05, 1.1, 1.25, 1.5, 2], registers });
-    this.rejections = new Counter({ name: 'tollgate_rejections_total', help: 'Requests refused before going upstream, by reason.', labelNames: ['key', 'reason'], registers });
-    this.decisions = new Counter({ name: 'tollgate_ratelimit_decisions_total', help: 'Rate-limit decisions per limit and result.', labelNames: ['limit', 'result'], registers });
-    this.decisionDuration = new Histogram({ name: 'tollgate_ratelimit_decision_duration_seconds', help: 'Time to decide one request against all its limits.', labelNames: ['store'], buckets: DECISION_BUCKETS, registers });
+    this.requests = new Counter({
+      name: 'tollgate_requests_total',
+      help: 'Proxied requests by key, model, endpoint and how they ended.',
+      labelNames: ['key', 'model', 'endpoint', 'outcome'],
+      registers,
+    });
+    this.promptTokens = new Counter({
+      name: 'tollgate_prompt_tokens_total',
+      help: 'Prompt tokens billed (reported by the upstream, or counted).',
+      labelNames: ['key', 'model'],
+      registers,
+    });
+    this.completionTokens = new Counter({
+      name: 'tollgate_completion_tokens_total',
+      help: 'Completion tokens billed, reasoning included.',
+      labelNames: ['key', 'model'],
+      registers,
+    });
+    this.spend = new Counter({
+      name: 'tollgate_spend_usd_total',
+      help: 'Money spent, in USD (the ledger keeps exact micro-USD).',
+      labelNames: ['key', 'model'],
+      registers,
+    });
+    this.upstreamDuration = new Histogram({
+      name: 'tollgate_upstream_duration_seconds',
+      help: 'Time from sending a request upstream to the end of its answer.',
+      labelNames: ['endpoint', 'stream'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.timeToFirstToken = new Histogram({
+      name: 'tollgate_time_to_first_token_seconds',
+      help: 'Time from receiving a streamed request to its first generated token.',
+      labelNames: ['endpoint'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.estimateRatio = new Histogram({
+      name: 'tollgate_prompt_estimate_ratio',
+      help: 'Actual prompt tokens divided by the estimate (1 = exact).',
+      labelNames: ['endpoint'],
+      buckets: [0.5, 0.8, 0.9, 0.95, 0.99, 1, 1.01, 1.05, 1.1, 1.25, 1.5, 2],
+      registers,
+    });
+    this.rejections = new Counter({
+      name: 'tollgate_rejections_total',
+      help: 'Requests refused before going upstream, by reason.',
+      labelNames: ['key', 'reason'],
+      registers,
+    });
+    this.decisions = new Counter({
+      name: 'tollgate_ratelimit_decisions_total',
+      help: 'Rate-limit decisions per limit and result.',
+      labelNames: ['limit', 'result'],
+      registers,
+    });
+    this.decisionDuration = new Histogram({
+      name: 'tollgate_ratelimit_decision_duration_seconds',
+      help: 'Time to decide one request against all its limits.',
+      labelNames: ['store'],
+      buckets: DECISION_BUCKETS,
+      registers,
+    });
     const sample = (): Iterable<{ key: string; limit: string; ratio: number }> => this.bucketSampler?.() ?? [];
     this.bucketLevel = new Gauge({
       name: 'tollgate_ratelimit_bucket_fill_ratio',
@@ -73,12 +127,31 @@ export class Metrics {
     });
     this.redisCalls = new Counter({ name: 'tollgate_redis_calls_total', help: 'Calls to Redis by operation.', labelNames: ['op'], registers });
     this.redisFailures = new Counter({ name: 'tollgate_redis_failures_total', help: 'Failed calls to Redis by operation.', labelNames: ['op'], registers });
-    this.leaseTopUps = new Counter({ name: 'tollgate_lease_topups_total', help: 'Lease top-ups from Redis, by whether tokens were granted.', labelNames: ['result'], registers });
-    this.failMode = new Gauge({ name: 'tollgate_ratelimit_degraded', help: '1 while limits run in the configured fail mode because Redis is unavailable.', labelNames: ['reason'], registers });
+    this.leaseTopUps = new Counter({
+      name: 'tollgate_lease_topups_total',
+      help: 'Lease top-ups from Redis, by whether tokens were granted.',
+      labelNames: ['result'],
+      registers,
+    });
+    this.failMode = new Gauge({
+      name: 'tollgate_ratelimit_degraded',
+      help: '1 while limits run in the configured fail mode because Redis is unavailable.',
+      labelNames: ['reason'],
+      registers,
+    });
     this.ledgerQueueDepth = new Gauge({ name: 'tollgate_ledger_queue_depth', help: 'Ledger writes waiting for the next commit.', registers });
-    this.ledgerWriteDuration = new Histogram({ name: 'tollgate_ledger_commit_duration_seconds', help: 'Duration of one ledger transaction.', buckets: [0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1], registers });
+    this.ledgerWriteDuration = new Histogram({
+      name: 'tollgate_ledger_commit_duration_seconds',
+      help: 'Duration of one ledger transaction.',
+      buckets: [0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+      registers,
+    });
     this.ledgerRows = new Counter({ name: 'tollgate_ledger_rows_total', help: 'Ledger operations committed (inserts, settlements, rejections).', registers });
-    this.ledgerFailures = new Counter({ name: 'tollgate_ledger_commit_failures_total', help: 'Ledger transactions that failed and were retried or refused.', registers });
+    this.ledgerFailures = new Counter({
+      name: 'tollgate_ledger_commit_failures_total',
+      help: 'Ledger transactions that failed and were retried or refused.',
+      registers,
+    });
   }
 
   private readonly usageChildren = new Map<string, { prompt: Counter.Internal; completion: Counter.Internal; spend: Counter.Internal }>();

@@ -48,7 +48,10 @@ export function formatMicrosExact(micros: number): string {
   const sign = micros < 0 ? '-' : '';
   const abs = Math.abs(micros);
   const whole = Math.floor(abs / MICROS_PER_USD);
-  const frac = String(abs % MICROS_PER_USD).padStart(6, '0').replace(/0+$/, '').padEnd(2, '0');
+  const frac = String(abs % MICROS_PER_USD)
+    .padStart(6, '0')
+    .replace(/0+$/, '')
+    .padEnd(2, '0');
   return `${sign}$${whole}.${frac}`;
 }
 

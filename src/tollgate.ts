@@ -133,7 +133,11 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     metrics,
     admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
     database,
-    ...('limitSnapshot' in overrides ? (overrides.limitSnapshot ? { limitSnapshot: overrides.limitSnapshot } : {}) : { limitSnapshot: (keyId: string) => liveLimits.forKey(keyId) }),
+    ...('limitSnapshot' in overrides
+      ? overrides.limitSnapshot
+        ? { limitSnapshot: overrides.limitSnapshot }
+        : {}
+      : { limitSnapshot: (keyId: string) => liveLimits.forKey(keyId) }),
     lifecycle,
     ...(overrides.now ? { now: overrides.now } : {}),
   });

@@ -16,11 +16,17 @@ export function remoteAdminOps(baseUrl: string, adminToken: string | undefined):
     try {
       response = await fetch(root + path, {
         method,
-        headers: { ...(adminToken === undefined ? {} : { authorization: `Bearer ${adminToken}` }), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          ...(adminToken === undefined ? {} : { authorization: `Bearer ${adminToken}` }),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     } catch (error) {
-      throw new TollgateError('upstream_unreachable', `cannot reach ${baseUrl}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`);
+      throw new TollgateError(
+        'upstream_unreachable',
+        `cannot reach ${baseUrl}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message}`,
+      );
     }
     const text = await response.text();
     let json: unknown;
@@ -31,7 +37,9 @@ export function remoteAdminOps(baseUrl: string, adminToken: string | undefined):
     }
     if (!response.ok) {
       const error = (json as { error?: { code?: string; message?: string; param?: string | null } }).error;
-      throw new TollgateError((error?.code ?? 'internal_error') as ErrorCode, error?.message ?? `${baseUrl} answered ${response.status}`, { param: error?.param ?? null });
+      throw new TollgateError((error?.code ?? 'internal_error') as ErrorCode, error?.message ?? `${baseUrl} answered ${response.status}`, {
+        param: error?.param ?? null,
+      });
     }
     return json as T;
   }
@@ -58,7 +66,8 @@ export function remoteAdminOps(baseUrl: string, adminToken: string | undefined):
     listTenants: async () => (await call<{ data: TenantView[] }>('GET', '/tenants')).data,
     getTenant: (r) => call('GET', `/tenants/${ref(r)}`),
     updateTenant: (r, patch) => call('PATCH', `/tenants/${ref(r)}`, patch),
-    spend: (request) => call<SpendReport>('GET', `/spend${q({ key: request.key, tenant: request.tenant, since: request.since, until: request.until, by: request.by })}`),
+    spend: (request) =>
+      call<SpendReport>('GET', `/spend${q({ key: request.key, tenant: request.tenant, since: request.since, until: request.until, by: request.by })}`),
     close: async () => undefined,
   };
 }

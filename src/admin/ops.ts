@@ -55,7 +55,8 @@ export function localAdminOps(database: TollgateDatabase, options: { now?: () =>
     updateKey: async (ref, patch) => changed(store.updateKey(ref, patch)),
     revokeKey: async (ref) => changed(store.revokeKey(ref)),
     rotateKey: async (ref) => changed(store.rotateKey(ref)),
-    createTenant: async (name, policy) => changed(store.createTenant(name, { limits: policy.limits ?? [], ...(policy.budget ? { budget: policy.budget } : {}) })),
+    createTenant: async (name, policy) =>
+      changed(store.createTenant(name, { limits: policy.limits ?? [], ...(policy.budget ? { budget: policy.budget } : {}) })),
     listTenants: async () => store.listTenants(),
     getTenant: async (ref) => store.getTenant(ref),
     updateTenant: async (ref, patch) => changed(store.updateTenant(ref, patch)),

@@ -65,7 +65,9 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
   };
   const id = (c: Context<AppEnv>): string => c.req.param('ref') ?? '';
 
-  api.get('/keys', async (c) => c.json({ data: await deps.ops.listKeys({ tenant: c.req.query('tenant'), includeRevoked: c.req.query('all') === '1' || c.req.query('all') === 'true' }) }));
+  api.get('/keys', async (c) =>
+    c.json({ data: await deps.ops.listKeys({ tenant: c.req.query('tenant'), includeRevoked: c.req.query('all') === '1' || c.req.query('all') === 'true' }) }),
+  );
   api.post('/keys', async (c) => {
     const input = await body(c, createKeyBody);
     const issued = await deps.ops.createKey({ ...input, policy: input.policy as Policy });

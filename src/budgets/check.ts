@@ -36,7 +36,8 @@ export type BudgetDecision =
 /** The budgets a caller's request counts against: its key's and its tenant's. */
 export function budgetChecksFor(caller: Caller): BudgetCheck[] {
   const checks: BudgetCheck[] = [];
-  if (caller.policy.budget !== undefined) checks.push({ scope: { level: 'key', id: caller.key.id }, label: `key ${caller.key.name}`, budget: caller.policy.budget });
+  if (caller.policy.budget !== undefined)
+    checks.push({ scope: { level: 'key', id: caller.key.id }, label: `key ${caller.key.name}`, budget: caller.policy.budget });
   if (caller.tenant !== undefined && caller.tenantPolicy?.budget !== undefined) {
     checks.push({ scope: { level: 'tenant', id: caller.tenant.id }, label: `tenant ${caller.tenant.name}`, budget: caller.tenantPolicy.budget });
   }

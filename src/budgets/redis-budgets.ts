@@ -94,7 +94,12 @@ export class RedisBudgetStore {
         const end = periodEnd(check.budget.period, now);
         const ttl = end === undefined ? 0 : end - now + AFTER_PERIOD_MS;
         const [admitted, spentBefore] = await this.withTimeout(this.redis[COMMAND]!(key, check.budget.microUsd, amount, seed(check), ttl));
-        const standing: BudgetStanding = { check, spentMicroUsd: Number(spentBefore), remainingMicroUsd: check.budget.microUsd - Number(spentBefore) - amount, resetsAt: end };
+        const standing: BudgetStanding = {
+          check,
+          spentMicroUsd: Number(spentBefore),
+          remainingMicroUsd: check.budget.microUsd - Number(spentBefore) - amount,
+          resetsAt: end,
+        };
         if (Number(admitted) !== 1) {
           this.adjust(taken, -amount);
           this.onCall?.(true);

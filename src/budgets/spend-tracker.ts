@@ -81,7 +81,9 @@ export class SpendTracker {
         : `SELECT coalesce(sum(r.cost_micros), 0) FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE k.tenant_id = @id AND ${where}`;
     const statementsOf = (level: SpendScope['level']) => ({
       day: s.prepare(`SELECT (${of(level, 'rollups_daily', 'day >= @since AND day <= @until')}) AS spent`),
-      month: s.prepare(`SELECT (${of(level, 'rollups_monthly', 'month = @month')}) - (${of(level, 'rollups_daily', 'day > @until AND day < @nextMonth')}) AS spent`),
+      month: s.prepare(
+        `SELECT (${of(level, 'rollups_monthly', 'month = @month')}) - (${of(level, 'rollups_daily', 'day > @until AND day < @nextMonth')}) AS spent`,
+      ),
       total: s.prepare(`SELECT (${of(level, 'rollups_lifetime', '1')}) - (${of(level, 'rollups_daily', 'day > @until')}) AS spent`),
     });
     this.statements = { key: statementsOf('key'), tenant: statementsOf('tenant') };
@@ -113,7 +115,10 @@ export class SpendTracker {
     const read = `${key}|${period}|${since}`;
     let cached = this.cache.get(read);
     if (cached === undefined || now - cached.readAt >= this.refreshMs || now < cached.readAt) {
-      const params = period === 'month' ? { id: scope.id, since, until, month: since.slice(0, 7), nextMonth: `${addDays(since, 32).slice(0, 7)}-01` } : { id: scope.id, since, until };
+      const params =
+        period === 'month'
+          ? { id: scope.id, since, until, month: since.slice(0, 7), nextMonth: `${addDays(since, 32).slice(0, 7)}-01` }
+          : { id: scope.id, since, until };
       cached = { value: (this.statements[scope.level][period].get(params) as { spent: number }).spent, readAt: now };
       this.cache.set(read, cached);
       // The read includes everything committed until now: count commits afresh from here.

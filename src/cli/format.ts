@@ -6,7 +6,10 @@ import { formatMicrosExact } from '../money.js';
 export function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>, align: ReadonlyArray<'left' | 'right'> = []): string {
   const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
-    cells.map((cell, i) => (align[i] === 'right' ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join('  ').trimEnd();
+    cells
+      .map((cell, i) => (align[i] === 'right' ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 

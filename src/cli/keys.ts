@@ -1,7 +1,16 @@
 /** `tollgate keys …` and `tollgate tenants …`. */
 import { Option, type Command } from 'commander';
 import type { IssuedKey, KeyPatch, KeyView, TenantView } from '../keys/store.js';
-import { BUDGET_PERIODS, parseLimit, parseUsdToMicros, PolicyError, type Budget, type BudgetPeriod, type LimitSpec, type Policy } from '../limits/algorithm/policy.js';
+import {
+  BUDGET_PERIODS,
+  parseLimit,
+  parseUsdToMicros,
+  PolicyError,
+  type Budget,
+  type BudgetPeriod,
+  type LimitSpec,
+  type Policy,
+} from '../limits/algorithm/policy.js';
 import { print, printJson, withOps } from './context.js';
 import { describeBudget, describeLimits, table, when } from './format.js';
 
@@ -37,7 +46,10 @@ function budgetFrom(usdText: string | undefined, periodText: string | undefined,
 
 function modelsFrom(text: string | undefined): string[] | undefined {
   if (text === undefined) return undefined;
-  const models = text.split(',').map((m) => m.trim()).filter((m) => m !== '');
+  const models = text
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => m !== '');
   if (models.length === 0) throw new PolicyError('--models needs at least one model name');
   return models;
 }
@@ -70,9 +82,13 @@ function metadataFrom(pairs: string[] | undefined): Record<string, string> | und
 /** The limit and budget options keys and tenants share; `update` adds the ones that clear them. */
 function withPolicyOptions(command: Command, mode: 'create' | 'update'): Command {
   command
-    .option('--limit <spec>', mode === 'create'
-      ? 'UNIT:AMOUNT/PERIOD[,burst=B][,name=N][,start=empty]; UNIT requests|tokens|usd, PERIOD s|min|h|day (repeatable)'
-      : 'replacement limit (repeatable)', collect)
+    .option(
+      '--limit <spec>',
+      mode === 'create'
+        ? 'UNIT:AMOUNT/PERIOD[,burst=B][,name=N][,start=empty]; UNIT requests|tokens|usd, PERIOD s|min|h|day (repeatable)'
+        : 'replacement limit (repeatable)',
+      collect,
+    )
     .option('--rpm <n>', 'shorthand for --limit requests:N/min')
     .option('--tpm <n>', 'shorthand for --limit tokens:N/min');
   if (mode === 'update') command.option('--clear-limits', 'remove all limits');
@@ -97,7 +113,16 @@ function describeKey(view: KeyView): string {
     ['limits', describeLimits(view.policy)],
     ['budget', describeBudget(view.policy)],
     ['models', view.policy.models?.join(', ') ?? 'all'],
-    ...(Object.keys(view.metadata).length > 0 ? ([['metadata', Object.entries(view.metadata).map(([k, v]) => `${k}=${v}`).join(', ')]] as Array<[string, string]>) : []),
+    ...(Object.keys(view.metadata).length > 0
+      ? ([
+          [
+            'metadata',
+            Object.entries(view.metadata)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(', '),
+          ],
+        ] as Array<[string, string]>)
+      : []),
   ];
   return rows.map(([label, value]) => `  ${label.padEnd(8)} ${value}`).join('\n');
 }
@@ -107,7 +132,9 @@ function printIssued(issued: IssuedKey, json: boolean, verb: 'Created' | 'Rotate
     printJson({ key: issued.key, ...issued.view });
     return;
   }
-  print(`${verb} key "${issued.view.name}" (${issued.view.id})\n\n  key      ${issued.key}\n${describeKey(issued.view)}\n\nStore the key now: it is shown only this once.`);
+  print(
+    `${verb} key "${issued.view.name}" (${issued.view.id})\n\n  key      ${issued.key}\n${describeKey(issued.view)}\n\nStore the key now: it is shown only this once.`,
+  );
 }
 
 function keyRows(keys: KeyView[]): string {
@@ -145,15 +172,35 @@ export function registerKeyCommands(program: Command): void {
     .option('--expires <when>', 'expiry: 30d, 12h, 90m or a date')
     .option('--meta <label=value>', 'metadata label (repeatable)', collect)
     .option('--json', 'print JSON (includes the key once)')
-    .action(async (options: LimitOptions & { name: string; tenant?: string; budgetUsd?: string; budgetPeriod?: string; models?: string; expires?: string; meta?: string[]; json?: boolean }, command: Command) => {
-      const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
-      const models = modelsFrom(options.models);
-      const policy: Policy = { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}), ...(models ? { models } : {}) };
-      const issued = await withOps(command, (ops) =>
-        ops.createKey({ name: options.name, tenant: options.tenant, policy, expiresAt: options.expires === undefined ? null : parseExpiry(options.expires), metadata: metadataFrom(options.meta) }),
-      );
-      printIssued(issued, options.json === true, 'Created');
-    });
+    .action(
+      async (
+        options: LimitOptions & {
+          name: string;
+          tenant?: string;
+          budgetUsd?: string;
+          budgetPeriod?: string;
+          models?: string;
+          expires?: string;
+          meta?: string[];
+          json?: boolean;
+        },
+        command: Command,
+      ) => {
+        const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
+        const models = modelsFrom(options.models);
+        const policy: Policy = { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}), ...(models ? { models } : {}) };
+        const issued = await withOps(command, (ops) =>
+          ops.createKey({
+            name: options.name,
+            tenant: options.tenant,
+            policy,
+            expiresAt: options.expires === undefined ? null : parseExpiry(options.expires),
+            metadata: metadataFrom(options.meta),
+          }),
+        );
+        printIssued(issued, options.json === true, 'Created');
+      },
+    );
 
   keys
     .command('list')
@@ -264,7 +311,10 @@ export function registerKeyCommands(program: Command): void {
 
   const tenants = program.command('tenants').description('tenants: groups of keys with shared limits and budget');
 
-  withPolicyOptions(tenants.command('create').description('create a tenant with limits and a budget shared by its keys').argument('<name>', 'tenant name'), 'create')
+  withPolicyOptions(
+    tenants.command('create').description('create a tenant with limits and a budget shared by its keys').argument('<name>', 'tenant name'),
+    'create',
+  )
     .option('--json', 'print JSON')
     .action(async (name: string, options: LimitOptions & { budgetUsd?: string; budgetPeriod?: string; json?: boolean }, command: Command) => {
       const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
@@ -280,7 +330,16 @@ export function registerKeyCommands(program: Command): void {
     .action(async (options: { json?: boolean }, command: Command) => {
       const list = await withOps(command, (ops) => ops.listTenants());
       if (options.json) printJson(list);
-      else print(list.length === 0 ? 'no tenants' : table(['name', 'id', 'keys', 'limits', 'budget'], list.map((t) => [t.name, t.id, String(t.keys), describeLimits(t.policy), describeBudget(t.policy)]), ['left', 'left', 'right']));
+      else
+        print(
+          list.length === 0
+            ? 'no tenants'
+            : table(
+                ['name', 'id', 'keys', 'limits', 'budget'],
+                list.map((t) => [t.name, t.id, String(t.keys), describeLimits(t.policy), describeBudget(t.policy)]),
+                ['left', 'left', 'right'],
+              ),
+        );
     });
 
   tenants
@@ -295,20 +354,30 @@ export function registerKeyCommands(program: Command): void {
     });
 
   withPolicyOptions(
-    tenants.command('update').description('change a tenant; --limit/--rpm/--tpm replace all its limits').argument('<tenant>', 'tenant id or name').option('--name <name>', 'new name'),
+    tenants
+      .command('update')
+      .description('change a tenant; --limit/--rpm/--tpm replace all its limits')
+      .argument('<tenant>', 'tenant id or name')
+      .option('--name <name>', 'new name'),
     'update',
   )
     .option('--json', 'print JSON')
-    .action(async (ref: string, options: LimitOptions & { name?: string; clearLimits?: boolean; budgetUsd?: string; budgetPeriod?: string; budget?: boolean; json?: boolean }, command: Command) => {
-      const view = await withOps(command, async (ops) => {
-        const current = await ops.getTenant(ref);
-        return ops.updateTenant(ref, {
-          name: options.name,
-          limits: options.clearLimits ? [] : limitsFrom(options),
-          budget: options.budget === false ? null : budgetFrom(options.budgetUsd, options.budgetPeriod, current.policy.budget),
+    .action(
+      async (
+        ref: string,
+        options: LimitOptions & { name?: string; clearLimits?: boolean; budgetUsd?: string; budgetPeriod?: string; budget?: boolean; json?: boolean },
+        command: Command,
+      ) => {
+        const view = await withOps(command, async (ops) => {
+          const current = await ops.getTenant(ref);
+          return ops.updateTenant(ref, {
+            name: options.name,
+            limits: options.clearLimits ? [] : limitsFrom(options),
+            budget: options.budget === false ? null : budgetFrom(options.budgetUsd, options.budgetPeriod, current.policy.budget),
+          });
         });
-      });
-      if (options.json) printJson(view);
-      else print(`Updated tenant "${view.name}"\n${describeTenant(view)}`);
-    });
+        if (options.json) printJson(view);
+        else print(`Updated tenant "${view.name}"\n${describeTenant(view)}`);
+      },
+    );
 }

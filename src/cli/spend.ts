@@ -40,7 +40,9 @@ export function registerSpendCommand(program: Command): void {
       const rows = report.rows.map((row: SpendRow) => cells(row.group, row));
       rows.push(cells('total', report.total));
       const scope = options.key !== undefined ? ` for key ${options.key}` : options.tenant !== undefined ? ` for tenant ${options.tenant}` : '';
-      print(`Spend${scope}, ${report.since} to ${report.until} (UTC)${report.pending > 0 ? `; ${report.pending} request(s) in flight, counted at their estimate` : ''}\n\n`);
+      print(
+        `Spend${scope}, ${report.since} to ${report.until} (UTC)${report.pending > 0 ? `; ${report.pending} request(s) in flight, counted at their estimate` : ''}\n\n`,
+      );
       print(table(headers, rows, ['left', 'right', 'right', 'right', 'right', 'right', 'right']));
     });
 }

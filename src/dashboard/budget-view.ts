@@ -45,7 +45,13 @@ export function budgetItem(owner: 'key' | 'tenant', id: string, name: string, hr
     fraction,
     meter: Math.min(1, Math.max(0, fraction)),
     level: levelOf(fraction),
-    text: { owner: owner === 'key' ? 'key' : 'tenant', spent: usd(spentMicros), cap: usd(budget.microUsd), percent: percent(fraction), period: PERIOD_TEXT[budget.period] },
+    text: {
+      owner: owner === 'key' ? 'key' : 'tenant',
+      spent: usd(spentMicros),
+      cap: usd(budget.microUsd),
+      percent: percent(fraction),
+      period: PERIOD_TEXT[budget.period],
+    },
   };
 }
 

@@ -61,7 +61,10 @@ export function budgetRow(item: BudgetItem | undefined): JSX.Element {
         </span>
       </td>
       <td class="num">
-        <span data-bind="text.spent">{item?.text.spent}</span> of <span data-bind="text.cap">{item?.text.cap}</span> <span class="muted" data-bind="text.period">{item?.text.period}</span>
+        <span data-bind="text.spent">{item?.text.spent}</span> of <span data-bind="text.cap">{item?.text.cap}</span>{' '}
+        <span class="muted" data-bind="text.period">
+          {item?.text.period}
+        </span>
       </td>
       <td>
         <div class="budget-cell">

@@ -104,14 +104,18 @@ function limitItems(key: KeyRecord, snapshot: ReadonlyArray<LimitSnapshotEntry> 
       meter: fraction === null ? 0 : Math.min(1, fraction),
       text: {
         spec,
-        live: entry === undefined ? 'not available' : `${formatAmount(entry.unit, Math.max(0, entry.remaining))} of ${formatAmount(entry.unit, entry.burst)}${entry.unit === 'usd' ? '' : ` ${entry.unit}`} left (${percent(fraction ?? 0)})`,
+        live:
+          entry === undefined
+            ? 'not available'
+            : `${formatAmount(entry.unit, Math.max(0, entry.remaining))} of ${formatAmount(entry.unit, entry.burst)}${entry.unit === 'usd' ? '' : ` ${entry.unit}`} left (${percent(fraction ?? 0)})`,
       },
     };
   };
   const items = limits.map((limit) => item(limit.name, formatLimit(limit), snapshot === undefined ? undefined : live.get(limit.name)));
   // Buckets the limiter reports beyond the key's own (its tenant's, the global one).
   for (const entry of snapshot ?? []) {
-    if (!limits.some((limit) => limit.name === entry.limitName)) items.push(item(entry.limitName, `${entry.unit}, burst ${formatAmount(entry.unit, entry.burst)}`, entry));
+    if (!limits.some((limit) => limit.name === entry.limitName))
+      items.push(item(entry.limitName, `${entry.unit}, burst ${formatAmount(entry.unit, entry.burst)}`, entry));
   }
   return items;
 }
@@ -131,7 +135,12 @@ export function buildKeyPage(ctx: ViewContext, keyId: string): KeyPageView | und
       model,
       totals,
       share,
-      text: { requests: count(totals.requests), tokens: `${count(totals.promptTokens)} → ${count(totals.completionTokens)}`, spend: usd(totals.costMicros), share: percent(share) },
+      text: {
+        requests: count(totals.requests),
+        tokens: `${count(totals.promptTokens)} → ${count(totals.completionTokens)}`,
+        spend: usd(totals.costMicros),
+        share: percent(share),
+      },
     };
   });
   const budgetSpec = key.policy?.budget;

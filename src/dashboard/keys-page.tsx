@@ -65,7 +65,12 @@ export function buildKeys(ctx: ViewContext, query: KeysQuery): KeysView {
   const { reads, now } = ctx;
   const directory = reads.directory();
   const spend = reads.spendByKey(now);
-  const tenantFilter = query.tenant === undefined ? undefined : query.tenant === '-' ? null : (directory.tenantsById.get(query.tenant) ?? directory.tenants.find((t) => t.name === query.tenant))?.id;
+  const tenantFilter =
+    query.tenant === undefined
+      ? undefined
+      : query.tenant === '-'
+        ? null
+        : (directory.tenantsById.get(query.tenant) ?? directory.tenants.find((t) => t.name === query.tenant))?.id;
   const needle = query.q?.toLowerCase();
   const keys = directory.keys.filter((key) => {
     if (query.tenant !== undefined && key.tenantId !== (tenantFilter === undefined ? '\u0000no such tenant' : tenantFilter)) return false;

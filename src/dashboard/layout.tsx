@@ -19,7 +19,13 @@ export async function renderDocument(page: JSX.Element): Promise<string> {
 type Section = 'overview' | 'keys' | undefined;
 
 /** The page frame; with `poll`, the script polls that JSON and rebinds `<main>`. */
-export const Layout: FC<{ title: string; section: Section; poll?: string | undefined; signedIn: boolean; children?: Child }> = ({ title, section, poll, signedIn, children }) => (
+export const Layout: FC<{ title: string; section: Section; poll?: string | undefined; signedIn: boolean; children?: Child }> = ({
+  title,
+  section,
+  poll,
+  signedIn,
+  children,
+}) => (
   <html lang="en">
     <head>
       <meta charset="utf-8" />
@@ -35,11 +41,17 @@ export const Layout: FC<{ title: string; section: Section; poll?: string | undef
     </head>
     <body>
       <header class="top">
-        <a class="brand" href="/dashboard">Tollgate</a>
+        <a class="brand" href="/dashboard">
+          Tollgate
+        </a>
         {signedIn ? (
           <nav>
-            <a href="/dashboard" aria-current={section === 'overview' ? 'page' : undefined}>Overview</a>
-            <a href="/dashboard/keys" aria-current={section === 'keys' ? 'page' : undefined}>Keys</a>
+            <a href="/dashboard" aria-current={section === 'overview' ? 'page' : undefined}>
+              Overview
+            </a>
+            <a href="/dashboard/keys" aria-current={section === 'keys' ? 'page' : undefined}>
+              Keys
+            </a>
           </nav>
         ) : null}
         <span class="spacer"></span>
@@ -56,7 +68,13 @@ export const Layout: FC<{ title: string; section: Section; poll?: string | undef
           </form>
         ) : null}
       </header>
-      {poll === undefined ? <main>{children}</main> : <main data-poll={poll} data-poll-ms={String(POLL_MS)}>{children}</main>}
+      {poll === undefined ? (
+        <main>{children}</main>
+      ) : (
+        <main data-poll={poll} data-poll-ms={String(POLL_MS)}>
+          {children}
+        </main>
+      )}
     </body>
   </html>
 );

@@ -86,7 +86,13 @@ export function buildOverview(ctx: ViewContext): OverviewView {
       costTodayMicros: costToday,
       requestsMonth: totals.requests,
       share,
-      text: { tenant: key.tenant ?? '-', spendMonth: usd(totals.costMicros), spendToday: usd(costToday), requestsMonth: count(totals.requests), share: percent(share) },
+      text: {
+        tenant: key.tenant ?? '-',
+        spendMonth: usd(totals.costMicros),
+        spendToday: usd(costToday),
+        requestsMonth: count(totals.requests),
+        share: percent(share),
+      },
     });
   }
 
@@ -246,7 +252,10 @@ export const OverviewPage: FC<{ view: OverviewView }> = ({ view }) => (
       </section>
       <section class="panel">
         <h2>
-          Budgets <span class="muted" data-bind="text.budgetsOver">{view.text.budgetsOver}</span>
+          Budgets{' '}
+          <span class="muted" data-bind="text.budgetsOver">
+            {view.text.budgetsOver}
+          </span>
         </h2>
         <table>
           <thead>

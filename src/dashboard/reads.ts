@@ -169,7 +169,9 @@ export class DashboardReads {
       lifetime: s.prepare('SELECT key_id, cost_micros, last_request_at FROM rollups_lifetime').raw(),
       keyLifetimeCost: s.prepare('SELECT cost_micros FROM rollups_lifetime WHERE key_id = ?').pluck(),
       // Days filed after today, through rollups_daily_day_cover (normally none): per key, and whether in this month.
-      afterToday: s.prepare('SELECT key_id AS keyId, day < ? AS inMonth, sum(cost_micros) AS costMicros FROM rollups_daily WHERE day > ? GROUP BY key_id, inMonth'),
+      afterToday: s.prepare(
+        'SELECT key_id AS keyId, day < ? AS inMonth, sum(cost_micros) AS costMicros FROM rollups_daily WHERE day > ? GROUP BY key_id, inMonth',
+      ),
       keyCostAfter: s.prepare('SELECT coalesce(sum(cost_micros), 0) FROM rollups_daily WHERE key_id = ? AND day > ?').pluck(),
       // Through the partial index on pending rows (a handful).
       pendingBetween: s.prepare("SELECT count(*) FROM ledger WHERE status = 'pending' AND created_at >= ? AND created_at < ?").pluck(),
@@ -305,5 +307,10 @@ function daysUntil(today: string, totals: ReadonlyMap<string, SpendTotals>): Day
 /** Today, the start of the month and of the charts, for labels. */
 export function periodDays(now: number): { today: string; monthStart: string; chartStartDay: string; chartStartHour: number } {
   const today = utcDay(now);
-  return { today, monthStart: monthStartOf(today), chartStartDay: addDays(today, -(CHART_DAYS - 1)), chartStartHour: utcHour(now) - (CHART_HOURS - 1) * HOUR_MS };
+  return {
+    today,
+    monthStart: monthStartOf(today),
+    chartStartDay: addDays(today, -(CHART_DAYS - 1)),
+    chartStartHour: utcHour(now) - (CHART_HOURS - 1) * HOUR_MS,
+  };
 }

@@ -20,7 +20,15 @@ export interface RequestItem {
   readonly errorCode: string | null;
   /** ok | pending | error | rejected: the outcome cell's colour. */
   readonly tone: 'ok' | 'pending' | 'error' | 'rejected';
-  readonly text: { readonly when: string; readonly at: string; readonly tokens: string; readonly cost: string; readonly latency: string; readonly outcome: string; readonly endpoint: string };
+  readonly text: {
+    readonly when: string;
+    readonly at: string;
+    readonly tokens: string;
+    readonly cost: string;
+    readonly latency: string;
+    readonly outcome: string;
+    readonly endpoint: string;
+  };
 }
 
 function toneOf(row: RequestRow): RequestItem['tone'] {

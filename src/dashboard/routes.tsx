@@ -102,7 +102,11 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
   app.get('/assets/:name', (c) => {
     const asset = assets.get(c.req.param('name') as AssetName);
     if (asset === undefined) return c.text('Not found', 404, { 'x-content-type-options': 'nosniff' });
-    return c.body(asset.body, 200, { 'content-type': asset.contentType, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' });
+    return c.body(asset.body, 200, {
+      'content-type': asset.contentType,
+      'cache-control': 'public, max-age=31536000, immutable',
+      'x-content-type-options': 'nosniff',
+    });
   });
 
   app.use('*', async function requireAdminToken(c, next) {
@@ -154,7 +158,8 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
   });
   app.all('*', (c) => {
     // `/dashboard/` and `/dashboard/keys/` are what people type: send them to the page.
-    if (c.req.method === 'GET' && c.req.path.length > 1 && c.req.path.endsWith('/')) return redirect(c, c.req.path.replace(/\/+$/, '') + new URL(c.req.url).search);
+    if (c.req.method === 'GET' && c.req.path.length > 1 && c.req.path.endsWith('/'))
+      return redirect(c, c.req.path.replace(/\/+$/, '') + new URL(c.req.url).search);
     return page(c, <NotFoundPage message={`Nothing here: ${c.req.path}`} signedIn={true} />, 404);
   });
   return app;

@@ -56,7 +56,12 @@ export interface CheckpointerOptions {
 export function startCheckpointer(path: string, writer: Database.Database, options: CheckpointerOptions = {}): Checkpointer {
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { path, driver: import.meta.resolve('better-sqlite3').replace(/^file:\/\//, ''), intervalMs: options.intervalMs ?? 500, truncatePages: options.truncatePages ?? 16_384 },
+    workerData: {
+      path,
+      driver: import.meta.resolve('better-sqlite3').replace(/^file:\/\//, ''),
+      intervalMs: options.intervalMs ?? 500,
+      truncatePages: options.truncatePages ?? 16_384,
+    },
   });
   worker.unref();
   writer.pragma('wal_autocheckpoint = 0');

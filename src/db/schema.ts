@@ -59,7 +59,9 @@ export const apiKeys = sqliteTable(
   (t) => [
     uniqueIndex('api_keys_hash_unique').on(t.keyHash),
     // A name identifies one live key; revoked keys keep theirs for the record.
-    uniqueIndex('api_keys_live_name_unique').on(t.name).where(sql`revoked_at IS NULL`),
+    uniqueIndex('api_keys_live_name_unique')
+      .on(t.name)
+      .where(sql`revoked_at IS NULL`),
     index('api_keys_prefix').on(t.prefix),
     index('api_keys_tenant').on(t.tenantId),
     index('api_keys_version').on(t.version),
@@ -70,7 +72,9 @@ export const ledger = sqliteTable(
   'ledger',
   {
     requestId: text('request_id').primaryKey(),
-    keyId: text('key_id').notNull().references(() => apiKeys.id),
+    keyId: text('key_id')
+      .notNull()
+      .references(() => apiKeys.id),
     tenantId: text('tenant_id'),
     createdAt: integer('created_at').notNull(),
     completedAt: integer('completed_at'),
@@ -100,9 +104,13 @@ export const ledger = sqliteTable(
   (t) => [
     index('ledger_key_time').on(t.keyId, t.createdAt),
     // Requests in flight, per key or all (a small index: rows leave it when they settle).
-    index('ledger_pending_key').on(t.keyId, t.createdAt).where(sql`status = 'pending'`),
+    index('ledger_pending_key')
+      .on(t.keyId, t.createdAt)
+      .where(sql`status = 'pending'`),
     // The dashboard's "recent 429s" of a key: the newest few, without walking all its rows.
-    index('ledger_key_429').on(t.keyId, t.createdAt).where(sql`http_status = 429`),
+    index('ledger_key_429')
+      .on(t.keyId, t.createdAt)
+      .where(sql`http_status = 429`),
   ],
 );
 
@@ -133,8 +141,18 @@ export const dailyRollups = sqliteTable(
     // here is paid for on each request's commit (measured: 140 µs with a
     // key-first twin of this one and two more ledger indexes, 84 µs without).
     index('rollups_daily_day_cover').on(
-      t.day, t.keyId, t.model, t.requests, t.promptTokens, t.cachedTokens, t.completionTokens,
-      t.reasoningTokens, t.costMicros, t.errors, t.rejectedRateLimit, t.rejectedBudget,
+      t.day,
+      t.keyId,
+      t.model,
+      t.requests,
+      t.promptTokens,
+      t.cachedTokens,
+      t.completionTokens,
+      t.reasoningTokens,
+      t.costMicros,
+      t.errors,
+      t.rejectedRateLimit,
+      t.rejectedBudget,
     ),
   ],
 );

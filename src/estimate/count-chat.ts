@@ -22,15 +22,7 @@ import {
 } from './count-parts.js';
 import { EstimateInputError } from './errors.js';
 import { isReasoningModel } from './models.js';
-import {
-  isJsonObject,
-  readArray,
-  readObject,
-  readOptionalString,
-  readOwnField,
-  readString,
-  type JsonObject,
-} from './read-body.js';
+import { isJsonObject, readArray, readObject, readOptionalString, readOwnField, readString, type JsonObject } from './read-body.js';
 import { readFunctionDefinition, renderFunctionDefinitions, type FunctionDefinition } from './render-functions.js';
 
 const CHAT_ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);

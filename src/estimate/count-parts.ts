@@ -3,15 +3,7 @@
  * files), tool-choice overheads, schemas, and the string leaves of items we do not model.
  */
 import { imageTokens, type ImageDetail } from './images.js';
-import {
-  MAX_NESTING_DEPTH,
-  failDepth,
-  failType,
-  isJsonObject,
-  readObject,
-  readOptionalString,
-  readString,
-} from './read-body.js';
+import { MAX_NESTING_DEPTH, failDepth, failType, isJsonObject, readObject, readOptionalString, readString } from './read-body.js';
 import { renderCompactJson } from './render-functions.js';
 import type { TextCounter } from './text-counter.js';
 

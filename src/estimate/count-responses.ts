@@ -23,14 +23,7 @@ import {
   type PromptTally,
 } from './count-parts.js';
 import { replyPrimingTokens } from './count-chat.js';
-import {
-  isJsonObject,
-  readArray,
-  readObject,
-  readOptionalString,
-  readString,
-  type JsonObject,
-} from './read-body.js';
+import { isJsonObject, readArray, readObject, readOptionalString, readString, type JsonObject } from './read-body.js';
 import { readFunctionDefinition, renderFunctionDefinitions, type FunctionDefinition } from './render-functions.js';
 
 const TOKENS_PER_MESSAGE = 3;

@@ -1,10 +1,5 @@
 /** Codes an {@link EstimateInputError} can carry; the proxy maps them to OpenAI-shaped 400s. */
-export type EstimateInputErrorCode =
-  | 'invalid_type'
-  | 'invalid_value'
-  | 'missing_required_parameter'
-  | 'context_length_exceeded'
-  | 'nesting_too_deep';
+export type EstimateInputErrorCode = 'invalid_type' | 'invalid_value' | 'missing_required_parameter' | 'context_length_exceeded' | 'nesting_too_deep';
 
 /**
  * The request body cannot be priced because it is malformed (wrong JSON types, non-positive

@@ -237,8 +237,7 @@ export function countImagePatches(size: ImageSize): number {
   const heightPatches = (height * shrink) / PATCH_SIZE;
   // Shrink a little more so a whole number of patches fits the narrower side.
   shrink *= Math.min(Math.floor(widthPatches) / widthPatches, Math.floor(heightPatches) / heightPatches);
-  const patches =
-    Math.max(1, ceilTolerant((width * shrink) / PATCH_SIZE)) * Math.max(1, ceilTolerant((height * shrink) / PATCH_SIZE));
+  const patches = Math.max(1, ceilTolerant((width * shrink) / PATCH_SIZE)) * Math.max(1, ceilTolerant((height * shrink) / PATCH_SIZE));
   return Math.min(patches, MAX_PATCHES);
 }
 

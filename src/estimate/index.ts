@@ -123,9 +123,7 @@ export async function estimateRequest(endpoint: Endpoint, body: unknown, options
     return estimateBody(endpoint, body, options, () => createTextCounter(encoding, { cache }));
   }
   try {
-    const estimate = estimateBody(endpoint, body, options, () =>
-      createTextCounter(encoding, { cache, budgetChars: config.offloadThresholdChars }),
-    );
+    const estimate = estimateBody(endpoint, body, options, () => createTextCounter(encoding, { cache, budgetChars: config.offloadThresholdChars }));
     stats.inline += 1;
     return estimate;
   } catch (error) {

@@ -44,9 +44,7 @@ export function baseModelOf(model: string): string {
  * it has none.
  */
 export function stripSnapshotSuffix(model: string): string {
-  return model
-    .replace(/-\d{4}-\d{2}-\d{2}$/, '')
-    .replace(/-(?:\d{4})(?:-preview)?$/, '');
+  return model.replace(/-\d{4}-\d{2}-\d{2}$/, '').replace(/-(?:\d{4})(?:-preview)?$/, '');
 }
 
 /**
@@ -74,9 +72,7 @@ export function isReasoningModel(model: string): boolean {
 }
 
 /** How a model bills an image; see images.ts for the formulas and their source. */
-export type ImagePricing =
-  | { kind: 'tiles'; baseTokens: number; tileTokens: number }
-  | { kind: 'patches'; multiplierPercent: number };
+export type ImagePricing = { kind: 'tiles'; baseTokens: number; tileTokens: number } | { kind: 'patches'; multiplierPercent: number };
 
 /**
  * Image billing class per model (src/estimate/README.md, "Images"): 4.1-mini / 4.1-nano /

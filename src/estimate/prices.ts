@@ -44,7 +44,6 @@ export interface TokenUsage {
   readonly completionTokens: number;
 }
 
-
 function price(input: number, cachedInput: number | null, output: number, contextWindow?: number, maxOutputTokens?: number): ModelPrice {
   // Entries below are written in USD per 1M tokens for review against the pricing page; Math.round
   // only removes binary noise (0.15 * 1e6) — every listed price has at most 6 decimals.
@@ -182,10 +181,7 @@ export function costMicroUsd(usage: TokenUsage, modelPrice: ModelPrice): number 
   const cached = Math.min(sanitizeTokens(usage.cachedTokens), prompt);
   const completion = sanitizeTokens(usage.completionTokens);
   const uncached = prompt - cached;
-  const total =
-    uncached * modelPrice.inputMicroUsdPer1M +
-    cached * modelPrice.cachedInputMicroUsdPer1M +
-    completion * modelPrice.outputMicroUsdPer1M;
+  const total = uncached * modelPrice.inputMicroUsdPer1M + cached * modelPrice.cachedInputMicroUsdPer1M + completion * modelPrice.outputMicroUsdPer1M;
   if (Number.isSafeInteger(total)) return Math.ceil(total / USD);
   const exact =
     BigInt(uncached) * BigInt(modelPrice.inputMicroUsdPer1M) +
@@ -199,19 +195,17 @@ export function costMicroUsd(usage: TokenUsage, modelPrice: ModelPrice): number 
 /** Largest price we accept in an override: $1,000,000 per 1M tokens. */
 const MAX_USD_PER_1M = 1_000_000;
 
-const usdPer1MSchema = z
-  .union([z.number(), z.string()])
-  .transform((value, ctx) => {
-    const micro = typeof value === 'number' && (!Number.isFinite(value) || value < 0) ? null : usdToMicros(value);
-    if (micro === null || micro > MAX_USD_PER_1M * USD) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'expected a non-negative USD amount per 1M tokens with at most 6 decimals',
-      });
-      return z.NEVER;
-    }
-    return micro;
-  });
+const usdPer1MSchema = z.union([z.number(), z.string()]).transform((value, ctx) => {
+  const micro = typeof value === 'number' && (!Number.isFinite(value) || value < 0) ? null : usdToMicros(value);
+  if (micro === null || micro > MAX_USD_PER_1M * USD) {
+    ctx.addIssue({
+      code: 'custom',
+      message: 'expected a non-negative USD amount per 1M tokens with at most 6 decimals',
+    });
+    return z.NEVER;
+  }
+  return micro;
+});
 
 const modelPriceOverrideSchema = z
   .strictObject({
@@ -226,15 +220,13 @@ const modelPriceOverrideSchema = z
     /** Largest completion the model produces. */
     maxOutput: z.number().int().positive().optional(),
   })
-  .transform(
-    (entry): ModelPrice => ({
-      inputMicroUsdPer1M: entry.input,
-      cachedInputMicroUsdPer1M: entry.cachedInput ?? entry.input,
-      outputMicroUsdPer1M: entry.output,
-      ...(entry.contextWindow === undefined ? {} : { contextWindow: entry.contextWindow }),
-      ...(entry.maxOutput === undefined ? {} : { maxOutputTokens: entry.maxOutput }),
-    }),
-  );
+  .transform((entry): ModelPrice => ({
+    inputMicroUsdPer1M: entry.input,
+    cachedInputMicroUsdPer1M: entry.cachedInput ?? entry.input,
+    outputMicroUsdPer1M: entry.output,
+    ...(entry.contextWindow === undefined ? {} : { contextWindow: entry.contextWindow }),
+    ...(entry.maxOutput === undefined ? {} : { maxOutputTokens: entry.maxOutput }),
+  }));
 
 /**
  * Schema of a price override as people write it in config (USD per 1M tokens):

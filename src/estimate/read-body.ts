@@ -23,11 +23,7 @@ function describeType(value: unknown): string {
 
 /** Throws `invalid_type` for `param`. */
 export function failType(param: string, expected: string, value: unknown): never {
-  throw new EstimateInputError(
-    `Invalid type for '${param}': expected ${expected}, but got ${describeType(value)}.`,
-    param,
-    'invalid_type',
-  );
+  throw new EstimateInputError(`Invalid type for '${param}': expected ${expected}, but got ${describeType(value)}.`, param, 'invalid_type');
 }
 
 /** Reads an object or throws. */
@@ -59,22 +55,14 @@ export function readOptionalPositiveInteger(value: unknown, param: string): numb
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number') failType(param, 'an integer', value);
   if (!Number.isSafeInteger(value) || value < 1) {
-    throw new EstimateInputError(
-      `Invalid value for '${param}': expected a positive integer, but got ${String(value)}.`,
-      param,
-      'invalid_value',
-    );
+    throw new EstimateInputError(`Invalid value for '${param}': expected a positive integer, but got ${String(value)}.`, param, 'invalid_value');
   }
   return value;
 }
 
 /** Throws `nesting_too_deep` when a walk goes past {@link MAX_NESTING_DEPTH}. */
 export function failDepth(param: string): never {
-  throw new EstimateInputError(
-    `'${param}' is nested more than ${MAX_NESTING_DEPTH} levels deep.`,
-    param,
-    'nesting_too_deep',
-  );
+  throw new EstimateInputError(`'${param}' is nested more than ${MAX_NESTING_DEPTH} levels deep.`, param, 'nesting_too_deep');
 }
 
 /** `object[key]` only when it is the object's own field (untrusted keys must not reach the prototype). */

@@ -5,15 +5,7 @@
  * literal unions, arrays as `T[]`, anyOf as unions) are checked against recorded API usage in
  * test/fixtures/estimate; src/estimate/README.md says where the rules come from.
  */
-import {
-  MAX_NESTING_DEPTH,
-  failDepth,
-  isJsonObject,
-  readObject,
-  readOptionalString,
-  readString,
-  type JsonObject,
-} from './read-body.js';
+import { MAX_NESTING_DEPTH, failDepth, isJsonObject, readObject, readOptionalString, readString, type JsonObject } from './read-body.js';
 
 /** A function definition as read from a request. */
 export interface FunctionDefinition {

@@ -4,23 +4,53 @@
  * is hop-by-hop, credentials, and what would reveal the proxy's own account.
  */
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 
 /** Client headers never sent upstream: credentials (replaced by the proxy's key), routing, encoding we choose. */
 const DROP_TO_UPSTREAM = new Set([
   ...HOP_BY_HOP,
-  'host', 'content-length', 'expect', 'authorization', 'api-key', 'x-api-key', 'cookie', 'accept-encoding',
+  'host',
+  'content-length',
+  'expect',
+  'authorization',
+  'api-key',
+  'x-api-key',
+  'cookie',
+  'accept-encoding',
   // A tenant must not pick an organization or project of the proxy's account.
-  'openai-organization', 'openai-project',
-  'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-real-ip',
+  'openai-organization',
+  'openai-project',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-real-ip',
 ]);
 
 /** Upstream headers never sent to clients. */
 const DROP_TO_CLIENT = new Set([
   ...HOP_BY_HOP,
-  'set-cookie', 'date', 'server', 'via', 'alt-svc', 'strict-transport-security', 'report-to', 'nel',
+  'set-cookie',
+  'date',
+  'server',
+  'via',
+  'alt-svc',
+  'strict-transport-security',
+  'report-to',
+  'nel',
   // The proxy's own account details stay with the proxy.
-  'openai-organization', 'openai-project',
+  'openai-organization',
+  'openai-project',
   // Replaced: x-request-id is Tollgate's, the upstream's moves to x-upstream-request-id.
   'x-request-id',
 ]);

@@ -46,7 +46,8 @@ export function checkModelAllowed(policy: Policy, model: string): void {
 /** The buckets a caller's request pays into: its key's, its tenant's, and the global ones. */
 export function bindingsFor(caller: Caller, globalLimits: readonly LimitSpec[]): LimitBinding[] {
   const bindings = [...bindingsForPolicy('key', caller.key.id, caller.policy.limits)];
-  if (caller.tenant !== undefined && caller.tenantPolicy !== undefined) bindings.push(...bindingsForPolicy('tenant', caller.tenant.id, caller.tenantPolicy.limits));
+  if (caller.tenant !== undefined && caller.tenantPolicy !== undefined)
+    bindings.push(...bindingsForPolicy('tenant', caller.tenant.id, caller.tenantPolicy.limits));
   if (globalLimits.length > 0) bindings.push(...bindingsForPolicy('global', '', globalLimits));
   return bindings;
 }

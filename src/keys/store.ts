@@ -22,7 +22,11 @@ const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,99}$/;
 function checkName(name: string, what: 'key' | 'tenant'): string {
   const trimmed = name.trim();
   if (!NAME_PATTERN.test(trimmed)) {
-    throw new TollgateError('invalid_request', `${what} name "${name}" must be 1–100 characters: letters, digits, "_", ".", "@", ":", "-" (starting with a letter or digit)`, { param: 'name' });
+    throw new TollgateError(
+      'invalid_request',
+      `${what} name "${name}" must be 1–100 characters: letters, digits, "_", ".", "@", ":", "-" (starting with a letter or digit)`,
+      { param: 'name' },
+    );
   }
   return trimmed;
 }
@@ -56,12 +60,18 @@ export class KeyStore {
   }
 
   private nextKeyVersion(): number {
-    const row = this.db.select({ v: sql<number>`coalesce(max(${apiKeys.version}), 0)` }).from(apiKeys).get();
+    const row = this.db
+      .select({ v: sql<number>`coalesce(max(${apiKeys.version}), 0)` })
+      .from(apiKeys)
+      .get();
     return (row?.v ?? 0) + 1;
   }
 
   private nextTenantVersion(): number {
-    const row = this.db.select({ v: sql<number>`coalesce(max(${tenants.version}), 0)` }).from(tenants).get();
+    const row = this.db
+      .select({ v: sql<number>`coalesce(max(${tenants.version}), 0)` })
+      .from(tenants)
+      .get();
     return (row?.v ?? 0) + 1;
   }
 
@@ -75,7 +85,14 @@ export class KeyStore {
         throw new TollgateError('conflict', `a tenant named "${cleanName}" already exists`);
       }
       const now = this.now();
-      const row: TenantRow = { id: newId('tn'), name: cleanName, policy: JSON.stringify(policy), createdAt: now, updatedAt: now, version: this.nextTenantVersion() };
+      const row: TenantRow = {
+        id: newId('tn'),
+        name: cleanName,
+        policy: JSON.stringify(policy),
+        createdAt: now,
+        updatedAt: now,
+        version: this.nextTenantVersion(),
+      };
       this.db.insert(tenants).values(row).run();
       return this.tenantView(row);
     });
@@ -88,7 +105,12 @@ export class KeyStore {
   }
 
   listTenants(): TenantView[] {
-    return this.db.select().from(tenants).orderBy(asc(tenants.name)).all().map((row) => this.tenantView(row));
+    return this.db
+      .select()
+      .from(tenants)
+      .orderBy(asc(tenants.name))
+      .all()
+      .map((row) => this.tenantView(row));
   }
 
   getTenant(ref: string): TenantView {
@@ -111,7 +133,11 @@ export class KeyStore {
   }
 
   private findTenantRow(ref: string): TenantRow | undefined {
-    return this.db.select().from(tenants).where(or(eq(tenants.id, ref), eq(tenants.name, ref))).get();
+    return this.db
+      .select()
+      .from(tenants)
+      .where(or(eq(tenants.id, ref), eq(tenants.name, ref)))
+      .get();
   }
 
   private requireTenantRow(ref: string): TenantRow {
@@ -121,8 +147,19 @@ export class KeyStore {
   }
 
   private tenantView(row: TenantRow): TenantView {
-    const count = this.db.select({ n: sql<number>`count(*)` }).from(apiKeys).where(and(eq(apiKeys.tenantId, row.id), isNull(apiKeys.revokedAt))).get();
-    return { id: row.id, name: row.name, policy: this.policyOf(row.policy, `tenant ${row.name}`), createdAt: row.createdAt, updatedAt: row.updatedAt, keys: count?.n ?? 0 };
+    const count = this.db
+      .select({ n: sql<number>`count(*)` })
+      .from(apiKeys)
+      .where(and(eq(apiKeys.tenantId, row.id), isNull(apiKeys.revokedAt)))
+      .get();
+    return {
+      id: row.id,
+      name: row.name,
+      policy: this.policyOf(row.policy, `tenant ${row.name}`),
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
+      keys: count?.n ?? 0,
+    };
   }
 
   // ---- keys ----------------------------------------------------------------
@@ -245,7 +282,11 @@ export class KeyStore {
   }
 
   private liveKeyNamed(name: string): ApiKeyRow | undefined {
-    return this.db.select().from(apiKeys).where(and(eq(apiKeys.name, name), isNull(apiKeys.revokedAt))).get();
+    return this.db
+      .select()
+      .from(apiKeys)
+      .where(and(eq(apiKeys.name, name), isNull(apiKeys.revokedAt)))
+      .get();
   }
 
   private keyView(row: ApiKeyRow): KeyView {
@@ -327,9 +368,12 @@ function toAuthKey(row: ApiKeyRow): AuthKey {
   };
 }
 
-function mergePolicy(current: Policy, patch: { limits?: readonly LimitSpec[] | undefined; budget?: Budget | null | undefined; models?: readonly string[] | null | undefined }): Policy {
+function mergePolicy(
+  current: Policy,
+  patch: { limits?: readonly LimitSpec[] | undefined; budget?: Budget | null | undefined; models?: readonly string[] | null | undefined },
+): Policy {
   const limits = patch.limits ?? current.limits;
-  const budget = patch.budget === undefined ? current.budget : patch.budget ?? undefined;
-  const models = patch.models === undefined ? current.models : patch.models ?? undefined;
+  const budget = patch.budget === undefined ? current.budget : (patch.budget ?? undefined);
+  const models = patch.models === undefined ? current.models : (patch.models ?? undefined);
   return { limits, ...(budget ? { budget } : {}), ...(models ? { models } : {}) };
 }

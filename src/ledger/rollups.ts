@@ -89,7 +89,13 @@ interface RollupTable {
  * Parameters are positional: binding an array costs less than looking up
  * named ones (measured: 2.9 µs against 4–5 µs an upsert).
  */
-function rollupTable(sqlite: Database.Database, table: string, keys: ReadonlyArray<readonly [string, string]>, counters: ReadonlyArray<readonly [string, string]>, lastRequestAt: boolean): RollupTable {
+function rollupTable(
+  sqlite: Database.Database,
+  table: string,
+  keys: ReadonlyArray<readonly [string, string]>,
+  counters: ReadonlyArray<readonly [string, string]>,
+  lastRequestAt: boolean,
+): RollupTable {
   const columns = [...keys, ...counters, ...(lastRequestAt ? [['last_request_at', 'lastRequestAt'] as const] : [])];
   const updates = counters.map(([column]) => `${column} = ${column} + excluded.${column}`);
   if (lastRequestAt) updates.push('last_request_at = max(last_request_at, excluded.last_request_at)');
@@ -106,9 +112,38 @@ export type RollupStatements = ReturnType<typeof prepareRollupStatements>;
 export function prepareRollupStatements(sqlite: Database.Database) {
   const hourly = COUNTER_COLUMNS.filter(([column]) => HOURLY_COUNTERS.has(column));
   return {
-    daily: rollupTable(sqlite, 'rollups_daily', [['key_id', 'keyId'], ['day', 'day'], ['model', 'model']], COUNTER_COLUMNS, true),
-    hourly: rollupTable(sqlite, 'rollups_hourly', [['key_id', 'keyId'], ['hour', 'hour']], hourly, false),
-    monthly: rollupTable(sqlite, 'rollups_monthly', [['month', 'month'], ['key_id', 'keyId'], ['model', 'model']], COUNTER_COLUMNS, true),
+    daily: rollupTable(
+      sqlite,
+      'rollups_daily',
+      [
+        ['key_id', 'keyId'],
+        ['day', 'day'],
+        ['model', 'model'],
+      ],
+      COUNTER_COLUMNS,
+      true,
+    ),
+    hourly: rollupTable(
+      sqlite,
+      'rollups_hourly',
+      [
+        ['key_id', 'keyId'],
+        ['hour', 'hour'],
+      ],
+      hourly,
+      false,
+    ),
+    monthly: rollupTable(
+      sqlite,
+      'rollups_monthly',
+      [
+        ['month', 'month'],
+        ['key_id', 'keyId'],
+        ['model', 'model'],
+      ],
+      COUNTER_COLUMNS,
+      true,
+    ),
     dailyTotal: rollupTable(sqlite, 'rollups_daily_total', [['day', 'day']], COUNTER_COLUMNS, false),
     lifetime: rollupTable(sqlite, 'rollups_lifetime', [['key_id', 'keyId']], COUNTER_COLUMNS, true),
   };
@@ -124,7 +159,21 @@ function upsert(table: RollupTable, rows: Iterable<Delta>): void {
 
 /** A delta with every counter at zero. */
 function zero(keys: Record<string, string | number>): Delta {
-  return Object.assign({ requests: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0, costMicros: 0, errors: 0, rejectedRateLimit: 0, rejectedBudget: 0, lastRequestAt: 0 }, keys);
+  return Object.assign(
+    {
+      requests: 0,
+      promptTokens: 0,
+      cachedTokens: 0,
+      completionTokens: 0,
+      reasoningTokens: 0,
+      costMicros: 0,
+      errors: 0,
+      rejectedRateLimit: 0,
+      rejectedBudget: 0,
+      lastRequestAt: 0,
+    },
+    keys,
+  );
 }
 
 function addCounts(row: Counters, counts: RollupCounts): void {
@@ -176,7 +225,22 @@ export class RollupDeltas {
     const id = `${at.keyId}\u0000${at.hour}\u0000${at.model}`;
     let cell = this.cells.get(id);
     if (cell === undefined) {
-      cell = { keyId: at.keyId, hour: at.hour, day: at.day, model: at.model, requests: 0, promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0, costMicros: 0, errors: 0, rejectedRateLimit: 0, rejectedBudget: 0, lastRequestAt: 0 };
+      cell = {
+        keyId: at.keyId,
+        hour: at.hour,
+        day: at.day,
+        model: at.model,
+        requests: 0,
+        promptTokens: 0,
+        cachedTokens: 0,
+        completionTokens: 0,
+        reasoningTokens: 0,
+        costMicros: 0,
+        errors: 0,
+        rejectedRateLimit: 0,
+        rejectedBudget: 0,
+        lastRequestAt: 0,
+      };
       this.cells.set(id, cell);
     }
     addCounts(cell, counts);
@@ -185,10 +249,45 @@ export class RollupDeltas {
   /** Writes the deltas (inside the caller's transaction). */
   write(statements: RollupStatements): void {
     const cells = [...this.cells.values()];
-    upsert(statements.daily, groupCells(cells, (c) => `${c.keyId}\u0000${c.day}\u0000${c.model}`, (c) => ({ keyId: c.keyId, day: c.day, model: c.model })));
-    upsert(statements.hourly, groupCells(cells, (c) => `${c.keyId}\u0000${c.hour}`, (c) => ({ keyId: c.keyId, hour: c.hour })));
-    upsert(statements.monthly, groupCells(cells, (c) => `${c.day.slice(0, 7)}\u0000${c.keyId}\u0000${c.model}`, (c) => ({ month: c.day.slice(0, 7), keyId: c.keyId, model: c.model })));
-    upsert(statements.dailyTotal, groupCells(cells, (c) => c.day, (c) => ({ day: c.day })));
-    upsert(statements.lifetime, groupCells(cells, (c) => c.keyId, (c) => ({ keyId: c.keyId })));
+    upsert(
+      statements.daily,
+      groupCells(
+        cells,
+        (c) => `${c.keyId}\u0000${c.day}\u0000${c.model}`,
+        (c) => ({ keyId: c.keyId, day: c.day, model: c.model }),
+      ),
+    );
+    upsert(
+      statements.hourly,
+      groupCells(
+        cells,
+        (c) => `${c.keyId}\u0000${c.hour}`,
+        (c) => ({ keyId: c.keyId, hour: c.hour }),
+      ),
+    );
+    upsert(
+      statements.monthly,
+      groupCells(
+        cells,
+        (c) => `${c.day.slice(0, 7)}\u0000${c.keyId}\u0000${c.model}`,
+        (c) => ({ month: c.day.slice(0, 7), keyId: c.keyId, model: c.model }),
+      ),
+    );
+    upsert(
+      statements.dailyTotal,
+      groupCells(
+        cells,
+        (c) => c.day,
+        (c) => ({ day: c.day }),
+      ),
+    );
+    upsert(
+      statements.lifetime,
+      groupCells(
+        cells,
+        (c) => c.keyId,
+        (c) => ({ keyId: c.keyId }),
+      ),
+    );
   }
 }

@@ -162,7 +162,9 @@ export class LedgerWriter {
            @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode)
          ON CONFLICT(request_id) DO NOTHING`,
       ),
-      contributionOf: s.prepare('SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros FROM ledger WHERE request_id = ?'),
+      contributionOf: s.prepare(
+        'SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros FROM ledger WHERE request_id = ?',
+      ),
     };
   }
 
@@ -267,7 +269,13 @@ export class LedgerWriter {
         .transaction(() => {
           for (const { entry } of begins) {
             this.statements.insertPending.run({ ...entry, stream: entry.stream ? 1 : 0, priceKnown: entry.priceKnown ? 1 : 0 });
-            rollups.add(contributionOf(entry), { requests: 1, promptTokens: entry.estPromptTokens, completionTokens: entry.estCompletionTokens, costMicros: entry.estCostMicros, lastRequestAt: entry.createdAt });
+            rollups.add(contributionOf(entry), {
+              requests: 1,
+              promptTokens: entry.estPromptTokens,
+              completionTokens: entry.estCompletionTokens,
+              costMicros: entry.estCostMicros,
+              lastRequestAt: entry.createdAt,
+            });
           }
           for (const completion of completions) {
             const result = this.statements.complete.run(completion);
@@ -326,7 +334,12 @@ export class LedgerWriter {
     for (const completion of completions) {
       const contribution = this.contributions.get(completion.requestId);
       if (spend !== undefined && contribution !== undefined && this.settling.has(completion.requestId)) {
-        spend.committedChange({ keyId: contribution.keyId, tenantId: contribution.tenantId, day: contribution.day, microUsd: completion.costMicros - contribution.estCostMicros });
+        spend.committedChange({
+          keyId: contribution.keyId,
+          tenantId: contribution.tenantId,
+          day: contribution.day,
+          microUsd: completion.costMicros - contribution.estCostMicros,
+        });
       }
       this.settling.delete(completion.requestId);
     }
@@ -337,9 +350,27 @@ export class LedgerWriter {
 
   /** A pending row written by an earlier process (or before a restart) still settles correctly. */
   private loadContribution(requestId: string): Contribution | undefined {
-    const row = this.statements.contributionOf.get(requestId) as { key_id: string; tenant_id: string | null; created_at: number; model: string; est_prompt_tokens: number; est_completion_tokens: number; est_cost_micros: number } | undefined;
+    const row = this.statements.contributionOf.get(requestId) as
+      | {
+          key_id: string;
+          tenant_id: string | null;
+          created_at: number;
+          model: string;
+          est_prompt_tokens: number;
+          est_completion_tokens: number;
+          est_cost_micros: number;
+        }
+      | undefined;
     if (row === undefined) return undefined;
-    return contributionOf({ keyId: row.key_id, tenantId: row.tenant_id, createdAt: row.created_at, model: row.model, estPromptTokens: row.est_prompt_tokens, estCompletionTokens: row.est_completion_tokens, estCostMicros: row.est_cost_micros });
+    return contributionOf({
+      keyId: row.key_id,
+      tenantId: row.tenant_id,
+      createdAt: row.created_at,
+      model: row.model,
+      estPromptTokens: row.est_prompt_tokens,
+      estCompletionTokens: row.est_completion_tokens,
+      estCostMicros: row.est_cost_micros,
+    });
   }
 }
 

@@ -16,16 +16,7 @@
  * limiter.settle(result.ticket, computeSettlement(bindings, demands, usage));
  * ```
  */
-export type {
-  AcquireResult,
-  BucketRef,
-  BucketSnapshot,
-  Demand,
-  Limiter,
-  LimiterObserver,
-  RefusalReason,
-  Ticket,
-} from './limiter.js';
+export type { AcquireResult, BucketRef, BucketSnapshot, Demand, Limiter, LimiterObserver, RefusalReason, Ticket } from './limiter.js';
 export * from './algorithm/bindings.js';
 export * from './algorithm/demands.js';
 export * from './algorithm/headers.js';

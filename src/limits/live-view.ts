@@ -70,7 +70,11 @@ export class LiveLimits {
   *samples(keyLabel: (key: AuthKey) => string): Iterable<{ key: string; limit: string; ratio: number }> {
     for (const caller of this.recent.values()) {
       for (const entry of this.bucketsOf(caller)) {
-        yield { key: entry.level === 'key' ? keyLabel(caller.key) : entry.level, limit: entry.limitName, ratio: entry.burst > 0 ? entry.remaining / entry.burst : 0 };
+        yield {
+          key: entry.level === 'key' ? keyLabel(caller.key) : entry.level,
+          limit: entry.limitName,
+          ratio: entry.burst > 0 ? entry.remaining / entry.burst : 0,
+        };
       }
     }
   }

@@ -49,7 +49,11 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
   };
   if (!limits.ok) return refuse(limits.refusal);
   const refund = (): void => {
-    if (limits.ticket !== undefined) deps.limiter.settle(limits.ticket, limits.demands.map(() => 0));
+    if (limits.ticket !== undefined)
+      deps.limiter.settle(
+        limits.ticket,
+        limits.demands.map(() => 0),
+      );
   };
 
   // 2. Budgets shared through Redis (when configured), all levels or none.
@@ -76,7 +80,11 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
 
   // 3. Synchronously: this process's own budget check, then the pending row.
   const decision: BudgetDecision =
-    shared.kind === 'reserved' ? shared.decision : shared.kind === 'unchecked' ? { ok: true, tightest: undefined } : checkBudgets(deps.spend, checks, estimate.reservedMicroUsd, request.startedAt);
+    shared.kind === 'reserved'
+      ? shared.decision
+      : shared.kind === 'unchecked'
+        ? { ok: true, tightest: undefined }
+        : checkBudgets(deps.spend, checks, estimate.reservedMicroUsd, request.startedAt);
   if (!decision.ok) {
     refund();
     return refuse(budgetRefusal(decision, limits.headers));
@@ -103,7 +111,10 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
       if (done) return;
       done = true;
       if (limits.ticket !== undefined) {
-        deps.limiter.settle(limits.ticket, computeSettlement(limits.bindings, limits.demands, { model: estimate.model, tokens: usage.tokens, microUsd: usage.microUsd }));
+        deps.limiter.settle(
+          limits.ticket,
+          computeSettlement(limits.bindings, limits.demands, { model: estimate.model, tokens: usage.tokens, microUsd: usage.microUsd }),
+        );
       }
       reservation?.settle(usage.microUsd);
     },

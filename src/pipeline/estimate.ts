@@ -44,7 +44,8 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
 function asRefusal(error: unknown): TollgateError {
   if (error instanceof TollgateError) return error;
   if (error instanceof EstimateInputError) {
-    const code: ErrorCode = error.code === 'context_length_exceeded' ? 'context_length_exceeded' : error.code === 'invalid_type' ? 'invalid_type' : 'invalid_value';
+    const code: ErrorCode =
+      error.code === 'context_length_exceeded' ? 'context_length_exceeded' : error.code === 'invalid_type' ? 'invalid_type' : 'invalid_value';
     return new TollgateError(code, error.message, { param: error.param });
   }
   return new TollgateError('internal_error', 'Tollgate could not read this request.', { cause: error });

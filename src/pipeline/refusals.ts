@@ -21,11 +21,21 @@ export class AdmissionRefused extends TollgateError {
 }
 
 /** The refusal for a limiter's no: 429 rate_limit_exceeded, 400 exceeds_limit_burst, or 503 limiter_unavailable. */
-export function limitRefusal(result: Extract<AcquireResult, { ok: false }>, caller: Caller, bindings: readonly LimitBinding[], demands: readonly Demand[]): AdmissionRefused {
+export function limitRefusal(
+  result: Extract<AcquireResult, { ok: false }>,
+  caller: Caller,
+  bindings: readonly LimitBinding[],
+  demands: readonly Demand[],
+): AdmissionRefused {
   const headers = buildRateLimitHeaders(result, caller.key.id);
   const index = bindings.findIndex((b) => b.bucket.id === result.refusedBy.id);
   const binding = bindings[index];
-  const level = result.refusedBy.hashTag === 'global' ? 'the global limit' : result.refusedBy.hashTag.startsWith('tenant:') ? `tenant ${caller.tenant?.name ?? ''} limit` : 'limit';
+  const level =
+    result.refusedBy.hashTag === 'global'
+      ? 'the global limit'
+      : result.refusedBy.hashTag.startsWith('tenant:')
+        ? `tenant ${caller.tenant?.name ?? ''} limit`
+        : 'limit';
   const name = result.refusedBy.limitName;
   if (result.reason === 'never_fits') {
     const cost = demands[index]?.cost ?? 0;
@@ -34,18 +44,30 @@ export function limitRefusal(result: Extract<AcquireResult, { ok: false }>, call
     const burst = unit === 'usd' ? formatMicrosExact(result.refusedBy.burst) : `${result.refusedBy.burst}`;
     return new AdmissionRefused(
       'other',
-      new TollgateError('exceeds_limit_burst', `This request needs ${amount} but ${level} "${name}" holds at most ${burst}; it can never pass. Lower max_tokens or send a smaller request.`, { headers }),
+      new TollgateError(
+        'exceeds_limit_burst',
+        `This request needs ${amount} but ${level} "${name}" holds at most ${burst}; it can never pass. Lower max_tokens or send a smaller request.`,
+        { headers },
+      ),
     );
   }
   if (result.reason === 'unavailable') return limiterUnavailable('Rate limits', headers);
   const seconds = headers['retry-after'] ?? '1';
-  return new AdmissionRefused('rate_limit', new TollgateError('rate_limit_exceeded', `Rate limit reached for ${level} "${name}". Try again in ${seconds}s.`, { headers }));
+  return new AdmissionRefused(
+    'rate_limit',
+    new TollgateError('rate_limit_exceeded', `Rate limit reached for ${level} "${name}". Try again in ${seconds}s.`, { headers }),
+  );
 }
 
 /** 503: limits or budgets cannot be checked (Redis unavailable, fail mode `closed`). */
 export function limiterUnavailable(what: 'Rate limits' | 'Budgets', headers: Readonly<Record<string, string>>): AdmissionRefused {
   const why = what === 'Budgets' ? 'Redis unavailable' : 'limiter unavailable';
-  return new AdmissionRefused('other', new TollgateError('limiter_unavailable', `${what} cannot be checked right now (${why}); try again shortly.`, { headers: { ...headers, 'retry-after': '1' } }));
+  return new AdmissionRefused(
+    'other',
+    new TollgateError('limiter_unavailable', `${what} cannot be checked right now (${why}); try again shortly.`, {
+      headers: { ...headers, 'retry-after': '1' },
+    }),
+  );
 }
 
 /** 429 insufficient_quota, which OpenAI's SDKs do not retry. */

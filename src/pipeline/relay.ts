@@ -44,7 +44,10 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
         deps,
       ),
     );
-    return new Response(stream, { status: response.status, headers: { ...toClientHeaders(response.headers, requestId, true, response.status), ...request.admission.headers } });
+    return new Response(stream, {
+      status: response.status,
+      headers: { ...toClientHeaders(response.headers, requestId, true, response.status), ...request.admission.headers },
+    });
   }
 
   let answer: Buffer;
@@ -84,7 +87,10 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     },
     deps,
   );
-  return new Response(asBody(answer), { status: response.status, headers: { ...toClientHeaders(response.headers, requestId, false, response.status), ...request.admission.headers } });
+  return new Response(asBody(answer), {
+    status: response.status,
+    headers: { ...toClientHeaders(response.headers, requestId, false, response.status), ...request.admission.headers },
+  });
 }
 
 /**

@@ -78,9 +78,12 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
   const shape = GROUP_COLUMNS[query.by];
   const rows = database.sqlite.prepare(`SELECT ${shape.select}, ${SUMS} ${from} ${shape.group} ${shape.order}`).all(params) as SpendRow[];
   // Over every key, the all-keys daily rollup holds the same sums in one row a day (every rollup row belongs to a key: keys are never deleted).
-  const totalSql = query.keyId === undefined && query.tenantId === undefined ? `SELECT ${SUMS} FROM rollups_daily_total r WHERE r.day >= @since AND r.day <= @until` : `SELECT ${SUMS} ${from}`;
+  const totalSql =
+    query.keyId === undefined && query.tenantId === undefined
+      ? `SELECT ${SUMS} FROM rollups_daily_total r WHERE r.day >= @since AND r.day <= @until`
+      : `SELECT ${SUMS} ${from}`;
   const total = database.sqlite.prepare(totalSql).get(params) as SpendTotals;
-  const pendingWhere = ['l.status = \'pending\'', 'l.created_at >= @sinceMs', 'l.created_at < @untilMs'];
+  const pendingWhere = ["l.status = 'pending'", 'l.created_at >= @sinceMs', 'l.created_at < @untilMs'];
   if (query.keyId !== undefined) pendingWhere.push('l.key_id = @keyId');
   if (query.tenantId !== undefined) pendingWhere.push('l.tenant_id = @tenantId');
   const pending = database.sqlite

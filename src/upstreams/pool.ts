@@ -87,11 +87,7 @@ export function toUpstreamError(error: unknown): TollgateError {
     return new TollgateError('upstream_timeout', 'The upstream API stopped sending its answer.', { cause: error });
   }
   const code = (error as { code?: unknown } | null)?.code;
-  return new TollgateError(
-    'upstream_unreachable',
-    `Could not reach the upstream API${typeof code === 'string' ? ` (${code})` : ''}.`,
-    { cause: error },
-  );
+  return new TollgateError('upstream_unreachable', `Could not reach the upstream API${typeof code === 'string' ? ` (${code})` : ''}.`, { cause: error });
 }
 
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);

@@ -4,7 +4,6 @@
  * missing".
  */
 
-
 /** What the upstream billed for one request, in tokens. */
 export interface Usage {
   readonly promptTokens: number;

@@ -13,7 +13,14 @@ export const ADMIN_TOKEN = 'dashboard-admin-token-0123456789';
 
 /** An upstream the dashboard tests never call. */
 export function unusedUpstream() {
-  return createUpstream({ url: 'http://127.0.0.1:9/v1', apiKey: 'sk-unused', connectTimeoutMs: 100, headersTimeoutMs: 100, idleTimeoutMs: 100, connections: 1 });
+  return createUpstream({
+    url: 'http://127.0.0.1:9/v1',
+    apiKey: 'sk-unused',
+    connectTimeoutMs: 100,
+    headersTimeoutMs: 100,
+    idleTimeoutMs: 100,
+    connections: 1,
+  });
 }
 
 export interface DashboardTestApp extends TestApp {
@@ -26,7 +33,12 @@ export interface DashboardTestApp extends TestApp {
 
 export function buildDashboardApp(options: { adminToken?: string | undefined; now: number }): DashboardTestApp {
   const clock = { now: options.now };
-  const test = buildTestApp({ upstream: unusedUpstream(), logger: captureLogs('silent').logger, ...(options.adminToken === undefined ? {} : { adminToken: options.adminToken }), now: () => clock.now });
+  const test = buildTestApp({
+    upstream: unusedUpstream(),
+    logger: captureLogs('silent').logger,
+    ...(options.adminToken === undefined ? {} : { adminToken: options.adminToken }),
+    now: () => clock.now,
+  });
   const request = (path: string, init: RequestInit & { cookie?: string } = {}) => {
     const headers = new Headers(init.headers);
     if (init.cookie !== undefined) headers.set('cookie', init.cookie);

@@ -49,9 +49,26 @@ export function describeLimiterContract(name: string, setup: ContractSetup): voi
       const limiter = await create();
       const key = bucket('key', 5);
       const tenant = bucket('tenant', 2);
-      expect((await limiter.acquire([{ bucket: key, cost: 1 }, { bucket: tenant, cost: 1 }])).ok).toBe(true);
-      expect((await limiter.acquire([{ bucket: key, cost: 1 }, { bucket: tenant, cost: 1 }])).ok).toBe(true);
-      const refused = await limiter.acquire([{ bucket: key, cost: 1 }, { bucket: tenant, cost: 1 }]);
+      expect(
+        (
+          await limiter.acquire([
+            { bucket: key, cost: 1 },
+            { bucket: tenant, cost: 1 },
+          ])
+        ).ok,
+      ).toBe(true);
+      expect(
+        (
+          await limiter.acquire([
+            { bucket: key, cost: 1 },
+            { bucket: tenant, cost: 1 },
+          ])
+        ).ok,
+      ).toBe(true);
+      const refused = await limiter.acquire([
+        { bucket: key, cost: 1 },
+        { bucket: tenant, cost: 1 },
+      ]);
       expect(refused.ok).toBe(false);
       if (!refused.ok) expect(refused.refusedBy).toBe(tenant);
       // The key bucket lost nothing to the refused request: 3 of 5 remain.
@@ -63,7 +80,10 @@ export function describeLimiterContract(name: string, setup: ContractSetup): voi
       const limiter = await create();
       const tpm = bucket('tpm', 100, { unit: 'tokens' });
       const other = bucket('rpm', 10);
-      const result = await limiter.acquire([{ bucket: other, cost: 1 }, { bucket: tpm, cost: 101 }]);
+      const result = await limiter.acquire([
+        { bucket: other, cost: 1 },
+        { bucket: tpm, cost: 101 },
+      ]);
       expect(result.ok).toBe(false);
       if (!result.ok) {
         expect(result.reason).toBe('never_fits');
@@ -130,7 +150,12 @@ export function describeLimiterContract(name: string, setup: ContractSetup): voi
       const b = bucket('b', 10);
       await expect(limiter.acquire([{ bucket: b, cost: -1 }])).rejects.toThrow(RangeError);
       await expect(limiter.acquire([{ bucket: b, cost: Number.NaN }])).rejects.toThrow(RangeError);
-      await expect(limiter.acquire([{ bucket: b, cost: 1 }, { bucket: b, cost: 1 }])).rejects.toThrow(RangeError);
+      await expect(
+        limiter.acquire([
+          { bucket: b, cost: 1 },
+          { bucket: b, cost: 1 },
+        ]),
+      ).rejects.toThrow(RangeError);
       const first = await limiter.acquire([{ bucket: b, cost: 1 }]);
       if (!first.ok) throw new Error('expected admission');
       expect(() => limiter.settle(first.ticket, [1, 1])).toThrow(RangeError);

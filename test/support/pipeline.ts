@@ -28,7 +28,14 @@ export interface PipelineHarness {
 
 export function startHarness(options: { now?: () => number; limiterClock?: () => number } = {}): PipelineHarness {
   // Never called: these tests stop before forwarding, or forward by hand.
-  const upstream = createUpstream({ url: 'http://127.0.0.1:9/v1', apiKey: 'sk-unused', connectTimeoutMs: 100, headersTimeoutMs: 100, idleTimeoutMs: 100, connections: 1 });
+  const upstream = createUpstream({
+    url: 'http://127.0.0.1:9/v1',
+    apiKey: 'sk-unused',
+    connectTimeoutMs: 100,
+    headersTimeoutMs: 100,
+    idleTimeoutMs: 100,
+    connections: 1,
+  });
   const test = buildTestApp({ upstream, logger: captureLogs('silent').logger, ...options });
   const finished: RequestFinished[] = [];
   test.tollgate.events.subscribe((event) => finished.push(event));
@@ -57,7 +64,9 @@ export function startHarness(options: { now?: () => number; limiterClock?: () =>
       };
     },
     row(requestId) {
-      return test.db.database.sqlite.prepare('SELECT status, cost_micros, est_cost_micros, prompt_tokens FROM ledger WHERE request_id = ?').get(requestId) as ReturnType<PipelineHarness['row']>;
+      return test.db.database.sqlite
+        .prepare('SELECT status, cost_micros, est_cost_micros, prompt_tokens FROM ledger WHERE request_id = ?')
+        .get(requestId) as ReturnType<PipelineHarness['row']>;
     },
     close() {
       if (closed) return;

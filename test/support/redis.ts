@@ -179,21 +179,13 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
       const port = await findFreePort();
       ports.push(port);
       servers.push(
-        await startOn(port, nodeDir, [
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          join(dir, `nodes-${port}.conf`),
-          '--cluster-node-timeout',
-          '2000',
-        ]),
+        await startOn(port, nodeDir, ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000']),
       );
     }
-    const create = spawnSync(
-      REDIS_CLI,
-      ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
-      { encoding: 'utf8', timeout: 30_000 },
-    );
+    const create = spawnSync(REDIS_CLI, ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     if (create.status !== 0) {
       throw new Error(`redis-cli --cluster create failed: ${create.stderr || create.stdout}`);
     }

@@ -59,7 +59,12 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       try {
         body = JSON.parse(raw) as Record<string, unknown>;
       } catch {
-        return sendError(res, 400, { type: 'invalid_request_error', code: 'invalid_json', message: 'We could not parse the JSON body of your request.' }, undefined);
+        return sendError(
+          res,
+          400,
+          { type: 'invalid_request_error', code: 'invalid_json', message: 'We could not parse the JSON body of your request.' },
+          undefined,
+        );
       }
     }
     const path = (req.url ?? '/').split('?')[0]!;
@@ -101,11 +106,15 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       return MODELS.includes(id) ? sendJson(res, 200, modelObject(id), record) : sendError(res, 404, ERROR_TYPES[404]!, record);
     }
     const endpoint =
-      route === 'POST /v1/chat/completions' ? 'chat'
-      : route === 'POST /v1/completions' ? 'completions'
-      : route === 'POST /v1/embeddings' ? 'embeddings'
-      : route === 'POST /v1/responses' ? 'responses'
-      : undefined;
+      route === 'POST /v1/chat/completions'
+        ? 'chat'
+        : route === 'POST /v1/completions'
+          ? 'completions'
+          : route === 'POST /v1/embeddings'
+            ? 'embeddings'
+            : route === 'POST /v1/responses'
+              ? 'responses'
+              : undefined;
     if (endpoint === undefined) {
       return sendError(res, 404, { type: 'invalid_request_error', code: 'unknown_url', message: `Invalid URL (${route})` }, record);
     }
@@ -143,31 +152,41 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const usage = usageBlock(endpoint, promptTokens, cachedTokens, completionTokens, reasoning);
     const created = Math.floor(Date.now() / 1000);
     if (endpoint === 'chat') {
-      return sendJson(res, 200, {
-        id: `chatcmpl-${randomBytes(8).toString('hex')}`,
-        object: 'chat.completion',
-        created,
-        model,
-        choices: Array.from({ length: n }, (_, index) => ({
-          index,
-          message: { role: 'assistant', content: answer, refusal: null, annotations: [] },
-          logprobs: null,
-          finish_reason: finishReason,
-        })),
-        usage,
-        service_tier: 'default',
-        system_fingerprint: 'fp_fake',
-      }, record);
+      return sendJson(
+        res,
+        200,
+        {
+          id: `chatcmpl-${randomBytes(8).toString('hex')}`,
+          object: 'chat.completion',
+          created,
+          model,
+          choices: Array.from({ length: n }, (_, index) => ({
+            index,
+            message: { role: 'assistant', content: answer, refusal: null, annotations: [] },
+            logprobs: null,
+            finish_reason: finishReason,
+          })),
+          usage,
+          service_tier: 'default',
+          system_fingerprint: 'fp_fake',
+        },
+        record,
+      );
     }
     if (endpoint === 'completions') {
-      return sendJson(res, 200, {
-        id: `cmpl-${randomBytes(8).toString('hex')}`,
-        object: 'text_completion',
-        created,
-        model,
-        choices: Array.from({ length: n }, (_, index) => ({ text: answer, index, logprobs: null, finish_reason: finishReason })),
-        usage,
-      }, record);
+      return sendJson(
+        res,
+        200,
+        {
+          id: `cmpl-${randomBytes(8).toString('hex')}`,
+          object: 'text_completion',
+          created,
+          model,
+          choices: Array.from({ length: n }, (_, index) => ({ text: answer, index, logprobs: null, finish_reason: finishReason })),
+          usage,
+        },
+        record,
+      );
     }
     return sendJson(res, 200, responseObject(model, answer, 'completed', usage), record);
   }
@@ -195,4 +214,3 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     },
   };
 }
-

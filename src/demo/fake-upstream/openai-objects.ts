@@ -24,17 +24,31 @@ export function modelObject(id: string): Record<string, unknown> {
   return { id, object: 'model', created: 1_700_000_000, owned_by: 'system' };
 }
 
-export function responseObject(model: string, text: string, status: string, usage: unknown, id = `resp_${randomBytes(8).toString('hex')}`): Record<string, unknown> {
+export function responseObject(
+  model: string,
+  text: string,
+  status: string,
+  usage: unknown,
+  id = `resp_${randomBytes(8).toString('hex')}`,
+): Record<string, unknown> {
   return {
     id,
     object: 'response',
     created_at: Math.floor(Date.now() / 1000),
     status,
     model,
-    output: text === '' ? [] : [{
-      type: 'message', id: 'msg_fake', status: 'completed', role: 'assistant',
-      content: [{ type: 'output_text', text, annotations: [] }],
-    }],
+    output:
+      text === ''
+        ? []
+        : [
+            {
+              type: 'message',
+              id: 'msg_fake',
+              status: 'completed',
+              role: 'assistant',
+              content: [{ type: 'output_text', text, annotations: [] }],
+            },
+          ],
     usage,
     error: null,
     incomplete_details: null,

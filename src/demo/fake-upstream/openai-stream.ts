@@ -55,7 +55,13 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
   const event = (type: string, payload: Record<string, unknown>): string =>
     `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...payload })}\n\n`;
   const chatChunk = (choices: unknown[], usage: unknown = null): unknown => ({
-    id, object: 'chat.completion.chunk', created, model, service_tier: 'default', system_fingerprint: 'fp_fake', choices,
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    service_tier: 'default',
+    system_fingerprint: 'fp_fake',
+    choices,
     ...(includeUsage ? { usage } : {}),
   });
   const bill = (): void => {
@@ -71,8 +77,20 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     }
   } else if (endpoint === 'responses') {
     write(event('response.created', { response: responseObject(model, '', 'in_progress', null, respId) }));
-    write(event('response.output_item.added', { output_index: 0, item: { id: 'msg_fake', type: 'message', status: 'in_progress', role: 'assistant', content: [] } }));
-    write(event('response.content_part.added', { item_id: 'msg_fake', output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } }));
+    write(
+      event('response.output_item.added', {
+        output_index: 0,
+        item: { id: 'msg_fake', type: 'message', status: 'in_progress', role: 'assistant', content: [] },
+      }),
+    );
+    write(
+      event('response.content_part.added', {
+        item_id: 'msg_fake',
+        output_index: 0,
+        content_index: 0,
+        part: { type: 'output_text', text: '', annotations: [] },
+      }),
+    );
   }
   bill();
 
@@ -100,9 +118,18 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
       const word = words[i]!;
       if (scenario.garbage !== undefined) write(': keep-alive comment\n\nthis is not an sse field\n\ndata: {not json}\n\n');
       const ok = write(
-        endpoint === 'chat' ? data(chatChunk([{ index, delta: { content: word }, logprobs: null, finish_reason: null }]))
-        : endpoint === 'completions' ? data({ id, object: 'text_completion', created, model, choices: [{ text: word, index, logprobs: null, finish_reason: null }], ...(includeUsage ? { usage: null } : {}) })
-        : event('response.output_text.delta', { item_id: 'msg_fake', output_index: 0, content_index: 0, delta: word, logprobs: [] }),
+        endpoint === 'chat'
+          ? data(chatChunk([{ index, delta: { content: word }, logprobs: null, finish_reason: null }]))
+          : endpoint === 'completions'
+            ? data({
+                id,
+                object: 'text_completion',
+                created,
+                model,
+                choices: [{ text: word, index, logprobs: null, finish_reason: null }],
+                ...(includeUsage ? { usage: null } : {}),
+              })
+            : event('response.output_text.delta', { item_id: 'msg_fake', output_index: 0, content_index: 0, delta: word, logprobs: [] }),
       );
       if (!ok) return;
       sent.push(word);
@@ -122,7 +149,16 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     write('data: [DONE]\n\n');
   } else if (endpoint === 'completions') {
     for (let index = 0; index < n; index += 1) {
-      write(data({ id, object: 'text_completion', created, model, choices: [{ text: '', index, logprobs: null, finish_reason: plan.finishReason }], ...(includeUsage ? { usage: null } : {}) }));
+      write(
+        data({
+          id,
+          object: 'text_completion',
+          created,
+          model,
+          choices: [{ text: '', index, logprobs: null, finish_reason: plan.finishReason }],
+          ...(includeUsage ? { usage: null } : {}),
+        }),
+      );
     }
     if (includeUsage) write(data({ id, object: 'text_completion', created, model, choices: [], usage }));
     write('data: [DONE]\n\n');

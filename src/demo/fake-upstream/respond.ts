@@ -32,7 +32,12 @@ export function sendJson(res: ServerResponse, status: number, payload: unknown, 
   res.end(text);
 }
 
-export function sendError(res: ServerResponse, status: number, error: { type: string; code: string; message: string }, record: RecordedRequest | undefined): void {
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  error: { type: string; code: string; message: string },
+  record: RecordedRequest | undefined,
+): void {
   if (res.destroyed) return;
   const text = JSON.stringify({ error: { message: error.message, type: error.type, param: null, code: error.code } });
   if (record) {

@@ -7,8 +7,30 @@ import { getEncoding, type Tiktoken } from 'js-tiktoken';
 
 /** Words that are one token each in both cl100k_base and o200k_base (checked by a test). */
 export const FAKE_WORDS = [
-  ' the', ' quick', ' brown', ' fox', ' jumps', ' over', ' lazy', ' dog', ' and', ' then', ' runs', ' far',
-  ' away', ' from', ' home', ' to', ' find', ' a', ' new', ' place', ' in', ' the', ' green', ' hills',
+  ' the',
+  ' quick',
+  ' brown',
+  ' fox',
+  ' jumps',
+  ' over',
+  ' lazy',
+  ' dog',
+  ' and',
+  ' then',
+  ' runs',
+  ' far',
+  ' away',
+  ' from',
+  ' home',
+  ' to',
+  ' find',
+  ' a',
+  ' new',
+  ' place',
+  ' in',
+  ' the',
+  ' green',
+  ' hills',
 ] as const;
 
 export type Scenario = Readonly<Record<string, string>>;

@@ -40,13 +40,7 @@ export interface TakeRefusal {
  * Returns true when every cost was taken; otherwise fills `refusal` and
  * leaves every slot as it was.
  */
-export function takeAllOrNone(
-  slots: readonly TakeSlot[],
-  costs: readonly number[],
-  count: number,
-  now: number,
-  refusal: TakeRefusal,
-): boolean {
+export function takeAllOrNone(slots: readonly TakeSlot[], costs: readonly number[], count: number, now: number, refusal: TakeRefusal): boolean {
   let short = false;
   let worst = 0;
   let worstIndex = -1;

@@ -74,10 +74,6 @@ export function createDemands(bindings: readonly LimitBinding[], facts: RequestF
 }
 
 /** Actual costs for `settle`, in the order of `demands` (as built by {@link createDemands}). */
-export function computeSettlement(
-  bindings: readonly LimitBinding[],
-  demands: readonly Demand[],
-  usage: UsageFacts,
-): number[] {
+export function computeSettlement(bindings: readonly LimitBinding[], demands: readonly Demand[], usage: UsageFacts): number[] {
   return bindings.map(({ limit }, i) => computeActualCost(limit, demands[i]?.cost ?? 0, usage));
 }

@@ -75,11 +75,7 @@ export function computeActualCost(limit: LimitSpec, reservedCost: number, usage:
 }
 
 /** Actual cost per limit, for `Limiter.settle`; `reservedCosts` as returned by {@link computeLimitCosts}. */
-export function computeActualCosts(
-  limits: readonly LimitSpec[],
-  reservedCosts: readonly number[],
-  usage: UsageFacts,
-): number[] {
+export function computeActualCosts(limits: readonly LimitSpec[], reservedCosts: readonly number[], usage: UsageFacts): number[] {
   return limits.map((limit, i) => computeActualCost(limit, reservedCosts[i] ?? 0, usage));
 }
 

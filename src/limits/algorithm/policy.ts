@@ -122,9 +122,7 @@ export function parseLimit(text: string): LimitSpec {
   const [head = '', ...options] = text.split(',').map((part) => part.trim());
   const match = /^([a-z]+):([^/]+)\/([a-z]+)$/.exec(head);
   if (!match) {
-    throw new PolicyError(
-      `limit "${text}" is not of the form UNIT:AMOUNT/PERIOD[,burst=B] (e.g. tokens:40000/min,burst=60000)`,
-    );
+    throw new PolicyError(`limit "${text}" is not of the form UNIT:AMOUNT/PERIOD[,burst=B] (e.g. tokens:40000/min,burst=60000)`);
   }
   const [, unitText = '', amountText = '', periodText = ''] = match;
   if (!(LIMIT_UNITS as readonly string[]).includes(unitText)) {
@@ -202,12 +200,9 @@ export function validateLimit(spec: LimitSpec): void {
   if (!(Number.isFinite(spec.burst) && spec.burst > 0)) {
     throw new PolicyError(`limit "${spec.name}": burst must be greater than zero`);
   }
-  const smallestCost =
-    spec.unit === 'requests' ? (spec.costSource?.kind === 'fixed' || !spec.costSource ? 1 : spec.costSource.default) : 0;
+  const smallestCost = spec.unit === 'requests' ? (spec.costSource?.kind === 'fixed' || !spec.costSource ? 1 : spec.costSource.default) : 0;
   if (spec.burst < smallestCost) {
-    throw new PolicyError(
-      `limit "${spec.name}": burst ${spec.burst} is below the cost of one request (${smallestCost}); no request could ever pass`,
-    );
+    throw new PolicyError(`limit "${spec.name}": burst ${spec.burst} is below the cost of one request (${smallestCost}); no request could ever pass`);
   }
   if (spec.modelWeights) {
     for (const [model, weight] of Object.entries(spec.modelWeights)) {

@@ -45,7 +45,12 @@ function observerFor(logger: Logger, metrics: Metrics): LimiterObserver {
 export function createLimiter(config: Pick<Config, 'redis' | 'failMode'>, deps: { logger: Logger; metrics: Metrics; clock?: () => number }): CreatedLimiter {
   const observer = observerFor(deps.logger, deps.metrics);
   if (config.redis === undefined) {
-    return { limiter: createLocalLimiter({ observer, ...(deps.clock ? { now: deps.clock } : {}) }), store: 'local', connect: async () => undefined, close: async () => undefined };
+    return {
+      limiter: createLocalLimiter({ observer, ...(deps.clock ? { now: deps.clock } : {}) }),
+      store: 'local',
+      connect: async () => undefined,
+      close: async () => undefined,
+    };
   }
   // Fail fast instead of queueing: the limiter has its own timeouts, breaker and fail mode.
   const clientOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true } as const;

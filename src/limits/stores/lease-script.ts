@@ -103,11 +103,7 @@ export function decodeLeaseReply(value: unknown): LeaseReply {
  * `timeoutMs`; on timeout its calls fail (their reports are resent later under
  * the same report id, so nothing is applied twice).
  */
-export async function runLeaseCalls(
-  redis: RedisClient,
-  calls: readonly LeaseCallArgs[],
-  timeoutMs: number,
-): Promise<LeaseOutcome[]> {
+export async function runLeaseCalls(redis: RedisClient, calls: readonly LeaseCallArgs[], timeoutMs: number): Promise<LeaseOutcome[]> {
   const outcomes: LeaseOutcome[] = new Array<LeaseOutcome>(calls.length);
   const groups = new Map<string, number[]>();
   if (redis.isCluster) {
@@ -117,11 +113,20 @@ export async function runLeaseCalls(
       else groups.set(call.hashTag, [i]);
     });
   } else {
-    groups.set('', calls.map((_, i) => i));
+    groups.set(
+      '',
+      calls.map((_, i) => i),
+    );
   }
   await Promise.all(
     [...groups.values()].map(async (indexes) => {
-      const results = await withTimeout(runPipeline(redis, indexes.map((i) => calls[i]!)), timeoutMs);
+      const results = await withTimeout(
+        runPipeline(
+          redis,
+          indexes.map((i) => calls[i]!),
+        ),
+        timeoutMs,
+      );
       indexes.forEach((callIndex, j) => {
         outcomes[callIndex] = results instanceof Error ? { ok: false, error: results } : results[j]!;
       });
@@ -138,18 +143,18 @@ async function runPipeline(redis: RedisClient, calls: readonly LeaseCallArgs[]):
   });
   if (missing.length === 0) return first;
   // Redis restarted or its script cache was flushed: EVAL sends the source and reloads it.
-  const retried = await execScripts(redis, missing.map((i) => calls[i]!), 'eval');
+  const retried = await execScripts(
+    redis,
+    missing.map((i) => calls[i]!),
+    'eval',
+  );
   missing.forEach((callIndex, j) => {
     first[callIndex] = retried[j]!;
   });
   return first;
 }
 
-async function execScripts(
-  redis: RedisClient,
-  calls: readonly LeaseCallArgs[],
-  how: 'evalsha' | 'eval',
-): Promise<LeaseOutcome[]> {
+async function execScripts(redis: RedisClient, calls: readonly LeaseCallArgs[], how: 'evalsha' | 'eval'): Promise<LeaseOutcome[]> {
   const pipeline = redis.pipeline();
   for (const call of calls) {
     if (how === 'evalsha') pipeline.evalsha(LEASE_SCRIPT_SHA, 1, ...encodeLeaseArgs(call));

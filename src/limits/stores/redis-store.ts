@@ -304,13 +304,7 @@ export class RedisLimiter implements Limiter {
     return this.admit(slots, costs, sources, fallbacks, now);
   }
 
-  private admit(
-    slots: LeaseSlot[],
-    costs: number[],
-    sources: number[],
-    fallbacks: (LocalBucket | null)[],
-    now: number,
-  ): AcquireResult {
+  private admit(slots: LeaseSlot[], costs: number[], sources: number[], fallbacks: (LocalBucket | null)[], now: number): AcquireResult {
     if (this.observer?.decision) for (const slot of slots) this.observer.decision(slot.lease.ref.limitName, true);
     const ticket = new RedisTicket(this, slots, costs, sources, fallbacks);
     return { ok: true, ticket, states: this.snapshot(slots, now) };

@@ -30,7 +30,11 @@ describe('admin API', () => {
   });
 
   it('creates a key that works at once, updates, rotates and revokes it', async () => {
-    const created = await admin('POST', '/keys', { name: 'api-made', tenant: 'api-co', policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 5, period: 'min', burst: 5 }] } });
+    const created = await admin('POST', '/keys', {
+      name: 'api-made',
+      tenant: 'api-co',
+      policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 5, period: 'min', burst: 5 }] },
+    });
     expect(created.status).toBe(201);
     const issued = (await created.json()) as { key: string; id: string; tenant: string };
     expect(issued.tenant).toBe('api-co');
@@ -39,15 +43,21 @@ describe('admin API', () => {
 
     const updated = await admin('PATCH', `/keys/${issued.id}`, { models: ['gpt-4o'] });
     expect(((await updated.json()) as { policy: { models: string[] } }).policy.models).toEqual(['gpt-4o']);
-    await expect(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(OpenAI.PermissionDeniedError);
+    await expect(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(
+      OpenAI.PermissionDeniedError,
+    );
 
     const rotated = (await (await admin('POST', `/keys/api-made/rotate`)).json()) as { key: string };
-    await expect(client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    await expect(client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
     const rotatedClient = new OpenAI({ baseURL: proxy.baseURL, apiKey: rotated.key, maxRetries: 0 });
     await rotatedClient.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
 
     expect((await admin('POST', `/keys/${issued.id}/revoke`)).status).toBe(200);
-    await expect(rotatedClient.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    await expect(rotatedClient.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
   });
 
   it('answers bad input with 400 naming the field, and unknown keys with 404', async () => {

@@ -61,8 +61,35 @@ describe('tollgate spend', () => {
     let i = 0;
     for (const [keyId, tenantId, cost, date] of rows) {
       i += 1;
-      await writer.begin({ requestId: `s${i}`, keyId, tenantId: tenantId || null, createdAt: day(date), endpoint: 'chat', model: i % 2 ? 'gpt-4o' : 'gpt-4o-mini', stream: false, estPromptTokens: 10, estCompletionTokens: 10, estCostMicros: cost, priceKnown: true });
-      writer.complete({ requestId: `s${i}`, completedAt: day(date) + 1000, status: 'ok', httpStatus: 200, promptTokens: 1000, cachedTokens: 0, completionTokens: 200, reasoningTokens: 0, costMicros: cost, usageSource: 'reported', latencyMs: 1000, ttftMs: null, upstreamRequestId: null, errorCode: null });
+      await writer.begin({
+        requestId: `s${i}`,
+        keyId,
+        tenantId: tenantId || null,
+        createdAt: day(date),
+        endpoint: 'chat',
+        model: i % 2 ? 'gpt-4o' : 'gpt-4o-mini',
+        stream: false,
+        estPromptTokens: 10,
+        estCompletionTokens: 10,
+        estCostMicros: cost,
+        priceKnown: true,
+      });
+      writer.complete({
+        requestId: `s${i}`,
+        completedAt: day(date) + 1000,
+        status: 'ok',
+        httpStatus: 200,
+        promptTokens: 1000,
+        cachedTokens: 0,
+        completionTokens: 200,
+        reasoningTokens: 0,
+        costMicros: cost,
+        usageSource: 'reported',
+        latencyMs: 1000,
+        ttftMs: null,
+        upstreamRequestId: null,
+        errorCode: null,
+      });
     }
     writer.close();
     database.close();
@@ -80,13 +107,18 @@ describe('tollgate spend', () => {
     // Aligned: numbers are right-aligned up to the last column, so every line of the table is as long.
     expect(new Set(lines.slice(2).map((l) => l.length)).size).toBe(1);
 
-    expect((await run('--by', 'key', '--json')).json<{ rows: Array<{ group: string; costMicros: number }> }>().rows.map((r) => [r.group, r.costMicros])).toEqual([
+    expect(
+      (await run('--by', 'key', '--json')).json<{ rows: Array<{ group: string; costMicros: number }> }>().rows.map((r) => [r.group, r.costMicros]),
+    ).toEqual([
       ['beta', 3_000_000],
       ['alpha', 1_750_000],
     ]);
     expect((await run('--by', 'tenant', '--json')).json<{ rows: Array<{ group: string }> }>().rows.map((r) => r.group)).toEqual(['(no tenant)', 'acme']);
     expect((await run('--tenant', 'acme', '--by', 'total', '--json')).json<{ total: { costMicros: number } }>().total.costMicros).toBe(1_750_000);
-    expect((await cli('--db', db, 'spend', '--key', 'beta', '--since', '2026-10-01', '--until', '2026-11-30', '--json')).json<{ total: { costMicros: number } }>().total.costMicros).toBe(3_000_007);
+    expect(
+      (await cli('--db', db, 'spend', '--key', 'beta', '--since', '2026-10-01', '--until', '2026-11-30', '--json')).json<{ total: { costMicros: number } }>()
+        .total.costMicros,
+    ).toBe(3_000_007);
     const bad = await cli('--db', db, 'spend', '--since', 'last tuesday');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('not a start day');

@@ -25,7 +25,11 @@ interface KeyJson {
   tenant: string | null;
   status: string;
   expiresAt: number | null;
-  policy: { limits: Array<{ name: string; unit: string; amount: number; period: string; burst: number }>; budget?: { microUsd: number; period: string }; models?: string[] };
+  policy: {
+    limits: Array<{ name: string; unit: string; amount: number; period: string; burst: number }>;
+    budget?: { microUsd: number; period: string };
+    models?: string[];
+  };
   metadata: Record<string, string>;
 }
 
@@ -34,10 +38,29 @@ const run = (...args: string[]) => cli('--db', db, ...args);
 describe('keys create', () => {
   it('issues a key shown once, stores only its hash and prefix, and parses every policy option', async () => {
     const created = await run(
-      'keys', 'create', '--name', 'alice', '--tenant', 'acme',
-      '--limit', 'tokens:40000/min,burst=60000', '--rpm', '60', '--limit', 'usd:5/day',
-      '--budget-usd', '100', '--budget-period', 'month', '--models', 'gpt-4o-mini,gpt-4.1*',
-      '--expires', '30d', '--meta', 'team=search', '--json',
+      'keys',
+      'create',
+      '--name',
+      'alice',
+      '--tenant',
+      'acme',
+      '--limit',
+      'tokens:40000/min,burst=60000',
+      '--rpm',
+      '60',
+      '--limit',
+      'usd:5/day',
+      '--budget-usd',
+      '100',
+      '--budget-period',
+      'month',
+      '--models',
+      'gpt-4o-mini,gpt-4.1*',
+      '--expires',
+      '30d',
+      '--meta',
+      'team=search',
+      '--json',
     );
     expect(created.code).toBe(0);
     const key = created.json<KeyJson>();
@@ -124,7 +147,10 @@ describe('keys list / update / revoke / rotate', () => {
     const live = (await run('keys', 'list', '--json')).json<KeyJson[]>();
     expect(live.map((k) => k.name)).toEqual(['a1', 'b1']);
     const all = (await run('keys', 'list', '--all', '--tenant', 'acme', '--json')).json<KeyJson[]>();
-    expect(all.map((k) => [k.name, k.status])).toEqual([['a1', 'active'], ['a2', 'revoked']]);
+    expect(all.map((k) => [k.name, k.status])).toEqual([
+      ['a1', 'active'],
+      ['a2', 'revoked'],
+    ]);
     const table = (await run('keys', 'list')).stdout.split('\n');
     expect(table[0]).toMatch(/^name\s+id\s+prefix\s+tenant\s+status\s+limits\s+budget\s+created$/);
     expect(table[1]).toMatch(/^-+\s+-+/);
@@ -132,7 +158,25 @@ describe('keys list / update / revoke / rotate', () => {
 
   it('updates limits (replacing them), budget, models, expiry, tenant and metadata', async () => {
     await run('keys', 'create', '--name', 'dave', '--rpm', '10', '--budget-usd', '5', '--models', 'gpt-4o', '--meta', 'a=1', '--meta', 'b=2');
-    let key = (await run('keys', 'update', 'dave', '--tpm', '1000', '--budget-period', 'day', '--all-models', '--tenant', 'newco', '--expires', '2h', '--unset-meta', 'a', '--json')).json<KeyJson>();
+    let key = (
+      await run(
+        'keys',
+        'update',
+        'dave',
+        '--tpm',
+        '1000',
+        '--budget-period',
+        'day',
+        '--all-models',
+        '--tenant',
+        'newco',
+        '--expires',
+        '2h',
+        '--unset-meta',
+        'a',
+        '--json',
+      )
+    ).json<KeyJson>();
     expect(key.policy.limits.map((l) => l.name)).toEqual(['tokens-per-min']);
     expect(key.policy.budget).toEqual({ microUsd: 5_000_000, period: 'day' });
     expect(key.policy.models).toBeUndefined();
@@ -177,7 +221,9 @@ describe('tenants', () => {
     const shown = (await run('tenants', 'show', 'acme', '--json')).json<{ keys: number; policy: { limits: unknown[] } }>();
     expect(shown.keys).toBe(1);
     expect(shown.policy.limits).toHaveLength(1);
-    const updated = (await run('tenants', 'update', 'acme', '--clear-limits', '--no-budget', '--json')).json<{ policy: { limits: unknown[]; budget?: unknown } }>();
+    const updated = (await run('tenants', 'update', 'acme', '--clear-limits', '--no-budget', '--json')).json<{
+      policy: { limits: unknown[]; budget?: unknown };
+    }>();
     expect(updated.policy).toEqual({ limits: [] });
     expect((await run('tenants', 'list')).stdout).toMatch(/^name\s+id\s+keys\s+limits\s+budget/);
     expect((await run('tenants', 'create', 'acme')).code).toBe(2);
@@ -190,7 +236,9 @@ describe('migrate and help', () => {
     const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
     expect(fresh.json<{ applied: number }>().applied).toBe(journal.entries.length);
     const database = openDatabase(db, { migrate: false });
-    const tables = (database.sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>).map((t) => t.name);
+    const tables = (database.sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>).map(
+      (t) => t.name,
+    );
     database.close();
     expect(tables).toEqual(expect.arrayContaining(['api_keys', 'ledger', 'rollups_daily', 'rollups_hourly', 'tenants']));
     expect((await run('migrate')).stdout).toContain('is up to date');

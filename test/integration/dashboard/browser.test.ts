@@ -40,7 +40,9 @@ const problems: string[] = [];
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`The dashboard's browser tests need Chromium at ${CHROMIUM} (Debian: apt-get install chromium). It is missing, so they fail rather than skip.`);
+    throw new Error(
+      `The dashboard's browser tests need Chromium at ${CHROMIUM} (Debian: apt-get install chromium). It is missing, so they fail rather than skip.`,
+    );
   }
   mkdirSync(ARTIFACTS, { recursive: true });
   // History first (earlier days), as the proxy would have written it, before the proxy starts.
@@ -48,13 +50,23 @@ beforeAll(async () => {
   dbDir = dir;
   const setup = openDatabase(path);
   const store = new KeyStore(setup);
-  const alpha = store.createKey({ name: 'alpha', tenant: 'acme', policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 600, period: 'min', burst: 600 }], budget: { microUsd: 50_000, period: 'day' } } });
+  const alpha = store.createKey({
+    name: 'alpha',
+    tenant: 'acme',
+    policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 600, period: 'min', burst: 600 }], budget: { microUsd: 50_000, period: 'day' } },
+  });
   const beta = store.createKey({ name: 'beta', tenant: 'globex', policy: { limits: [] } });
   alphaKey = alpha.key;
   alphaId = alpha.view.id;
   betaKey = beta.key;
   const history = new LedgerWriter(setup);
-  for (const [daysAgo, keyId, cost] of [[1, alphaId, 12_345], [2, beta.view.id, 2_000_000], [5, alphaId, 777], [20, alphaId, 31_000], [40, beta.view.id, 5]] as const) {
+  for (const [daysAgo, keyId, cost] of [
+    [1, alphaId, 12_345],
+    [2, beta.view.id, 2_000_000],
+    [5, alphaId, 777],
+    [20, alphaId, 31_000],
+    [40, beta.view.id, 5],
+  ] as const) {
     await recordRequest(history, { keyId, createdAt: Date.now() - daysAgo * DAY, costMicros: cost, promptTokens: 100 * daysAgo, completionTokens: 50 });
   }
   history.close();
@@ -66,7 +78,16 @@ beforeAll(async () => {
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
   });
 }, 90_000);
 
@@ -105,7 +126,9 @@ async function chat(apiKey: string, options: { stream?: boolean } = {}): Promise
     }
     return '';
   }
-  const { response } = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Say hello to the dashboard.' }], max_tokens: 50 }).withResponse();
+  const { response } = await client.chat.completions
+    .create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Say hello to the dashboard.' }], max_tokens: 50 })
+    .withResponse();
   return response.headers.get('x-request-id') ?? '';
 }
 

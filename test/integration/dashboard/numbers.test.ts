@@ -153,7 +153,9 @@ describe('the overview', () => {
     await expectTotalsMatchCli(view);
     expect(view.totals.month.costMicros).toBe(1_234 + 20_000 + 9 + 5_000 + 800 + 450 + 3_333);
     expect(view.budgets.find((b) => b.name === 'gamma')).toMatchObject({ spentMicros: 7_000 + 9 + 3_333 });
-    const gamma = (await (await test.request(`/admin/api/dashboard/keys/${keys.gamma}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as KeyPageView;
+    const gamma = (await (
+      await test.request(`/admin/api/dashboard/keys/${keys.gamma}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    ).json()) as KeyPageView;
     expect(gamma.budget).toMatchObject({ spentMicros: 7_000 + 9 + 3_333 });
   });
 
@@ -178,7 +180,8 @@ describe('a key page', () => {
     const cliToday = await spend('--key', keys.alpha, '--since', today, '--until', today, '--by', 'total');
     const cliModels = await spend('--key', keys.alpha, '--since', `${today.slice(0, 7)}-01`, '--until', today, '--by', 'model');
     expect(view.totals.today).toEqual({ ...cliToday.total, pending: cliToday.pending });
-    const models = (rows: ReadonlyArray<{ model?: string; group?: string; totals?: SpendTotals; costMicros?: number }>) => rows.map((r) => [r.model ?? r.group, r.totals?.costMicros ?? r.costMicros]);
+    const models = (rows: ReadonlyArray<{ model?: string; group?: string; totals?: SpendTotals; costMicros?: number }>) =>
+      rows.map((r) => [r.model ?? r.group, r.totals?.costMicros ?? r.costMicros]);
     expect(models(view.models)).toEqual(models(cliModels.rows));
     expect(view.budget).toMatchObject({ spentMicros: 1_250, level: 'over' });
     expect(view.recent429).toHaveLength(1);

@@ -86,7 +86,10 @@ it('bills every request exactly what the upstream billed, to the token and the m
 
   const database = openDatabase(proxy.dbPath);
   try {
-    await waitFor(() => (database.sqlite.prepare("SELECT count(*) AS n FROM ledger WHERE status = 'pending'").get() as { n: number }).n === 0, 'every request to settle');
+    await waitFor(
+      () => (database.sqlite.prepare("SELECT count(*) AS n FROM ledger WHERE status = 'pending'").get() as { n: number }).n === 0,
+      'every request to settle',
+    );
     const rows = database.sqlite.prepare('SELECT * FROM ledger').all() as Array<Record<string, number | string | null>>;
     const byId = new Map(rows.map((row) => [row.request_id as string, row]));
     expect(proxy.fake.requests).toHaveLength(21);
@@ -115,11 +118,25 @@ it('bills every request exactly what the upstream billed, to the token and the m
 
     const statuses = rows.map((r) => r.status).sort();
     expect(statuses).toEqual(
-      expect.arrayContaining(['ok', 'client_aborted', 'client_aborted', 'upstream_interrupted', 'upstream_timeout', 'upstream_timeout', 'upstream_error', 'upstream_error', 'upstream_error']),
+      expect.arrayContaining([
+        'ok',
+        'client_aborted',
+        'client_aborted',
+        'upstream_interrupted',
+        'upstream_timeout',
+        'upstream_timeout',
+        'upstream_error',
+        'upstream_error',
+        'upstream_error',
+      ]),
     );
 
     // The rollups and the CLI say the same.
-    const rollup = database.sqlite.prepare('SELECT sum(cost_micros) AS cost, sum(prompt_tokens) AS prompt, sum(completion_tokens) AS completion, sum(requests) AS requests FROM rollups_daily').get();
+    const rollup = database.sqlite
+      .prepare(
+        'SELECT sum(cost_micros) AS cost, sum(prompt_tokens) AS prompt, sum(completion_tokens) AS completion, sum(requests) AS requests FROM rollups_daily',
+      )
+      .get();
     expect(rollup).toEqual({ cost: billedCost, prompt: billedPrompt, completion: billedCompletion, requests: 21 });
     const spend = await cli('--db', proxy.dbPath, 'spend', '--by', 'model', '--json');
     const report = spend.json<{ total: { costMicros: number; requests: number; errors: number }; rows: Array<{ group: string; costMicros: number }> }>();

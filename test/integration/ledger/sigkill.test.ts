@@ -44,10 +44,7 @@ it('has a row for every request the upstream served, after kill -9', async () =>
   };
   const quick = await Promise.all(Array.from({ length: 10 }, () => send('', false)));
   expect(quick.every((status) => status === 200)).toBe(true);
-  const inFlight = [
-    ...Array.from({ length: 10 }, () => send('delay=10000', false)),
-    ...Array.from({ length: 10 }, () => send('delay=300,words=100', true)),
-  ];
+  const inFlight = [...Array.from({ length: 10 }, () => send('delay=10000', false)), ...Array.from({ length: 10 }, () => send('delay=300,words=100', true))];
   await waitFor(() => fake.requests.length === 30, 'all 30 requests to reach the upstream', 10_000);
 
   proc.child.kill('SIGKILL');

@@ -70,7 +70,12 @@ async function hammer(ms: number, onKey = key): Promise<Tally> {
       await Promise.all(
         Array.from({ length: 16 }, async () => {
           while (Date.now() < stopAt) {
-            const res = await pool.request({ method: 'POST', path: '/v1/chat/completions', headers: { authorization: `Bearer ${onKey}`, 'content-type': 'application/json' }, body });
+            const res = await pool.request({
+              method: 'POST',
+              path: '/v1/chat/completions',
+              headers: { authorization: `Bearer ${onKey}`, 'content-type': 'application/json' },
+              body,
+            });
             await res.body.dump();
             if (Date.now() > stopAt) break; // answered after the window: not counted either way
             if (res.statusCode === 200) tally.ok += 1;
@@ -94,7 +99,9 @@ describe('4 proxy processes × 16 clients on one key (burst 10, 10/s)', () => {
     // Count admissions where they happened: ledger rows of the hot key, by arrival, in the window.
     const database = openDatabase(db);
     const rows = database.sqlite
-      .prepare("SELECT l.created_at AS created_at FROM ledger l JOIN api_keys k ON k.id = l.key_id WHERE k.name = 'hot' AND l.status != 'rejected' ORDER BY l.created_at")
+      .prepare(
+        "SELECT l.created_at AS created_at FROM ledger l JOIN api_keys k ON k.id = l.key_id WHERE k.name = 'hot' AND l.status != 'rejected' ORDER BY l.created_at",
+      )
       .all() as Array<{ created_at: number }>;
     database.close();
     const admitted = rows.filter((r) => r.created_at >= startedAt && r.created_at < startedAt + 3000).length;
@@ -103,7 +110,8 @@ describe('4 proxy processes × 16 clients on one key (burst 10, 10/s)', () => {
     // And over every sliding window: at most burst + rate·Δ.
     const times = rows.map((r) => r.created_at);
     for (let i = 0; i < times.length; i += 1) {
-      for (let j = i; j < times.length; j += 1) expect(j - i + 1, `${j - i + 1} admitted in ${times[j]! - times[i]!} ms`).toBeLessThanOrEqual(10 + 10 * ((times[j]! - times[i]!) / 1000) + 1);
+      for (let j = i; j < times.length; j += 1)
+        expect(j - i + 1, `${j - i + 1} admitted in ${times[j]! - times[i]!} ms`).toBeLessThanOrEqual(10 + 10 * ((times[j]! - times[i]!) / 1000) + 1);
     }
   });
 
@@ -122,10 +130,14 @@ describe('4 proxy processes × 16 clients on one key (burst 10, 10/s)', () => {
     expect(tally.ok).toBeLessThanOrEqual(10 + 10 * 6 + 10); // a lease may be spent on top, never N-fold
     expect(tally.ok).toBeGreaterThan(15);
     // After the restart the nodes lease from Redis again.
-    await waitFor(async () => {
-      const res = await fetch(`${procs[0]!.url}/metrics`);
-      const text = await res.text();
-      return /tollgate_ratelimit_degraded\{reason="redis_unavailable"\} 0/.test(text);
-    }, 'node 0 to leave the fail mode', 15_000);
+    await waitFor(
+      async () => {
+        const res = await fetch(`${procs[0]!.url}/metrics`);
+        const text = await res.text();
+        return /tollgate_ratelimit_degraded\{reason="redis_unavailable"\} 0/.test(text);
+      },
+      'node 0 to leave the fail mode',
+      15_000,
+    );
   });
 });

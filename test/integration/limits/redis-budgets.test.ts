@@ -66,7 +66,10 @@ async function ask(node: { url: string }): Promise<{ status: number; code: strin
 function ledgerSpend(db: string): { admitted: number; cost: number } {
   const database = openDatabase(db);
   try {
-    return database.sqlite.prepare("SELECT count(*) AS admitted, coalesce(sum(cost_micros), 0) AS cost FROM ledger WHERE status = 'ok'").get() as { admitted: number; cost: number };
+    return database.sqlite.prepare("SELECT count(*) AS admitted, coalesce(sum(cost_micros), 0) AS cost FROM ledger WHERE status = 'ok'").get() as {
+      admitted: number;
+      cost: number;
+    };
   } finally {
     database.close();
   }
@@ -99,7 +102,7 @@ it('holds one budget across nodes that do not share a database', async () => {
   await waitFor(async () => Number(await admin.get(`tg:{key:${keyId}}:budget:${day}`)) === a.cost + b.cost, 'the counter to settle');
 });
 
-it('seeds a counter Redis lost from the node\'s own ledger', async () => {
+it("seeds a counter Redis lost from the node's own ledger", async () => {
   await admin.flushall();
   const before = ledgerSpend(dbA).cost;
   const answer = await ask(nodes[0]!); // node A asks first: the counter starts at A's ledger

@@ -27,10 +27,15 @@ const anyValue = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constant(undefined))
 const content = fc.oneof(
   fc.string(),
   fc.string({ unit: 'grapheme', maxLength: 200 }),
-  fc.array(fc.record({ type: fc.constantFrom('text', 'image_url', 'input_audio', 'weird'), text: anyValue, image_url: anyValue }, { requiredKeys: [] }), { maxLength: 4 }),
+  fc.array(fc.record({ type: fc.constantFrom('text', 'image_url', 'input_audio', 'weird'), text: anyValue, image_url: anyValue }, { requiredKeys: [] }), {
+    maxLength: 4,
+  }),
   anyValue,
 );
-const message = fc.record({ role: fc.oneof(fc.constantFrom('system', 'user', 'assistant', 'tool', 'developer'), anyValue), content, name: anyValue, tool_calls: anyValue }, { requiredKeys: ['role'] });
+const message = fc.record(
+  { role: fc.oneof(fc.constantFrom('system', 'user', 'assistant', 'tool', 'developer'), anyValue), content, name: anyValue, tool_calls: anyValue },
+  { requiredKeys: ['role'] },
+);
 const chatBody = fc.record(
   {
     model: fc.oneof(fc.constantFrom('gpt-4o-mini', 'gpt-4o', 'o4-mini', 'unknown-model'), anyValue),
@@ -44,17 +49,28 @@ const chatBody = fc.record(
   },
   { requiredKeys: [] },
 );
-const otherBody = fc.record({ model: fc.oneof(fc.constantFrom('text-embedding-3-small', 'gpt-4.1'), anyValue), input: anyValue, prompt: anyValue, instructions: anyValue }, { requiredKeys: [] });
+const otherBody = fc.record(
+  { model: fc.oneof(fc.constantFrom('text-embedding-3-small', 'gpt-4.1'), anyValue), input: anyValue, prompt: anyValue, instructions: anyValue },
+  { requiredKeys: [] },
+);
 const validChat = fc.record({
   model: fc.constantFrom('gpt-4o-mini', 'gpt-4o', 'gpt-4.1-nano'),
-  messages: fc.array(fc.record({ role: fc.constantFrom('system', 'user', 'assistant'), content: fc.string({ maxLength: 200 }) }), { minLength: 1, maxLength: 5 }),
+  messages: fc.array(fc.record({ role: fc.constantFrom('system', 'user', 'assistant'), content: fc.string({ maxLength: 200 }) }), {
+    minLength: 1,
+    maxLength: 5,
+  }),
   stream: fc.boolean(),
   max_tokens: fc.integer({ min: 1, max: 200 }),
 });
 const payload = fc.oneof(
   { weight: 2, arbitrary: validChat.map((b) => ['/v1/chat/completions', Buffer.from(JSON.stringify(b))] as const) },
   { weight: 6, arbitrary: chatBody.map((b) => ['/v1/chat/completions', Buffer.from(JSON.stringify(b))] as const) },
-  { weight: 2, arbitrary: fc.tuple(fc.constantFrom('/v1/embeddings', '/v1/completions', '/v1/responses'), otherBody).map(([path, b]) => [path, Buffer.from(JSON.stringify(b))] as const) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.constantFrom('/v1/embeddings', '/v1/completions', '/v1/responses'), otherBody)
+      .map(([path, b]) => [path, Buffer.from(JSON.stringify(b))] as const),
+  },
   { weight: 1, arbitrary: fc.jsonValue().map((v) => ['/v1/chat/completions', Buffer.from(JSON.stringify(v) ?? '')] as const) },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }).map((bytes) => ['/v1/chat/completions', Buffer.from(bytes)] as const) },
 );

@@ -17,8 +17,15 @@ afterAll(async () => {
   await proxy.close();
 });
 
-async function post(body: string, path = '/chat/completions'): Promise<{ status: number; error: { code: string; param: string | null; type: string; message: string } | undefined }> {
-  const res = await fetch(`${proxy.baseURL}${path}`, { method: 'POST', headers: { authorization: `Bearer ${proxy.key}`, 'content-type': 'application/json' }, body });
+async function post(
+  body: string,
+  path = '/chat/completions',
+): Promise<{ status: number; error: { code: string; param: string | null; type: string; message: string } | undefined }> {
+  const res = await fetch(`${proxy.baseURL}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${proxy.key}`, 'content-type': 'application/json' },
+    body,
+  });
   const json = (await res.json()) as { error?: { code: string; param: string | null; type: string; message: string } };
   return { status: res.status, error: json.error };
 }
@@ -111,7 +118,10 @@ describe('misbehaving clients', () => {
     const started = Date.now();
     const res = await rawRequest(
       port,
-      [`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${proxy.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":`, { pauseMs: 10_000 }],
+      [
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${proxy.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":`,
+        { pauseMs: 10_000 },
+      ],
       8000,
     );
     expect(res.closedByServer).toBe(true);

@@ -28,7 +28,9 @@ it('counts requests, tokens and spend per key name, passes promtool, and never s
   for await (const _ of stream) {
     // drain
   }
-  await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'x-fake-scenario': 'status=500' } }).catch(() => undefined);
+  await client.chat.completions
+    .create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'x-fake-scenario': 'status=500' } })
+    .catch(() => undefined);
   await fetch(`${proxy.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${proxy.key}` }, body: '{bad' });
 
   let text = '';
@@ -72,8 +74,13 @@ it('samples the buckets of recently used keys, counts decisions, and shows live 
     expect(fill).toBeLessThan(0.7); // 6 of 10 left (a refill of < 1 request since)
     expect(sample(text, 'tollgate_ratelimit_decision_duration_seconds_count', { store: 'local' })).toBe(4);
 
-    const keyId = (await (await fetch(`${limited.server.url}/admin/api/keys/limited`, { headers: { authorization: `Bearer ${admin}` } })).json() as { id: string }).id;
-    const page = (await (await fetch(`${limited.server.url}/admin/api/dashboard/keys/${keyId}`, { headers: { authorization: `Bearer ${admin}` } })).json()) as { limitsLive: boolean; limits: Array<{ name: string; remaining?: unknown }> };
+    const keyId = (
+      (await (await fetch(`${limited.server.url}/admin/api/keys/limited`, { headers: { authorization: `Bearer ${admin}` } })).json()) as { id: string }
+    ).id;
+    const page = (await (await fetch(`${limited.server.url}/admin/api/dashboard/keys/${keyId}`, { headers: { authorization: `Bearer ${admin}` } })).json()) as {
+      limitsLive: boolean;
+      limits: Array<{ name: string; remaining?: unknown }>;
+    };
     expect(page.limitsLive).toBe(true);
     expect(JSON.stringify(page.limits)).toMatch(/"rpm"/);
     expect(JSON.stringify(page.limits)).toMatch(/\b6\b/);

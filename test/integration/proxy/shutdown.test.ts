@@ -26,20 +26,24 @@ afterAll(async () => {
 
 function streamChat(url: string, key: string): Promise<{ firstChunk: Promise<void>; body: Promise<string> }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-fake-scenario': 'delay=40,words=25' } }, (res) => {
-      let text = '';
-      let markFirst: () => void = () => undefined;
-      const firstChunk = new Promise<void>((r) => (markFirst = r));
-      const body = new Promise<string>((done, fail) => {
-        res.on('data', (chunk: Buffer) => {
-          text += chunk.toString();
-          markFirst();
+    const req = request(
+      `${url}/v1/chat/completions`,
+      { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-fake-scenario': 'delay=40,words=25' } },
+      (res) => {
+        let text = '';
+        let markFirst: () => void = () => undefined;
+        const firstChunk = new Promise<void>((r) => (markFirst = r));
+        const body = new Promise<string>((done, fail) => {
+          res.on('data', (chunk: Buffer) => {
+            text += chunk.toString();
+            markFirst();
+          });
+          res.on('end', () => done(text));
+          res.on('error', fail);
         });
-        res.on('end', () => done(text));
-        res.on('error', fail);
-      });
-      resolve({ firstChunk, body });
-    });
+        resolve({ firstChunk, body });
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
   });
@@ -47,7 +51,12 @@ function streamChat(url: string, key: string): Promise<{ firstChunk: Promise<voi
 
 it('finishes an in-flight stream after SIGTERM, refuses new connections, and exits 0', async () => {
   const db = keyedDatabase();
-  const proc = await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-shutdown', TOLLGATE_SHUTDOWN_TIMEOUT: '10s', TOLLGATE_DB: db.path });
+  const proc = await spawnServe({
+    TOLLGATE_UPSTREAM_URL: fake.url,
+    TOLLGATE_UPSTREAM_KEY: 'sk-shutdown',
+    TOLLGATE_SHUTDOWN_TIMEOUT: '10s',
+    TOLLGATE_DB: db.path,
+  });
   const { firstChunk, body } = await streamChat(proc.url, db.key);
   await firstChunk;
   proc.child.kill('SIGTERM');
@@ -63,18 +72,29 @@ it('finishes an in-flight stream after SIGTERM, refuses new connections, and exi
   const rows = after.sqlite.prepare('SELECT status, completion_tokens FROM ledger').all();
   after.close();
   expect(rows).toEqual([{ status: 'ok', completion_tokens: 25 }]);
-  const refused = await fetch(`${proc.url}/healthz`).then(() => 'answered', (e: Error) => (e.cause as { code?: string } | undefined)?.code ?? e.message);
+  const refused = await fetch(`${proc.url}/healthz`).then(
+    () => 'answered',
+    (e: Error) => (e.cause as { code?: string } | undefined)?.code ?? e.message,
+  );
   expect(refused).toBe('ECONNREFUSED');
 });
 
 it('cuts streams off at the shutdown deadline and still exits 0', async () => {
   const db = keyedDatabase();
-  const proc = await spawnServe({ TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: 'sk-shutdown', TOLLGATE_SHUTDOWN_TIMEOUT: '300ms', TOLLGATE_DB: db.path });
+  const proc = await spawnServe({
+    TOLLGATE_UPSTREAM_URL: fake.url,
+    TOLLGATE_UPSTREAM_KEY: 'sk-shutdown',
+    TOLLGATE_SHUTDOWN_TIMEOUT: '300ms',
+    TOLLGATE_DB: db.path,
+  });
   const { firstChunk, body } = await streamChat(proc.url, db.key);
   await firstChunk;
   const sentAt = Date.now();
   proc.child.kill('SIGTERM');
-  const outcome = await body.then((text) => text, (error: Error) => `error: ${error.message}`);
+  const outcome = await body.then(
+    (text) => text,
+    (error: Error) => `error: ${error.message}`,
+  );
   expect(outcome).not.toMatch(/\[DONE\]/);
   expect(await proc.exited).toBe(0);
   expect(Date.now() - sentAt).toBeLessThan(5000);

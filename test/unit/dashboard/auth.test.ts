@@ -74,7 +74,10 @@ describe('logging in', () => {
   });
 
   it('marks the cookie Secure when the request came over https', async () => {
-    const viaProxy = await app().request('/dashboard/login', { ...form({ token: ADMIN_TOKEN }), headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https' } });
+    const viaProxy = await app().request('/dashboard/login', {
+      ...form({ token: ADMIN_TOKEN }),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https' },
+    });
     expect(viaProxy.headers.get('set-cookie')).toContain('Secure');
     const direct = await app().app.request('https://tollgate.example/dashboard/login', form({ token: ADMIN_TOKEN }));
     expect(direct.headers.get('set-cookie')).toContain('Secure');
@@ -98,7 +101,15 @@ describe('logging in', () => {
     const built = buildDashboardApp({ adminToken: ADMIN_TOKEN, now: NOW });
     open.push(built);
     const routes = new Hono<AppEnv>();
-    routes.route('/dashboard', createDashboardRoutes({ database: built.db.database, adminToken: ADMIN_TOKEN, now: () => NOW, login: { maxFailures: 3, windowMs: 60_000, failureDelayMs: 50 } }));
+    routes.route(
+      '/dashboard',
+      createDashboardRoutes({
+        database: built.db.database,
+        adminToken: ADMIN_TOKEN,
+        now: () => NOW,
+        login: { maxFailures: 3, windowMs: 60_000, failureDelayMs: 50 },
+      }),
+    );
     const started = performance.now();
     for (let i = 0; i < 3; i += 1) expect((await routes.request('/dashboard/login', form({ token: `wrong-${i}-0123456789abcdef` }))).status).toBe(401);
     expect(performance.now() - started).toBeGreaterThanOrEqual(150);
@@ -168,7 +179,12 @@ describe('sessions', () => {
     const test = app();
     const cookie = await test.login();
     expect((await test.request('/admin/api/keys', { cookie })).status).toBe(200);
-    const create = await test.request('/admin/api/keys', { method: 'POST', cookie, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'sneaky', policy: { limits: [] } }) });
+    const create = await test.request('/admin/api/keys', {
+      method: 'POST',
+      cookie,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'sneaky', policy: { limits: [] } }),
+    });
     expect(create.status).toBe(401);
     expect(((await create.json()) as { error: { code: string } }).error.code).toBe('invalid_admin_token');
   });
@@ -207,7 +223,11 @@ describe('pages', () => {
   it('carry a strict Content-Security-Policy and are never cached', async () => {
     const test = app();
     const cookie = await test.login();
-    for (const [path, session] of [['/dashboard', cookie], ['/dashboard/login', undefined], ['/dashboard/keys', cookie]] as const) {
+    for (const [path, session] of [
+      ['/dashboard', cookie],
+      ['/dashboard/login', undefined],
+      ['/dashboard/keys', cookie],
+    ] as const) {
       const response = await test.request(path, session === undefined ? {} : { cookie: session });
       expect(response.status, path).toBe(200);
       const csp = response.headers.get('content-security-policy')!;

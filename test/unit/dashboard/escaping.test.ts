@@ -20,7 +20,11 @@ let keyId: string;
 
 beforeAll(async () => {
   test = buildDashboardApp({ adminToken: ADMIN_TOKEN, now: NOW });
-  const { view } = test.store.createKey({ name: 'plain', tenant: 'acme', policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 60, period: 'min', burst: 60 }], budget: { microUsd: 1_000_000, period: 'day' } } });
+  const { view } = test.store.createKey({
+    name: 'plain',
+    tenant: 'acme',
+    policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 60, period: 'min', burst: 60 }], budget: { microUsd: 1_000_000, period: 'day' } },
+  });
   keyId = view.id;
   // The CLI would refuse these names; another writer of the file might not.
   test.db.database.sqlite.prepare('UPDATE api_keys SET name = ? WHERE id = ?').run(EVIL_NAME, keyId);
@@ -59,7 +63,9 @@ describe('escaping', () => {
 describe('live limits on the key page', () => {
   it('says "not available" without the limiter, and shows what is left with it', async () => {
     const without = (await (await test.request(`/admin/api/dashboard/keys/${keyId}`, { cookie })).json()) as KeyPageView;
-    expect(without.limits).toEqual([expect.objectContaining({ name: 'rpm', fraction: null, text: { spec: 'requests:60/min,name=rpm', live: 'not available' } })]);
+    expect(without.limits).toEqual([
+      expect.objectContaining({ name: 'rpm', fraction: null, text: { spec: 'requests:60/min,name=rpm', live: 'not available' } }),
+    ]);
     expect(await (await test.request(`/dashboard/keys/${keyId}`, { cookie })).text()).toContain('live utilisation not available');
 
     const withLimiter = new Hono<AppEnv>();

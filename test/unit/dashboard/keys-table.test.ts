@@ -13,9 +13,19 @@ beforeAll(async () => {
   for (let i = 0; i < KEYS; i += 1) {
     const tenant = i % 4 === 3 ? undefined : ['acme', 'globex', 'initech'][i % 4];
     const budget = i % 5 === 0 ? { budget: { microUsd: 1_000 + i * 10, period: 'month' as const } } : {};
-    const { view } = test.store.createKey({ name: `key-${String(i).padStart(3, '0')}`, tenant, policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 60, period: 'min', burst: 60 }], ...budget } });
+    const { view } = test.store.createKey({
+      name: `key-${String(i).padStart(3, '0')}`,
+      tenant,
+      policy: { limits: [{ name: 'rpm', unit: 'requests', amount: 60, period: 'min', burst: 60 }], ...budget },
+    });
     // Spend grows with i, not in name order; every 7th key has none.
-    if (i % 7 !== 0) await recordRequest(test.ledger, { keyId: view.id, tenantId: view.tenantId, createdAt: NOW - 3_600_000 - i * 1000, costMicros: ((i * 37) % 101) * 10 + i });
+    if (i % 7 !== 0)
+      await recordRequest(test.ledger, {
+        keyId: view.id,
+        tenantId: view.tenantId,
+        createdAt: NOW - 3_600_000 - i * 1000,
+        costMicros: ((i * 37) % 101) * 10 + i,
+      });
   }
   test.store.revokeKey('key-005');
   test.store.revokeKey('key-006');
@@ -79,7 +89,18 @@ describe('the keys table', () => {
     const revoked = await keys('?status=revoked');
     expect(revoked.rows.map((row) => row.name).sort()).toEqual(['key-005', 'key-006']);
     expect((await keys('?status=active')).matching).toBe(KEYS - 2);
-    expect((await keys('?q=KEY-11')).rows.map((row) => row.name).sort()).toEqual(['key-110', 'key-111', 'key-112', 'key-113', 'key-114', 'key-115', 'key-116', 'key-117', 'key-118', 'key-119']);
+    expect((await keys('?q=KEY-11')).rows.map((row) => row.name).sort()).toEqual([
+      'key-110',
+      'key-111',
+      'key-112',
+      'key-113',
+      'key-114',
+      'key-115',
+      'key-116',
+      'key-117',
+      'key-118',
+      'key-119',
+    ]);
     const nothing = await keys('?tenant=no-such-tenant');
     expect(nothing.matching).toBe(0);
     expect(nothing.text.showing).toBe('No keys match.');

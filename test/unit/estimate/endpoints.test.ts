@@ -38,23 +38,44 @@ describe('each endpoint counts its own input shapes', () => {
       model: 'o4-mini',
       instructions: 'Be brief.',
       input: [
-        { role: 'user', content: [{ type: 'input_text', text: 'What is the weather in Paris?' }, { type: 'input_image', image_url: 'https://example.com/a.png', detail: 'low' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'What is the weather in Paris?' },
+            { type: 'input_image', image_url: 'https://example.com/a.png', detail: 'low' },
+          ],
+        },
         { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Need the weather tool.' }], encrypted_content: 'opaque' },
         { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{"city":"Paris"}' },
         { type: 'function_call_output', call_id: 'c1', output: '{"temp":21}' },
         { type: 'item_reference', id: 'msg_1' },
       ],
-      tools: [{ type: 'function', name: 'get_weather', description: 'Weather by city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
+      tools: [
+        {
+          type: 'function',
+          name: 'get_weather',
+          description: 'Weather by city',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      ],
     };
     const estimate = estimateRequestSync('responses', body, options);
     const text = (s: string): number => tokensO200k(s);
     const tools = text('namespace functions {\n\n// Weather by city\ntype get_weather = (_: {\ncity: string,\n}) => any;\n\n} // namespace functions') + 9;
     const expected =
-      3 + text('system') + text('Be brief.') +
-      3 + text('user') + text('What is the weather in Paris?') + Math.ceil(1024 * 1.72) +
+      3 +
+      text('system') +
+      text('Be brief.') +
+      3 +
+      text('user') +
+      text('What is the weather in Paris?') +
+      Math.ceil(1024 * 1.72) +
       text('Need the weather tool.') +
-      3 + text('get_weather') + text('{"city":"Paris"}') +
-      3 + text('{"temp":21}') +
+      3 +
+      text('get_weather') +
+      text('{"city":"Paris"}') +
+      3 +
+      text('{"temp":21}') +
       tools +
       2; // o4-mini is a reasoning model
     expect(estimate.promptTokens).toBe(expected);

@@ -40,24 +40,42 @@ describe('malformed bodies are refused with the offending parameter', () => {
   it('points at the exact message field that is wrong', () => {
     expect(errorOf('chat', { model: 'gpt-4o', messages: 'hi' })).toMatchObject({ param: 'messages', code: 'invalid_type' });
     expect(errorOf('chat', { model: 'gpt-4o', messages: [{ role: 'user', content: 'a' }, 'b'] })).toMatchObject({ param: 'messages[1]' });
-    expect(errorOf('chat', { model: 'gpt-4o', messages: [{ role: 'wizard', content: 'a' }] })).toMatchObject({ param: 'messages[0].role', code: 'invalid_value' });
-    expect(errorOf('chat', { model: 'gpt-4o', messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }, { role: 'user', content: 5 }] })).toMatchObject({
+    expect(errorOf('chat', { model: 'gpt-4o', messages: [{ role: 'wizard', content: 'a' }] })).toMatchObject({
+      param: 'messages[0].role',
+      code: 'invalid_value',
+    });
+    expect(
+      errorOf('chat', {
+        model: 'gpt-4o',
+        messages: [
+          { role: 'user', content: 'a' },
+          { role: 'user', content: 'b' },
+          { role: 'user', content: 5 },
+        ],
+      }),
+    ).toMatchObject({
       param: 'messages[2].content',
       code: 'invalid_type',
     });
-    expect(errorOf('chat', { model: 'gpt-4o', messages: [{ role: 'user', content: [{ type: 'text', text: 1 }] }] })).toMatchObject({ param: 'messages[0].content[0].text' });
+    expect(errorOf('chat', { model: 'gpt-4o', messages: [{ role: 'user', content: [{ type: 'text', text: 1 }] }] })).toMatchObject({
+      param: 'messages[0].content[0].text',
+    });
     expect(errorOf('chat', { model: 'gpt-4o', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] })).toMatchObject({
       param: 'messages[0].content[0].image_url.url',
     });
     expect(errorOf('chat', { model: 'gpt-4o', messages: [], tools: {} })).toMatchObject({ param: 'tools' });
-    expect(errorOf('chat', { model: 'gpt-4o', messages: [], tools: [{ type: 'function', function: { name: 3 } }] })).toMatchObject({ param: 'tools[0].function.name' });
+    expect(errorOf('chat', { model: 'gpt-4o', messages: [], tools: [{ type: 'function', function: { name: 3 } }] })).toMatchObject({
+      param: 'tools[0].function.name',
+    });
   });
 
   it('points at bad prompt and input items', () => {
     expect(errorOf('completions', { model: 'gpt-3.5-turbo-instruct', prompt: [[1, 2, -3]] })).toMatchObject({ param: 'prompt[0][2]' });
     expect(errorOf('embeddings', { model: 'text-embedding-3-small', input: ['a', {}] })).toMatchObject({ param: 'input[1]' });
     expect(errorOf('embeddings', { model: 'text-embedding-3-small' })).toMatchObject({ param: 'input', code: 'missing_required_parameter' });
-    expect(errorOf('responses', { model: 'gpt-4o', input: [{ type: 'function_call', name: 'f', arguments: 7 }] })).toMatchObject({ param: 'input[0].arguments' });
+    expect(errorOf('responses', { model: 'gpt-4o', input: [{ type: 'function_call', name: 'f', arguments: 7 }] })).toMatchObject({
+      param: 'input[0].arguments',
+    });
   });
 
   it('refuses 10,000-deep nesting in a tool schema without overflowing the stack', () => {
@@ -66,13 +84,19 @@ describe('malformed bodies are refused with the offending parameter', () => {
   });
 
   it('refuses 10,000-deep arrays in unknown parts, items and response formats', () => {
-    expect(errorOf('chat', { model: 'gpt-4o', messages: [{ role: 'user', content: [{ type: 'future_part', value: nested(10_000) }] }] }).code).toBe('nesting_too_deep');
+    expect(errorOf('chat', { model: 'gpt-4o', messages: [{ role: 'user', content: [{ type: 'future_part', value: nested(10_000) }] }] }).code).toBe(
+      'nesting_too_deep',
+    );
     expect(errorOf('responses', { model: 'gpt-4o', input: [{ type: 'web_search_call', value: nested(10_000) }] }).code).toBe('nesting_too_deep');
-    expect(errorOf('chat', { model: 'gpt-4o', messages: [], response_format: { type: 'json_schema', json_schema: { name: 'x', schema: nested(10_000) } } }).code).toBe('nesting_too_deep');
+    expect(
+      errorOf('chat', { model: 'gpt-4o', messages: [], response_format: { type: 'json_schema', json_schema: { name: 'x', schema: nested(10_000) } } }).code,
+    ).toBe('nesting_too_deep');
   });
 
   it('accepts unknown extra fields', () => {
-    expect(() => estimateRequestSync('chat', { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi', extra: { a: 1 } }], temperature: 0, foo: 'bar' }, options)).not.toThrow();
+    expect(() =>
+      estimateRequestSync('chat', { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi', extra: { a: 1 } }], temperature: 0, foo: 'bar' }, options),
+    ).not.toThrow();
   });
 
   it('throws nothing but EstimateInputError on arbitrary JSON bodies', () => {
@@ -121,7 +145,7 @@ describe('malformed bodies are refused with the offending parameter', () => {
           return error instanceof EstimateInputError;
         }
       }),
-      { numRuns: Number(process.env["ESTIMATE_FUZZ_RUNS"] ?? 2_000) },
+      { numRuns: Number(process.env['ESTIMATE_FUZZ_RUNS'] ?? 2_000) },
     );
   });
 });

@@ -1,20 +1,18 @@
 import fc from 'fast-check';
 import { usdToMicros } from '../../../src/money.js';
 import { describe, expect, it } from 'vitest';
-import {
-  builtinPriceTable,
-  costMicroUsd,
-  mergePriceTable,
-  priceTableOverrideSchema,
-  resolvePrice,
-  type ModelPrice,
-} from '../../../src/estimate/index.js';
+import { builtinPriceTable, costMicroUsd, mergePriceTable, priceTableOverrideSchema, resolvePrice, type ModelPrice } from '../../../src/estimate/index.js';
 
 const gpt4o: ModelPrice = { inputMicroUsdPer1M: 2_500_000, cachedInputMicroUsdPer1M: 1_250_000, outputMicroUsdPer1M: 10_000_000 };
 
 describe('prices resolve by model name', () => {
   it('finds exact names', () => {
-    expect(resolvePrice('gpt-4o-mini', builtinPriceTable)).toMatchObject({ model: 'gpt-4o-mini', known: true, matchedBy: 'exact', inputMicroUsdPer1M: 150_000 });
+    expect(resolvePrice('gpt-4o-mini', builtinPriceTable)).toMatchObject({
+      model: 'gpt-4o-mini',
+      known: true,
+      matchedBy: 'exact',
+      inputMicroUsdPer1M: 150_000,
+    });
   });
 
   it('maps dated snapshots to their model unless the snapshot has its own price', () => {
@@ -22,7 +20,11 @@ describe('prices resolve by model name', () => {
     expect(resolvePrice('gpt-4-0613', builtinPriceTable)).toMatchObject({ model: 'gpt-4', matchedBy: 'snapshot' });
     expect(resolvePrice('gpt-3.5-turbo-0125', builtinPriceTable)).toMatchObject({ model: 'gpt-3.5-turbo' });
     expect(resolvePrice('o3-mini-2025-01-31', builtinPriceTable)).toMatchObject({ model: 'o3-mini' });
-    expect(resolvePrice('gpt-4o-2024-05-13', builtinPriceTable)).toMatchObject({ model: 'gpt-4o-2024-05-13', matchedBy: 'exact', inputMicroUsdPer1M: 5_000_000 });
+    expect(resolvePrice('gpt-4o-2024-05-13', builtinPriceTable)).toMatchObject({
+      model: 'gpt-4o-2024-05-13',
+      matchedBy: 'exact',
+      inputMicroUsdPer1M: 5_000_000,
+    });
   });
 
   it('strips provider prefixes and finds the base model of fine-tunes', () => {
@@ -32,7 +34,11 @@ describe('prices resolve by model name', () => {
   });
 
   it('gives unknown models the fallback price, flagged unknown', () => {
-    expect(resolvePrice('llama-3-70b', builtinPriceTable)).toMatchObject({ known: false, matchedBy: 'fallback', inputMicroUsdPer1M: builtinPriceTable.fallback.inputMicroUsdPer1M });
+    expect(resolvePrice('llama-3-70b', builtinPriceTable)).toMatchObject({
+      known: false,
+      matchedBy: 'fallback',
+      inputMicroUsdPer1M: builtinPriceTable.fallback.inputMicroUsdPer1M,
+    });
   });
 
   it('never throws, whatever the name', () => {
@@ -67,8 +73,17 @@ describe('price overrides', () => {
       fallback: { input: 100, output: 100 },
     });
     const table = mergePriceTable(builtinPriceTable, override);
-    expect(resolvePrice('my-model', table)).toMatchObject({ known: true, inputMicroUsdPer1M: 2_500_000, cachedInputMicroUsdPer1M: 1_250_000, contextWindow: 32_000 });
-    expect(resolvePrice('gpt-4o', table)).toMatchObject({ inputMicroUsdPer1M: 3_000_000, cachedInputMicroUsdPer1M: 3_000_000, outputMicroUsdPer1M: 12_000_000 });
+    expect(resolvePrice('my-model', table)).toMatchObject({
+      known: true,
+      inputMicroUsdPer1M: 2_500_000,
+      cachedInputMicroUsdPer1M: 1_250_000,
+      contextWindow: 32_000,
+    });
+    expect(resolvePrice('gpt-4o', table)).toMatchObject({
+      inputMicroUsdPer1M: 3_000_000,
+      cachedInputMicroUsdPer1M: 3_000_000,
+      outputMicroUsdPer1M: 12_000_000,
+    });
     expect(resolvePrice('unknown', table).inputMicroUsdPer1M).toBe(100_000_000);
     expect(resolvePrice('gpt-4o-mini', table).known).toBe(true);
   });

@@ -18,15 +18,20 @@ function inputError(run: () => unknown): EstimateInputError {
 describe('the completion reservation', () => {
   it('reserves n × the request limit, preferring max_completion_tokens over max_tokens', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 4_000 }), fc.option(fc.integer({ min: 1, max: 4_000 }), { nil: undefined }), (n, maxTokens, maxCompletion) => {
-        const estimate = estimateRequestSync('chat', { model: 'gpt-4o', messages, n, max_tokens: maxTokens, max_completion_tokens: maxCompletion }, options);
-        const perChoice = maxCompletion ?? maxTokens;
-        return (
-          estimate.completionTokensReserved === n * perChoice &&
-          estimate.reservedTokens === estimate.promptTokens + n * perChoice &&
-          estimate.reservedMicroUsd === costMicroUsd({ promptTokens: estimate.promptTokens, completionTokens: n * perChoice }, estimate.price)
-        );
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 4_000 }),
+        fc.option(fc.integer({ min: 1, max: 4_000 }), { nil: undefined }),
+        (n, maxTokens, maxCompletion) => {
+          const estimate = estimateRequestSync('chat', { model: 'gpt-4o', messages, n, max_tokens: maxTokens, max_completion_tokens: maxCompletion }, options);
+          const perChoice = maxCompletion ?? maxTokens;
+          return (
+            estimate.completionTokensReserved === n * perChoice &&
+            estimate.reservedTokens === estimate.promptTokens + n * perChoice &&
+            estimate.reservedMicroUsd === costMicroUsd({ promptTokens: estimate.promptTokens, completionTokens: n * perChoice }, estimate.price)
+          );
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -42,7 +47,11 @@ describe('the completion reservation', () => {
   });
 
   it('reserves best_of completions per prompt on the legacy completions endpoint', () => {
-    const estimate = estimateRequestSync('completions', { model: 'gpt-3.5-turbo-instruct', prompt: ['a', 'b', 'c'], n: 2, best_of: 5, max_tokens: 10 }, options);
+    const estimate = estimateRequestSync(
+      'completions',
+      { model: 'gpt-3.5-turbo-instruct', prompt: ['a', 'b', 'c'], n: 2, best_of: 5, max_tokens: 10 },
+      options,
+    );
     expect(estimate.completionTokensReserved).toBe(3 * 5 * 10);
     expect(estimate.n).toBe(5);
     expect(estimate.promptCount).toBe(3);
@@ -56,7 +65,10 @@ describe('the completion reservation', () => {
 
   it('rejects a limit that is not a positive integer', () => {
     for (const value of [0, -1, 1.5, Number.MAX_SAFE_INTEGER + 2]) {
-      expect(inputError(() => estimateRequestSync('chat', { model: 'gpt-4o', messages, max_tokens: value }, options))).toMatchObject({ param: 'max_tokens', code: 'invalid_value' });
+      expect(inputError(() => estimateRequestSync('chat', { model: 'gpt-4o', messages, max_tokens: value }, options))).toMatchObject({
+        param: 'max_tokens',
+        code: 'invalid_value',
+      });
     }
     expect(inputError(() => estimateRequestSync('chat', { model: 'gpt-4o', messages, max_completion_tokens: '10' }, options))).toMatchObject({
       param: 'max_completion_tokens',
@@ -74,7 +86,9 @@ describe('the completion reservation', () => {
     expect(error).toMatchObject({ param: 'messages', code: 'context_length_exceeded' });
     const long = [{ role: 'user', content: 'word '.repeat(9_000) }];
     expect(inputError(() => estimateRequestSync('chat', { model: 'gpt-4', messages: long }, options))).toMatchObject({ code: 'context_length_exceeded' });
-    expect(inputError(() => estimateRequestSync('embeddings', { model: 'text-embedding-3-small', input: ['ok', 'word '.repeat(9_000)] }, options))).toMatchObject({
+    expect(
+      inputError(() => estimateRequestSync('embeddings', { model: 'text-embedding-3-small', input: ['ok', 'word '.repeat(9_000)] }, options)),
+    ).toMatchObject({
       param: 'input[1]',
       code: 'context_length_exceeded',
     });

@@ -18,12 +18,58 @@ function referenceCount(text: string, encoding: EncodingName): number {
 }
 
 const fragments = [
-  'the', ' quick', ' brown', ' fox', "don't", "I'LL", ' ', '  ', '\n', '\n\n', '\r\n', '\t', '    ',
-  'function foo(x) {', ' return x * 2; }', 'const a = [1, 2, 3];', '=>', '===', '//', '/* c */',
-  '{"a": 1, "b": [true, null]}', '{"key":"value","n":12345.678}', '12345678901', '3.14159', '0x1F',
-  '日本語のテキスト', '中文字符', '한국어', 'Ελληνικά', 'русский текст', 'العربية', 'ñandú', 'e\u0301',
-  '😀', '👩‍👩‍👧', '🇺🇸', '<|endoftext|>', '<|endofprompt|>', '<|fim_prefix|>', 'HelloWorld', 'camelCaseName',
-  'SCREAMING_CASE', 'https://example.com/a?b=c', 'user@example.com', '$100.00', '100%', '...', '—', '\u00a0', '\u3000', '\ud83d', 'x\udc00y',
+  'the',
+  ' quick',
+  ' brown',
+  ' fox',
+  "don't",
+  "I'LL",
+  ' ',
+  '  ',
+  '\n',
+  '\n\n',
+  '\r\n',
+  '\t',
+  '    ',
+  'function foo(x) {',
+  ' return x * 2; }',
+  'const a = [1, 2, 3];',
+  '=>',
+  '===',
+  '//',
+  '/* c */',
+  '{"a": 1, "b": [true, null]}',
+  '{"key":"value","n":12345.678}',
+  '12345678901',
+  '3.14159',
+  '0x1F',
+  '日本語のテキスト',
+  '中文字符',
+  '한국어',
+  'Ελληνικά',
+  'русский текст',
+  'العربية',
+  'ñandú',
+  'e\u0301',
+  '😀',
+  '👩‍👩‍👧',
+  '🇺🇸',
+  '<|endoftext|>',
+  '<|endofprompt|>',
+  '<|fim_prefix|>',
+  'HelloWorld',
+  'camelCaseName',
+  'SCREAMING_CASE',
+  'https://example.com/a?b=c',
+  'user@example.com',
+  '$100.00',
+  '100%',
+  '...',
+  '—',
+  '\u00a0',
+  '\u3000',
+  '\ud83d',
+  'x\udc00y',
 ];
 
 const realisticText = fc.array(fc.constantFrom(...fragments), { maxLength: 60 }).map((parts) => parts.join(''));
@@ -40,8 +86,9 @@ describe('counting equals js-tiktoken encoding', () => {
   it.each(encodings)('matches on arbitrary unicode strings, lone surrogates included (%s)', (encoding) => {
     const loaded = loadEncodingSync(encoding);
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: 'grapheme', maxLength: 80 }), fc.string({ unit: 'binary', maxLength: 80 }), fc.string({ maxLength: 200 })), (text) =>
-        countTextTokens(text, loaded) === referenceCount(text, encoding),
+      fc.property(
+        fc.oneof(fc.string({ unit: 'grapheme', maxLength: 80 }), fc.string({ unit: 'binary', maxLength: 80 }), fc.string({ maxLength: 200 })),
+        (text) => countTextTokens(text, loaded) === referenceCount(text, encoding),
       ),
       { numRuns: 400 },
     );
@@ -54,7 +101,10 @@ describe('counting equals js-tiktoken encoding', () => {
     const run = fc
       .tuple(fc.constantFrom('a', 'ab', 'xyz', '😀', ' ', '\n', '0', '=', 'A', 'é', 'base64+/'), fc.integer({ min: 1, max: 120 }))
       .map(([unit, times]) => unit.repeat(times));
-    fc.assert(fc.property(run, (text) => countTextTokens(text, loaded) === referenceCount(text, encoding)), { numRuns: 120 });
+    fc.assert(
+      fc.property(run, (text) => countTextTokens(text, loaded) === referenceCount(text, encoding)),
+      { numRuns: 120 },
+    );
   });
 
   it('matches on a long realistic document', () => {

@@ -77,7 +77,13 @@ describe('large bodies are estimated on a worker thread', () => {
   }, 60_000);
 
   it('rejects with EstimateInputError when the worker finds the body invalid', async () => {
-    const body = { model: 'gpt-4o', messages: [{ role: 'user', content: realisticText(50_000) }, { role: 'user', content: 42 }] };
+    const body = {
+      model: 'gpt-4o',
+      messages: [
+        { role: 'user', content: realisticText(50_000) },
+        { role: 'user', content: 42 },
+      ],
+    };
     await expect(estimateRequest('chat', body, options)).rejects.toBeInstanceOf(EstimateInputError);
     await expect(estimateRequest('chat', body, options)).rejects.toMatchObject({ param: 'messages[1].content' });
   }, 60_000);

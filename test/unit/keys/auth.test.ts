@@ -85,10 +85,20 @@ describe.each(ROUTES)('%s %s', (method, path, body) => {
 describe('model allowlists', () => {
   it('refuses a model the key may not use with 403 model_not_allowed, recorded in the ledger', async () => {
     const key = test.issueKey('only-mini', { limits: [], models: ['gpt-4o-mini', 'text-embedding-*'] });
-    const allowed = await call('POST', '/v1/chat/completions', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+    const allowed = await call(
+      'POST',
+      '/v1/chat/completions',
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+      { authorization: `Bearer ${key}` },
+    );
     expect(allowed.status).toBe(200);
     const upstreamCalls = fake.requests.length;
-    const refused = await call('POST', '/v1/chat/completions', { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+    const refused = await call(
+      'POST',
+      '/v1/chat/completions',
+      { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] },
+      { authorization: `Bearer ${key}` },
+    );
     expect(refused.status).toBe(403);
     const error = ((await refused.json()) as { error: { code: string; param: string; type: string } }).error;
     expect(error).toMatchObject({ code: 'model_not_allowed', param: 'model', type: 'permission_error' });
@@ -114,7 +124,12 @@ describe('a key whose stored policy is corrupt', () => {
     const key = test.issueKey('corrupt');
     test.db.database.sqlite.prepare(`UPDATE api_keys SET policy = '{"limits":[{"unit":"bananas"}]}', version = version + 100 WHERE name = 'corrupt'`).run();
     test.keys.refresh();
-    const res = await call('POST', '/v1/chat/completions', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` });
+    const res = await call(
+      'POST',
+      '/v1/chat/completions',
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+      { authorization: `Bearer ${key}` },
+    );
     expect(res.status).toBe(500);
     expect(await code(res)).toBe('key_misconfigured');
   });

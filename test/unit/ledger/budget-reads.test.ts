@@ -33,16 +33,50 @@ describe('budget reads', () => {
       for (const days of offsets) {
         n += 1;
         const createdAt = NOW + days * DAY;
-        const begun = writer.begin({ requestId: `r${n}`, keyId: key.id, tenantId: key.tenantId, createdAt, endpoint: 'chat', model: n % 2 === 0 ? 'gpt-4o' : 'gpt-4o-mini', stream: false, estPromptTokens: 10, estCompletionTokens: 10, estCostMicros: 1_000 * n, priceKnown: true });
+        const begun = writer.begin({
+          requestId: `r${n}`,
+          keyId: key.id,
+          tenantId: key.tenantId,
+          createdAt,
+          endpoint: 'chat',
+          model: n % 2 === 0 ? 'gpt-4o' : 'gpt-4o-mini',
+          stream: false,
+          estPromptTokens: 10,
+          estCompletionTokens: 10,
+          estCostMicros: 1_000 * n,
+          priceKnown: true,
+        });
         writer.flush();
         await begun;
-        if (n % 3 !== 0) writer.complete({ requestId: `r${n}`, completedAt: createdAt + 100, status: 'ok', httpStatus: 200, promptTokens: 5, cachedTokens: 0, completionTokens: 5, reasoningTokens: 0, costMicros: 7 * n, usageSource: 'reported', latencyMs: 100, ttftMs: null, upstreamRequestId: null, errorCode: null });
+        if (n % 3 !== 0)
+          writer.complete({
+            requestId: `r${n}`,
+            completedAt: createdAt + 100,
+            status: 'ok',
+            httpStatus: 200,
+            promptTokens: 5,
+            cachedTokens: 0,
+            completionTokens: 5,
+            reasoningTokens: 0,
+            costMicros: 7 * n,
+            usageSource: 'reported',
+            latencyMs: 100,
+            ttftMs: null,
+            upstreamRequestId: null,
+            errorCode: null,
+          });
       }
     }
     writer.close();
     const sql = db.database.sqlite;
     const daysSum = (where: string, id: string, since: string) =>
-      (sql.prepare(`SELECT coalesce(sum(r.cost_micros), 0) AS spent FROM rollups_daily r JOIN api_keys k ON k.id = r.key_id WHERE ${where} = ? AND r.day >= ? AND r.day <= ?`).get(id, since, utcDay(NOW)) as { spent: number }).spent;
+      (
+        sql
+          .prepare(
+            `SELECT coalesce(sum(r.cost_micros), 0) AS spent FROM rollups_daily r JOIN api_keys k ON k.id = r.key_id WHERE ${where} = ? AND r.day >= ? AND r.day <= ?`,
+          )
+          .get(id, since, utcDay(NOW)) as { spent: number }
+      ).spent;
     for (const period of ['day', 'month', 'total'] as BudgetPeriod[]) {
       const since = periodStart(period, NOW);
       const tracker = new SpendTracker(db.database);
@@ -50,6 +84,8 @@ describe('budget reads', () => {
       expect(tracker.spent({ level: 'tenant', id: a.tenantId! }, period, NOW), `tenant ${period}`).toBe(daysSum('k.tenant_id', a.tenantId!, since));
     }
     // The rows after today are there, and left out.
-    expect(new SpendTracker(db.database).spent({ level: 'key', id: b.id }, 'total', NOW)).toBeLessThan((sql.prepare('SELECT cost_micros FROM rollups_lifetime WHERE key_id = ?').get(b.id) as { cost_micros: number }).cost_micros);
+    expect(new SpendTracker(db.database).spent({ level: 'key', id: b.id }, 'total', NOW)).toBeLessThan(
+      (sql.prepare('SELECT cost_micros FROM rollups_lifetime WHERE key_id = ?').get(b.id) as { cost_micros: number }).cost_micros,
+    );
   });
 });

@@ -30,10 +30,37 @@ function setup() {
 let sequence = 0;
 function pending(keyId: string, tenantId: string | null, cost: number, at = NOON): PendingEntry {
   sequence += 1;
-  return { requestId: `b-${sequence}`, keyId, tenantId, createdAt: at, endpoint: 'chat', model: 'gpt-4o', stream: false, estPromptTokens: 10, estCompletionTokens: 100, estCostMicros: cost, priceKnown: true };
+  return {
+    requestId: `b-${sequence}`,
+    keyId,
+    tenantId,
+    createdAt: at,
+    endpoint: 'chat',
+    model: 'gpt-4o',
+    stream: false,
+    estPromptTokens: 10,
+    estCompletionTokens: 100,
+    estCostMicros: cost,
+    priceKnown: true,
+  };
 }
 function settled(requestId: string, cost: number, at = NOON + 1000): Completion {
-  return { requestId, completedAt: at, status: 'ok', httpStatus: 200, promptTokens: 10, cachedTokens: 0, completionTokens: 5, reasoningTokens: 0, costMicros: cost, usageSource: 'reported', latencyMs: 1000, ttftMs: null, upstreamRequestId: null, errorCode: null };
+  return {
+    requestId,
+    completedAt: at,
+    status: 'ok',
+    httpStatus: 200,
+    promptTokens: 10,
+    cachedTokens: 0,
+    completionTokens: 5,
+    reasoningTokens: 0,
+    costMicros: cost,
+    usageSource: 'reported',
+    latencyMs: 1000,
+    ttftMs: null,
+    upstreamRequestId: null,
+    errorCode: null,
+  };
 }
 
 describe('budgets', () => {

@@ -33,9 +33,16 @@ it('flags the row and charges the fallback price', async () => {
     await res.arrayBuffer();
   }
   test.ledger.flush();
-  const rows = test.db.database.sqlite.prepare('SELECT model, price_known, prompt_tokens, completion_tokens, cost_micros FROM ledger ORDER BY model').all() as Array<{ model: string; price_known: number; prompt_tokens: number; completion_tokens: number; cost_micros: number }>;
-  expect(rows.map((r) => [r.model, r.price_known])).toEqual([['acme-private-7b', 0], ['gpt-4o-mini', 1]]);
+  const rows = test.db.database.sqlite
+    .prepare('SELECT model, price_known, prompt_tokens, completion_tokens, cost_micros FROM ledger ORDER BY model')
+    .all() as Array<{ model: string; price_known: number; prompt_tokens: number; completion_tokens: number; cost_micros: number }>;
+  expect(rows.map((r) => [r.model, r.price_known])).toEqual([
+    ['acme-private-7b', 0],
+    ['gpt-4o-mini', 1],
+  ]);
   const unknown = rows[0]!;
-  expect(unknown.cost_micros).toBe(costMicroUsd({ promptTokens: unknown.prompt_tokens, completionTokens: unknown.completion_tokens }, builtinPriceTable.fallback));
+  expect(unknown.cost_micros).toBe(
+    costMicroUsd({ promptTokens: unknown.prompt_tokens, completionTokens: unknown.completion_tokens }, builtinPriceTable.fallback),
+  );
   expect(unknown.cost_micros).toBeGreaterThan(0);
 });

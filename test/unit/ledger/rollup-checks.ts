@@ -12,8 +12,12 @@ const DAY_OF_ROW = "strftime('%Y-%m-%d', created_at / 1000, 'unixepoch')";
 
 /** The monthly, all-keys daily and lifetime rollups equal the ledger rows, per month·key·model, per day, per key. */
 export function expectLongerRollupsEqualRows(sql: Database.Database): void {
-  const monthly = sql.prepare(`SELECT month, key_id, model, ${ROLLUP_SUMS} FROM rollups_monthly GROUP BY month, key_id, model ORDER BY month, key_id, model`).all();
-  const monthlyRows = sql.prepare(`SELECT substr(${DAY_OF_ROW}, 1, 7) AS month, key_id, model, ${ROW_SUMS} FROM ledger GROUP BY month, key_id, model ORDER BY month, key_id, model`).all();
+  const monthly = sql
+    .prepare(`SELECT month, key_id, model, ${ROLLUP_SUMS} FROM rollups_monthly GROUP BY month, key_id, model ORDER BY month, key_id, model`)
+    .all();
+  const monthlyRows = sql
+    .prepare(`SELECT substr(${DAY_OF_ROW}, 1, 7) AS month, key_id, model, ${ROW_SUMS} FROM ledger GROUP BY month, key_id, model ORDER BY month, key_id, model`)
+    .all();
   expect(monthly).toEqual(monthlyRows);
   const daily = sql.prepare(`SELECT day, ${ROLLUP_SUMS} FROM rollups_daily_total GROUP BY day ORDER BY day`).all();
   const dailyRows = sql.prepare(`SELECT ${DAY_OF_ROW} AS day, ${ROW_SUMS} FROM ledger GROUP BY day ORDER BY day`).all();
@@ -22,4 +26,3 @@ export function expectLongerRollupsEqualRows(sql: Database.Database): void {
   const lifetimeRows = sql.prepare(`SELECT key_id, ${ROW_SUMS}, max(created_at) AS last FROM ledger GROUP BY key_id ORDER BY key_id`).all();
   expect(lifetime).toEqual(lifetimeRows);
 }
-

@@ -107,10 +107,13 @@ describe('upgrading to the monthly and lifetime rollups', () => {
     }));
     writeAsPreviousVersion(old.sqlite, rows);
     // What the previous version's `tollgate spend` printed: sums of rollups_daily.
-    const sums = 'requests AS requests, prompt_tokens AS promptTokens, cached_tokens AS cachedTokens, completion_tokens AS completionTokens, reasoning_tokens AS reasoningTokens, cost_micros AS costMicros, errors AS errors, rejected_rate_limit AS rejectedRateLimit, rejected_budget AS rejectedBudget';
+    const sums =
+      'requests AS requests, prompt_tokens AS promptTokens, cached_tokens AS cachedTokens, completion_tokens AS completionTokens, reasoning_tokens AS reasoningTokens, cost_micros AS costMicros, errors AS errors, rejected_rate_limit AS rejectedRateLimit, rejected_budget AS rejectedBudget';
     const summed = sums.replace(/(\w+) AS (\w+)/g, 'sum($1) AS $2');
     const before = keys.map((keyId) => old.sqlite.prepare(`SELECT ${summed} FROM rollups_daily WHERE key_id = ?`).get(keyId));
-    const monthsBefore = ['2026-10', '2026-11'].map((month) => old.sqlite.prepare(`SELECT ${summed} FROM rollups_daily WHERE substr(day, 1, 7) = ?`).get(month));
+    const monthsBefore = ['2026-10', '2026-11'].map((month) =>
+      old.sqlite.prepare(`SELECT ${summed} FROM rollups_daily WHERE substr(day, 1, 7) = ?`).get(month),
+    );
     const daysBefore = old.sqlite.prepare(`SELECT day, ${summed} FROM rollups_daily GROUP BY day ORDER BY day`).all();
     old.close();
 
@@ -120,7 +123,9 @@ describe('upgrading to the monthly and lifetime rollups', () => {
       expectLongerRollupsEqualRows(sql);
       // The new rollups hold what `tollgate spend` printed before the upgrade, and it still prints it.
       keys.forEach((keyId, n) => expect(sql.prepare(`SELECT ${sums} FROM rollups_lifetime WHERE key_id = ?`).get(keyId)).toEqual(before[n]));
-      ['2026-10', '2026-11'].forEach((month, n) => expect(sql.prepare(`SELECT ${summed} FROM rollups_monthly WHERE month = ?`).get(month)).toEqual(monthsBefore[n]));
+      ['2026-10', '2026-11'].forEach((month, n) =>
+        expect(sql.prepare(`SELECT ${summed} FROM rollups_monthly WHERE month = ?`).get(month)).toEqual(monthsBefore[n]),
+      );
       expect(sql.prepare(`SELECT day, ${summed} FROM rollups_daily_total GROUP BY day ORDER BY day`).all()).toEqual(daysBefore);
       const now = T0 + 40 * DAY;
       expect(querySpend(upgraded, { since: '2026-10-01', until: '2026-10-31', by: 'total' }, now).total).toEqual(monthsBefore[0]);
@@ -130,13 +135,42 @@ describe('upgrading to the monthly and lifetime rollups', () => {
       const writer = new LedgerWriter(upgraded);
       const pendingOld = rows.filter((row) => row.status === 'pending').slice(0, 5);
       for (const row of pendingOld) {
-        writer.complete({ requestId: row.id, completedAt: row.createdAt + 500, status: 'ok', httpStatus: 200, promptTokens: 80, cachedTokens: 0, completionTokens: 30, reasoningTokens: 0, costMicros: 11, usageSource: 'reported', latencyMs: 500, ttftMs: null, upstreamRequestId: null, errorCode: null });
+        writer.complete({
+          requestId: row.id,
+          completedAt: row.createdAt + 500,
+          status: 'ok',
+          httpStatus: 200,
+          promptTokens: 80,
+          cachedTokens: 0,
+          completionTokens: 30,
+          reasoningTokens: 0,
+          costMicros: 11,
+          usageSource: 'reported',
+          latencyMs: 500,
+          ttftMs: null,
+          upstreamRequestId: null,
+          errorCode: null,
+        });
       }
-      const begun = writer.begin({ requestId: 'new-1', keyId: keys[0]!, tenantId: null, createdAt: T0 + 20 * DAY, endpoint: 'chat', model: 'gpt-4o', stream: false, estPromptTokens: 10, estCompletionTokens: 100, estCostMicros: 70, priceKnown: true });
+      const begun = writer.begin({
+        requestId: 'new-1',
+        keyId: keys[0]!,
+        tenantId: null,
+        createdAt: T0 + 20 * DAY,
+        endpoint: 'chat',
+        model: 'gpt-4o',
+        stream: false,
+        estPromptTokens: 10,
+        estCompletionTokens: 100,
+        estCostMicros: 70,
+        priceKnown: true,
+      });
       writer.flush();
       await begun;
       writer.close();
-      expect(sql.prepare("SELECT count(*) AS n FROM ledger WHERE status = 'pending'").get()).toEqual({ n: rows.filter((row) => row.status === 'pending').length - 5 + 1 });
+      expect(sql.prepare("SELECT count(*) AS n FROM ledger WHERE status = 'pending'").get()).toEqual({
+        n: rows.filter((row) => row.status === 'pending').length - 5 + 1,
+      });
       expectLongerRollupsEqualRows(sql);
     } finally {
       upgraded.close();

@@ -25,11 +25,40 @@ function setup(): { db: TempDatabase; keyId: string; writer: LedgerWriter; commi
 const T0 = Date.parse('2026-11-21T10:00:00Z');
 
 function pending(keyId: string, id: string, overrides: Partial<PendingEntry> = {}): PendingEntry {
-  return { requestId: id, keyId, tenantId: null, createdAt: T0, endpoint: 'chat', model: 'gpt-4o-mini', stream: false, estPromptTokens: 100, estCompletionTokens: 1000, estCostMicros: 615, priceKnown: true, ...overrides };
+  return {
+    requestId: id,
+    keyId,
+    tenantId: null,
+    createdAt: T0,
+    endpoint: 'chat',
+    model: 'gpt-4o-mini',
+    stream: false,
+    estPromptTokens: 100,
+    estCompletionTokens: 1000,
+    estCostMicros: 615,
+    priceKnown: true,
+    ...overrides,
+  };
 }
 
 function completion(id: string, overrides: Partial<Completion> = {}): Completion {
-  return { requestId: id, completedAt: T0 + 500, status: 'ok', httpStatus: 200, promptTokens: 90, cachedTokens: 0, completionTokens: 20, reasoningTokens: 0, costMicros: 26, usageSource: 'reported', latencyMs: 500, ttftMs: null, upstreamRequestId: 'up-1', errorCode: null, ...overrides };
+  return {
+    requestId: id,
+    completedAt: T0 + 500,
+    status: 'ok',
+    httpStatus: 200,
+    promptTokens: 90,
+    cachedTokens: 0,
+    completionTokens: 20,
+    reasoningTokens: 0,
+    costMicros: 26,
+    usageSource: 'reported',
+    latencyMs: 500,
+    ttftMs: null,
+    upstreamRequestId: 'up-1',
+    errorCode: null,
+    ...overrides,
+  };
 }
 
 describe('LedgerWriter', () => {
@@ -63,8 +92,27 @@ describe('LedgerWriter', () => {
 
   it('counts rejections in the rollups without counting them as served requests', async () => {
     const { db, keyId, writer } = setup();
-    for (const [id, reason] of [['r1', 'rate_limit'], ['r2', 'rate_limit'], ['r3', 'budget']] as const) {
-      writer.reject({ requestId: id, keyId, tenantId: null, createdAt: T0, endpoint: 'chat', model: 'gpt-4o', stream: false, status: 'rejected', httpStatus: 429, errorCode: 'x', reason, estPromptTokens: 10, estCompletionTokens: 10, estCostMicros: 5 });
+    for (const [id, reason] of [
+      ['r1', 'rate_limit'],
+      ['r2', 'rate_limit'],
+      ['r3', 'budget'],
+    ] as const) {
+      writer.reject({
+        requestId: id,
+        keyId,
+        tenantId: null,
+        createdAt: T0,
+        endpoint: 'chat',
+        model: 'gpt-4o',
+        stream: false,
+        status: 'rejected',
+        httpStatus: 429,
+        errorCode: 'x',
+        reason,
+        estPromptTokens: 10,
+        estCompletionTokens: 10,
+        estCostMicros: 5,
+      });
     }
     writer.flush();
     const daily = db.database.sqlite.prepare('SELECT requests, rejected_rate_limit, rejected_budget, cost_micros FROM rollups_daily').get();
@@ -100,7 +148,15 @@ describe('LedgerWriter', () => {
           const otherKey = new KeyStore(db.database).createKey({ name: 'w2', policy: { limits: [] } }).view.id;
           await Promise.all(
             requests.map((r, i) =>
-              writer.begin(pending(r.second ? otherKey : keyId, `p-${i}`, { createdAt: T0 + r.days * 86_400_000 + r.hour * 3_600_000, model: r.model, estCostMicros: r.est, estPromptTokens: r.prompt + 7, estCompletionTokens: 4096 })),
+              writer.begin(
+                pending(r.second ? otherKey : keyId, `p-${i}`, {
+                  createdAt: T0 + r.days * 86_400_000 + r.hour * 3_600_000,
+                  model: r.model,
+                  estCostMicros: r.est,
+                  estPromptTokens: r.prompt + 7,
+                  estCompletionTokens: 4096,
+                }),
+              ),
             ),
           );
           requests.forEach((r, i) => {
@@ -108,16 +164,32 @@ describe('LedgerWriter', () => {
           });
           writer.flush();
           const sql = db.database.sqlite;
-          const fromRows = sql.prepare(`SELECT coalesce(sum(CASE WHEN status = 'pending' THEN est_cost_micros ELSE cost_micros END), 0) AS cost,
+          const fromRows = sql
+            .prepare(
+              `SELECT coalesce(sum(CASE WHEN status = 'pending' THEN est_cost_micros ELSE cost_micros END), 0) AS cost,
               coalesce(sum(CASE WHEN status = 'pending' THEN est_prompt_tokens ELSE prompt_tokens END), 0) AS prompt,
-              count(*) AS requests FROM ledger`).get() as { cost: number; prompt: number; requests: number };
-          const daily = sql.prepare('SELECT coalesce(sum(cost_micros), 0) AS cost, coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(requests), 0) AS requests FROM rollups_daily').get();
-          const hourly = sql.prepare('SELECT coalesce(sum(cost_micros), 0) AS cost, coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(requests), 0) AS requests FROM rollups_hourly').get();
+              count(*) AS requests FROM ledger`,
+            )
+            .get() as { cost: number; prompt: number; requests: number };
+          const daily = sql
+            .prepare(
+              'SELECT coalesce(sum(cost_micros), 0) AS cost, coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(requests), 0) AS requests FROM rollups_daily',
+            )
+            .get();
+          const hourly = sql
+            .prepare(
+              'SELECT coalesce(sum(cost_micros), 0) AS cost, coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(requests), 0) AS requests FROM rollups_hourly',
+            )
+            .get();
           expect(daily).toEqual(fromRows);
           expect(hourly).toEqual(fromRows);
           // per day and model too
-          const perDay = sql.prepare(`SELECT day, model, sum(cost) AS cost FROM (SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, model,
-              CASE WHEN status = 'pending' THEN est_cost_micros ELSE cost_micros END AS cost FROM ledger) GROUP BY day, model ORDER BY day, model`).all();
+          const perDay = sql
+            .prepare(
+              `SELECT day, model, sum(cost) AS cost FROM (SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, model,
+              CASE WHEN status = 'pending' THEN est_cost_micros ELSE cost_micros END AS cost FROM ledger) GROUP BY day, model ORDER BY day, model`,
+            )
+            .all();
           const rolled = sql.prepare('SELECT day, model, sum(cost_micros) AS cost FROM rollups_daily GROUP BY day, model ORDER BY day, model').all();
           expect(rolled).toEqual(perDay);
           expectLongerRollupsEqualRows(sql);

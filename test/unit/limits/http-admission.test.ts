@@ -36,7 +36,13 @@ afterAll(async () => {
 
 const message = [{ role: 'user' as const, content: 'hello' }];
 
-function chat(app: TestApp, key: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}, path = '/v1/chat/completions'): Promise<Response> {
+function chat(
+  app: TestApp,
+  key: string,
+  body: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+  path = '/v1/chat/completions',
+): Promise<Response> {
   return Promise.resolve(
     app.app.request(`http://tollgate.test${path}`, {
       method: 'POST',
@@ -47,16 +53,23 @@ function chat(app: TestApp, key: string, body: Record<string, unknown> = {}, hea
 }
 
 async function statusCodes(responses: Array<Promise<Response>>): Promise<number[]> {
-  return Promise.all(responses.map(async (p) => {
-    const res = await p;
-    await res.arrayBuffer();
-    return res.status;
-  }));
+  return Promise.all(
+    responses.map(async (p) => {
+      const res = await p;
+      await res.arrayBuffer();
+      return res.status;
+    }),
+  );
 }
 
 /** An SDK whose fetch goes through the in-process app. */
 function sdkFor(app: TestApp, key: string, maxRetries = 0): OpenAI {
-  return new OpenAI({ baseURL: 'http://tollgate.test/v1', apiKey: key, maxRetries, fetch: (url, init) => Promise.resolve(app.app.request(String(url), init as RequestInit)) });
+  return new OpenAI({
+    baseURL: 'http://tollgate.test/v1',
+    apiKey: key,
+    maxRetries,
+    fetch: (url, init) => Promise.resolve(app.app.request(String(url), init as RequestInit)),
+  });
 }
 
 describe('requests limit', () => {
@@ -86,7 +99,7 @@ describe('requests limit', () => {
     expect((await chat(app, key)).status).toBe(200);
   });
 
-  it('surfaces as the SDK\'s RateLimitError, and a refused request never reaches the upstream', async () => {
+  it("surfaces as the SDK's RateLimitError, and a refused request never reaches the upstream", async () => {
     const app = build();
     const key = app.issueKey('sdk-rpm', { limits: [parseLimit('requests:1/min')] });
     const client = sdkFor(app, key);
@@ -96,9 +109,13 @@ describe('requests limit', () => {
     expect(fake.requests.length).toBe(before);
   });
 
-  it('reads a request\'s cost from a header, with a default when absent or not a number', async () => {
+  it("reads a request's cost from a header, with a default when absent or not a number", async () => {
     const app = build();
-    const policy: Policy = { limits: [{ name: 'weighted', unit: 'requests', amount: 10, period: 'min', burst: 10, costSource: { kind: 'header', name: 'x-request-weight', default: 2 } }] };
+    const policy: Policy = {
+      limits: [
+        { name: 'weighted', unit: 'requests', amount: 10, period: 'min', burst: 10, costSource: { kind: 'header', name: 'x-request-weight', default: 2 } },
+      ],
+    };
     const key = app.issueKey('header-cost', policy);
     expect((await chat(app, key, {}, { 'x-request-weight': '7' })).headers.get('ratelimit')).toMatch(/r=3;/);
     expect((await chat(app, key, {}, { 'x-request-weight': 'lots' })).headers.get('ratelimit')).toMatch(/r=1;/);
@@ -179,7 +196,7 @@ describe('budgets', () => {
 });
 
 describe('tenants and the global limit', () => {
-  it('makes keys of one tenant share the tenant\'s limit, all or nothing', async () => {
+  it("makes keys of one tenant share the tenant's limit, all or nothing", async () => {
     const app = build();
     app.store.createTenant('shared', { limits: [parseLimit('requests:3/min')] });
     const a = app.issueKey('tenant-a', { limits: [parseLimit('requests:100/min')] }, { tenant: 'shared' });
@@ -212,7 +229,9 @@ describe('rejections in the ledger', () => {
     const keyId = app.store.getKey('counted').id;
     const rollup = app.db.database.sqlite.prepare('SELECT requests, rejected_rate_limit, rejected_budget FROM rollups_daily WHERE key_id = ?').get(keyId);
     expect(rollup).toEqual({ requests: 1, rejected_rate_limit: 2, rejected_budget: 0 });
-    const rejected = app.db.database.sqlite.prepare("SELECT est_cost_micros, cost_micros, http_status FROM ledger WHERE key_id = ? AND status = 'rejected'").all(keyId) as Array<{ est_cost_micros: number; cost_micros: number; http_status: number }>;
+    const rejected = app.db.database.sqlite
+      .prepare("SELECT est_cost_micros, cost_micros, http_status FROM ledger WHERE key_id = ? AND status = 'rejected'")
+      .all(keyId) as Array<{ est_cost_micros: number; cost_micros: number; http_status: number }>;
     expect(rejected).toHaveLength(2);
     for (const row of rejected) {
       expect(row.est_cost_micros).toBeGreaterThan(0);

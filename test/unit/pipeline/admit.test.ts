@@ -36,7 +36,12 @@ describe('admit', () => {
   it('takes every bucket, reserves the budget and has the pending row on disk when it returns', async () => {
     harness = startHarness({ limiterClock: () => 0 });
     harness.test.store.createTenant('acme', { limits: [parseLimit('requests:5/min')] });
-    const key = issue(harness, 'alpha', { limits: [parseLimit('requests:10/min'), parseLimit('tokens:100000/min')], budget: { microUsd: 1_000_000, period: 'day' } }, 'acme');
+    const key = issue(
+      harness,
+      'alpha',
+      { limits: [parseLimit('requests:10/min'), parseLimit('tokens:100000/min')], budget: { microUsd: 1_000_000, period: 'day' } },
+      'acme',
+    );
     const request = harness.request(key);
 
     const admitted = await admit(request, harness.test.tollgate.pipeline);
@@ -102,6 +107,8 @@ describe('admit', () => {
     const results = await Promise.allSettled(Array.from({ length: 8 }, () => admit(harness.request(key), harness.test.tollgate.pipeline)));
 
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
-    expect(results.filter((r) => r.status === 'rejected').map((r) => ((r as PromiseRejectedResult).reason as TollgateError).code)).toEqual(Array(5).fill('insufficient_quota'));
+    expect(results.filter((r) => r.status === 'rejected').map((r) => ((r as PromiseRejectedResult).reason as TollgateError).code)).toEqual(
+      Array(5).fill('insufficient_quota'),
+    );
   });
 });

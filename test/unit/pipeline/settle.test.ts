@@ -63,9 +63,18 @@ describe('settleForwarded', () => {
 });
 
 describe('costOfEnding', () => {
-  const estimate = estimateRequestSync('chat', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 50 }, { prices: builtinPriceTable, defaultMaxCompletionTokens: 1000 });
+  const estimate = estimateRequestSync(
+    'chat',
+    { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 50 },
+    { prices: builtinPriceTable, defaultMaxCompletionTokens: 1000 },
+  );
   const countTokens = (text: string): number => text.length;
-  const usage = fc.record({ promptTokens: fc.nat(1_000_000), cachedTokens: fc.constant(0), completionTokens: fc.nat(1_000_000), reasoningTokens: fc.constant(0) });
+  const usage = fc.record({
+    promptTokens: fc.nat(1_000_000),
+    cachedTokens: fc.constant(0),
+    completionTokens: fc.nat(1_000_000),
+    reasoningTokens: fc.constant(0),
+  });
 
   it('bills reported usage whatever else happened', () => {
     fc.assert(
@@ -77,8 +86,14 @@ describe('costOfEnding', () => {
   });
 
   it('bills nothing for an upstream error or a request that never reached the upstream', () => {
-    expect(costOfEnding({ estimate, reported: undefined, accepted: true, upstreamError: true, streamedText: 'partial', countTokens })).toMatchObject({ costMicros: 0, source: 'none' });
-    expect(costOfEnding({ estimate, reported: undefined, accepted: false, upstreamError: false, streamedText: '', countTokens })).toMatchObject({ costMicros: 0, source: 'none' });
+    expect(costOfEnding({ estimate, reported: undefined, accepted: true, upstreamError: true, streamedText: 'partial', countTokens })).toMatchObject({
+      costMicros: 0,
+      source: 'none',
+    });
+    expect(costOfEnding({ estimate, reported: undefined, accepted: false, upstreamError: false, streamedText: '', countTokens })).toMatchObject({
+      costMicros: 0,
+      source: 'none',
+    });
   });
 
   it('bills the prompt and the streamed text when the answer ended before its usage', () => {

@@ -31,7 +31,11 @@ function upstreamAt(url: string, overrides: Partial<Parameters<typeof createUpst
 const chatBody = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 
 function post(path: string, body: string | Uint8Array<ArrayBuffer>, headers: Record<string, string> = {}): Request {
-  return new Request(`http://tollgate.test${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', authorization: `Bearer ${tenantKey}`, ...headers } });
+  return new Request(`http://tollgate.test${path}`, {
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${tenantKey}`, ...headers },
+  });
 }
 
 function get(path: string): Request {
@@ -170,7 +174,12 @@ describe('errors the proxy makes', () => {
       },
     });
     const app = appWith({ maxBodyBytes: 8 * 1024 });
-    const req = new Request('http://tollgate.test/v1/chat/completions', { method: 'POST', body, duplex: 'half', headers: { authorization: `Bearer ${tenantKey}` } } as RequestInit);
+    const req = new Request('http://tollgate.test/v1/chat/completions', {
+      method: 'POST',
+      body,
+      duplex: 'half',
+      headers: { authorization: `Bearer ${tenantKey}` },
+    } as RequestInit);
     const res = await app.request(req);
     expect(res.status).toBe(413);
     expect(sent).toBeLessThan(20); // stopped reading near 8 KB, not after 1 MB
@@ -187,7 +196,9 @@ describe('errors the proxy makes', () => {
 
   it('answers 504 upstream_timeout when the upstream sends no headers in time', async () => {
     const slow = upstreamAt(fake.url, { headersTimeoutMs: 200 });
-    const res = await send(appWith({ upstream: slow }), () => post('/v1/chat/completions', JSON.stringify(chatBody), { 'x-fake-scenario': 'headersDelay=2000' }));
+    const res = await send(appWith({ upstream: slow }), () =>
+      post('/v1/chat/completions', JSON.stringify(chatBody), { 'x-fake-scenario': 'headersDelay=2000' }),
+    );
     expect(res.status).toBe(504);
     expect((await errorOf(res)).code).toBe('upstream_timeout');
     await slow.close();
@@ -224,17 +235,13 @@ describe('streams', () => {
   });
 
   it('keeps the usage chunk when the client asked for it', async () => {
-    const res = await appWith().request(
-      post('/v1/chat/completions', JSON.stringify({ ...chatBody, stream: true, stream_options: { include_usage: true } })),
-    );
+    const res = await appWith().request(post('/v1/chat/completions', JSON.stringify({ ...chatBody, stream: true, stream_options: { include_usage: true } })));
     const text = await res.text();
     expect(text).toMatch(/"choices":\[\],"usage":\{"prompt_tokens":\d+/);
   });
 
   it('ends a stream that breaks upstream with an error event the SDK understands', async () => {
-    const res = await appWith().request(
-      post('/v1/chat/completions', JSON.stringify({ ...chatBody, stream: true }), { 'x-fake-scenario': 'breakAfter=3' }),
-    );
+    const res = await appWith().request(post('/v1/chat/completions', JSON.stringify({ ...chatBody, stream: true }), { 'x-fake-scenario': 'breakAfter=3' }));
     const text = await res.text();
     expect(text).toContain('"content":" brown"');
     expect(text).toMatch(/data: \{"error":\{"message":"The upstream stream was interrupted before it finished\."/);

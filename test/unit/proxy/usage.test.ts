@@ -3,7 +3,13 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { readUsage, usageFromJsonBytes } from '../../../src/upstreams/usage.js';
 
-const chatUsage = { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150, prompt_tokens_details: { cached_tokens: 64 }, completion_tokens_details: { reasoning_tokens: 10 } };
+const chatUsage = {
+  prompt_tokens: 120,
+  completion_tokens: 30,
+  total_tokens: 150,
+  prompt_tokens_details: { cached_tokens: 64 },
+  completion_tokens_details: { reasoning_tokens: 10 },
+};
 
 describe('usage', () => {
   it('reads the chat/completions shape with cached and reasoning details', () => {
@@ -11,8 +17,9 @@ describe('usage', () => {
   });
 
   it('reads the Responses shape', () => {
-    expect(readUsage({ input_tokens: 5, input_tokens_details: { cached_tokens: 0 }, output_tokens: 9, output_tokens_details: { reasoning_tokens: 4 } }))
-      .toEqual({ promptTokens: 5, cachedTokens: 0, completionTokens: 9, reasoningTokens: 4 });
+    expect(
+      readUsage({ input_tokens: 5, input_tokens_details: { cached_tokens: 0 }, output_tokens: 9, output_tokens_details: { reasoning_tokens: 4 } }),
+    ).toEqual({ promptTokens: 5, cachedTokens: 0, completionTokens: 9, reasoningTokens: 4 });
   });
 
   it('keeps zero as zero and treats only a missing prompt count as no usage', () => {

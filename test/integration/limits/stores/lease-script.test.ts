@@ -41,7 +41,11 @@ async function call(args: LeaseCallArgs): Promise<LeaseReply> {
 
 /** Runs the script and PERSIST in one transaction, so a tiny TTL cannot expire the key mid-comparison. */
 async function callKeepingKey(args: LeaseCallArgs): Promise<LeaseReply> {
-  const replies = await redis.multi().eval(LEASE_SCRIPT, 1, ...encodeLeaseArgs(args)).persist(args.key).exec();
+  const replies = await redis
+    .multi()
+    .eval(LEASE_SCRIPT, 1, ...encodeLeaseArgs(args))
+    .persist(args.key)
+    .exec();
   const [error, value] = replies?.[0] ?? [new Error('no reply'), null];
   if (error) throw error;
   return decodeLeaseReply(value);

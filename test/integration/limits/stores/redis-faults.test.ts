@@ -154,7 +154,10 @@ describe.each(CLIENT_OPTIONS)('redis store when Redis is slow or gone ($name)', 
     expect(before.avail).toBeGreaterThan(0);
     const admin = connectAdmin();
     await admin.call('CLIENT', 'PAUSE', '500', 'ALL');
-    const result = await limiter.acquire([{ bucket: key, cost: 1 }, { bucket: tenant, cost: 1 }]);
+    const result = await limiter.acquire([
+      { bucket: key, cost: 1 },
+      { bucket: tenant, cost: 1 },
+    ]);
     expect(result.ok).toBe(false);
     if (!result.ok) {
       expect(result.reason).toBe('unavailable');

@@ -28,14 +28,8 @@ function freshBucket(burst: number, ratePerSec: number): BucketRef {
   return { id: `${hashTag}:rpm`, hashTag, limitName: 'rpm', ratePerSec, burst };
 }
 
-async function runWorkers(
-  count: number,
-  base: Omit<WorkerConfig, 'nodeId' | 'redisUrl'>,
-  during?: (runs: WorkerRun[]) => Promise<void>,
-): Promise<WorkerRun[]> {
-  const runs = Array.from({ length: count }, (_, i) =>
-    spawnWorker({ ...base, redisUrl: server.url, nodeId: `node-${i}-${randomUUID()}` }),
-  );
+async function runWorkers(count: number, base: Omit<WorkerConfig, 'nodeId' | 'redisUrl'>, during?: (runs: WorkerRun[]) => Promise<void>): Promise<WorkerRun[]> {
+  const runs = Array.from({ length: count }, (_, i) => spawnWorker({ ...base, redisUrl: server.url, nodeId: `node-${i}-${randomUUID()}` }));
   await Promise.all(runs.map((run) => run.ready));
   const startAt = Date.now() + 200;
   for (const run of runs) run.start(startAt);

@@ -48,16 +48,16 @@ describe('lease protocol model', () => {
   // Counterexamples the property found during development, replayed exactly.
   const regressions: [string, string][] = [
     [
-      "a refund credited while its spend is being reported",
-      "[{\"rate\":100,\"burst\":1,\"nodes\":1,\"ttl\":100},[{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"advance\",\"ms\":11},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":-1},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"settle\",\"node\":0,\"pick\":0,\"factor\":0},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":-1},{\"kind\":\"housekeep\",\"node\":0},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":-1},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"settle\",\"node\":0,\"pick\":0,\"factor\":0},{\"kind\":\"housekeep\",\"node\":0},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"housekeep\",\"node\":0},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"advance\",\"ms\":0}]]",
+      'a refund credited while its spend is being reported',
+      '[{"rate":100,"burst":1,"nodes":1,"ttl":100},[{"kind":"request","node":0,"cost":1},{"kind":"advance","ms":11},{"kind":"request","node":0,"cost":1},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":-1},{"kind":"request","node":0,"cost":1},{"kind":"request","node":0,"cost":1},{"kind":"settle","node":0,"pick":0,"factor":0},{"kind":"request","node":0,"cost":1},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":-1},{"kind":"housekeep","node":0},{"kind":"request","node":0,"cost":1},{"kind":"advance","ms":0},{"kind":"request","node":0,"cost":1},{"kind":"advance","ms":0},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":-1},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"settle","node":0,"pick":0,"factor":0},{"kind":"housekeep","node":0},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"advance","ms":0},{"kind":"housekeep","node":0},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"advance","ms":0}]]',
     ],
     [
-      "refill granted for time the tokens were out on lease",
-      "[{\"rate\":1,\"burst\":4,\"nodes\":1,\"ttl\":1000},[{\"kind\":\"call\",\"node\":0,\"urgent\":4,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"advance\",\"ms\":143},{\"kind\":\"advance\",\"ms\":132},{\"kind\":\"advance\",\"ms\":35},{\"kind\":\"advance\",\"ms\":115},{\"kind\":\"advance\",\"ms\":139},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"advance\",\"ms\":55},{\"kind\":\"advance\",\"ms\":40},{\"kind\":\"advance\",\"ms\":166},{\"kind\":\"advance\",\"ms\":48},{\"kind\":\"request\",\"node\":0,\"cost\":2},{\"kind\":\"advance\",\"ms\":126},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"advance\",\"ms\":2},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"housekeep\",\"node\":0},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"kill\",\"node\":0},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"settle\",\"node\":0,\"pick\":0,\"factor\":0},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"settle\",\"node\":0,\"pick\":0,\"factor\":0},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":-1},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":-1},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"settle\",\"node\":0,\"pick\":0,\"factor\":0},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"settle\",\"node\":0,\"pick\":0,\"factor\":0},{\"kind\":\"advance\",\"ms\":0}]]",
+      'refill granted for time the tokens were out on lease',
+      '[{"rate":1,"burst":4,"nodes":1,"ttl":1000},[{"kind":"call","node":0,"urgent":4,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"advance","ms":143},{"kind":"advance","ms":132},{"kind":"advance","ms":35},{"kind":"advance","ms":115},{"kind":"advance","ms":139},{"kind":"request","node":0,"cost":1},{"kind":"request","node":0,"cost":1},{"kind":"advance","ms":55},{"kind":"advance","ms":40},{"kind":"advance","ms":166},{"kind":"advance","ms":48},{"kind":"request","node":0,"cost":2},{"kind":"advance","ms":126},{"kind":"request","node":0,"cost":1},{"kind":"advance","ms":2},{"kind":"advance","ms":0},{"kind":"request","node":0,"cost":1},{"kind":"advance","ms":0},{"kind":"housekeep","node":0},{"kind":"advance","ms":0},{"kind":"kill","node":0},{"kind":"request","node":0,"cost":1},{"kind":"settle","node":0,"pick":0,"factor":0},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"settle","node":0,"pick":0,"factor":0},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":-1},{"kind":"request","node":0,"cost":1},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":-1},{"kind":"request","node":0,"cost":1},{"kind":"request","node":0,"cost":1},{"kind":"settle","node":0,"pick":0,"factor":0},{"kind":"advance","ms":0},{"kind":"request","node":0,"cost":1},{"kind":"settle","node":0,"pick":0,"factor":0},{"kind":"advance","ms":0}]]',
     ],
     [
-      "refund credit waiting on the node while Redis refilled",
-      "[{\"rate\":100,\"burst\":7,\"nodes\":1,\"ttl\":100},[{\"kind\":\"call\",\"node\":0,\"urgent\":5,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"request\",\"node\":0,\"cost\":5},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"settle\",\"node\":0,\"pick\":0,\"factor\":0},{\"kind\":\"advance\",\"ms\":10},{\"kind\":\"request\",\"node\":0,\"cost\":2},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"advance\",\"ms\":2},{\"kind\":\"request\",\"node\":0,\"cost\":3},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"housekeep\",\"node\":0},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"settle\",\"node\":0,\"pick\":0,\"factor\":0},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"request\",\"node\":0,\"cost\":3},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"settle\",\"node\":0,\"pick\":0,\"factor\":0},{\"kind\":\"housekeep\",\"node\":0},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"request\",\"node\":0,\"cost\":1},{\"kind\":\"advance\",\"ms\":0},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0},{\"kind\":\"call\",\"node\":0,\"urgent\":0,\"execDelay\":0,\"replyDelay\":0,\"lose\":false,\"duplicate\":0}]]",
+      'refund credit waiting on the node while Redis refilled',
+      '[{"rate":100,"burst":7,"nodes":1,"ttl":100},[{"kind":"call","node":0,"urgent":5,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"advance","ms":0},{"kind":"request","node":0,"cost":5},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"settle","node":0,"pick":0,"factor":0},{"kind":"advance","ms":10},{"kind":"request","node":0,"cost":2},{"kind":"request","node":0,"cost":1},{"kind":"advance","ms":2},{"kind":"request","node":0,"cost":3},{"kind":"advance","ms":0},{"kind":"advance","ms":0},{"kind":"advance","ms":0},{"kind":"housekeep","node":0},{"kind":"request","node":0,"cost":1},{"kind":"settle","node":0,"pick":0,"factor":0},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"request","node":0,"cost":3},{"kind":"request","node":0,"cost":1},{"kind":"settle","node":0,"pick":0,"factor":0},{"kind":"housekeep","node":0},{"kind":"advance","ms":0},{"kind":"advance","ms":0},{"kind":"request","node":0,"cost":1},{"kind":"advance","ms":0},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0},{"kind":"call","node":0,"urgent":0,"execDelay":0,"replyDelay":0,"lose":false,"duplicate":0}]]',
     ],
   ];
   it.each(regressions)('does not over-grant: %s', (_name, text) => {
@@ -84,7 +84,18 @@ describe('lease protocol model', () => {
         const plan = lease.beginCall(now);
         const reply = runLeaseModel(
           hash,
-          { key: 'k', hashTag: 'k', nodeId: `n${i}`, ...plan, burst: 10, rateNum: shape.rateNum, rateDen: shape.rateDen, leaseTtlMs: 1000, startEmpty: false, spentBins: [] },
+          {
+            key: 'k',
+            hashTag: 'k',
+            nodeId: `n${i}`,
+            ...plan,
+            burst: 10,
+            rateNum: shape.rateNum,
+            rateDen: shape.rateDen,
+            leaseTtlMs: 1000,
+            startEmpty: false,
+            spentBins: [],
+          },
           now,
         );
         seq++;
@@ -104,7 +115,22 @@ describe('lease protocol model', () => {
     lease.addUrgent(5);
     const plan = lease.beginCall(0);
     // The script runs 30 ms after the send; the lease lives 1000 ms from then.
-    const reply = runLeaseModel(hash, { key: 'k', hashTag: 'k', nodeId: 'a', ...plan, burst: 10, rateNum: shape.rateNum, rateDen: shape.rateDen, leaseTtlMs: 1000, startEmpty: false, spentBins: [] }, 30);
+    const reply = runLeaseModel(
+      hash,
+      {
+        key: 'k',
+        hashTag: 'k',
+        nodeId: 'a',
+        ...plan,
+        burst: 10,
+        rateNum: shape.rateNum,
+        rateDen: shape.rateDen,
+        leaseTtlMs: 1000,
+        startEmpty: false,
+        spentBins: [],
+      },
+      30,
+    );
     lease.finishCall(reply, 40);
     expect(lease.spendable(40)).toBeGreaterThanOrEqual(5);
     expect(lease.spendable(899)).toBeGreaterThanOrEqual(5);
@@ -118,7 +144,17 @@ describe('lease protocol model', () => {
     lease.addUrgent(4);
     const plan = lease.beginCall(0);
     const hash: ModelHash = new Map();
-    const call = { key: 'k', hashTag: 'k', nodeId: 'a', burst: 10, rateNum: shape.rateNum, rateDen: shape.rateDen, leaseTtlMs: 1000, startEmpty: false, spentBins: [] };
+    const call = {
+      key: 'k',
+      hashTag: 'k',
+      nodeId: 'a',
+      burst: 10,
+      rateNum: shape.rateNum,
+      rateDen: shape.rateDen,
+      leaseTtlMs: 1000,
+      startEmpty: false,
+      spentBins: [],
+    };
     lease.finishCall(runLeaseModel(hash, { ...call, ...plan }, 0), 0);
     const held = lease.held;
     expect(lease.trySpend(held, 1)).toBe(true);
@@ -152,7 +188,26 @@ describe('lease protocol model', () => {
     // cap act retroactively. Burst 4 at 1/s, all leased at t=0 and spent.
     const shape = createBucketShape(1, 4);
     const hash: ModelHash = new Map();
-    const call = { key: 'k', hashTag: 'k', nodeId: 'a', seq: 1, reportId: 0, keep: 0, returned: 0, refunded: 0, refundedSince: 0, debt: 0, want: 4, min: 0, burst: 4, rateNum: shape.rateNum, rateDen: shape.rateDen, leaseTtlMs: 10_000, startEmpty: false, spentBins: [] };
+    const call = {
+      key: 'k',
+      hashTag: 'k',
+      nodeId: 'a',
+      seq: 1,
+      reportId: 0,
+      keep: 0,
+      returned: 0,
+      refunded: 0,
+      refundedSince: 0,
+      debt: 0,
+      want: 4,
+      min: 0,
+      burst: 4,
+      rateNum: shape.rateNum,
+      rateDen: shape.rateDen,
+      leaseTtlMs: 10_000,
+      startEmpty: false,
+      spentBins: [],
+    };
     expect(runLeaseModel(hash, call, 0).granted).toBe(4);
     // One second later the node reports all 4 spent: nothing refilled while they were out.
     const reply = runLeaseModel(hash, { ...call, seq: 2, want: 4 }, 1000);
@@ -165,7 +220,23 @@ describe('lease protocol model', () => {
   it('refills a lease that expired from its expiry on, not from the last call', () => {
     const shape = createBucketShape(1, 4);
     const hash: ModelHash = new Map();
-    const base = { key: 'k', hashTag: 'k', reportId: 0, keep: 0, returned: 0, refunded: 0, refundedSince: 0, debt: 0, min: 0, burst: 4, rateNum: shape.rateNum, rateDen: shape.rateDen, leaseTtlMs: 1000, startEmpty: false, spentBins: [] };
+    const base = {
+      key: 'k',
+      hashTag: 'k',
+      reportId: 0,
+      keep: 0,
+      returned: 0,
+      refunded: 0,
+      refundedSince: 0,
+      debt: 0,
+      min: 0,
+      burst: 4,
+      rateNum: shape.rateNum,
+      rateDen: shape.rateDen,
+      leaseTtlMs: 1000,
+      startEmpty: false,
+      spentBins: [],
+    };
     // Node a takes the whole burst at t=0 and dies; its lease expires at 1000.
     expect(runLeaseModel(hash, { ...base, nodeId: 'a', seq: 1, want: 4 }, 0).granted).toBe(4);
     // At 3000 node b finds two seconds of refill since the expiry.
@@ -179,7 +250,23 @@ describe('lease protocol model', () => {
     // single bucket would have been full from the refund on.
     const shape = createBucketShape(100, 7);
     const hash: ModelHash = new Map();
-    const base = { key: 'k', hashTag: 'k', reportId: 0, keep: 0, returned: 0, refunded: 0, refundedSince: 0, debt: 0, min: 0, burst: 7, rateNum: shape.rateNum, rateDen: shape.rateDen, leaseTtlMs: 10_000, startEmpty: false, spentBins: [] };
+    const base = {
+      key: 'k',
+      hashTag: 'k',
+      reportId: 0,
+      keep: 0,
+      returned: 0,
+      refunded: 0,
+      refundedSince: 0,
+      debt: 0,
+      min: 0,
+      burst: 7,
+      rateNum: shape.rateNum,
+      rateDen: shape.rateDen,
+      leaseTtlMs: 10_000,
+      startEmpty: false,
+      spentBins: [],
+    };
     expect(runLeaseModel(hash, { ...base, nodeId: 'a', seq: 1, want: 7 }, 0).granted).toBe(7);
     const reported = runLeaseModel(hash, { ...base, nodeId: 'a', seq: 2, want: 0 }, 0);
     expect(runLeaseModel(hash, { ...base, nodeId: 'b', seq: 1, want: 7 }, 100).granted).toBe(7);
@@ -209,14 +296,24 @@ describe('lease protocol model', () => {
           const shape = createBucketShape(100, 1000);
           const lease = new BucketLease({ id: 'b', hashTag: 'k', limitName: 'b', ratePerSec: 100, burst: 1000 }, shape, settings(60_000), 0);
           const hash: ModelHash = new Map();
-          const call = { key: 'k', hashTag: 'k', nodeId: 'a', burst: 1000, rateNum: shape.rateNum, rateDen: shape.rateDen, leaseTtlMs: 60_000, startEmpty: false };
+          const call = {
+            key: 'k',
+            hashTag: 'k',
+            nodeId: 'a',
+            burst: 1000,
+            rateNum: shape.rateNum,
+            rateDen: shape.rateDen,
+            leaseTtlMs: 60_000,
+            startEmpty: false,
+          };
           let now = 0;
           let spentAt: number[] = [];
           for (const round of rounds) {
             lease.addUrgent(50);
             const plan = lease.beginCall(now);
             // Every dated bin must be at or after the spending it covers (one clock here).
-            for (let i = 0; i < plan.spentBins.length; i += 2) expect(plan.spentBins[i]!).toBeGreaterThanOrEqual(spentAt[Math.min(spentAt.length - 1, i / 2)] ?? 0);
+            for (let i = 0; i < plan.spentBins.length; i += 2)
+              expect(plan.spentBins[i]!).toBeGreaterThanOrEqual(spentAt[Math.min(spentAt.length - 1, i / 2)] ?? 0);
             if (plan.spentBins.length > 0) expect(plan.spentBins.at(-2)!).toBeGreaterThanOrEqual(Math.max(...spentAt));
             spentAt = [];
             const sentAt = now;
@@ -235,4 +332,3 @@ describe('lease protocol model', () => {
     );
   });
 });
-

@@ -114,17 +114,12 @@ describe('token bucket math', () => {
 
   it('refills exactly rate·t after sleeping t', () => {
     fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 1000 }),
-        fc.integer({ min: 1, max: 100 }),
-        fc.integer({ min: 0, max: 60_000 }),
-        (ratePerSec, seconds, startMs) => {
-          const burst = ratePerSec * 200;
-          const shape = createBucketShape(ratePerSec, burst);
-          const state = createBucketState(shape, startMs, true);
-          expect(peekTokens(shape, state, startMs + seconds * 1000)).toBe(ratePerSec * seconds);
-        },
-      ),
+      fc.property(fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: 100 }), fc.integer({ min: 0, max: 60_000 }), (ratePerSec, seconds, startMs) => {
+        const burst = ratePerSec * 200;
+        const shape = createBucketShape(ratePerSec, burst);
+        const state = createBucketState(shape, startMs, true);
+        expect(peekTokens(shape, state, startMs + seconds * 1000)).toBe(ratePerSec * seconds);
+      }),
     );
   });
 

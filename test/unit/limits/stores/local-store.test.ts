@@ -40,8 +40,14 @@ describe('local store', () => {
     const limiter = createLocalLimiter({ now: () => 0 });
     const slow = ref('slow', 1, 1 / 60);
     const fast = ref('fast', 1, 1);
-    limiter.acquireNow([{ bucket: slow, cost: 1 }, { bucket: fast, cost: 1 }]);
-    const refused = limiter.acquireNow([{ bucket: slow, cost: 1 }, { bucket: fast, cost: 1 }]);
+    limiter.acquireNow([
+      { bucket: slow, cost: 1 },
+      { bucket: fast, cost: 1 },
+    ]);
+    const refused = limiter.acquireNow([
+      { bucket: slow, cost: 1 },
+      { bucket: fast, cost: 1 },
+    ]);
     expect(refused.ok).toBe(false);
     if (!refused.ok) {
       expect(refused.refusedBy).toBe(slow);
