@@ -21,5 +21,6 @@ export * from './algorithm/bindings.js';
 export * from './algorithm/demands.js';
 export * from './algorithm/headers.js';
 export { createLocalLimiter, LocalLimiter, type LocalLimiterOptions } from './stores/local-store.js';
-export { createRedisLimiter, RedisLimiter, type FailMode, type RedisLimiterOptions } from './stores/redis-store.js';
+export { createRedisLimiter, RedisLimiter, type RedisLimiterOptions } from './stores/redis-store.js';
+export type { FailMode } from './stores/fail-mode.js';
 export type { RedisClient } from './stores/lease-script.js';

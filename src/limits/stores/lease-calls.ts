@@ -6,7 +6,8 @@
  * the outcome is on the slot (`lastCallOk`) and in the lease.
  */
 import type { CircuitBreaker } from '../algorithm/circuit-breaker.js';
-import type { BucketLease, LeaseCallPlan } from '../algorithm/lease.js';
+import type { BucketLease } from '../algorithm/lease.js';
+import type { LeaseCallPlan } from '../algorithm/lease-call.js';
 import { afterPendingIo, runLeaseCalls, type LeaseCallArgs, type RedisClient } from './lease-script.js';
 import type { LimiterObserver } from '../limiter.js';
 

@@ -8,10 +8,10 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
-import type { LeaseReply } from '../algorithm/lease.js';
+import type { LeaseReply } from '../algorithm/lease-call.js';
 import { SPEND_BINS } from '../algorithm/spend-log.js';
 
-export type { LeaseReply } from '../algorithm/lease.js';
+export type { LeaseReply } from '../algorithm/lease-call.js';
 
 /** The reviewed script source, shipped in the package's `lua/` folder. */
 export const LEASE_SCRIPT: string = readFileSync(new URL('../../../lua/lease.lua', import.meta.url), 'utf8');

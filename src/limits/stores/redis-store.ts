@@ -13,24 +13,17 @@
  * fails mid-request.
  *
  * When Redis is unreachable (timeouts, errors, breaker open) leases keep being
- * spent until they expire; then `failMode` applies: `local` (default) admits
- * from in-memory buckets with a safe share `rate/N, burst/N` (N = nodes last
- * seen on the bucket; the share starts empty and what it admits is charged to
- * Redis when it is back, up to `burst/N` — see fail-mode.ts), `open` admits
- * without counting, `closed` refuses with reason `unavailable`. Reconnection
- * is automatic (ioredis) and the breaker's probe resumes leasing.
- *
- * Bound to know: a Redis failover with asynchronous replication can lose the
- * last writes, i.e. up to one burst of grants per bucket; a restarted Redis
- * without persistence starts every bucket full. Run Redis for limits with
- * `maxmemory-policy noeviction`.
+ * spent until they expire; then `failMode` applies (`local`, `open`, `closed`:
+ * fail-mode.ts). Reconnection is automatic (ioredis) and the breaker's probe
+ * resumes leasing. The bounds of a Redis failover or restart: docs/leases.md.
  */
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { takeAllOrNone, type TakeRefusal } from '../algorithm/all-or-none.js';
 import { CircuitBreaker } from '../algorithm/circuit-breaker.js';
 import { takeLocalShare, type FailMode } from './fail-mode.js';
-import { BucketLease, type LeaseSettings } from '../algorithm/lease.js';
+import { BucketLease } from '../algorithm/lease.js';
+import type { LeaseSettings } from '../algorithm/lease-call.js';
 import { LeaseCaller, LeaseSlot, waitWithin } from './lease-calls.js';
 import { formatBucketKey, preloadLeaseScript, type RedisClient } from './lease-script.js';
 import {
@@ -47,8 +40,6 @@ import {
 } from '../limiter.js';
 import { LocalBucketTable, type LocalBucket } from './local-store.js';
 import { chargeTokens, createBucketShape, refundTokens } from '../algorithm/token-bucket.js';
-
-export type { FailMode } from './fail-mode.js';
 
 /** Options of {@link RedisLimiter}; every field but `redis` has a default. */
 export interface RedisLimiterOptions {

@@ -11,7 +11,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BucketLease, type LeaseSettings } from '../../../../src/limits/algorithm/lease.js';
+import { BucketLease } from '../../../../src/limits/algorithm/lease.js';
+import type { LeaseSettings } from '../../../../src/limits/algorithm/lease-call.js';
 import { createBucketShape } from '../../../../src/limits/algorithm/token-bucket.js';
 import { runLeaseModel, type ModelHash } from '../../../support/lease-script-model.js';
 import { actionArb, simulate, type Action } from './lease-sim.js';

@@ -4,7 +4,8 @@
  */
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import { BucketLease, type LeaseCallPlan, type LeaseSettings } from '../../../../src/limits/algorithm/lease.js';
+import { BucketLease } from '../../../../src/limits/algorithm/lease.js';
+import type { LeaseCallPlan, LeaseSettings } from '../../../../src/limits/algorithm/lease-call.js';
 import type { LeaseCallArgs } from '../../../../src/limits/stores/lease-script.js';
 import type { BucketShape } from '../../../../src/limits/algorithm/token-bucket.js';
 import { inspectModel, runLeaseModel, type ModelHash } from '../../../support/lease-script-model.js';
