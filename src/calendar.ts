@@ -30,7 +30,7 @@ export function utcHour(ms: number): number {
 }
 
 /** The UTC month of a day or timestamp, YYYY-MM. */
-export function utcMonth(dayOrMs: string | number): string {
+function utcMonth(dayOrMs: string | number): string {
   return (typeof dayOrMs === 'number' ? utcDay(dayOrMs) : dayOrMs).slice(0, 7);
 }
 

@@ -45,7 +45,7 @@ export type ErrorCode =
   | 'ledger_unavailable'
   | 'internal_error';
 
-export type ErrorType =
+type ErrorType =
   | 'invalid_request_error'
   | 'authentication_error'
   | 'permission_error'
@@ -56,7 +56,7 @@ export type ErrorType =
   | 'upstream_error';
 
 /** The single place where a code decides its HTTP status and OpenAI error type. */
-export function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
+function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
   switch (code) {
     case 'invalid_json':
     case 'invalid_request':

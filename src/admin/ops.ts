@@ -8,7 +8,7 @@ import { querySpend, type SpendGrouping, type SpendReport } from '../reports/spe
 import type { Budget, LimitSpec, Policy } from '../limits/algorithm/policy.js';
 import { KeyStore, type IssuedKey, type KeyPatch, type KeyView, type TenantPatch, type TenantView } from '../keys/store.js';
 
-export interface CreateKeyInput {
+interface CreateKeyInput {
   readonly name: string;
   readonly tenant?: string | undefined;
   readonly policy: Policy;
@@ -16,7 +16,7 @@ export interface CreateKeyInput {
   readonly metadata?: Readonly<Record<string, string>> | undefined;
 }
 
-export interface SpendRequest {
+interface SpendRequest {
   /** A key reference (id, name or prefix). */
   readonly key?: string | undefined;
   readonly tenant?: string | undefined;

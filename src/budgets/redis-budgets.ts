@@ -26,7 +26,7 @@ const AFTER_PERIOD_MS = 7 * 86_400_000;
 type BudgetClient = (Redis | Cluster) & { [COMMAND]?: (key: string, cap: number, amount: number, seed: number, ttlMs: number) => Promise<[number, number]> };
 
 /** Redis could not be asked; the fail mode decides. */
-export class BudgetStoreUnavailable extends Error {
+class BudgetStoreUnavailable extends Error {
   override readonly name = 'BudgetStoreUnavailable';
 }
 

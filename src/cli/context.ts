@@ -11,7 +11,7 @@ import { PolicyError } from '../limits/algorithm/policy.js';
 import { localAdminOps, type AdminOps } from '../admin/ops.js';
 import { remoteAdminOps } from '../admin/client.js';
 
-export const EXIT_FAILURE = 1;
+const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
 export interface GlobalOptions {
@@ -39,7 +39,7 @@ export function toCliError(error: unknown): CliError {
 }
 
 /** The admin operations selected by the global options. */
-export function openOps(command: Command): AdminOps {
+function openOps(command: Command): AdminOps {
   const global = command.optsWithGlobals<GlobalOptions>();
   if (global.url !== undefined) {
     const token = global.adminToken ?? loadConfig().adminToken;

@@ -10,7 +10,7 @@ import { registerMiscCommands } from './misc.js';
 import { registerServeCommands } from './serve.js';
 import { registerSpendCommand } from './spend.js';
 
-export function buildProgram(output: Output): Command {
+function buildProgram(output: Output): Command {
   const program = new Command('tollgate')
     .description('OpenAI-compatible proxy with per-key cost-aware rate limits, budgets and a spend ledger')
     .option('--db <path>', 'SQLite database (default: $TOLLGATE_DB or ./data/tollgate.db)')

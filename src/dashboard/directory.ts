@@ -24,7 +24,7 @@ export interface KeyRecord {
 }
 
 /** A tenant, for names, filters and tenant budgets. */
-export interface TenantRecord {
+interface TenantRecord {
   readonly id: string;
   readonly name: string;
   readonly policy: Policy | undefined;

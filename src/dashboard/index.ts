@@ -4,9 +4,9 @@
  * reads.ts for how it stays fast, overview.tsx, keys-page.tsx and key-page.tsx
  * for what each page shows.
  */
-export { createDashboardApiRoutes, createDashboardRoutes, type DashboardDeps } from './routes.js';
-export { isDashboardSession, createSessionValue, checkSessionValue, SESSION_COOKIE, SESSION_TTL_MS, type SessionCheck } from './session.js';
-export type { LimitSnapshot, LimitSnapshotEntry } from './view-context.js';
+export { createDashboardApiRoutes, createDashboardRoutes } from './routes.js';
+export { isDashboardSession, createSessionValue, checkSessionValue, SESSION_COOKIE, SESSION_TTL_MS } from './session.js';
+export type { LimitSnapshot } from './view-context.js';
 export type { OverviewView } from './overview.js';
 export type { KeysView } from './keys-page.js';
 export type { KeyPageView } from './key-page.js';

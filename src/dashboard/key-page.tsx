@@ -20,7 +20,7 @@ import { requestItem, requestRow, RequestTableHead, type RequestItem } from './r
 import { inFlightText, keyHref, tokensOf, updatedText, type LimitSnapshotEntry, type ViewContext } from './view-context.js';
 
 /** One of a key's limits, with its live state when the limiter provides one. */
-export interface LimitItem {
+interface LimitItem {
   readonly name: string;
   readonly spec: string;
   /** remaining / burst from the limiter, or null when not available. */
@@ -30,7 +30,7 @@ export interface LimitItem {
 }
 
 /** A key's spend on one model this month. */
-export interface ModelItem {
+interface ModelItem {
   readonly model: string;
   readonly totals: SpendTotals;
   readonly share: number;

@@ -17,7 +17,7 @@ import { Layout } from './layout.js';
 import { keyHref, updatedText, type ViewContext } from './view-context.js';
 
 /** A row of the keys table. */
-export interface KeyRowItem {
+interface KeyRowItem {
   readonly id: string;
   readonly href: string;
   readonly name: string;

@@ -2,11 +2,11 @@
 import { TollgateError } from '../errors.js';
 
 /** Columns the keys table sorts by. */
-export const SORT_KEYS = ['name', 'tenant', 'status', 'today', 'month', 'requests', 'budget', 'last_used'] as const;
+const SORT_KEYS = ['name', 'tenant', 'status', 'today', 'month', 'requests', 'budget', 'last_used'] as const;
 export type SortKey = (typeof SORT_KEYS)[number];
 /** Statuses the keys table filters by. */
-export const STATUS_FILTERS = ['active', 'expired', 'revoked'] as const;
-export type StatusFilter = (typeof STATUS_FILTERS)[number];
+const STATUS_FILTERS = ['active', 'expired', 'revoked'] as const;
+type StatusFilter = (typeof STATUS_FILTERS)[number];
 /** Keys per page of the keys table. */
 export const PAGE_SIZE = 50;
 

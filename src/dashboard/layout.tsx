@@ -9,7 +9,7 @@ import type { JSX } from 'hono/jsx/jsx-runtime';
 import { assetHref } from './assets.js';
 
 /** How often pages poll their JSON, in ms. */
-export const POLL_MS = 2000;
+const POLL_MS = 2000;
 
 /** A whole HTML document from a page element. */
 export async function renderDocument(page: JSX.Element): Promise<string> {

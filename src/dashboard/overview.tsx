@@ -15,7 +15,7 @@ import { Layout } from './layout.js';
 import { inFlightText, keyHref, tokensOf, updatedText, type ViewContext } from './view-context.js';
 
 /** A row of the overview's top keys. */
-export interface TopKeyItem {
+interface TopKeyItem {
   readonly id: string;
   readonly href: string;
   readonly name: string;

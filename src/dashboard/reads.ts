@@ -25,12 +25,12 @@ import { addDays, DAY_MS, dayStartMs, HOUR_MS, monthStartOf, utcDay, utcHour } f
 import { DirectoryReader, type Directory } from './directory.js';
 
 /** Days of the long chart. */
-export const CHART_DAYS = 90;
+const CHART_DAYS = 90;
 /** Hours of the short chart. */
-export const CHART_HOURS = 48;
+const CHART_HOURS = 48;
 
 /** Nothing spent (days and keys without rollup rows). */
-export const ZERO_TOTALS: SpendTotals = Object.freeze({
+const ZERO_TOTALS: SpendTotals = Object.freeze({
   requests: 0,
   promptTokens: 0,
   cachedTokens: 0,
@@ -48,7 +48,7 @@ export interface PeriodTotals extends SpendTotals {
 }
 
 /** What the pages show of a key's month: its cost and requests. */
-export interface KeySpend {
+interface KeySpend {
   readonly requests: number;
   readonly costMicros: number;
 }

@@ -11,7 +11,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as schema from './schema.js';
 
-export type Db = BetterSQLite3Database<typeof schema>;
+type Db = BetterSQLite3Database<typeof schema>;
 
 /** An open database: the raw handle (prepared statements on the hot path) and drizzle over it. */
 export interface TollgateDatabase {

@@ -3,7 +3,7 @@
  * files), tool-choice overheads, schemas, and the string leaves of items we do not model.
  */
 import { imageTokens, type ImageDetail } from './images.js';
-import { MAX_NESTING_DEPTH, failDepth, failType, isJsonObject, readObject, readOptionalString, readString } from './read-body.js';
+import { MAX_NESTING_DEPTH, failDepth, failType, isJsonObject, readObject, readOptionalString } from './read-body.js';
 import { renderCompactJson } from './render-functions.js';
 import type { TextCounter } from './text-counter.js';
 
@@ -32,7 +32,7 @@ export function approximateAudioTokens(base64Length: number, format: string | un
 }
 
 /** Tokens reserved for a file we cannot see (file ids, remote URLs): about a page of text. */
-export const UNSEEN_FILE_TOKENS = 1_000;
+const UNSEEN_FILE_TOKENS = 1_000;
 
 /**
  * Files (PDF …) are billed as extracted text plus page images; without parsing them we reserve
@@ -115,9 +115,4 @@ export function countArguments(value: unknown, context: CountContext, param: str
   if (typeof value === 'string') return context.counter.count(value);
   if (isJsonObject(value) || Array.isArray(value)) return context.counter.count(renderCompactJson(value, param));
   return failType(param, 'a string', value);
-}
-
-/** Reads a required string and counts it. */
-export function countRequiredString(value: unknown, context: CountContext, param: string): number {
-  return context.counter.count(readString(value, param));
 }

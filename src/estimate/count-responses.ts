@@ -35,7 +35,7 @@ const FUNCTIONS_BLOCK_TOKENS = 9;
  * tool fetches). Web search: OpenAI bills search content as input tokens (a fixed block of 8,000
  * per call on some models). Unknown tool types get the default.
  */
-export const BUILTIN_TOOL_TOKENS: Readonly<Record<string, number>> = {
+const BUILTIN_TOOL_TOKENS: Readonly<Record<string, number>> = {
   web_search: 8_000,
   web_search_preview: 8_000,
   file_search: 4_000,

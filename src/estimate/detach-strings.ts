@@ -29,7 +29,7 @@ function getChild(container: unknown, key: string | number): unknown {
 }
 
 /** Sets an own property even for keys like "__proto__" (plain assignment would not). */
-export function setChild(container: unknown, key: string | number, value: unknown): void {
+function setChild(container: unknown, key: string | number, value: unknown): void {
   if (Array.isArray(container)) container[key as number] = value;
   else Object.defineProperty(container, key, { value, writable: true, enumerable: true, configurable: true });
 }

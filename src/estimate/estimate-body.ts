@@ -51,7 +51,7 @@ export interface Estimate {
 export type CounterFactory = (encoding: EncodingName) => TextCounter;
 
 /** Reads and validates `model`; returns it as sent. */
-export function readModel(body: unknown): string {
+function readModel(body: unknown): string {
   if (!isJsonObject(body)) {
     throw new EstimateInputError('The request body must be a JSON object.', null, 'invalid_type');
   }

@@ -251,7 +251,7 @@ export function imageTokensForSize(size: ImageSize, detail: ImageDetail, pricing
 }
 
 /** Size assumed for images we cannot see (remote URLs, file ids, unreadable headers). */
-export const DEFAULT_UNSEEN_IMAGE_SIZE: ImageSize = { width: 1024, height: 1024 };
+const DEFAULT_UNSEEN_IMAGE_SIZE: ImageSize = { width: 1024, height: 1024 };
 
 /**
  * Tokens of an image part: from the data URL's header when readable; else `remoteImageTokens`

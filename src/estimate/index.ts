@@ -21,23 +21,11 @@ import { countTextTokens, loadEncoding, loadEncodingSync, type EncodingName } fr
 import { EstimateWorkerPool } from './worker-pool.js';
 
 export type { Estimate, EstimateOptions } from './estimate-body.js';
-export { EstimateInputError, type EstimateInputErrorCode } from './errors.js';
-export {
-  builtinPriceTable,
-  costMicroUsd,
-  mergePriceTable,
-  priceTableOverrideSchema,
-  resolvePrice,
-  type ModelPrice,
-  type PriceMatch,
-  type PriceTable,
-  type PriceTableOverride,
-  type ResolvedPrice,
-  type TokenUsage,
-} from './prices.js';
-export { encodingForModel, isReasoningModel } from './models.js';
+export { EstimateInputError } from './errors.js';
+export { builtinPriceTable, costMicroUsd, mergePriceTable, priceTableOverrideSchema, resolvePrice, type ModelPrice } from './prices.js';
+export { encodingForModel } from './models.js';
 export type { EncodingName } from './tokenizer.js';
-export { readDataUrlImageSize, type ImageSize } from './images.js';
+export { readDataUrlImageSize } from './images.js';
 
 /** Process-wide settings of the estimator (call before the first estimate, or any time). */
 export interface EstimatorConfig {

@@ -27,7 +27,7 @@ export interface PriceTable {
 }
 
 /** How {@link resolvePrice} found a price. */
-export type PriceMatch = 'exact' | 'snapshot' | 'fine-tune-base' | 'fallback';
+type PriceMatch = 'exact' | 'snapshot' | 'fine-tune-base' | 'fallback';
 
 /** A price resolved for a request's model; `known: false` means the fallback was used. */
 export interface ResolvedPrice extends ModelPrice {

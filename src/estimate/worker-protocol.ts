@@ -5,7 +5,7 @@ import type { Estimate, EstimateOptions } from './estimate-body.js';
 import type { EstimateInputErrorCode } from './errors.js';
 
 /** Main → worker: one slice of a large string of job `jobId` (sent before the job itself). */
-export interface StringSliceMessage {
+interface StringSliceMessage {
   readonly kind: 'slice';
   readonly jobId: number;
   readonly stringIndex: number;
@@ -25,7 +25,7 @@ export interface EstimateJob {
 }
 
 /** Main → worker: a job whose slices were sent will not follow (its body could not be posted). */
-export interface CancelMessage {
+interface CancelMessage {
   readonly kind: 'cancel';
   readonly jobId: number;
 }

@@ -5,11 +5,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-export const KEY_PREFIX = 'tg-';
+const KEY_PREFIX = 'tg-';
 /** 32 bytes = 256 bits need 43 base62 digits (62^43 > 2^256). */
 const KEY_DIGITS = 43;
 /** Characters of the key shown to people: `tg-` and 6 more. */
-export const VISIBLE_PREFIX_LENGTH = KEY_PREFIX.length + 6;
+const VISIBLE_PREFIX_LENGTH = KEY_PREFIX.length + 6;
 
 function toBase62(bytes: Buffer, digits: number): string {
   let value = BigInt(`0x${bytes.toString('hex')}`);

@@ -6,7 +6,7 @@
 import { PolicyError, policySchema, validatePolicy, type Policy } from '../limits/algorithm/policy.js';
 
 /** Parses and checks a policy from untrusted JSON; throws PolicyError with a readable message. */
-export function parsePolicy(value: unknown): Policy {
+function parsePolicy(value: unknown): Policy {
   const parsed = policySchema.safeParse(value);
   if (!parsed.success) {
     const first = parsed.error.issues[0];

@@ -21,7 +21,7 @@ import { utcDay } from '../calendar.js';
 import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './rollups.js';
 
 /** Told of every change to spend as it is queued and as it commits (budgets). */
-export interface SpendListener {
+interface SpendListener {
   queuedChange(change: SpendChange): void;
   committedChange(change: SpendChange): void;
   droppedChange(change: SpendChange): void;
@@ -83,7 +83,7 @@ export interface Rejection {
   readonly estCostMicros: number;
 }
 
-export interface WriterStats {
+interface WriterStats {
   readonly rows: number;
   readonly durationMs: number;
 }

@@ -16,11 +16,10 @@
  * limiter.settle(result.ticket, computeSettlement(bindings, demands, usage));
  * ```
  */
-export type { AcquireResult, BucketRef, BucketSnapshot, Demand, Limiter, LimiterObserver, RefusalReason, Ticket } from './limiter.js';
+export type { AcquireResult, Demand, Limiter, LimiterObserver, Ticket } from './limiter.js';
 export * from './algorithm/bindings.js';
 export * from './algorithm/demands.js';
 export * from './algorithm/headers.js';
-export { createLocalLimiter, LocalLimiter, type LocalLimiterOptions } from './stores/local-store.js';
-export { createRedisLimiter, RedisLimiter, type RedisLimiterOptions } from './stores/redis-store.js';
+export { createLocalLimiter } from './stores/local-store.js';
+export { createRedisLimiter } from './stores/redis-store.js';
 export type { FailMode } from './stores/fail-mode.js';
-export type { RedisClient } from './stores/lease-script.js';

@@ -19,7 +19,7 @@ function single(value: string | string[] | undefined): string | undefined {
 }
 
 /** The presented key, from any of the three headers OpenAI-style clients use. */
-export function presentedKey(headers: HeaderRecord): string | undefined {
+function presentedKey(headers: HeaderRecord): string | undefined {
   const authorization = single(headers.authorization);
   if (authorization !== undefined) {
     const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(authorization);

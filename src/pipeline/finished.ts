@@ -23,7 +23,7 @@ interface FinishedBase {
 }
 
 /** Refused before anything went upstream: no cost, one `rejected`/`invalid_request` ledger row. */
-export interface RequestRefused extends FinishedBase {
+interface RequestRefused extends FinishedBase {
   readonly kind: 'refused';
   /** The error code the client got (rate_limit_exceeded, invalid_json, …). */
   readonly code: string;
@@ -32,7 +32,7 @@ export interface RequestRefused extends FinishedBase {
 }
 
 /** Forwarded upstream and settled at its actual cost. */
-export interface RequestSettled extends FinishedBase {
+interface RequestSettled extends FinishedBase {
   readonly kind: 'settled';
   readonly outcome: FinalStatus;
   /** The upstream's HTTP status, or null when it never answered. */

@@ -17,7 +17,7 @@ export interface UpstreamOptions {
   readonly connections: number;
 }
 
-export interface UpstreamRequest {
+interface UpstreamRequest {
   readonly method: 'GET' | 'POST';
   /** Path below the base URL, starting with "/" (e.g. /chat/completions), query included. */
   readonly path: string;

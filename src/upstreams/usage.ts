@@ -41,7 +41,7 @@ export function readUsage(usage: unknown): Usage | undefined {
 }
 
 /** Usage from a complete JSON response body of any of the four endpoints. */
-export function usageFromResponseBody(body: unknown): Usage | undefined {
+function usageFromResponseBody(body: unknown): Usage | undefined {
   return readUsage(field(body, 'usage'));
 }
 

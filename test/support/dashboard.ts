@@ -4,15 +4,14 @@
  * LedgerWriter (so the rollups are the writer's, not hand-made).
  */
 import { createUpstream } from '../../src/upstreams/pool.js';
-import { LedgerWriter, type Completion, type PendingEntry } from '../../src/ledger/writer.js';
-import type { TollgateDatabase } from '../../src/db/open.js';
+import { type LedgerWriter, type Completion, type PendingEntry } from '../../src/ledger/writer.js';
 import { buildTestApp, type TestApp } from './app.js';
 import { captureLogs } from './logs.js';
 
 export const ADMIN_TOKEN = 'dashboard-admin-token-0123456789';
 
 /** An upstream the dashboard tests never call. */
-export function unusedUpstream() {
+function unusedUpstream() {
   return createUpstream({
     url: 'http://127.0.0.1:9/v1',
     apiKey: 'sk-unused',
@@ -143,9 +142,4 @@ export function recordRejection(writer: LedgerWriter, spec: { keyId: string; cre
     estCostMicros: 70,
   });
   writer.flush();
-}
-
-/** A writer on its own connection to the file (like a second proxy process). */
-export function writerFor(database: TollgateDatabase): LedgerWriter {
-  return new LedgerWriter(database);
 }

@@ -55,7 +55,7 @@ export async function findFreePort(): Promise<number> {
 }
 
 /** Sends one inline command over a raw socket and returns the reply text. */
-export async function sendRaw(port: number, command: string, timeoutMs = 1000): Promise<string> {
+async function sendRaw(port: number, command: string, timeoutMs = 1000): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = new Socket();
     let data = '';

@@ -54,11 +54,6 @@ export function computeLimitCost(limit: LimitSpec, facts: RequestFacts): number 
   }
 }
 
-/** Cost per limit, in the order of `limits`. */
-export function computeLimitCosts(limits: readonly LimitSpec[], facts: RequestFacts): number[] {
-  return limits.map((limit) => computeLimitCost(limit, facts));
-}
-
 /**
  * Actual cost under one limit once usage is known. A request stays one
  * request (its reserved cost is final); tokens and dollars follow usage.
@@ -72,11 +67,6 @@ export function computeActualCost(limit: LimitSpec, reservedCost: number, usage:
     case 'usd':
       return roundUp(usage.microUsd);
   }
-}
-
-/** Actual cost per limit, for `Limiter.settle`; `reservedCosts` as returned by {@link computeLimitCosts}. */
-export function computeActualCosts(limits: readonly LimitSpec[], reservedCosts: readonly number[], usage: UsageFacts): number[] {
-  return limits.map((limit, i) => computeActualCost(limit, reservedCosts[i] ?? 0, usage));
 }
 
 function computeRequestCost(limit: LimitSpec, facts: RequestFacts): number {

@@ -21,7 +21,7 @@
 import type { AcquireResult, BucketSnapshot } from '../limiter.js';
 
 /** Header names, lower-case as Node and Hono emit them. */
-export const RATE_LIMIT_HEADERS = {
+const RATE_LIMIT_HEADERS = {
   policy: 'ratelimit-policy',
   limit: 'ratelimit',
   retryAfter: 'retry-after',

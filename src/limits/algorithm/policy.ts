@@ -10,13 +10,13 @@
 import { z } from 'zod';
 import { formatMicrosExact } from '../../money.js';
 
-export const LIMIT_UNITS = ['requests', 'tokens', 'usd'] as const;
+const LIMIT_UNITS = ['requests', 'tokens', 'usd'] as const;
 export type LimitUnit = (typeof LIMIT_UNITS)[number];
 
-export const LIMIT_PERIODS = ['s', 'min', 'h', 'day'] as const;
-export type LimitPeriod = (typeof LIMIT_PERIODS)[number];
+const LIMIT_PERIODS = ['s', 'min', 'h', 'day'] as const;
+type LimitPeriod = (typeof LIMIT_PERIODS)[number];
 
-export const PERIOD_SECONDS: Readonly<Record<LimitPeriod, number>> = {
+const PERIOD_SECONDS: Readonly<Record<LimitPeriod, number>> = {
   s: 1,
   min: 60,
   h: 3600,
@@ -51,7 +51,7 @@ export const limitSchema = z
   })
   .readonly();
 
-export const budgetSchema = z
+const budgetSchema = z
   .object({
     /** Cap in integer micro-USD for the period. */
     microUsd: z.number().int().positive(),
@@ -70,7 +70,6 @@ export const policySchema = z
   })
   .readonly();
 
-export type CostSource = z.output<typeof costSourceSchema>;
 export type LimitSpec = z.output<typeof limitSchema>;
 export type Budget = z.output<typeof budgetSchema>;
 export type Policy = z.output<typeof policySchema>;
@@ -187,7 +186,7 @@ function normalizePeriod(text: string): LimitPeriod {
  * holds at least one request (a `requests` limit whose burst is below its
  * smallest cost could never admit anything).
  */
-export function validateLimit(spec: LimitSpec): void {
+function validateLimit(spec: LimitSpec): void {
   if (!(LIMIT_UNITS as readonly string[]).includes(spec.unit)) {
     throw new PolicyError(`unknown limit unit "${String(spec.unit)}"`);
   }

@@ -49,7 +49,7 @@ export interface BucketState {
  * Upper bound for `rateNum · rateDen`. Refill computes `r·rateNum + carry`
  * with `r < rateDen`, so this keeps every intermediate value an exact double.
  */
-export const MAX_RATE_PRODUCT = 2 ** 50;
+const MAX_RATE_PRODUCT = 2 ** 50;
 
 /** Returned by {@link takeTokens} when the cost exceeds the capacity: it can never fit. */
 export const NEVER_FITS = Number.POSITIVE_INFINITY;

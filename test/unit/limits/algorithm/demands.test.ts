@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computeActualCosts, computeLimitCost, computeLimitCosts, findModelWeight, type RequestFacts } from '../../../../src/limits/algorithm/demands.js';
+import { computeActualCost, computeLimitCost, findModelWeight, type RequestFacts } from '../../../../src/limits/algorithm/demands.js';
 import { parseLimit, type LimitSpec } from '../../../../src/limits/algorithm/policy.js';
 
 function facts(over: Partial<RequestFacts> = {}, headers: Record<string, string> = {}, query: Record<string, string> = {}): RequestFacts {
@@ -48,8 +48,8 @@ describe('request costs per limit', () => {
 
   it('turns actual usage into actual costs for settlement, in the same order', () => {
     const limits = [parseLimit('requests:60/min'), { ...parseLimit('tokens:100000/min'), modelWeights: { 'gpt-4o': 2 } }, parseLimit('usd:5/day')];
-    const reserved = computeLimitCosts(limits, facts({ model: 'gpt-4o' }));
+    const reserved = limits.map((limit) => computeLimitCost(limit, facts({ model: 'gpt-4o' })));
     expect(reserved).toEqual([1, 2400, 3456]);
-    expect(computeActualCosts(limits, reserved, { model: 'gpt-4o', tokens: 300, microUsd: 900 })).toEqual([1, 600, 900]);
+    expect(limits.map((limit, i) => computeActualCost(limit, reserved[i]!, { model: 'gpt-4o', tokens: 300, microUsd: 900 }))).toEqual([1, 600, 900]);
   });
 });
