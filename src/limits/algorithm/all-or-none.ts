@@ -41,6 +41,20 @@ export interface TakeRefusal {
  * leaves every slot as it was.
  */
 export function takeAllOrNone(slots: readonly TakeSlot[], costs: readonly number[], count: number, now: number, refusal: TakeRefusal): boolean {
+  if (count === 1) {
+    // One bucket (a key with a single limit) needs no second pass; the loops
+    // below make that decision ~10% slower (bench/limits.ts, one bucket).
+    const slot = slots[0]!;
+    const cost = costs[0]!;
+    if (slot.available(now) >= cost) {
+      slot.take(cost, now);
+      return true;
+    }
+    const wait = slot.waitMs(cost, now);
+    refusal.index = wait > 0 ? 0 : -1;
+    refusal.waitMs = wait;
+    return false;
+  }
   let short = false;
   let worst = 0;
   let worstIndex = -1;
