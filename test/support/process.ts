@@ -52,6 +52,10 @@ export async function spawnServe(env: Record<string, string>): Promise<TollgateP
     if (line) return { ...proc, url: String(line.url) };
     const early = await Promise.race([proc.exited, new Promise((resolve) => setTimeout(() => resolve(undefined), 20))]);
     if (early !== undefined) throw new Error(`tollgate serve exited (${String(early)}) before listening:\n${proc.stderr.join('\n')}`);
-    if (Date.now() > deadline) throw new Error(`tollgate serve did not start:\n${proc.stderr.join('\n')}`);
+    if (Date.now() > deadline) {
+      // A process that never listened would load the machine for every later test.
+      proc.child.kill('SIGKILL');
+      throw new Error(`tollgate serve did not start:\n${proc.stderr.join('\n')}`);
+    }
   }
 }
