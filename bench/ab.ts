@@ -17,7 +17,18 @@ import { chatBody1k } from './proxy.js';
 import { openDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { parseLimit } from '../src/limits/algorithm/policy.js';
-import { findFreePort, measureLatency, measureThroughput, median, printTable, REPO_ROOT, shuffled, startChild, type BenchResult, type LoadTarget } from './support.js';
+import {
+  findFreePort,
+  measureLatency,
+  measureThroughput,
+  median,
+  printTable,
+  REPO_ROOT,
+  shuffled,
+  startChild,
+  type BenchResult,
+  type LoadTarget,
+} from './support.js';
 
 const other = process.argv[2];
 if (other === undefined || other.startsWith('--')) throw new Error('usage: npx tsx bench/ab.ts /path/to/other/checkout [--quick]');
@@ -71,7 +82,12 @@ for (const [name, root] of [
   }).key;
   database.close();
   servers[name] = await serve(root, { TOLLGATE_DB: dbPath, TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY });
-  targets[name] = { baseUrl: servers[name]!.url, path: '/chat/completions', body: chatBody1k(), headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } };
+  targets[name] = {
+    baseUrl: servers[name]!.url,
+    path: '/chat/completions',
+    body: chatBody1k(),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+  };
 }
 const names = Object.keys(targets);
 const latency: Record<string, number[]> = { this: [], other: [] };

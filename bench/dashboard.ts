@@ -264,9 +264,8 @@ function generate(database: TollgateDatabase, rows: number): void {
       const key = Math.floor(cell / hourCount);
       insertHourly.run(keyTable[key]!.id, firstHour + hour * HOUR_MS, h[at], h[at + 1], h[at + 2], h[at + 3], h[at + 4], h[at + 5]);
     }
-    // The longer rollups, as migration 0003 fills them from the daily ones
-    // (the writer keeps them equal: test/ledger/writer.test.ts).
-    for (const statement of LONGER_ROLLUPS) sqlite.exec(statement);
+    // The monthly, all-keys daily and lifetime rollups were filled by the
+    // triggers that follow the daily ones (drizzle/0005_rollup-triggers.sql).
   })();
   phase('rollups');
   // No ANALYZE: a real Tollgate database has no planner statistics either,
@@ -278,16 +277,6 @@ function generate(database: TollgateDatabase, rows: number): void {
   );
   phase('check');
 }
-
-const COUNTERS = 'requests, prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, cost_micros, errors, rejected_rate_limit, rejected_budget';
-const SUMMED = COUNTERS.split(', ')
-  .map((column) => `sum(${column})`)
-  .join(', ');
-const LONGER_ROLLUPS = [
-  `INSERT INTO rollups_monthly (month, key_id, model, ${COUNTERS}, last_request_at) SELECT substr(day, 1, 7), key_id, model, ${SUMMED}, max(last_request_at) FROM rollups_daily GROUP BY substr(day, 1, 7), key_id, model`,
-  `INSERT INTO rollups_daily_total (day, ${COUNTERS}) SELECT day, ${SUMMED} FROM rollups_daily GROUP BY day`,
-  `INSERT INTO rollups_lifetime (key_id, ${COUNTERS}, last_request_at) SELECT key_id, ${SUMMED}, max(last_request_at) FROM rollups_daily GROUP BY key_id`,
-];
 
 /** The generated rollups must equal the rows (as the writer keeps them), or the bench measures nonsense. */
 function checkRollups(database: TollgateDatabase, keyIds: readonly string[]): void {

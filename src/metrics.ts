@@ -174,6 +174,53 @@ export class Metrics {
     children.spend.inc(spendUsd);
   }
 
+  private readonly counters = new Map<string, { inc(value?: number): void }>();
+  private readonly histograms = new Map<string, { observe(value: number): void }>();
+
+  /** The child of a counter for these label values, looked up once (see recordUsage). */
+  private counter(name: string, metric: Counter<string>, ...values: string[]): { inc(value?: number): void } {
+    const id = `${name}\u0000${values.join('\u0000')}`;
+    let child = this.counters.get(id);
+    if (child === undefined) {
+      child = metric.labels(...values);
+      this.counters.set(id, child);
+    }
+    return child;
+  }
+
+  /** The child of a histogram for these label values, looked up once. */
+  private histogram(name: string, metric: Histogram<string>, ...values: string[]): { observe(value: number): void } {
+    const id = `${name}\u0000${values.join('\u0000')}`;
+    let child = this.histograms.get(id);
+    if (child === undefined) {
+      child = metric.labels(...values);
+      this.histograms.set(id, child);
+    }
+    return child;
+  }
+
+  /** One finished request of a key, model, endpoint and outcome. */
+  countRequest(key: string, model: string, endpoint: string, outcome: string): void {
+    this.counter('requests', this.requests, key, model, endpoint, outcome).inc();
+  }
+
+  /** Seconds from sending upstream to the end of the answer. */
+  observeUpstream(endpoint: string, stream: boolean, seconds: number): void {
+    this.histogram('upstream', this.upstreamDuration, endpoint, String(stream)).observe(seconds);
+  }
+
+  observeTimeToFirstToken(endpoint: string, seconds: number): void {
+    this.histogram('ttft', this.timeToFirstToken, endpoint).observe(seconds);
+  }
+
+  observeEstimateRatio(endpoint: string, ratio: number): void {
+    this.histogram('ratio', this.estimateRatio, endpoint).observe(ratio);
+  }
+
+  observeDecision(store: string, seconds: number): void {
+    this.histogram('decision', this.decisionDuration, store).observe(seconds);
+  }
+
   private bucketSampler: (() => Iterable<{ key: string; limit: string; ratio: number }>) | undefined;
 
   /** Where the bucket gauge reads its samples at scrape time. */

@@ -15,6 +15,9 @@ export interface KeyCacheOptions {
   readonly onError?: (error: unknown) => void;
 }
 
+/** Known secrets remembered with their hash (cleared when full: a memo, not a store). */
+const MAX_REMEMBERED_HASHES = 10_000;
+
 export class KeyCache {
   private readonly store: KeyStore;
   private readonly pollMs: number;
@@ -23,6 +26,8 @@ export class KeyCache {
   private readonly byHash = new Map<string, AuthKey>();
   private readonly hashById = new Map<string, string>();
   private readonly unknown = new Set<string>();
+  /** Presented secrets of keys found, and their hashes. */
+  private readonly hashes = new Map<string, string>();
   private readonly tenantsById = new Map<string, AuthTenant>();
   private keysVersion = 0;
   private tenantsVersion = 0;
@@ -53,9 +58,13 @@ export class KeyCache {
 
   /** The key whose secret is `key`, or undefined. One hash, then a map lookup (a database read on first sight). */
   lookup(key: string): AuthKey | undefined {
-    const hash = hashKey(key);
+    const remembered = this.hashes.get(key);
+    const hash = remembered ?? hashKey(key);
     const cached = this.byHash.get(hash);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) {
+      if (remembered === undefined) this.rememberHash(key, hash);
+      return cached;
+    }
     if (this.unknown.has(hash)) return undefined;
     const found = this.store.authKeyByHash(hash);
     if (found === undefined) {
@@ -64,7 +73,17 @@ export class KeyCache {
       return undefined;
     }
     this.remember(found);
+    this.rememberHash(key, hash);
     return found;
+  }
+
+  /**
+   * Known keys skip SHA-256 next time. A rotated-away secret still maps to its
+   * old hash, which nothing answers to any more, so it keeps failing.
+   */
+  private rememberHash(key: string, hash: string): void {
+    if (this.hashes.size >= MAX_REMEMBERED_HASHES) this.hashes.clear();
+    this.hashes.set(key, hash);
   }
 
   /** The tenant (a database read on first sight: a new key may name a tenant newer than the last poll). */

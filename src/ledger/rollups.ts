@@ -1,9 +1,10 @@
 /**
  * The rollups' side of a ledger commit: what each ledger write adds to the
- * hourly, daily, monthly, daily-over-all-keys and lifetime rollups, summed
- * per rollup row in memory and written as one upsert per row at the end of
- * the writer's transaction (so a batch of 500 requests of one key costs one
- * upsert per table, not 500).
+ * hourly and daily rollups, summed per rollup row in memory and written as
+ * one upsert per row at the end of the writer's transaction (so a batch of
+ * 500 requests of one key costs one upsert per table, not 500). The monthly,
+ * all-keys daily and lifetime rollups follow the daily ones inside SQLite, by
+ * triggers in the same transaction (drizzle/0005_rollup-triggers.sql).
  *
  * Every amount is filed under the period the request *started* in: a pending
  * row adds its estimate, its settlement adds (actual − estimate) to the same
@@ -133,19 +134,6 @@ export function prepareRollupStatements(sqlite: Database.Database) {
       hourly,
       false,
     ),
-    monthly: rollupTable(
-      sqlite,
-      'rollups_monthly',
-      [
-        ['month', 'month'],
-        ['key_id', 'keyId'],
-        ['model', 'model'],
-      ],
-      COUNTER_COLUMNS,
-      true,
-    ),
-    dailyTotal: rollupTable(sqlite, 'rollups_daily_total', [['day', 'day']], COUNTER_COLUMNS, false),
-    lifetime: rollupTable(sqlite, 'rollups_lifetime', [['key_id', 'keyId']], COUNTER_COLUMNS, true),
   };
 }
 
@@ -263,30 +251,6 @@ export class RollupDeltas {
         cells,
         (c) => `${c.keyId}\u0000${c.hour}`,
         (c) => ({ keyId: c.keyId, hour: c.hour }),
-      ),
-    );
-    upsert(
-      statements.monthly,
-      groupCells(
-        cells,
-        (c) => `${c.day.slice(0, 7)}\u0000${c.keyId}\u0000${c.model}`,
-        (c) => ({ month: c.day.slice(0, 7), keyId: c.keyId, model: c.model }),
-      ),
-    );
-    upsert(
-      statements.dailyTotal,
-      groupCells(
-        cells,
-        (c) => c.day,
-        (c) => ({ day: c.day }),
-      ),
-    );
-    upsert(
-      statements.lifetime,
-      groupCells(
-        cells,
-        (c) => c.keyId,
-        (c) => ({ keyId: c.keyId }),
       ),
     );
   }

@@ -12,18 +12,18 @@ import type { FinishedListener } from './finished.js';
 export function recordMetrics(metrics: Metrics, store: 'local' | 'redis'): FinishedListener {
   return function recordRequestMetrics(event) {
     const key = metrics.keyLabel(event.caller.key);
-    if (event.decisionMs !== undefined) metrics.decisionDuration.observe({ store }, event.decisionMs / 1000);
+    if (event.decisionMs !== undefined) metrics.observeDecision(store, event.decisionMs / 1000);
     if (event.kind === 'refused') {
       metrics.rejections.inc({ key, reason: event.code });
       return;
     }
     const { endpoint, model, usage } = event;
-    metrics.requests.inc({ key, model, endpoint, outcome: event.outcome });
+    metrics.countRequest(key, model, endpoint, event.outcome);
     metrics.recordUsage(key, model, usage.promptTokens, usage.completionTokens, microsToUsd(event.costMicros));
-    metrics.upstreamDuration.observe({ endpoint, stream: String(event.stream) }, (event.completedAt - event.sentAt) / 1000);
-    if (event.ttftMs !== null) metrics.timeToFirstToken.observe({ endpoint }, event.ttftMs / 1000);
+    metrics.observeUpstream(endpoint, event.stream, (event.completedAt - event.sentAt) / 1000);
+    if (event.ttftMs !== null) metrics.observeTimeToFirstToken(endpoint, event.ttftMs / 1000);
     if (event.usageSource === 'reported' && event.estimate.promptTokens > 0) {
-      metrics.estimateRatio.observe({ endpoint }, usage.promptTokens / event.estimate.promptTokens);
+      metrics.observeEstimateRatio(endpoint, usage.promptTokens / event.estimate.promptTokens);
     }
   };
 }
