@@ -76,13 +76,13 @@ describe('several proxy processes sharing one bucket', () => {
       settle: { min: 0, max: 1, delayMs: 20 },
     });
     for (const run of runs) expect(run.errors).toEqual([]);
-    const flows: [number, number][] = [
+    const flows: Array<[number, number] | [number, number, number]> = [
       ...admissions(runs),
       ...runs.flatMap((run) => run.settled.map(([t, reserved, actual]) => [t, actual - reserved] as [number, number])),
     ];
     expect(computeWorstWindowExcess(flows, 100, 100)).toBeLessThanOrEqual(0);
-    const reserved = admissions(runs).reduce((sum, [, cost]) => sum + cost, 0);
-    const net = flows.reduce((sum, [, amount]) => sum + amount, 0);
+    const reserved = admissions(runs).reduce((sum, [, , cost]) => sum + cost, 0);
+    const net = flows.reduce((sum, flow) => sum + flow[flow.length - 1]!, 0);
     console.info(`weighted with refunds: reserved ${reserved}, net ${net}, bound 400`);
     // Refunds were spent again: more was reserved than the bucket could give.
     expect(reserved).toBeGreaterThan(400);
@@ -104,7 +104,7 @@ describe('several proxy processes sharing one bucket', () => {
     const admitted = admissions(runs);
     expect(computeWorstWindowExcess(admitted, 100, 100)).toBeLessThanOrEqual(0);
     const consumed = runs.flatMap((run) => run.settled).reduce((sum, [, , actual]) => sum + actual, 0);
-    const reserved = admitted.reduce((sum, [, cost]) => sum + cost, 0);
+    const reserved = admitted.reduce((sum, [, , cost]) => sum + cost, 0);
     console.info(`underestimates: reserved ${reserved}, actually consumed ${consumed}, bound 400`);
     // Debt is repaid before more is admitted: total consumption stays within
     // the bound plus what requests still in flight at the end could add
@@ -135,7 +135,7 @@ describe('several proxy processes sharing one bucket', () => {
     expect(heldAtKill).toBeGreaterThanOrEqual(15);
     for (const run of survivors) expect(run.errors).toEqual([]);
     const runs = [victim, ...survivors];
-    const flows: [number, number][] = [
+    const flows: Array<[number, number] | [number, number, number]> = [
       ...admissions(runs),
       ...runs.flatMap((run) => run.settled.map(([t, reserved, actual]) => [t, actual - reserved] as [number, number])),
     ];
