@@ -8,8 +8,12 @@
 --          used only when the counter does not exist yet (first use of the
 --          period, or a Redis that lost its data)
 -- ARGV[4]  time to live of a new counter, ms (0 = none, for lifetime budgets)
+-- ARGV[5]  least amount worth reserving (<= ARGV[2]); when the whole amount
+--          does not fit but this does, what is left of the budget is reserved
+--          (a request admitted with a smaller output limit). Default: ARGV[2].
 --
--- Returns {admitted (1|0), spent before this reservation} — integers only.
+-- Returns {admitted (1|0), spent before this reservation, amount reserved}
+-- — integers only.
 -- Settlement is a plain INCRBY of (actual - reserved), which may be negative.
 -- Amounts stay below 2^53, so Lua's doubles hold them exactly.
 
@@ -29,8 +33,18 @@ else
   end
 end
 
-if spent + amount > cap then
-  return {0, spent}
+local least = amount
+if ARGV[5] then
+  least = tonumber(ARGV[5])
 end
-redis.call('INCRBY', KEYS[1], amount)
-return {1, spent}
+local granted = amount
+if spent + amount > cap then
+  granted = cap - spent
+end
+if granted < least or granted < 0 then
+  return {0, spent, 0}
+end
+if granted > 0 then
+  redis.call('INCRBY', KEYS[1], granted)
+end
+return {1, spent, granted}

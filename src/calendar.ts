@@ -1,25 +1,83 @@
 /**
- * UTC calendar arithmetic: the days, hours and months the ledger's rollups,
- * budgets and reports are filed under. Pure, no I/O. Days are `YYYY-MM-DD`
- * strings (they sort and compare as text); hours are the epoch ms of their
- * first instant.
+ * Calendar arithmetic: the days, hours, weeks and months the ledger's
+ * rollups, budgets and reports are filed under. Pure apart from one
+ * process-wide setting, the deployment's time zone ({@link setTimeZone},
+ * `TOLLGATE_TIMEZONE`, UTC by default): a budget's "day" is a calendar day
+ * there. Days are `YYYY-MM-DD` strings (they sort and compare as text);
+ * hours are the epoch ms of their first instant.
  */
 
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
 
-/** A budget's period: a UTC day, a UTC month, or all time. */
-export type BudgetPeriod = 'day' | 'month' | 'total';
+/** A budget's period: a calendar day, an ISO week (Monday first), a calendar month, or all time. */
+export const BUDGET_PERIODS = ['day', 'week', 'month', 'total'] as const;
+export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
+
+/** Local date parts of a timestamp in the configured zone, or null for UTC. */
+let zone: Intl.DateTimeFormat | null = null;
+let zoneName = 'UTC';
+
+/**
+ * Sets the time zone calendar days are counted in (an IANA name such as
+ * `Europe/Berlin`). Throws RangeError for a name the runtime does not know.
+ * Days already filed keep their dates: change it only on a fresh ledger.
+ */
+export function setTimeZone(name: string): void {
+  const format = new Intl.DateTimeFormat('en-US', {
+    timeZone: name,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  });
+  zoneName = format.resolvedOptions().timeZone;
+  zone = zoneName === 'UTC' || zoneName === 'Etc/UTC' ? null : format;
+  dayStart = 0;
+  dayEnd = 0;
+}
+
+/** The configured time zone's name. */
+export function timeZone(): string {
+  return zoneName;
+}
+
+/** Milliseconds the zone is ahead of UTC at `ms`. */
+function offsetAt(ms: number): number {
+  if (zone === null) return 0;
+  const parts: Record<string, number> = {};
+  for (const part of zone.formatToParts(ms)) if (part.type !== 'literal') parts[part.type] = Number(part.value);
+  const local = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  return local - (ms - (((ms % 1000) + 1000) % 1000));
+}
+
+/** Epoch ms at which a calendar day begins in the configured zone. */
+export function dayStartMs(day: string): number {
+  const utc = Date.parse(`${day}T00:00:00Z`);
+  if (zone === null) return utc;
+  // The offset at local midnight, found from a first guess (exact unless midnight itself is skipped by DST).
+  const guess = utc - offsetAt(utc);
+  return utc - offsetAt(guess);
+}
+
+/** Epoch ms at which a calendar day ends (the next one begins). */
+export function dayEndMs(day: string): number {
+  return dayStartMs(addDays(day, 1));
+}
 
 let dayStart = 0;
+let dayEnd = 0;
 let dayText = '1970-01-01';
 
-/** UTC calendar day of a timestamp, YYYY-MM-DD (the current day is remembered: one Date per day, not per row). */
-export function utcDay(ms: number): string {
-  if (ms >= dayStart && ms < dayStart + DAY_MS) return dayText;
-  const start = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
-  const text = new Date(start).toISOString().slice(0, 10);
-  dayStart = start;
+/** Calendar day of a timestamp in the configured zone, YYYY-MM-DD (the current day is remembered: no date math per row). */
+export function calendarDay(ms: number): string {
+  if (ms >= dayStart && ms < dayEnd) return dayText;
+  const text = new Date(ms + offsetAt(ms)).toISOString().slice(0, 10);
+  dayStart = dayStartMs(text);
+  dayEnd = dayEndMs(text);
   dayText = text;
   return text;
 }
@@ -27,11 +85,6 @@ export function utcDay(ms: number): string {
 /** Start of the UTC hour containing `ms`. */
 export function utcHour(ms: number): number {
   return ms - (((ms % HOUR_MS) + HOUR_MS) % HOUR_MS);
-}
-
-/** The UTC month of a day or timestamp, YYYY-MM. */
-function utcMonth(dayOrMs: string | number): string {
-  return (typeof dayOrMs === 'number' ? utcDay(dayOrMs) : dayOrMs).slice(0, 7);
 }
 
 /** `day` moved by `days` (negative goes back). */
@@ -44,33 +97,39 @@ export function monthStartOf(day: string): string {
   return `${day.slice(0, 7)}-01`;
 }
 
-/** Epoch ms at which a UTC day begins. */
-export function dayStartMs(day: string): number {
-  return Date.parse(`${day}T00:00:00Z`);
+/** The Monday of `day`'s ISO week. */
+function weekStartOf(day: string): string {
+  const weekday = new Date(`${day}T00:00:00Z`).getUTCDay(); // 0 = Sunday
+  return addDays(day, -((weekday + 6) % 7));
 }
 
 /** True for a real calendar day written YYYY-MM-DD (2026-02-30 is not). */
 export function isCalendarDay(text: string): boolean {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false;
-  const ms = dayStartMs(text);
-  return !Number.isNaN(ms) && utcDay(ms) === text;
+  const ms = Date.parse(`${text}T00:00:00Z`);
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 10) === text;
 }
 
-/** First UTC day of the budget period containing `now` ('0000-00-00' for total). */
+/** First day of the budget period containing `now` ('0000-00-00' for total). */
 export function periodStart(period: BudgetPeriod, now: number): string {
-  const today = utcDay(now);
-  return period === 'day' ? today : period === 'month' ? monthStartOf(today) : '0000-00-00';
+  const today = calendarDay(now);
+  if (period === 'day') return today;
+  if (period === 'week') return weekStartOf(today);
+  return period === 'month' ? monthStartOf(today) : '0000-00-00';
 }
 
 /** When the budget period containing `now` ends (ms), or undefined for total. */
 export function periodEnd(period: BudgetPeriod, now: number): number | undefined {
-  const date = new Date(now);
-  if (period === 'day') return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1);
-  if (period === 'month') return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
-  return undefined;
+  if (period === 'total') return undefined;
+  const start = periodStart(period, now);
+  if (period === 'day') return dayEndMs(start);
+  if (period === 'week') return dayStartMs(addDays(start, 7));
+  return dayStartMs(monthStartOf(addDays(start, 31)));
 }
 
-/** A stable name for the budget period containing `now`: the day, the month, or "total". */
+/** A stable name for the budget period containing `now`: the day, `W` and the week's Monday, the month, or "total". */
 export function periodId(period: BudgetPeriod, now: number): string {
-  return period === 'day' ? utcDay(now) : period === 'month' ? utcMonth(now) : 'total';
+  if (period === 'total') return 'total';
+  const start = periodStart(period, now);
+  return period === 'day' ? start : period === 'week' ? `W${start}` : start.slice(0, 7);
 }

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { setTimeZone } from './calendar.js';
 import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from './estimate/prices.js';
 import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './limits/algorithm/policy.js';
 import { FAIL_MODES, type FailMode } from './limits/stores/fail-mode.js';
@@ -106,6 +107,23 @@ const envSchema = z.object({
   TOLLGATE_ADMIN_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   /** Completion tokens reserved per choice when a request sets no max_tokens. */
   TOLLGATE_DEFAULT_MAX_TOKENS: positiveInt.default(4096),
+  /** Time zone (IANA name) that budget days, weeks and months and the ledger's daily rollups follow. */
+  TOLLGATE_TIMEZONE: z
+    .string()
+    .trim()
+    .default('UTC')
+    .refine((name) => {
+      try {
+        new Intl.DateTimeFormat('en-US', { timeZone: name });
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'must be an IANA time zone name, e.g. Europe/Berlin'),
+  /** Fewest completion tokens per choice a budget may cap a request to; with less left, it is refused. */
+  TOLLGATE_MIN_OUTPUT_TOKENS: positiveInt.default(1024),
+  /** Worst-case completion per choice of a model whose price entry has no output limit (budgets reserve it). */
+  TOLLGATE_UNKNOWN_MAX_OUTPUT_TOKENS: positiveInt.default(128_000),
   /** How often the proxy looks for key changes made by other processes (the CLI). */
   TOLLGATE_KEY_REFRESH: duration.default(250),
   /** Per-key metric labels: the key's name, its id, or none (one series for all keys, for very many keys). */
@@ -155,6 +173,8 @@ export interface Config {
   readonly dbPath: string;
   readonly adminToken: string | undefined;
   readonly defaultMaxCompletionTokens: number;
+  readonly minOutputTokens: number;
+  readonly fallbackMaxOutputTokens: number;
   readonly keyRefreshMs: number;
   readonly metricsKeyLabel: KeyLabelMode;
   /** The built-in price table merged with the config file's overrides. */
@@ -186,6 +206,8 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  // Process-wide: every calendar day the ledger, budgets and reports use is a day in this zone.
+  setTimeZone(e.TOLLGATE_TIMEZONE);
   const file = e.TOLLGATE_CONFIG === undefined ? {} : readConfigFile(e.TOLLGATE_CONFIG);
   return {
     port: e.TOLLGATE_PORT,
@@ -205,6 +227,8 @@ export function loadConfig(env: Env = process.env): Config {
     dbPath: e.TOLLGATE_DB,
     adminToken: e.TOLLGATE_ADMIN_TOKEN,
     defaultMaxCompletionTokens: e.TOLLGATE_DEFAULT_MAX_TOKENS,
+    minOutputTokens: e.TOLLGATE_MIN_OUTPUT_TOKENS,
+    fallbackMaxOutputTokens: e.TOLLGATE_UNKNOWN_MAX_OUTPUT_TOKENS,
     keyRefreshMs: e.TOLLGATE_KEY_REFRESH,
     metricsKeyLabel: e.TOLLGATE_METRICS_KEY_LABEL,
     prices: file.prices === undefined ? builtinPriceTable : mergePriceTable(builtinPriceTable, file.prices),

@@ -116,7 +116,12 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const pipeline: PipelineDeps = {
     keys,
     maxBodyBytes: config.maxBodyBytes,
-    estimate: { prices: config.prices, defaultMaxCompletionTokens: config.defaultMaxCompletionTokens },
+    estimate: {
+      prices: config.prices,
+      defaultMaxCompletionTokens: config.defaultMaxCompletionTokens,
+      fallbackMaxOutputTokens: config.fallbackMaxOutputTokens,
+    },
+    minOutputTokens: config.minOutputTokens,
     limiter: limiter.limiter,
     globalLimits: config.globalLimits,
     spend,

@@ -32,7 +32,7 @@ export interface AdminOps {
   updateKey(ref: string, patch: KeyPatch): Promise<KeyView>;
   revokeKey(ref: string): Promise<KeyView>;
   rotateKey(ref: string): Promise<IssuedKey>;
-  createTenant(name: string, policy: { limits?: readonly LimitSpec[]; budget?: Budget }): Promise<TenantView>;
+  createTenant(name: string, policy: { limits?: readonly LimitSpec[]; budget?: Budget; budgets?: readonly Budget[] }): Promise<TenantView>;
   listTenants(): Promise<TenantView[]>;
   getTenant(ref: string): Promise<TenantView>;
   updateTenant(ref: string, patch: TenantPatch): Promise<TenantView>;
@@ -56,7 +56,13 @@ export function localAdminOps(database: TollgateDatabase, options: { now?: () =>
     revokeKey: async (ref) => changed(store.revokeKey(ref)),
     rotateKey: async (ref) => changed(store.rotateKey(ref)),
     createTenant: async (name, policy) =>
-      changed(store.createTenant(name, { limits: policy.limits ?? [], ...(policy.budget ? { budget: policy.budget } : {}) })),
+      changed(
+        store.createTenant(name, {
+          limits: policy.limits ?? [],
+          ...(policy.budget ? { budget: policy.budget } : {}),
+          ...(policy.budgets?.length ? { budgets: policy.budgets } : {}),
+        }),
+      ),
     listTenants: async () => store.listTenants(),
     getTenant: async (ref) => store.getTenant(ref),
     updateTenant: async (ref, patch) => changed(store.updateTenant(ref, patch)),

@@ -18,6 +18,7 @@ export const updateKeyBody = z.object({
   tenant: z.string().min(1).nullable().optional(),
   limits: z.array(limitSchema).optional(),
   budget: budgetSchema.nullable().optional(),
+  budgets: z.array(budgetSchema).nullable().optional(),
   models: z.array(z.string().min(1)).nullable().optional(),
   expiresAt: z.number().int().positive().nullable().optional(),
   metadata: z.record(z.string(), z.string().nullable()).optional(),
@@ -27,10 +28,12 @@ export const createTenantBody = z.object({
   name: z.string().min(1),
   limits: z.array(limitSchema).optional(),
   budget: budgetSchema.optional(),
+  budgets: z.array(budgetSchema).optional(),
 });
 
 export const updateTenantBody = z.object({
   name: z.string().min(1).optional(),
   limits: z.array(limitSchema).optional(),
   budget: budgetSchema.nullable().optional(),
+  budgets: z.array(budgetSchema).nullable().optional(),
 });

@@ -1,6 +1,6 @@
 /**
- * Budgets: a USD cap per UTC day, UTC month or lifetime, for a key and for its
- * tenant. A request is admitted only if its reservation fits every budget it
+ * Budgets: USD caps per calendar day, week or month (in the deployment's time
+ * zone) or lifetime — several at once — for a key and for its tenant. A request is admitted only if its reservation fits every budget it
  * belongs to; after it ends, its actual cost replaces the reservation (the
  * ledger does that: budgets read the same spend the ledger records).
  *
@@ -10,7 +10,7 @@
  */
 import { periodEnd } from '../calendar.js';
 import type { Caller } from '../keys/caller.js';
-import type { Budget } from '../limits/algorithm/policy.js';
+import { budgetsOf, type Budget } from '../limits/algorithm/policy.js';
 import type { SpendScope, SpendTracker } from './spend-tracker.js';
 
 export interface BudgetCheck {
@@ -33,13 +33,14 @@ export type BudgetDecision =
   | { readonly ok: true; /** The tightest budget, for the response header; absent without budgets. */ readonly tightest: BudgetStanding | undefined }
   | { readonly ok: false; readonly refusedBy: BudgetStanding; readonly reservationMicroUsd: number };
 
-/** The budgets a caller's request counts against: its key's and its tenant's. */
+/** The budgets a caller's request counts against: every one of its key's and of its tenant's. */
 export function budgetChecksFor(caller: Caller): BudgetCheck[] {
   const checks: BudgetCheck[] = [];
-  if (caller.policy.budget !== undefined)
-    checks.push({ scope: { level: 'key', id: caller.key.id }, label: `key ${caller.key.name}`, budget: caller.policy.budget });
-  if (caller.tenant !== undefined && caller.tenantPolicy?.budget !== undefined) {
-    checks.push({ scope: { level: 'tenant', id: caller.tenant.id }, label: `tenant ${caller.tenant.name}`, budget: caller.tenantPolicy.budget });
+  for (const budget of budgetsOf(caller.policy)) checks.push({ scope: { level: 'key', id: caller.key.id }, label: `key ${caller.key.name}`, budget });
+  if (caller.tenant !== undefined) {
+    for (const budget of budgetsOf(caller.tenantPolicy)) {
+      checks.push({ scope: { level: 'tenant', id: caller.tenant.id }, label: `tenant ${caller.tenant.name}`, budget });
+    }
   }
   return checks;
 }
@@ -59,4 +60,11 @@ export function checkBudgets(tracker: SpendTracker, checks: readonly BudgetCheck
     if (tightest === undefined || standing.remainingMicroUsd < tightest.remainingMicroUsd) tightest = standing;
   }
   return { ok: true, tightest };
+}
+
+/** The most any request may reserve now: the smallest room left in every budget (may be negative). */
+export function affordable(tracker: SpendTracker, checks: readonly BudgetCheck[], now: number): number {
+  let room = Number.MAX_SAFE_INTEGER;
+  for (const check of checks) room = Math.min(room, check.budget.microUsd - tracker.spent(check.scope, check.budget.period, now));
+  return room;
 }

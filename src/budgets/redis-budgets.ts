@@ -23,7 +23,9 @@ const COMMAND = 'tollgateBudgetReserve';
 /** Counters outlive their period by a week, for late settlements and inspection. */
 const AFTER_PERIOD_MS = 7 * 86_400_000;
 
-type BudgetClient = (Redis | Cluster) & { [COMMAND]?: (key: string, cap: number, amount: number, seed: number, ttlMs: number) => Promise<[number, number]> };
+type BudgetClient = (Redis | Cluster) & {
+  [COMMAND]?: (key: string, cap: number, amount: number, seed: number, ttlMs: number, least: number) => Promise<[number, number, number]>;
+};
 
 /** Redis could not be asked; the fail mode decides. */
 class BudgetStoreUnavailable extends Error {
@@ -32,6 +34,10 @@ class BudgetStoreUnavailable extends Error {
 
 /** A reservation made in Redis: settle it once with the actual cost, or release it. */
 export interface BudgetReservation {
+  /** What was reserved in every budget (may be less than asked, never less than `least`). */
+  readonly amount: number;
+  /** Gives back what is above `to`, before the request is sent. */
+  shrink(to: number): void;
   settle(actualMicroUsd: number): void;
   release(): void;
 }
@@ -73,62 +79,82 @@ export class RedisBudgetStore {
   }
 
   /**
-   * Reserves `amount` in every budget, or in none. `seed` says what this node's
-   * ledger knows was spent, for counters Redis does not have yet.
+   * Reserves `amount` in every budget, or in none. When the whole amount does
+   * not fit but `least` does, reserves the most every budget can hold (see
+   * lua/budget.lua); the reservation says how much. `seed` says what this
+   * node's ledger knows was spent, for counters Redis does not have yet.
    */
   async reserve(
     checks: readonly BudgetCheck[],
     amount: number,
     now: number,
     seed: (check: BudgetCheck) => number,
+    least: number = amount,
   ): Promise<{ decision: BudgetDecision; reservation: BudgetReservation | undefined }> {
     if (performance.now() < this.skipUntil) {
       this.onCall?.(false);
       throw new BudgetStoreUnavailable('Redis is cooling down after a failure');
     }
-    const taken: string[] = [];
-    let tightest: BudgetStanding | undefined;
+    // Each level may grant less than the one before; all end at the smallest grant.
+    const taken: Array<{ key: string; amount: number; standing: BudgetStanding }> = [];
+    const giveBack = (): void => {
+      for (const level of taken) this.adjust([level.key], -level.amount);
+    };
+    let ask = amount;
     try {
       for (const check of checks) {
         const key = this.counterKey(check, now);
         const end = periodEnd(check.budget.period, now);
         const ttl = end === undefined ? 0 : end - now + AFTER_PERIOD_MS;
-        const [admitted, spentBefore] = await this.withTimeout(this.redis[COMMAND]!(key, check.budget.microUsd, amount, seed(check), ttl));
-        const standing: BudgetStanding = {
-          check,
-          spentMicroUsd: Number(spentBefore),
-          remainingMicroUsd: check.budget.microUsd - Number(spentBefore) - amount,
-          resetsAt: end,
-        };
+        const [admitted, spentBefore, granted] = await this.withTimeout(
+          this.redis[COMMAND]!(key, check.budget.microUsd, ask, seed(check), ttl, Math.min(least, ask)),
+        );
+        const spent = Number(spentBefore);
         if (Number(admitted) !== 1) {
-          this.adjust(taken, -amount);
+          giveBack();
           this.onCall?.(true);
-          return { decision: { ok: false, refusedBy: standing, reservationMicroUsd: amount }, reservation: undefined };
+          const refusedBy: BudgetStanding = { check, spentMicroUsd: spent, remainingMicroUsd: check.budget.microUsd - spent - least, resetsAt: end };
+          return { decision: { ok: false, refusedBy, reservationMicroUsd: least }, reservation: undefined };
         }
-        taken.push(key);
-        if (tightest === undefined || standing.remainingMicroUsd < tightest.remainingMicroUsd) tightest = standing;
+        ask = Number(granted);
+        taken.push({ key, amount: ask, standing: { check, spentMicroUsd: spent, remainingMicroUsd: 0, resetsAt: end } });
       }
     } catch (error) {
-      this.adjust(taken, -amount);
+      giveBack();
       this.skipUntil = performance.now() + this.cooldownMs;
       this.onError?.(error);
       this.onCall?.(false);
       throw error instanceof BudgetStoreUnavailable ? error : new BudgetStoreUnavailable(String((error as Error).message ?? error));
     }
     this.onCall?.(true);
+    let tightest: BudgetStanding | undefined;
+    for (const level of taken) {
+      // Earlier levels granted more than the last one: keep only the final amount.
+      this.adjust([level.key], ask - level.amount);
+      const remainingMicroUsd = level.standing.check.budget.microUsd - level.standing.spentMicroUsd - ask;
+      if (tightest === undefined || remainingMicroUsd < tightest.remainingMicroUsd) tightest = { ...level.standing, remainingMicroUsd };
+    }
+    const keys = taken.map((level) => level.key);
+    let reserved = ask;
     let done = false;
     return {
       decision: { ok: true, tightest },
       reservation: {
+        amount: reserved,
+        shrink: (to) => {
+          if (done || to >= reserved) return;
+          this.adjust(keys, to - reserved);
+          reserved = to;
+        },
         settle: (actual) => {
           if (done) return;
           done = true;
-          this.adjust(taken, actual - amount);
+          this.adjust(keys, actual - reserved);
         },
         release: () => {
           if (done) return;
           done = true;
-          this.adjust(taken, -amount);
+          this.adjust(keys, -reserved);
         },
       },
     };
@@ -168,16 +194,21 @@ export type SharedOutcome =
   /** Redis cannot be asked and the fail mode is `local`: this node's ledger decides. */
   | { readonly kind: 'local' };
 
-/** Reserves `amount` in every shared budget (or none), applying the fail mode when Redis cannot be asked. */
+/**
+ * Reserves `amount` (or, when that does not fit, as much as every budget holds
+ * but at least `least`) in every shared budget or in none, applying the fail
+ * mode when Redis cannot be asked.
+ */
 export async function reserveSharedBudgets(
   shared: SharedBudgets,
   checks: readonly BudgetCheck[],
   amount: number,
+  least: number,
   now: number,
   seed: (check: BudgetCheck) => number,
 ): Promise<SharedOutcome> {
   try {
-    const { decision, reservation } = await shared.store.reserve(checks, amount, now, seed);
+    const { decision, reservation } = await shared.store.reserve(checks, amount, now, seed, least);
     if (!decision.ok) return { kind: 'refused', decision };
     return { kind: 'reserved', decision, reservation: reservation! };
   } catch (error) {

@@ -10,7 +10,7 @@
  * process never over-admits however many requests arrive in one turn; other
  * processes sharing the file are seen within `refreshMs`.
  *
- * Amounts are kept per UTC day, because a request settled after midnight is
+ * Amounts are kept per calendar day, because a request settled after midnight is
  * filed under the day it was made, like the rollups do.
  *
  * The database read takes the rollup that holds the period whole: a month
@@ -20,7 +20,7 @@
  */
 import type { TollgateDatabase } from '../db/open.js';
 import type Database from 'better-sqlite3';
-import { addDays, periodStart, utcDay, type BudgetPeriod } from '../calendar.js';
+import { addDays, periodStart, calendarDay, type BudgetPeriod } from '../calendar.js';
 
 export interface SpendScope {
   readonly level: 'key' | 'tenant';
@@ -31,7 +31,7 @@ export interface SpendScope {
 export interface SpendChange {
   readonly keyId: string;
   readonly tenantId: string | null;
-  /** UTC day the row is filed under (YYYY-MM-DD). */
+  /** Calendar day the row is filed under (YYYY-MM-DD). */
   readonly day: string;
   readonly microUsd: number;
 }
@@ -81,6 +81,7 @@ export class SpendTracker {
         : `SELECT coalesce(sum(r.cost_micros), 0) FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE k.tenant_id = @id AND ${where}`;
     const statementsOf = (level: SpendScope['level']) => ({
       day: s.prepare(`SELECT (${of(level, 'rollups_daily', 'day >= @since AND day <= @until')}) AS spent`),
+      week: s.prepare(`SELECT (${of(level, 'rollups_daily', 'day >= @since AND day <= @until')}) AS spent`),
       month: s.prepare(
         `SELECT (${of(level, 'rollups_monthly', 'month = @month')}) - (${of(level, 'rollups_daily', 'day > @until AND day < @nextMonth')}) AS spent`,
       ),
@@ -110,7 +111,7 @@ export class SpendTracker {
   /** Micro-USD spent by `scope` in the `period` containing `now`. */
   spent(scope: SpendScope, period: BudgetPeriod, now: number): number {
     const since = periodStart(period, now);
-    const until = utcDay(now);
+    const until = calendarDay(now);
     const key = scopeKey(scope);
     const read = `${key}|${period}|${since}`;
     let cached = this.cache.get(read);

@@ -1,5 +1,5 @@
 /** Output for people: aligned tables, dollars, dates, counts. */
-import { formatLimit, type Policy } from '../limits/algorithm/policy.js';
+import { budgetsOf, formatLimit, type Policy } from '../limits/algorithm/policy.js';
 import { formatMicrosExact } from '../money.js';
 
 /** Columns padded to their widest cell; numbers (right-aligned) are marked by `align`. */
@@ -31,7 +31,7 @@ export function describeLimits(policy: Policy): string {
 }
 
 export function describeBudget(policy: Policy): string {
-  if (policy.budget === undefined) return 'none';
-  const per = policy.budget.period === 'total' ? 'in total' : `per ${policy.budget.period}`;
-  return `${formatMicrosExact(policy.budget.microUsd)} ${per}`;
+  const budgets = budgetsOf(policy);
+  if (budgets.length === 0) return 'none';
+  return budgets.map((budget) => `${formatMicrosExact(budget.microUsd)} ${budget.period === 'total' ? 'in total' : `per ${budget.period}`}`).join(', ');
 }

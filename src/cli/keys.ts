@@ -44,6 +44,20 @@ function budgetFrom(usdText: string | undefined, periodText: string | undefined,
   return { microUsd, period: (periodText ?? current?.period ?? 'month') as BudgetPeriod };
 }
 
+/** Budgets from repeated `--extra-budget 100/month`, or undefined when none was given. */
+function extraBudgetsFrom(texts: readonly string[] | undefined): Budget[] | undefined {
+  if (texts === undefined) return undefined;
+  return texts.map((text) => {
+    const [usd = '', period = ''] = text.split('/');
+    if (!(BUDGET_PERIODS as readonly string[]).includes(period)) {
+      throw new PolicyError(`--extra-budget takes DOLLARS/PERIOD with PERIOD one of ${BUDGET_PERIODS.join(', ')} (got "${text}")`);
+    }
+    const microUsd = parseUsdToMicros(usd);
+    if (microUsd <= 0) throw new PolicyError('--extra-budget must be greater than zero');
+    return { microUsd, period: period as BudgetPeriod };
+  });
+}
+
 function modelsFrom(text: string | undefined): string[] | undefined {
   if (text === undefined) return undefined;
   const models = text
@@ -94,8 +108,13 @@ function withPolicyOptions(command: Command, mode: 'create' | 'update'): Command
   if (mode === 'update') command.option('--clear-limits', 'remove all limits');
   command
     .option('--budget-usd <dollars>', mode === 'create' ? 'spend cap in USD' : 'new spend cap in USD')
-    .addOption(new Option('--budget-period <period>', 'budget period (UTC)').choices([...BUDGET_PERIODS]));
-  if (mode === 'update') command.option('--no-budget', 'remove the budget');
+    .addOption(new Option('--budget-period <period>', 'budget period (in TOLLGATE_TIMEZONE)').choices([...BUDGET_PERIODS]))
+    .option(
+      '--extra-budget <dollars/period>',
+      mode === 'create' ? 'another budget in another period, e.g. 100/month (repeatable)' : 'replacement extra budgets (repeatable)',
+      collect,
+    );
+  if (mode === 'update') command.option('--no-budget', 'remove every budget');
   return command;
 }
 
@@ -179,6 +198,7 @@ export function registerKeyCommands(program: Command): void {
           tenant?: string;
           budgetUsd?: string;
           budgetPeriod?: string;
+          extraBudget?: string[];
           models?: string;
           expires?: string;
           meta?: string[];
@@ -187,8 +207,14 @@ export function registerKeyCommands(program: Command): void {
         command: Command,
       ) => {
         const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
+        const budgets = extraBudgetsFrom(options.extraBudget);
         const models = modelsFrom(options.models);
-        const policy: Policy = { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}), ...(models ? { models } : {}) };
+        const policy: Policy = {
+          limits: limitsFrom(options) ?? [],
+          ...(budget ? { budget } : {}),
+          ...(budgets ? { budgets } : {}),
+          ...(models ? { models } : {}),
+        };
         const issued = await withOps(command, (ops) =>
           ops.createKey({
             name: options.name,
@@ -251,6 +277,7 @@ export function registerKeyCommands(program: Command): void {
           clearLimits?: boolean;
           budgetUsd?: string;
           budgetPeriod?: string;
+          extraBudget?: string[];
           budget?: boolean;
           models?: string;
           allModels?: boolean;
@@ -265,10 +292,11 @@ export function registerKeyCommands(program: Command): void {
         const view = await withOps(command, async (ops) => {
           const current = await ops.getKey(ref);
           const limits = options.clearLimits ? [] : limitsFrom(options);
-          if (options.budget === false && (options.budgetUsd !== undefined || options.budgetPeriod !== undefined)) {
-            throw new PolicyError('--no-budget cannot be combined with --budget-usd/--budget-period');
+          if (options.budget === false && (options.budgetUsd !== undefined || options.budgetPeriod !== undefined || options.extraBudget !== undefined)) {
+            throw new PolicyError('--no-budget cannot be combined with --budget-usd/--budget-period/--extra-budget');
           }
           const budget = options.budget === false ? null : budgetFrom(options.budgetUsd, options.budgetPeriod, current.policy.budget);
+          const budgets = options.budget === false ? null : extraBudgetsFrom(options.extraBudget);
           if (options.allModels && options.models !== undefined) throw new PolicyError('--all-models cannot be combined with --models');
           const metadata: Record<string, string | null> = { ...metadataFrom(options.meta) };
           for (const label of options.unsetMeta ?? []) metadata[label] = null;
@@ -277,6 +305,7 @@ export function registerKeyCommands(program: Command): void {
             tenant: options.tenant === false ? null : options.tenant,
             limits,
             budget,
+            budgets,
             models: options.allModels ? null : modelsFrom(options.models),
             expiresAt: options.expiry === false ? null : options.expires === undefined ? undefined : parseExpiry(options.expires),
             metadata: Object.keys(metadata).length === 0 ? undefined : metadata,
@@ -316,12 +345,17 @@ export function registerKeyCommands(program: Command): void {
     'create',
   )
     .option('--json', 'print JSON')
-    .action(async (name: string, options: LimitOptions & { budgetUsd?: string; budgetPeriod?: string; json?: boolean }, command: Command) => {
-      const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
-      const view = await withOps(command, (ops) => ops.createTenant(name, { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}) }));
-      if (options.json) printJson(view);
-      else print(`Created tenant "${view.name}"\n${describeTenant(view)}`);
-    });
+    .action(
+      async (name: string, options: LimitOptions & { budgetUsd?: string; budgetPeriod?: string; extraBudget?: string[]; json?: boolean }, command: Command) => {
+        const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
+        const budgets = extraBudgetsFrom(options.extraBudget);
+        const view = await withOps(command, (ops) =>
+          ops.createTenant(name, { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}), ...(budgets ? { budgets } : {}) }),
+        );
+        if (options.json) printJson(view);
+        else print(`Created tenant "${view.name}"\n${describeTenant(view)}`);
+      },
+    );
 
   tenants
     .command('list')
@@ -365,7 +399,15 @@ export function registerKeyCommands(program: Command): void {
     .action(
       async (
         ref: string,
-        options: LimitOptions & { name?: string; clearLimits?: boolean; budgetUsd?: string; budgetPeriod?: string; budget?: boolean; json?: boolean },
+        options: LimitOptions & {
+          name?: string;
+          clearLimits?: boolean;
+          budgetUsd?: string;
+          budgetPeriod?: string;
+          extraBudget?: string[];
+          budget?: boolean;
+          json?: boolean;
+        },
         command: Command,
       ) => {
         const view = await withOps(command, async (ops) => {
@@ -374,6 +416,7 @@ export function registerKeyCommands(program: Command): void {
             name: options.name,
             limits: options.clearLimits ? [] : limitsFrom(options),
             budget: options.budget === false ? null : budgetFrom(options.budgetUsd, options.budgetPeriod, current.policy.budget),
+            budgets: options.budget === false ? null : extraBudgetsFrom(options.extraBudget),
           });
         });
         if (options.json) printJson(view);

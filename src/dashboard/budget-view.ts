@@ -1,5 +1,5 @@
 /** A budget bar's view model (overview, keys table, key page) and what a budget's period has spent. */
-import type { Budget, BudgetPeriod } from '../limits/algorithm/policy.js';
+import { budgetsOf, type Budget, type BudgetPeriod } from '../limits/algorithm/policy.js';
 import type { KeyRecord } from './directory.js';
 import { percent, usd } from './format.js';
 import type { SpendByKey } from './reads.js';
@@ -29,7 +29,7 @@ function levelOf(fraction: number): Level {
   return fraction >= 1 ? 'over' : fraction >= 0.8 ? 'warn' : 'ok';
 }
 
-const PERIOD_TEXT: Record<BudgetPeriod, string> = { day: 'per day', month: 'per month', total: 'in total' };
+const PERIOD_TEXT: Record<BudgetPeriod, string> = { day: 'per day', week: 'per week', month: 'per month', total: 'in total' };
 
 /** A budget bar: `spentMicros` of `budget` used by a key or tenant. */
 export function budgetItem(owner: 'key' | 'tenant', id: string, name: string, href: string, budget: Budget, spentMicros: number): BudgetItem {
@@ -60,15 +60,19 @@ export function spentInBudgetPeriod(spend: SpendByKey, keyIds: readonly string[]
   let total = 0;
   for (const id of keyIds) {
     if (period === 'day') total += spend.todayByKey.get(id)?.costMicros ?? 0;
+    else if (period === 'week') total += spend.weekCostByKey.get(id) ?? 0;
     else if (period === 'month') total += spend.monthByKey.get(id)?.costMicros ?? 0;
     else total += spend.lifetimeCostByKey.get(id) ?? 0;
   }
   return total;
 }
 
-/** A key's budget and its use, or null without one. */
+/** A key's budget and its use — the most used one when it has several — or null without one. */
 export function keyBudget(spend: SpendByKey, key: KeyRecord): BudgetItem | null {
-  const budget = key.policy?.budget;
-  if (budget === undefined) return null;
-  return budgetItem('key', key.id, key.name, keyHref(key.id), budget, spentInBudgetPeriod(spend, [key.id], budget.period));
+  let tightest: BudgetItem | null = null;
+  for (const budget of budgetsOf(key.policy)) {
+    const item = budgetItem('key', key.id, key.name, keyHref(key.id), budget, spentInBudgetPeriod(spend, [key.id], budget.period));
+    if (tightest === null || item.fraction > tightest.fraction) tightest = item;
+  }
+  return tightest;
 }

@@ -8,6 +8,7 @@ import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import type { PeriodTotals } from './reads.js';
 import { budgetItem, keyBudget, spentInBudgetPeriod, type BudgetItem } from './budget-view.js';
+import { budgetsOf } from '../limits/algorithm/policy.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
 import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
 import { count, percent, usd } from './format.js';
@@ -104,11 +105,11 @@ export function buildOverview(ctx: ViewContext): OverviewView {
     if (item !== null) budgets.push(item);
   }
   for (const tenant of directory.tenants) {
-    const budget = tenant.policy?.budget;
-    if (budget === undefined) continue;
     const keyIds = directory.keys.filter((key) => key.tenantId === tenant.id).map((key) => key.id);
     const href = `/dashboard/keys?tenant=${encodeURIComponent(tenant.id)}`;
-    budgets.push(budgetItem('tenant', tenant.id, tenant.name, href, budget, spentInBudgetPeriod(spend, keyIds, budget.period)));
+    for (const budget of budgetsOf(tenant.policy)) {
+      budgets.push(budgetItem('tenant', tenant.id, tenant.name, href, budget, spentInBudgetPeriod(spend, keyIds, budget.period)));
+    }
   }
   budgets.sort((a, b) => b.fraction - a.fraction || a.name.localeCompare(b.name));
   const over = budgets.filter((b) => b.level === 'over').length;

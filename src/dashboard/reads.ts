@@ -21,7 +21,7 @@
  */
 import type { TollgateDatabase } from '../db/open.js';
 import { querySpend, type SpendReport, type SpendTotals } from '../reports/spend.js';
-import { addDays, DAY_MS, dayStartMs, HOUR_MS, monthStartOf, utcDay, utcHour } from '../calendar.js';
+import { addDays, dayEndMs, dayStartMs, HOUR_MS, monthStartOf, calendarDay, periodStart, utcHour } from '../calendar.js';
 import { DirectoryReader, type Directory } from './directory.js';
 
 /** Days of the long chart. */
@@ -62,6 +62,8 @@ export interface SpendByKey {
   readonly todayByKey: ReadonlyMap<string, SpendTotals>;
   /** Keys with rollup rows this month (as `spend --by key` lists them). */
   readonly monthByKey: ReadonlyMap<string, KeySpend>;
+  /** Cost of every key in this ISO week to date (budgets "per week"). */
+  readonly weekCostByKey: ReadonlyMap<string, number>;
   /** Cost of every key from its first request to today (budgets "in total"). */
   readonly lifetimeCostByKey: ReadonlyMap<string, number>;
   /** When each key last made a request, served or refused (absent: never). */
@@ -172,6 +174,7 @@ export class DashboardReads {
       afterToday: s.prepare(
         'SELECT key_id AS keyId, day < ? AS inMonth, sum(cost_micros) AS costMicros FROM rollups_daily WHERE day > ? GROUP BY key_id, inMonth',
       ),
+      weekByKey: s.prepare('SELECT key_id, sum(cost_micros) FROM rollups_daily WHERE day >= ? AND day <= ? GROUP BY key_id').raw(),
       keyCostAfter: s.prepare('SELECT coalesce(sum(cost_micros), 0) FROM rollups_daily WHERE key_id = ? AND day > ?').pluck(),
       // Through the partial index on pending rows (a handful).
       pendingBetween: s.prepare("SELECT count(*) FROM ledger WHERE status = 'pending' AND created_at >= ? AND created_at < ?").pluck(),
@@ -197,15 +200,15 @@ export class DashboardReads {
     return this.directoryReader.read();
   }
 
-  /** Spend of every key today, this month and in its lifetime (UTC), with the totals `tollgate spend` would print. */
+  /** Spend of every key today, this month and in its lifetime (in the deployment's time zone), with the totals `tollgate spend` would print. */
   spendByKey(now: number): SpendByKey {
-    const today = utcDay(now);
+    const today = calendarDay(now);
     const monthStart = monthStartOf(today);
     const nextMonth = `${addDays(monthStart, 32).slice(0, 7)}-01`;
     const todayReport = querySpend(this.database, { since: today, until: today, by: 'key' }, now);
     const monthDays = this.statements.dayTotals.all(monthStart, today) as Array<SpendTotals & { day: string }>;
     const monthTotal = monthDays.reduce<SpendTotals>((sum, row) => addTotals(sum, row), ZERO_TOTALS);
-    const monthPending = this.statements.pendingBetween.get(dayStartMs(monthStart), dayStartMs(today) + DAY_MS) as number;
+    const monthPending = this.statements.pendingBetween.get(dayStartMs(monthStart), dayEndMs(today)) as number;
 
     const later = this.statements.afterToday.all(nextMonth, today) as Array<{ keyId: string; inMonth: number; costMicros: number }>;
     const laterThisMonth = new Set(later.filter((row) => row.inMonth === 1).map((row) => row.keyId));
@@ -218,6 +221,7 @@ export class DashboardReads {
       if (row !== undefined) monthByKey.set(keyId, { requests: row.requests, costMicros: row.costMicros });
     }
 
+    const weekCostByKey = new Map(this.statements.weekByKey.all(periodStart('week', now), today) as Array<[string, number]>);
     const lifetimeCostByKey = new Map<string, number>();
     const lastRequestAtByKey = new Map<string, number>();
     for (const [keyId, costMicros, lastRequestAt] of this.statements.lifetime.all() as Array<[string, number, number]>) {
@@ -233,6 +237,7 @@ export class DashboardReads {
       monthTotal: withPending(monthTotal, monthPending),
       todayByKey: byKey(todayReport),
       monthByKey,
+      weekCostByKey,
       lifetimeCostByKey,
       lastRequestAtByKey,
     };
@@ -241,19 +246,19 @@ export class DashboardReads {
   /** One key's cost from its first request to today (a budget "in total"). */
   keyLifetimeCost(keyId: string, now: number): number {
     const lifetime = (this.statements.keyLifetimeCost.get(keyId) as number | undefined) ?? 0;
-    return lifetime - (this.statements.keyCostAfter.get(keyId, utcDay(now)) as number);
+    return lifetime - (this.statements.keyCostAfter.get(keyId, calendarDay(now)) as number);
   }
 
   /** Spend per UTC day over every key, oldest first, for the last {@link CHART_DAYS} days (days without rows are zero). */
   dailySeries(now: number): DayPoint[] {
-    const today = utcDay(now);
+    const today = calendarDay(now);
     const rows = this.statements.dayTotals.all(addDays(today, -(CHART_DAYS - 1)), today) as Array<SpendTotals & { day: string }>;
     return daysUntil(today, new Map(rows.map((row) => [row.day, pickTotals(row)])));
   }
 
   /** Spend per UTC day of one key for the last {@link CHART_DAYS} days (a few hundred rollup rows). */
   keyDailySeries(keyId: string, now: number): DayPoint[] {
-    const today = utcDay(now);
+    const today = calendarDay(now);
     const since = addDays(today, -(CHART_DAYS - 1));
     const rows = querySpend(this.database, { keyId, since, until: today, by: 'day' }, now).rows;
     return daysUntil(today, new Map(rows.map((row) => [row.group, pickTotals(row)])));
@@ -306,7 +311,7 @@ function daysUntil(today: string, totals: ReadonlyMap<string, SpendTotals>): Day
 
 /** Today, the start of the month and of the charts, for labels. */
 export function periodDays(now: number): { today: string; monthStart: string; chartStartDay: string; chartStartHour: number } {
-  const today = utcDay(now);
+  const today = calendarDay(now);
   return {
     today,
     monthStart: monthStartOf(today),

@@ -81,7 +81,7 @@ export const ledger = sqliteTable(
     endpoint: text('endpoint').notNull(),
     model: text('model').notNull(),
     stream: integer('stream', { mode: 'boolean' }).notNull(),
-    /** pending | ok | upstream_error | client_aborted | upstream_interrupted | upstream_timeout | rejected | invalid_request */
+    /** pending | ok | upstream_error | client_aborted | upstream_interrupted | upstream_timeout | cut_at_cost_cap | rejected | invalid_request */
     status: text('status').notNull(),
     httpStatus: integer('http_status'),
     estPromptTokens: integer('est_prompt_tokens').notNull().default(0),

@@ -24,7 +24,15 @@ export interface EstimateOptions {
   readonly defaultMaxCompletionTokens: number;
   /** Tokens of an image we cannot see (remote URL); default: a 1024×1024 image for the model. */
   readonly remoteImageTokens?: number;
+  /**
+   * Largest completion per choice assumed for a model whose table entry has no `maxOutputTokens`,
+   * when a budget needs the worst case. Default {@link DEFAULT_OUTPUT_BOUND}.
+   */
+  readonly fallbackMaxOutputTokens?: number;
 }
+
+/** Worst-case completion of a model with no known output limit: the largest common limit today. */
+export const DEFAULT_OUTPUT_BOUND = 128_000;
 
 /** What a request would cost at most, before it is sent. */
 export interface Estimate {
@@ -45,6 +53,16 @@ export interface Estimate {
   readonly promptCount: number;
   /** Share of promptTokens that are images. */
   readonly imageTokens: number;
+  /** Generations the completion is reserved for: n × prompts (0 for embeddings). */
+  readonly choices: number;
+  /** The request's own completion limit per choice (`max_completion_tokens`, `max_tokens`, `max_output_tokens`). */
+  readonly clientMaxCompletion: number | undefined;
+  /**
+   * The most completion tokens one choice can be billed: the client's limit, else the model's
+   * output limit (or the window left after the prompt). Reasoning tokens count here, so this,
+   * not the default reservation, is what a budget must hold.
+   */
+  readonly completionBoundPerChoice: number;
 }
 
 /** Creates the counter for an encoding (sync: the encoding must be loadable right now). */
@@ -165,6 +183,7 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
   const longestPrompt = endpoint === 'completions' && counted.perItem ? counted.perItem.reduce((a, b) => Math.max(a, b), 0) : promptTokens;
 
   let perChoice = 0;
+  let bound = 0;
   if (endpoint === 'embeddings') {
     if (window !== undefined) {
       const items = counted.perItem ?? [];
@@ -176,6 +195,7 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     }
   } else if (counted.maxCompletion !== undefined) {
     perChoice = counted.maxCompletion;
+    bound = perChoice;
     if (window !== undefined && longestPrompt + perChoice > window) {
       throw contextError(model, window, longestPrompt, perChoice, counted.promptParam);
     }
@@ -186,11 +206,14 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     // No limit in the request: the model stops at its output limit or the end of its window,
     // so the default reservation never has to exceed either.
     perChoice = options.defaultMaxCompletionTokens;
+    bound = price.maxOutputTokens ?? options.fallbackMaxOutputTokens ?? DEFAULT_OUTPUT_BOUND;
     if (price.maxOutputTokens !== undefined) perChoice = Math.min(perChoice, price.maxOutputTokens);
     if (window !== undefined) {
       if (longestPrompt >= window) throw contextError(model, window, longestPrompt, 0, counted.promptParam);
       perChoice = Math.min(perChoice, window - longestPrompt);
+      bound = Math.min(bound, window - longestPrompt);
     }
+    bound = Math.max(bound, perChoice);
   }
 
   const completionTokensReserved = perChoice * counted.n * counted.promptCount;
@@ -206,5 +229,8 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     n: counted.n,
     promptCount: counted.promptCount,
     imageTokens: counted.tally.imageTokens,
+    choices: endpoint === 'embeddings' ? 0 : counted.n * counted.promptCount,
+    clientMaxCompletion: endpoint === 'embeddings' ? undefined : counted.maxCompletion,
+    completionBoundPerChoice: bound,
   };
 }

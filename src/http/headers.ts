@@ -35,6 +35,8 @@ const DROP_TO_UPSTREAM = new Set([
   'x-forwarded-host',
   'x-forwarded-proto',
   'x-real-ip',
+  // Tollgate's own request header (a per-request cost cap) is not the upstream's business.
+  'x-tollgate-max-cost-usd',
 ]);
 
 /** Upstream headers never sent to clients. */

@@ -370,10 +370,16 @@ function toAuthKey(row: ApiKeyRow): AuthKey {
 
 function mergePolicy(
   current: Policy,
-  patch: { limits?: readonly LimitSpec[] | undefined; budget?: Budget | null | undefined; models?: readonly string[] | null | undefined },
+  patch: {
+    limits?: readonly LimitSpec[] | undefined;
+    budget?: Budget | null | undefined;
+    budgets?: readonly Budget[] | null | undefined;
+    models?: readonly string[] | null | undefined;
+  },
 ): Policy {
   const limits = patch.limits ?? current.limits;
   const budget = patch.budget === undefined ? current.budget : (patch.budget ?? undefined);
+  const budgets = patch.budgets === undefined ? current.budgets : (patch.budgets ?? undefined);
   const models = patch.models === undefined ? current.models : (patch.models ?? undefined);
-  return { limits, ...(budget ? { budget } : {}), ...(models ? { models } : {}) };
+  return { limits, ...(budget ? { budget } : {}), ...(budgets && budgets.length > 0 ? { budgets } : {}), ...(models ? { models } : {}) };
 }

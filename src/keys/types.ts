@@ -49,6 +49,8 @@ export interface KeyPatch {
   readonly tenant?: string | null | undefined;
   readonly limits?: readonly LimitSpec[] | undefined;
   readonly budget?: Budget | null | undefined;
+  /** More budgets in other periods (replaces the list; `null` clears it). */
+  readonly budgets?: readonly Budget[] | null | undefined;
   readonly models?: readonly string[] | null | undefined;
   readonly expiresAt?: number | null | undefined;
   readonly metadata?: Readonly<Record<string, string | null>> | undefined;
@@ -58,6 +60,8 @@ export interface TenantPatch {
   readonly name?: string | undefined;
   readonly limits?: readonly LimitSpec[] | undefined;
   readonly budget?: Budget | null | undefined;
+  /** More budgets in other periods (replaces the list; `null` clears it). */
+  readonly budgets?: readonly Budget[] | null | undefined;
 }
 
 /** What the proxy's auth needs about a key; the policy may be an error (fail closed). */

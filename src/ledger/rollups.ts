@@ -12,7 +12,7 @@
  * every commit (schema.ts; README "The ledger").
  */
 import type Database from 'better-sqlite3';
-import { utcDay, utcHour } from '../calendar.js';
+import { calendarDay, utcHour } from '../calendar.js';
 
 /** What a pending row contributed to the rollups, to settle the difference later. */
 export interface Contribution {
@@ -34,7 +34,7 @@ export function contributionOf(entry: ContributionSource): Contribution {
   return {
     keyId: entry.keyId,
     tenantId: entry.tenantId,
-    day: utcDay(entry.createdAt),
+    day: calendarDay(entry.createdAt),
     hour: utcHour(entry.createdAt),
     model: entry.model,
     createdAt: entry.createdAt,

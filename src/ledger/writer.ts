@@ -17,7 +17,7 @@
 import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from '../db/open.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
-import { utcDay } from '../calendar.js';
+import { calendarDay } from '../calendar.js';
 import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './rollups.js';
 
 /** Told of every change to spend as it is queued and as it commits (budgets). */
@@ -41,7 +41,8 @@ export interface PendingEntry {
   readonly priceKnown: boolean;
 }
 
-export type FinalStatus = 'ok' | 'upstream_error' | 'client_aborted' | 'upstream_interrupted' | 'upstream_timeout';
+/** `cut_at_cost_cap`: Tollgate ended a stream whose completion reached what its budget or cost cap allows. */
+export type FinalStatus = 'ok' | 'upstream_error' | 'client_aborted' | 'upstream_interrupted' | 'upstream_timeout' | 'cut_at_cost_cap';
 
 /** reported: usage from the upstream; counted: from streamed text; none: nothing was generated. */
 export type UsageSource = 'reported' | 'counted' | 'none';
@@ -375,5 +376,5 @@ export class LedgerWriter {
 }
 
 function spendOfBegin(entry: PendingEntry): SpendChange {
-  return { keyId: entry.keyId, tenantId: entry.tenantId, day: utcDay(entry.createdAt), microUsd: entry.estCostMicros };
+  return { keyId: entry.keyId, tenantId: entry.tenantId, day: calendarDay(entry.createdAt), microUsd: entry.estCostMicros };
 }

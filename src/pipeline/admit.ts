@@ -5,25 +5,31 @@
  * the pending ledger row — all of it, or none of it:
  *
  * 1. the limiter takes from every bucket or from none (it may wait on Redis);
- * 2. budgets shared through Redis are reserved in every level or in none;
- * 3. then, with no await in between, the budgets this process checks from its
+ * 2. a request a budget or a cost cap bounds is planned at its worst case —
+ *    every choice's largest completion — or, when that does not fit, at the
+ *    largest output limit that does (src/budgets/output-cap.ts), which is
+ *    then sent as the request's own limit;
+ * 3. budgets shared through Redis are reserved in every level or in none;
+ * 4. then, with no await in between, the budgets this process checks from its
  *    own ledger are checked and the pending row is queued — so no request
  *    admitted by this process can slip between another's budget check and
  *    its record;
- * 4. the row must be committed before the request may go upstream.
+ * 5. the row must be committed before the request may go upstream.
  *
  * A refusal at any step gives back what the earlier steps took and files the
  * request as refused; a row that cannot be written gives everything back and
  * answers 503, so nothing is ever forwarded unrecorded.
  */
-import { budgetChecksFor, checkBudgets, type BudgetDecision } from '../budgets/check.js';
+import { affordable, budgetChecksFor, checkBudgets, type BudgetDecision } from '../budgets/check.js';
+import { planOutput, reservationOf, usefulMinimum, type OutputPlan } from '../budgets/output-cap.js';
 import { reserveSharedBudgets, type SharedOutcome } from '../budgets/redis-budgets.js';
 import { TollgateError } from '../errors.js';
 import { bindingsFor } from '../keys/caller.js';
 import { buildRateLimitHeaders, computeSettlement, createDemands, type Demand, type LimitBinding, type Ticket } from '../limits/index.js';
 import type { Admission, AdmittedRequest, EstimatedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
-import { type AdmissionRefused, budgetHeaders, budgetRefusal, limiterUnavailable, limitRefusal } from './refusals.js';
+import { withOutputLimit } from '../upstreams/request-facts.js';
+import { type AdmissionRefused, budgetHeaders, budgetRefusal, costCapRefusal, limiterUnavailable, limitRefusal } from './refusals.js';
 import { settleRefused } from './settle.js';
 
 /** Buckets taken for a request (how to settle or refund them), or the limiter's refusal (nothing taken). */
@@ -56,12 +62,24 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
       );
   };
 
-  // 2. Budgets shared through Redis (when configured), all levels or none.
+  // 2. Budgets and the client's cost cap hold the request at its worst case,
+  //    or at a smaller output limit when that is all they can pay for.
   const checks = budgetChecksFor(caller);
+  const bounded = checks.length > 0 || request.maxCostMicroUsd !== undefined;
+  const costCap = request.maxCostMicroUsd ?? Number.MAX_SAFE_INTEGER;
+  const minOutput = deps.minOutputTokens;
+  const wanted = bounded ? planOutput(estimate, costCap, minOutput) : undefined;
+  if (bounded && wanted === undefined) {
+    refund();
+    return refuse(costCapRefusal(estimate, costCap, minOutput, limits.headers));
+  }
+  const least = wanted === undefined ? 0 : reservationOf(estimate, Math.min(usefulMinimum(estimate, minOutput), wanted.perChoice));
+
+  // 3. Budgets shared through Redis (when configured), all levels or none.
   let shared: SharedOutcome = { kind: 'local' };
-  if (deps.sharedBudgets !== undefined && checks.length > 0) {
+  if (deps.sharedBudgets !== undefined && wanted !== undefined && checks.length > 0) {
     try {
-      shared = await reserveSharedBudgets(deps.sharedBudgets, checks, estimate.reservedMicroUsd, request.startedAt, (check) =>
+      shared = await reserveSharedBudgets(deps.sharedBudgets, checks, wanted.microUsd, least, request.startedAt, (check) =>
         deps.spend.spent(check.scope, check.budget.period, request.startedAt),
       );
     } catch (error) {
@@ -78,17 +96,25 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
     }
   }
 
-  // 3. Synchronously: this process's own budget check, then the pending row.
-  const decision: BudgetDecision =
-    shared.kind === 'reserved'
-      ? shared.decision
-      : shared.kind === 'unchecked'
-        ? { ok: true, tightest: undefined }
-        : checkBudgets(deps.spend, checks, estimate.reservedMicroUsd, request.startedAt);
+  // 4. Synchronously: this process's own budget check, then the pending row.
+  let plan: OutputPlan | undefined = wanted;
+  let decision: BudgetDecision = { ok: true, tightest: undefined };
+  if (shared.kind === 'reserved') {
+    plan = planOutput(estimate, Math.min(shared.reservation.amount, costCap), minOutput)!;
+    shared.reservation.shrink(plan.microUsd);
+    decision = shared.decision;
+  } else if (shared.kind === 'local' && wanted !== undefined && checks.length > 0) {
+    plan = planOutput(estimate, Math.min(costCap, affordable(deps.spend, checks, request.startedAt)), minOutput);
+    decision = checkBudgets(deps.spend, checks, plan?.microUsd ?? least, request.startedAt);
+  }
   if (!decision.ok) {
     refund();
     return refuse(budgetRefusal(decision, limits.headers));
   }
+  const reservedMicroUsd = plan?.microUsd ?? estimate.reservedMicroUsd;
+  // The model could outrun a bound Tollgate only assumed (no known output limit): send it as the limit.
+  const limited = plan !== undefined && (plan.capped || (estimate.clientMaxCompletion === undefined && estimate.price.maxOutputTokens === undefined));
+  const sent = limited ? withOutputLimit(request.endpoint, request.body, plan!.perChoice) : { bytes: request.bytes, body: request.body };
   const recorded = deps.ledger.begin({
     requestId: request.requestId,
     keyId: caller.key.id,
@@ -98,14 +124,14 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
     model: facts.model,
     stream: facts.stream,
     estPromptTokens: estimate.promptTokens,
-    estCompletionTokens: estimate.completionTokensReserved,
-    estCostMicros: estimate.reservedMicroUsd,
+    estCompletionTokens: plan?.completionTokens ?? estimate.completionTokensReserved,
+    estCostMicros: reservedMicroUsd,
     priceKnown: estimate.price.known,
   });
   const reservation = shared.kind === 'reserved' ? shared.reservation : undefined;
   let done = false;
   const admission: Admission = {
-    headers: { ...limits.headers, ...budgetHeaders(decision.tightest) },
+    headers: { ...limits.headers, ...budgetHeaders(decision.tightest), ...(plan?.capped ? { 'x-tollgate-output-capped': String(plan.perChoice) } : {}) },
     decisionMs,
     settle(usage) {
       if (done) return;
@@ -126,14 +152,14 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
     },
   };
 
-  // 4. On disk before it goes anywhere.
+  // 5. On disk before it goes anywhere.
   try {
     await recorded;
   } catch (error) {
     admission.release();
     throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
   }
-  return { ...request, admission, sentAt: request.startedAt, settled: false };
+  return { ...request, ...sent, admission, completionAllowance: plan?.completionTokens, sentAt: request.startedAt, settled: false };
 }
 
 /** Takes the request's cost from every bucket it belongs to, or returns the refusal (nothing taken). */

@@ -34,6 +34,8 @@ export interface EstimatedRequest extends RequestContext {
   readonly body: Record<string, unknown>;
   readonly facts: RequestFacts;
   readonly estimate: Estimate;
+  /** The client's own cap on this request's cost (`x-tollgate-max-cost-usd`), µUSD. */
+  readonly maxCostMicroUsd: number | undefined;
 }
 
 /** What admission took for a request, and how to give it back. */
@@ -51,6 +53,11 @@ export interface Admission {
 /** A request recorded as pending and free to go upstream. */
 export interface AdmittedRequest extends EstimatedRequest {
   readonly admission: Admission;
+  /**
+   * Completion tokens (all choices) the answer may carry before a stream is cut,
+   * when a budget or cost cap bounds the request; undefined otherwise.
+   */
+  readonly completionAllowance: number | undefined;
   /** When the request left for the upstream (set by forward). */
   sentAt: number;
   /** Set by settle: a request is settled exactly once. */

@@ -17,6 +17,8 @@ export interface PipelineDeps {
   /** Largest request body accepted, enforced while it is read. */
   readonly maxBodyBytes: number;
   readonly estimate: EstimateOptions;
+  /** Fewest completion tokens per choice worth admitting a budget-capped request with. */
+  readonly minOutputTokens: number;
   readonly limiter: Limiter;
   /** Limits over every key at once (from the config file). */
   readonly globalLimits: readonly LimitSpec[];

@@ -8,6 +8,7 @@ import { TollgateError, type ErrorCode } from '../errors.js';
 import { estimateRequest, EstimateInputError, type Estimate } from '../estimate/index.js';
 import { parseJsonObject } from '../http/body.js';
 import { checkModelAllowed } from '../keys/caller.js';
+import { usdToMicros } from '../money.js';
 import { readRequestFacts, type RequestFacts } from '../upstreams/request-facts.js';
 import type { EstimatedRequest, RequestContext } from './context.js';
 import type { PipelineDeps } from './deps.js';
@@ -21,8 +22,9 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     const body = parseJsonObject(bytes);
     facts = readRequestFacts(request.endpoint, body);
     checkModelAllowed(request.caller.policy, facts.model);
+    const maxCostMicroUsd = readCostCap(request.client.headers[COST_CAP_HEADER]);
     const estimated: Estimate = await estimateRequest(request.endpoint, body, deps.estimate);
-    return { ...request, bytes, body, facts, estimate: estimated };
+    return { ...request, bytes, body, facts, estimate: estimated, maxCostMicroUsd };
   } catch (error) {
     const refusal = asRefusal(error);
     settleRefused(
@@ -38,6 +40,20 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     );
     throw refusal;
   }
+}
+
+const COST_CAP_HEADER = 'x-tollgate-max-cost-usd';
+
+/** The client's own cap on what this request may cost (`x-tollgate-max-cost-usd: 0.25`), in µUSD. */
+function readCostCap(value: string | string[] | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const micros = typeof value === 'string' ? usdToMicros(value) : null;
+  if (micros === null || micros <= 0 || !Number.isSafeInteger(micros)) {
+    throw new TollgateError('invalid_value', `The ${COST_CAP_HEADER} header must be a positive amount of USD with at most 6 decimals, e.g. 0.25.`, {
+      param: COST_CAP_HEADER,
+    });
+  }
+  return micros;
 }
 
 /** A refusal before forwarding, as the TollgateError the client gets. */

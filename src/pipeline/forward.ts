@@ -19,6 +19,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
   const { client, endpoint, facts } = request;
   const body = needsUsageInjection(endpoint, facts) ? withUsageRequested(request.bytes, request.body) : request.bytes;
   request.sentAt = deps.now();
+  if (client.abort.signal.aborted) return clientLeftFirst(request, deps);
   try {
     return await deps.upstream.send({
       method: 'POST',
@@ -47,6 +48,25 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     );
     throw failure ?? new TollgateError('client_closed_request', 'The client closed the request.');
   }
+}
+
+/** The client went away while the request was being admitted: it is never sent, and costs nothing. */
+function clientLeftFirst(request: AdmittedRequest, deps: PipelineDeps): never {
+  settleForwarded(
+    request,
+    {
+      outcome: 'client_aborted',
+      status: null,
+      accepted: false,
+      usage: undefined,
+      streamedText: '',
+      firstTokenAt: undefined,
+      upstreamRequestId: undefined,
+      errorCode: 'client_aborted',
+    },
+    deps,
+  );
+  throw new TollgateError('client_closed_request', 'The client closed the request.');
 }
 
 /** The path below the upstream's base URL: the client's path without /v1, query kept. */

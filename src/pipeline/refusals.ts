@@ -5,6 +5,8 @@
  * fail mode is `closed`. Expected refusals, so they carry the ledger's reason.
  */
 import type { BudgetDecision, BudgetStanding } from '../budgets/check.js';
+import { reservationOf, usefulMinimum } from '../budgets/output-cap.js';
+import type { Estimate } from '../estimate/index.js';
 import { TollgateError } from '../errors.js';
 import type { Caller } from '../keys/caller.js';
 import type { RejectionReason } from '../ledger/writer.js';
@@ -102,4 +104,23 @@ export function budgetHeaders(tightest: BudgetStanding | undefined): Record<stri
     'x-tollgate-budget-remaining-usd': formatMicrosFixed(Math.max(0, tightest.remainingMicroUsd)),
     'x-tollgate-budget-period': tightest.check.budget.period,
   };
+}
+
+/** 400: the client's own `x-tollgate-max-cost-usd` cannot pay for the prompt and a useful completion. */
+export function costCapRefusal(
+  estimate: Estimate,
+  capMicroUsd: number,
+  minOutputTokens: number,
+  limitHeaders: Readonly<Record<string, string>>,
+): AdmissionRefused {
+  const tokens = usefulMinimum(estimate, minOutputTokens);
+  const least = reservationOf(estimate, tokens);
+  return new AdmissionRefused(
+    'other',
+    new TollgateError(
+      'invalid_value',
+      `x-tollgate-max-cost-usd is ${formatMicrosExact(capMicroUsd)}, but this request's prompt and ${tokens} completion tokens cost at least ${formatMicrosExact(least)}. Raise the cap or send a smaller request.`,
+      { param: 'x-tollgate-max-cost-usd', headers: { ...limitHeaders } },
+    ),
+  );
 }

@@ -4,7 +4,9 @@
  * chunk by chunk through a tap that notes usage, time to first token and the
  * text streamed so far, ending cleanly (with an error event in the stream's
  * own dialect) when the upstream breaks or goes silent, and aborting the
- * upstream when the client goes away. Either way the request is settled once
+ * upstream when the client goes away. A stream whose completion reaches what
+ * its budget or cost cap allows is ended there as if by its output limit
+ * (README, "Budgets are hard caps"). Either way the request is settled once
  * when its answer ends.
  */
 import type { Readable } from 'node:stream';
@@ -16,6 +18,7 @@ import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import { needsUsageInjection } from '../upstreams/request-facts.js';
 import { SseTap } from '../upstreams/sse-tap.js';
 import { completionTextOfJson, usageFromJsonBytes } from '../upstreams/usage.js';
+import { countCompletionTokens } from '../estimate/index.js';
 import type { AdmittedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { settleForwarded } from './settle.js';
@@ -27,8 +30,15 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
   const ok = response.status >= 200 && response.status < 300;
   const abort = request.client.abort;
   if (isEventStream(response.headers)) {
-    const tap = new SseTap({ endpoint, stripUsageChunk: needsUsageInjection(endpoint, request.facts), now: deps.now });
-    const stream = relayStream(response, tap, endpoint, abort, (outcome, errorCode) =>
+    const allowance = request.completionAllowance;
+    const tap = new SseTap({
+      endpoint,
+      stripUsageChunk: needsUsageInjection(endpoint, request.facts),
+      now: deps.now,
+      ...(allowance === undefined ? {} : { allowance: { tokens: allowance, count: (text: string) => countCompletionTokens(text, request.facts.model) } }),
+    });
+    const cutEnding = (): Uint8Array => tap.cutEnding(request.estimate.promptTokens, request.facts.clientWantsUsage);
+    const stream = relayStream(response, tap, endpoint, abort, cutEnding, (outcome, errorCode) =>
       settleForwarded(
         request,
         {
@@ -104,6 +114,7 @@ function relayStream(
   tap: SseTap,
   endpoint: Endpoint,
   abort: AbortController,
+  cutEnding: () => Uint8Array,
   onEnd: (outcome: FinalStatus, errorCode: string | undefined) => void,
 ): ReadableStream<Uint8Array> {
   const chunks = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -144,6 +155,17 @@ function relayStream(
             return;
           }
           const forward = tap.push(step.value);
+          if (tap.overAllowance) {
+            // The request may spend no more: end the stream as its output limit
+            // would have, and stop the upstream generating what nobody pays for.
+            if (forward !== null) controller.enqueue(forward);
+            controller.enqueue(cutEnding());
+            controller.close();
+            end('cut_at_cost_cap', 'cost_cap_reached');
+            abort.abort();
+            response.body.destroy();
+            return;
+          }
           if (forward !== null) {
             controller.enqueue(forward);
             return;

@@ -79,7 +79,8 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
     estimate,
     reported: ending.usage,
     accepted: ending.accepted,
-    upstreamError: ending.outcome === 'upstream_error',
+    // An error event inside a 200 stream is not an error status: what streamed before it was generated.
+    upstreamError: ending.status !== null && (ending.status < 200 || ending.status >= 300),
     streamedText: ending.streamedText,
     countTokens: (text) => countCompletionTokens(text, facts.model),
   });

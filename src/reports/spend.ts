@@ -5,7 +5,7 @@
  * calendar days.
  */
 import type { TollgateDatabase } from '../db/open.js';
-import { DAY_MS, dayStartMs, isCalendarDay, monthStartOf, utcDay } from '../calendar.js';
+import { addDays, calendarDay, dayEndMs, dayStartMs, isCalendarDay, monthStartOf } from '../calendar.js';
 
 export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'total';
 
@@ -69,7 +69,7 @@ const GROUP_COLUMNS: Record<SpendGrouping, { select: string; group: string; orde
 
 /** Spend over a range of UTC days, grouped as asked, with the grand total. */
 export function querySpend(database: TollgateDatabase, query: SpendQuery, now = Date.now()): SpendReport {
-  const until = query.until ?? utcDay(now);
+  const until = query.until ?? calendarDay(now);
   const where = ['r.day >= @since', 'r.day <= @until'];
   if (query.keyId !== undefined) where.push('r.key_id = @keyId');
   if (query.tenantId !== undefined) where.push('k.tenant_id = @tenantId');
@@ -88,7 +88,7 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
   if (query.tenantId !== undefined) pendingWhere.push('l.tenant_id = @tenantId');
   const pending = database.sqlite
     .prepare(`SELECT count(*) AS n FROM ledger l WHERE ${pendingWhere.join(' AND ')}`)
-    .get({ ...params, sinceMs: dayStartMs(query.since), untilMs: dayStartMs(until) + DAY_MS }) as { n: number };
+    .get({ ...params, sinceMs: dayStartMs(query.since), untilMs: dayEndMs(until) }) as { n: number };
   return { since: query.since, until, by: query.by, rows: query.by === 'total' ? [] : rows, total, pending: pending.n };
 }
 
@@ -102,10 +102,10 @@ export function parseSince(text: string, now = Date.now()): string {
   if (days) {
     const n = Number(days[1]);
     if (n < 1) throw new RangeError('--since Nd needs N ≥ 1');
-    return utcDay(now - (n - 1) * DAY_MS);
+    return addDays(calendarDay(now), -(n - 1));
   }
-  if (trimmed === 'today') return utcDay(now);
-  if (trimmed === 'month') return monthStartOf(utcDay(now));
+  if (trimmed === 'today') return calendarDay(now);
+  if (trimmed === 'month') return monthStartOf(calendarDay(now));
   if (isCalendarDay(trimmed)) return trimmed;
   throw new RangeError(`"${text}" is not a start day (use 7d, today, month or YYYY-MM-DD)`);
 }

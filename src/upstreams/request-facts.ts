@@ -60,3 +60,19 @@ export function withUsageRequested(bytes: Buffer, body: Record<string, unknown>)
   const options = (body.stream_options ?? {}) as Record<string, unknown>;
   return Buffer.from(JSON.stringify({ ...body, stream_options: { ...options, include_usage: true } }));
 }
+
+/** The field that limits a request's completion per choice, per endpoint. */
+function outputLimitField(endpoint: Endpoint, body: Record<string, unknown>): string | undefined {
+  if (endpoint === 'responses') return 'max_output_tokens';
+  if (endpoint === 'completions') return 'max_tokens';
+  if (endpoint !== 'chat') return undefined;
+  // A client that limits with the older `max_tokens` keeps it (some models accept only one of the two).
+  return body.max_completion_tokens === undefined && body.max_tokens !== undefined && body.max_tokens !== null ? 'max_tokens' : 'max_completion_tokens';
+}
+
+/** The body with its completion limited to `tokens` per choice (the budget's cap, README "Budgets are hard caps"). */
+export function withOutputLimit(endpoint: Endpoint, body: Record<string, unknown>, tokens: number): { body: Record<string, unknown>; bytes: Buffer } {
+  const field = outputLimitField(endpoint, body);
+  const limited = field === undefined ? body : { ...body, [field]: tokens };
+  return { body: limited, bytes: Buffer.from(JSON.stringify(limited)) };
+}

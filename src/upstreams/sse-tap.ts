@@ -21,6 +21,19 @@ export interface SseTapOptions {
   readonly stripUsageChunk: boolean;
   /** Clock for time-to-first-token, injectable for tests. */
   readonly now?: () => number;
+  /**
+   * Completion tokens (all choices) the stream may carry before Tollgate ends it
+   * (a budget's or cost cap's limit), and how to count them.
+   */
+  readonly allowance?: { readonly tokens: number; readonly count: (text: string) => number };
+}
+
+/** What a chat or completions stream's chunks are made of, kept to end a cut stream in kind. */
+interface ChunkShell {
+  readonly id: unknown;
+  readonly object: unknown;
+  readonly created: unknown;
+  readonly model: unknown;
 }
 
 /** An error the upstream reported inside the stream. */
@@ -40,17 +53,84 @@ export class SseTap {
   private done = false;
   private firstTokenAt: number | undefined;
   private upstreamError: StreamError | undefined;
+  private readonly allowance: SseTapOptions['allowance'];
+  /** Exact tokens of texts[0, countedTexts). */
+  private countedTokens = 0;
+  private countedTexts = 0;
+  /** An upper bound of the tokens in the texts not counted yet: UTF-16 units × 3 ≥ UTF-8 bytes ≥ tokens. */
+  private uncountedBound = 0;
+  private reachedAllowance = false;
+  private shell: ChunkShell | undefined;
+  private readonly openChoices = new Set<number>();
+  private responseShell: Record<string, unknown> | undefined;
+  private lastSequence = -1;
 
   constructor(options: SseTapOptions) {
     this.endpoint = options.endpoint;
     this.strip = options.stripUsageChunk && (options.endpoint === 'chat' || options.endpoint === 'completions');
     this.now = options.now ?? Date.now;
+    this.allowance = options.allowance;
+  }
+
+  /** True once the completion streamed so far reached the allowance: the relay ends the stream here. */
+  get overAllowance(): boolean {
+    return this.reachedAllowance;
+  }
+
+  /**
+   * The events that end a cut stream the way the endpoint ends one that hit its
+   * output limit: each open choice finished with `length` (a usage chunk when the
+   * client asked for one) and `[DONE]`, or the Responses API's `response.incomplete`.
+   */
+  cutEnding(promptTokens: number, clientWantsUsage: boolean): Uint8Array {
+    const completionTokens = this.streamedTokens();
+    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    if (this.endpoint === 'responses') {
+      const response = {
+        ...this.responseShell,
+        status: 'incomplete',
+        incomplete_details: { reason: 'max_output_tokens' },
+        usage: { input_tokens: promptTokens, output_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+      };
+      const event = { type: 'response.incomplete', sequence_number: this.lastSequence + 1, response };
+      return Buffer.from(`event: response.incomplete\ndata: ${JSON.stringify(event)}\n\n`);
+    }
+    const shell = this.shell ?? { id: null, object: this.endpoint === 'chat' ? 'chat.completion.chunk' : 'text_completion', created: 0, model: null };
+    const choices = this.openChoices.size === 0 ? [0] : [...this.openChoices];
+    let text = '';
+    for (const index of choices) {
+      const choice =
+        this.endpoint === 'chat' ? { index, delta: {}, logprobs: null, finish_reason: 'length' } : { text: '', index, logprobs: null, finish_reason: 'length' };
+      text += `data: ${JSON.stringify({ ...shell, choices: [choice] })}\n\n`;
+    }
+    if (clientWantsUsage) text += `data: ${JSON.stringify({ ...shell, choices: [], usage })}\n\n`;
+    return Buffer.from(`${text}data: [DONE]\n\n`);
+  }
+
+  /** Tokens of all completion text streamed so far (exact). */
+  streamedTokens(): number {
+    this.countUp();
+    return this.countedTokens;
+  }
+
+  private countUp(): void {
+    if (this.allowance === undefined) return;
+    for (; this.countedTexts < this.texts.length; this.countedTexts++) this.countedTokens += this.allowance.count(this.texts[this.countedTexts]!);
+    this.uncountedBound = 0;
   }
 
   /** Feeds one chunk from upstream; returns the bytes to forward (possibly the same chunk, or none). */
   push(chunk: Uint8Array): Uint8Array | null {
+    const held = this.pending?.byteLength ?? 0;
     const buffer = this.pending === null ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.pending, chunk]);
     const { end, dropped } = this.scan(buffer);
+    if (this.reachedAllowance) {
+      // Cut at the event that reached the allowance; what came after it in this read is not relayed.
+      this.pending = null;
+      const complete = this.strip ? buffer.subarray(0, end) : buffer.subarray(held, end);
+      const forward = this.strip && dropped.length > 0 ? removeRanges(complete, dropped) : complete;
+      return forward.byteLength === 0 ? null : forward;
+    }
     this.pending = end < buffer.byteLength ? Buffer.from(buffer.subarray(end)) : null;
     if (!this.strip) return chunk;
     const complete = buffer.subarray(0, end);
@@ -114,6 +194,7 @@ export class SseTap {
         }
         eventStart = newline + 1;
         end = eventStart;
+        if (this.reachedAllowance) break;
       }
       lineStart = newline + 1;
     }
@@ -157,6 +238,8 @@ export class SseTap {
     const usage = readUsage(chunk.usage);
     if (usage !== undefined) this.usageSeen = usage;
     const choices = chunk.choices;
+    if (this.allowance !== undefined && this.shell === undefined)
+      this.shell = { id: chunk.id, object: chunk.object, created: chunk.created, model: chunk.model };
     if (Array.isArray(choices)) {
       for (const choice of choices) this.collectChoice(choice);
       return usage !== undefined && choices.length === 0 && this.strip;
@@ -166,7 +249,11 @@ export class SseTap {
 
   private collectChoice(choice: unknown): void {
     if (choice === null || typeof choice !== 'object') return;
-    const { delta, text } = choice as { delta?: unknown; text?: unknown };
+    const { delta, text, index, finish_reason: finishReason } = choice as { delta?: unknown; text?: unknown; index?: unknown; finish_reason?: unknown };
+    if (this.allowance !== undefined && typeof index === 'number') {
+      if (finishReason === null || finishReason === undefined) this.openChoices.add(index);
+      else this.openChoices.delete(index);
+    }
     if (typeof text === 'string') this.collect(text);
     if (delta === null || typeof delta !== 'object') return;
     const { content, refusal, tool_calls: toolCalls, function_call: functionCall } = delta as Record<string, unknown>;
@@ -187,6 +274,12 @@ export class SseTap {
 
   private readResponsesEvent(eventName: string, event: Record<string, unknown>): boolean {
     const type = typeof event.type === 'string' ? event.type : eventName;
+    if (this.allowance !== undefined) {
+      if (typeof event.sequence_number === 'number') this.lastSequence = event.sequence_number;
+      if (type === 'response.created' && event.response !== null && typeof event.response === 'object') {
+        this.responseShell = event.response as Record<string, unknown>;
+      }
+    }
     if (type.endsWith('.delta') && typeof event.delta === 'string') {
       this.collect(event.delta);
       return false;
@@ -207,6 +300,13 @@ export class SseTap {
     if (text === '') return;
     if (this.firstTokenAt === undefined) this.firstTokenAt = this.now();
     this.texts.push(text);
+    const allowance = this.allowance;
+    if (allowance === undefined || this.reachedAllowance) return;
+    // Counting every delta would tokenize each stream twice; count only near the allowance.
+    this.uncountedBound += text.length * 3;
+    if (this.countedTokens + this.uncountedBound < allowance.tokens) return;
+    this.countUp();
+    if (this.countedTokens >= allowance.tokens) this.reachedAllowance = true;
   }
 }
 

@@ -20,7 +20,7 @@ export interface PipelineHarness {
   /** Every finished event, in order. */
   readonly finished: RequestFinished[];
   /** A chat request of a key, estimated and ready for admit. */
-  request(keySecret: string, body?: Record<string, unknown>): EstimatedRequest;
+  request(keySecret: string, body?: Record<string, unknown>, options?: { maxCostMicroUsd?: number }): EstimatedRequest;
   /** The ledger row of a request, read from the database file. */
   row(requestId: string): { status: string; cost_micros: number | null; est_cost_micros: number; prompt_tokens: number | null } | undefined;
   close(): void;
@@ -44,7 +44,7 @@ export function startHarness(options: { now?: () => number; limiterClock?: () =>
   return {
     test,
     finished,
-    request(keySecret, body = {}) {
+    request(keySecret, body = {}, options = {}) {
       const key = test.keys.lookup(keySecret);
       if (key === undefined) throw new Error('unknown key');
       const json = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 100, ...body };
@@ -61,6 +61,7 @@ export function startHarness(options: { now?: () => number; limiterClock?: () =>
         body: json,
         facts: { model: json.model, stream: false, clientWantsUsage: false },
         estimate: estimateRequestSync('chat', json, test.tollgate.pipeline.estimate),
+        maxCostMicroUsd: options.maxCostMicroUsd,
       };
     },
     row(requestId) {

@@ -19,7 +19,8 @@
  *   garbage=1          interleave lines that are not valid SSE/JSON
  *   words=N            length of the answer in words (default 12)
  *   cached=N           report N prompt tokens as cached
- *   reasoning=N        add N hidden reasoning tokens to the completion
+ *   reasoning=N        think N hidden reasoning tokens before answering (within the output limit)
+ *   ignoreLimit=1      ignore max_completion_tokens / max_tokens / max_output_tokens (a misbehaving upstream)
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -135,12 +136,15 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
 
     const n = endpoint === 'responses' ? 1 : Math.max(1, Number(body.n ?? 1) || 1);
     const limitRaw = body.max_completion_tokens ?? body.max_tokens ?? body.max_output_tokens;
-    const limit = typeof limitRaw === 'number' ? limitRaw : undefined;
-    const words = answerWords(scenario, limit);
-    const reasoning = num(scenario, 'reasoning') ?? 0;
+    const limit = typeof limitRaw === 'number' && scenario.ignoreLimit === undefined ? limitRaw : undefined;
+    // Hidden reasoning comes first and counts against the output limit, as the API bills it:
+    // a limit it exhausts leaves no room for the answer (finish_reason "length").
+    const wantedReasoning = num(scenario, 'reasoning') ?? 0;
+    const reasoning = limit === undefined ? wantedReasoning : Math.min(wantedReasoning, limit);
+    const words = answerWords(scenario, limit === undefined ? undefined : limit - reasoning);
     const answer = words.join('');
     const perChoiceTokens = tokens(model, answer);
-    const finishReason = limit !== undefined && (num(scenario, 'words') ?? 12) > limit ? 'length' : 'stop';
+    const finishReason = limit !== undefined && (num(scenario, 'words') ?? 12) + wantedReasoning > limit ? 'length' : 'stop';
 
     if (body.stream === true) {
       return streamAnswer(res, { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason }, record);

@@ -64,8 +64,10 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     choices,
     ...(includeUsage ? { usage } : {}),
   });
+  // Counted word by word (each fake word is one token), so a long stream costs linear time.
+  let sentTokens = 0;
   const bill = (): void => {
-    const completionTokens = sent.length === 0 ? 0 : tokens(model, sent.join(''));
+    const completionTokens = sentTokens;
     const finishedAll = sent.length === words.length * n;
     const reasoningTokens = finishedAll ? plan.reasoning : 0;
     record.billed = { promptTokens: plan.promptTokens, cachedTokens: plan.cachedTokens, completionTokens: completionTokens + reasoningTokens, reasoningTokens };
@@ -133,6 +135,7 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
       );
       if (!ok) return;
       sent.push(word);
+      sentTokens += tokens(model, word);
       contentChunks += 1;
       record.chunksSent = contentChunks;
       bill();

@@ -23,8 +23,9 @@ const PERIOD_SECONDS: Readonly<Record<LimitPeriod, number>> = {
   day: 86_400,
 };
 
-export const BUDGET_PERIODS = ['day', 'month', 'total'] as const;
-export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
+import { BUDGET_PERIODS } from '../../calendar.js';
+
+export { BUDGET_PERIODS, type BudgetPeriod } from '../../calendar.js';
 
 const costSourceSchema = z.union([
   z.object({ kind: z.literal('fixed') }).readonly(),
@@ -55,7 +56,7 @@ const budgetSchema = z
   .object({
     /** Cap in integer micro-USD for the period. */
     microUsd: z.number().int().positive(),
-    /** UTC calendar day, UTC calendar month, or the key's lifetime. */
+    /** Calendar day, ISO week or calendar month in the deployment's time zone, or the key's lifetime. */
     period: z.enum(BUDGET_PERIODS),
   })
   .readonly();
@@ -65,6 +66,8 @@ export const policySchema = z
   .object({
     limits: z.array(limitSchema).readonly().default([]),
     budget: budgetSchema.optional(),
+    /** More budgets, one per period (a day cap and a month cap at once); with `budget`, every one applies. */
+    budgets: z.array(budgetSchema).readonly().optional(),
     /** Allowed model names (exact, or a prefix ending in `*`); absent = all models. */
     models: z.array(z.string().min(1)).readonly().optional(),
   })
@@ -73,6 +76,12 @@ export const policySchema = z
 export type LimitSpec = z.output<typeof limitSchema>;
 export type Budget = z.output<typeof budgetSchema>;
 export type Policy = z.output<typeof policySchema>;
+
+/** Every budget of a policy (`budget` and `budgets`), one per period. */
+export function budgetsOf(policy: Policy | undefined): Budget[] {
+  if (policy === undefined) return [];
+  return policy.budget === undefined ? [...(policy.budgets ?? [])] : [policy.budget, ...(policy.budgets ?? [])];
+}
 
 export class PolicyError extends Error {
   override readonly name = 'PolicyError';
@@ -222,13 +231,16 @@ export function validatePolicy(policy: Policy): void {
     }
     names.add(limit.name);
   }
-  if (policy.budget) {
-    if (!(Number.isSafeInteger(policy.budget.microUsd) && policy.budget.microUsd > 0)) {
+  const periods = new Set<string>();
+  for (const budget of [...(policy.budget ? [policy.budget] : []), ...(policy.budgets ?? [])]) {
+    if (!(Number.isSafeInteger(budget.microUsd) && budget.microUsd > 0)) {
       throw new PolicyError('budget must be a positive amount of dollars');
     }
-    if (!(BUDGET_PERIODS as readonly string[]).includes(policy.budget.period)) {
-      throw new PolicyError(`unknown budget period "${String(policy.budget.period)}" (expected day, month or total)`);
+    if (!(BUDGET_PERIODS as readonly string[]).includes(budget.period)) {
+      throw new PolicyError(`unknown budget period "${String(budget.period)}" (expected day, week, month or total)`);
     }
+    if (periods.has(budget.period)) throw new PolicyError(`two budgets per ${budget.period}; give each period one budget`);
+    periods.add(budget.period);
   }
 }
 

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { periodStart, utcDay, type BudgetPeriod } from '../../../src/calendar.js';
+import { periodStart, calendarDay, type BudgetPeriod } from '../../../src/calendar.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
 const DAY = 86_400_000;
@@ -75,7 +75,7 @@ describe('budget reads', () => {
           .prepare(
             `SELECT coalesce(sum(r.cost_micros), 0) AS spent FROM rollups_daily r JOIN api_keys k ON k.id = r.key_id WHERE ${where} = ? AND r.day >= ? AND r.day <= ?`,
           )
-          .get(id, since, utcDay(NOW)) as { spent: number }
+          .get(id, since, calendarDay(NOW)) as { spent: number }
       ).spent;
     for (const period of ['day', 'month', 'total'] as BudgetPeriod[]) {
       const since = periodStart(period, NOW);

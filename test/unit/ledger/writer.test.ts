@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import Database from 'better-sqlite3';
 import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
-import { utcDay } from '../../../src/calendar.js';
+import { calendarDay } from '../../../src/calendar.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { expectLongerRollupsEqualRows } from './rollup-checks.js';
@@ -218,7 +218,7 @@ describe('LedgerWriter', () => {
   });
 
   it('files a request under the UTC day it was made', () => {
-    expect(utcDay(Date.parse('2026-11-21T23:59:59.999Z'))).toBe('2026-11-21');
-    expect(utcDay(Date.parse('2026-11-22T00:00:00Z'))).toBe('2026-11-22');
+    expect(calendarDay(Date.parse('2026-11-21T23:59:59.999Z'))).toBe('2026-11-21');
+    expect(calendarDay(Date.parse('2026-11-22T00:00:00Z'))).toBe('2026-11-22');
   });
 });

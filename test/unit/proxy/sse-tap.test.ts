@@ -123,3 +123,92 @@ describe('SseTap', () => {
     expect(tap.error).toEqual({ message: 'boom', code: 'server_error' });
   });
 });
+
+describe('SseTap with an allowance (a budget’s cut)', () => {
+  const count = (text: string) => text.split(' ').filter((w) => w !== '').length; // one token per word, for the test
+  const wordChunk = (index: number, word: string) =>
+    `data: {"id":"c1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":${index},"delta":{"content":" ${word}"},"finish_reason":null}]}\n\n`;
+
+  it('says when the streamed completion reaches the allowance, and not before', () => {
+    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false, allowance: { tokens: 5, count } });
+    const reached: boolean[] = [];
+    for (let i = 0; i < 7; i++) {
+      tap.push(Buffer.from(wordChunk(0, `w${i}`)));
+      reached.push(tap.overAllowance);
+    }
+    expect(reached).toEqual([false, false, false, false, true, true, true]);
+    expect(tap.streamedTokens()).toBe(7);
+  });
+
+  it('relays nothing past the event that reached the allowance, however the bytes arrive', () => {
+    fc.assert(
+      fc.property(fc.boolean(), fc.array(fc.nat(2000), { maxLength: 6 }), (strip, cuts) => {
+        const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: strip, allowance: { tokens: 5, count } });
+        const bytes = Buffer.from(Array.from({ length: 9 }, (_, i) => wordChunk(0, `w${i}`)).join(''));
+        const out: Uint8Array[] = [];
+        for (const part of splitAt(bytes, cuts)) {
+          const forward = tap.push(part);
+          if (forward) out.push(forward);
+          if (tap.overAllowance) break;
+        }
+        expect(tap.overAllowance).toBe(true);
+        expect(Buffer.concat(out).toString()).toBe(Array.from({ length: 5 }, (_, i) => wordChunk(0, `w${i}`)).join(''));
+        expect(tap.streamedTokens()).toBe(5);
+      }),
+    );
+  });
+
+  it('ends a cut chat stream as its output limit would: every open choice with length, the usage asked for, [DONE]', () => {
+    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false, allowance: { tokens: 3, count } });
+    tap.push(Buffer.from(wordChunk(0, 'a') + wordChunk(1, 'b') + wordChunk(0, 'c')));
+    expect(tap.overAllowance).toBe(true);
+    const events = Buffer.from(tap.cutEnding(11, true))
+      .toString()
+      .split('\n\n')
+      .filter((e) => e !== '')
+      .map((e) => e.slice('data: '.length));
+    expect(events.at(-1)).toBe('[DONE]');
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as Record<string, unknown>);
+    expect(chunks.slice(0, 2).map((c) => c.choices)).toEqual([
+      [{ index: 0, delta: {}, logprobs: null, finish_reason: 'length' }],
+      [{ index: 1, delta: {}, logprobs: null, finish_reason: 'length' }],
+    ]);
+    expect(chunks[0]).toMatchObject({ id: 'c1', object: 'chat.completion.chunk', created: 7, model: 'm' });
+    expect(chunks[2]).toMatchObject({ choices: [], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } });
+  });
+
+  it('ends a cut Responses stream with response.incomplete (max_output_tokens)', () => {
+    const tap = new SseTap({ endpoint: 'responses', stripUsageChunk: false, allowance: { tokens: 2, count } });
+    const event = (type: string, payload: Record<string, unknown>, seq: number) =>
+      `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq, ...payload })}\n\n`;
+    tap.push(Buffer.from(event('response.created', { response: { id: 'resp_1', object: 'response', status: 'in_progress', output: [] } }, 0)));
+    tap.push(Buffer.from(event('response.output_text.delta', { delta: 'one two' }, 1)));
+    expect(tap.overAllowance).toBe(true);
+    const text = Buffer.from(tap.cutEnding(5, false)).toString();
+    expect(text.startsWith('event: response.incomplete\n')).toBe(true);
+    const data = JSON.parse(text.split('\n')[1]!.slice('data: '.length)) as Record<string, unknown>;
+    expect(data).toMatchObject({
+      type: 'response.incomplete',
+      sequence_number: 2,
+      response: { id: 'resp_1', status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { input_tokens: 5, output_tokens: 2 } },
+    });
+  });
+
+  it('counts only near the allowance: a long stream far below it is never tokenized on the way', () => {
+    let calls = 0;
+    const tap = new SseTap({
+      endpoint: 'chat',
+      stripUsageChunk: false,
+      allowance: {
+        tokens: 1_000_000,
+        count: (text) => {
+          calls++;
+          return count(text);
+        },
+      },
+    });
+    for (let i = 0; i < 1000; i++) tap.push(Buffer.from(wordChunk(0, 'word')));
+    expect(calls).toBe(0);
+    expect(tap.overAllowance).toBe(false);
+  });
+});

@@ -1,13 +1,13 @@
 /**
  * src/limits/algorithm/ is the pure half of the limiter (src/limits/README.md):
  * it may import only itself, the Limiter types and a few other pure modules
- * (zod for the policy's schema, money), never a store or a Node module, so it
+ * (zod for the policy's schema, money, the calendar's budget periods), never a store or a Node module, so it
  * stays testable with a virtual clock and no Redis.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
-const PURE = new Set(['../limiter.js', '../../money.js', 'zod']);
+const PURE = new Set(['../limiter.js', '../../money.js', '../../calendar.js', 'zod']);
 
 const ALGORITHM = new URL('../../../../src/limits/algorithm/', import.meta.url);
 
