@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
-import { periodEnd } from '../../../src/calendar.js';
+import fc from 'fast-check';
+import { calendarDay, dayStartMs, periodEnd, periodId, periodStart, setTimeZone } from '../../../src/calendar.js';
 import { checkBudgets, type BudgetCheck } from '../../../src/budgets/check.js';
 import { formatMicrosFixed } from '../../../src/money.js';
 import { KeyStore } from '../../../src/keys/store.js';
@@ -146,5 +147,74 @@ describe('budgets', () => {
     expect(periodEnd('total', NOON)).toBeUndefined();
     expect(formatMicrosFixed(12_500_000)).toBe('12.500000');
     expect(formatMicrosFixed(-3)).toBe('-0.000003');
+  });
+
+  it('counts a week from Monday and checks every budget of a key at once (day and week and month)', async () => {
+    const { key, tracker, writer } = setup();
+    const sunday = Date.parse('2026-11-22T10:00:00Z');
+    const monday = Date.parse('2026-11-16T10:00:00Z');
+    for (const [at, cost] of [
+      [Date.parse('2026-11-15T10:00:00Z'), 1_000], // the Sunday before: last week
+      [monday, 20_000],
+      [sunday, 3_000],
+    ] as const) {
+      const entry = pending(key.id, key.tenantId, cost, at);
+      await writer.begin(entry);
+      writer.complete(settled(entry.requestId, cost, at + 1000));
+    }
+    writer.flush();
+    const scope = { level: 'key' as const, id: key.id };
+    expect(tracker.spent(scope, 'week', sunday)).toBe(23_000);
+    expect(tracker.spent(scope, 'day', sunday)).toBe(3_000);
+    expect(tracker.spent(scope, 'month', sunday)).toBe(24_000);
+    expect(periodEnd('week', sunday)).toBe(Date.parse('2026-11-23T00:00:00Z'));
+    const checks: BudgetCheck[] = [
+      { scope, label: 'key spender', budget: { microUsd: 10_000, period: 'day' } },
+      { scope, label: 'key spender', budget: { microUsd: 25_000, period: 'week' } },
+    ];
+    // The day has room for 7,000 but the week only for 2,000: the week refuses.
+    expect(checkBudgets(tracker, checks, 2_000, sunday).ok).toBe(true);
+    const refused = checkBudgets(tracker, checks, 2_001, sunday);
+    expect(refused.ok).toBe(false);
+    if (!refused.ok) expect(refused.refusedBy.check.budget.period).toBe('week');
+  });
+});
+
+describe('calendar periods in the deployment time zone', () => {
+  afterEach(() => setTimeZone('UTC'));
+
+  it('files days, weeks and months by the local calendar, across a DST change', () => {
+    setTimeZone('America/New_York');
+    // 03:30 UTC on the 1st of November is still the 31st of October in New York (EDT, UTC−4).
+    const late = Date.parse('2026-11-01T03:30:00Z');
+    expect(calendarDay(late)).toBe('2026-10-31');
+    expect(periodId('month', late)).toBe('2026-10');
+    expect(periodEnd('day', late)).toBe(Date.parse('2026-11-01T04:00:00Z'));
+    // The 1st of November 2026 is 25 hours long there (back to EST, UTC−5).
+    expect(periodEnd('day', Date.parse('2026-11-01T12:00:00Z'))).toBe(Date.parse('2026-11-02T05:00:00Z'));
+    expect(dayStartMs('2026-11-01')).toBe(Date.parse('2026-11-01T04:00:00Z'));
+    expect(periodStart('week', Date.parse('2026-11-02T03:00:00Z'))).toBe('2026-10-26'); // still Sunday the 1st locally
+    expect(periodId('week', Date.parse('2026-11-02T06:00:00Z'))).toBe('W2026-11-02');
+  });
+
+  it('is UTC unless set, and refuses names the runtime does not know', () => {
+    expect(calendarDay(Date.parse('2026-11-01T03:30:00Z'))).toBe('2026-11-01');
+    expect(() => setTimeZone('Mars/Olympus_Mons')).toThrow(RangeError);
+  });
+
+  it('agrees with Intl on the local day of any instant, in several zones (property)', () => {
+    for (const zone of ['Asia/Kolkata', 'Australia/Lord_Howe', 'America/Sao_Paulo', 'Pacific/Chatham', 'Europe/London']) {
+      setTimeZone(zone);
+      const format = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' });
+      fc.assert(
+        fc.property(fc.integer({ min: Date.parse('2020-01-01T00:00:00Z'), max: Date.parse('2030-01-01T00:00:00Z') }), (ms) => {
+          const day = calendarDay(ms);
+          expect(day).toBe(format.format(ms));
+          expect(dayStartMs(day)).toBeLessThanOrEqual(ms);
+          expect(periodEnd('day', ms)).toBeGreaterThan(ms);
+        }),
+        { numRuns: 300 },
+      );
+    }
   });
 });

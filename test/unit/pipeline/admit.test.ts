@@ -10,6 +10,7 @@ import { bindingsFor } from '../../../src/keys/caller.js';
 import { parseLimit } from '../../../src/limits/algorithm/policy.js';
 import { formatMicrosFixed } from '../../../src/money.js';
 import { admit } from '../../../src/pipeline/admit.js';
+import { forward } from '../../../src/pipeline/forward.js';
 import type { EstimatedRequest } from '../../../src/pipeline/context.js';
 import { issue, startHarness, type PipelineHarness } from '../../support/pipeline.js';
 
@@ -110,5 +111,82 @@ describe('admit', () => {
     expect(results.filter((r) => r.status === 'rejected').map((r) => ((r as PromiseRejectedResult).reason as TollgateError).code)).toEqual(
       Array(5).fill('insufficient_quota'),
     );
+  });
+});
+
+describe('admit with a budget or a cost cap (README, "Budgets are hard caps")', () => {
+  const reasoning = { model: 'o4-mini', max_tokens: undefined };
+
+  it('caps a request the budget cannot hold whole: the cap goes upstream as its own limit, and the client is told', async () => {
+    harness = startHarness();
+    const key = issue(harness, 'thinker', { limits: [], budget: { microUsd: 50_000, period: 'day' } });
+    const request = harness.request(key, reasoning);
+    expect(request.estimate.completionBoundPerChoice).toBe(100_000);
+
+    const admitted = await admit(request, harness.test.tollgate.pipeline);
+
+    const cap = admitted.body.max_completion_tokens as number;
+    expect(cap).toBeGreaterThan(11_000);
+    expect(cap).toBeLessThan(11_364);
+    expect(JSON.parse(admitted.bytes.toString()).max_completion_tokens).toBe(cap);
+    expect(admitted.admission.headers['x-tollgate-output-capped']).toBe(String(cap));
+    expect(admitted.completionAllowance).toBe(cap);
+    const row = harness.row(request.requestId)!;
+    expect(row.est_cost_micros).toBeLessThanOrEqual(50_000);
+    expect(row.est_cost_micros).toBeGreaterThan(49_000);
+  });
+
+  it('reserves the worst case, not the default, when it fits — and sends the body unchanged', async () => {
+    harness = startHarness();
+    const key = issue(harness, 'rich', { limits: [], budget: { microUsd: 10_000_000, period: 'month' } });
+    const request = harness.request(key, reasoning);
+    const admitted = await admit(request, harness.test.tollgate.pipeline);
+    expect(admitted.bytes).toBe(request.bytes);
+    expect(admitted.admission.headers['x-tollgate-output-capped']).toBeUndefined();
+    expect(harness.row(request.requestId)!.est_cost_micros).toBeGreaterThan(request.estimate.reservedMicroUsd * 20);
+  });
+
+  it('refuses with insufficient_quota when less than the useful minimum is left, and takes nothing', async () => {
+    harness = startHarness({ limiterClock: () => 0 });
+    const key = issue(harness, 'poor', { limits: [parseLimit('requests:10/min')], budget: { microUsd: 4_000, period: 'day' } });
+    const request = harness.request(key, reasoning); // 1,024 o4-mini tokens cost 4,506 µUSD
+    const error = await refusal(admit(request, harness.test.tollgate.pipeline));
+    expect(error.code).toBe('insufficient_quota');
+    expect(remaining(request)).toEqual([10]);
+    harness.test.ledger.flush();
+    expect(harness.row(request.requestId)).toMatchObject({ status: 'rejected' });
+  });
+
+  it('holds the client’s own cost cap without any budget, and refuses a cap too small for the prompt and the minimum', async () => {
+    harness = startHarness();
+    const key = issue(harness, 'careful', { limits: [] });
+    const admitted = await admit(harness.request(key, reasoning, { maxCostMicroUsd: 10_000 }), harness.test.tollgate.pipeline);
+    expect(admitted.body.max_completion_tokens).toBeLessThan(2_273);
+    expect(harness.row(admitted.requestId)!.est_cost_micros).toBeLessThanOrEqual(10_000);
+    const error = await refusal(admit(harness.request(key, reasoning, { maxCostMicroUsd: 1_000 }), harness.test.tollgate.pipeline));
+    expect(error.code).toBe('invalid_value');
+    expect(error.param).toBe('x-tollgate-max-cost-usd');
+  });
+
+  it('keeps the client’s own smaller limit', async () => {
+    harness = startHarness();
+    const key = issue(harness, 'modest', { limits: [], budget: { microUsd: 50_000, period: 'day' } });
+    const admitted = await admit(harness.request(key, { model: 'o4-mini', max_tokens: undefined, max_completion_tokens: 500 }), harness.test.tollgate.pipeline);
+    expect(admitted.body.max_completion_tokens).toBe(500);
+    expect(admitted.admission.headers['x-tollgate-output-capped']).toBeUndefined();
+  });
+});
+
+describe('forward', () => {
+  it('sends nothing and bills nothing for a client that left while its request was admitted', async () => {
+    harness = startHarness();
+    const key = issue(harness, 'impatient', { limits: [] });
+    const admitted = await admit(harness.request(key), harness.test.tollgate.pipeline);
+    admitted.client.abort.abort();
+    const error = await refusal(forward(admitted, harness.test.tollgate.pipeline));
+    expect(error.code).toBe('client_closed_request');
+    harness.test.ledger.flush();
+    // Not an upstream failure (the harness's upstream refuses connections): it never tried.
+    expect(harness.row(admitted.requestId)).toMatchObject({ status: 'client_aborted', cost_micros: 0, prompt_tokens: 0 });
   });
 });
