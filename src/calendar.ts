@@ -8,7 +8,7 @@
  */
 
 export const HOUR_MS = 3_600_000;
-export const DAY_MS = 86_400_000;
+const DAY_MS = 86_400_000;
 
 /** A budget's period: a calendar day, an ISO week (Monday first), a calendar month, or all time. */
 export const BUDGET_PERIODS = ['day', 'week', 'month', 'total'] as const;
@@ -16,7 +16,6 @@ export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
 
 /** Local date parts of a timestamp in the configured zone, or null for UTC. */
 let zone: Intl.DateTimeFormat | null = null;
-let zoneName = 'UTC';
 
 /**
  * Sets the time zone calendar days are counted in (an IANA name such as
@@ -34,15 +33,10 @@ export function setTimeZone(name: string): void {
     minute: '2-digit',
     second: '2-digit',
   });
-  zoneName = format.resolvedOptions().timeZone;
-  zone = zoneName === 'UTC' || zoneName === 'Etc/UTC' ? null : format;
+  const resolved = format.resolvedOptions().timeZone;
+  zone = resolved === 'UTC' || resolved === 'Etc/UTC' ? null : format;
   dayStart = 0;
   dayEnd = 0;
-}
-
-/** The configured time zone's name. */
-export function timeZone(): string {
-  return zoneName;
 }
 
 /** Milliseconds the zone is ahead of UTC at `ms`. */

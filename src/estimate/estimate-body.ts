@@ -32,7 +32,7 @@ export interface EstimateOptions {
 }
 
 /** Worst-case completion of a model with no known output limit: the largest common limit today. */
-export const DEFAULT_OUTPUT_BOUND = 128_000;
+const DEFAULT_OUTPUT_BOUND = 128_000;
 
 /** What a request would cost at most, before it is sent. */
 export interface Estimate {
