@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { planOutput, reservationOf, usefulMinimum } from '../../../src/budgets/output-cap.js';
 import { builtinPriceTable, estimateRequestSync } from '../../../src/estimate/index.js';
+import { withOutputLimit } from '../../../src/upstreams/request-facts.js';
 
 const options = { prices: builtinPriceTable, defaultMaxCompletionTokens: 4096 };
 const chat = (body: Record<string, unknown>) =>
@@ -84,5 +85,20 @@ describe('planOutput', () => {
       ),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('withOutputLimit', () => {
+  it('sets the field each endpoint limits its output with, keeping a chat client’s older max_tokens', () => {
+    expect(withOutputLimit('chat', { model: 'o4-mini' }, 900).body).toEqual({ model: 'o4-mini', max_completion_tokens: 900 });
+    expect(withOutputLimit('chat', { model: 'gpt-4o', max_tokens: 5000 }, 900).body).toEqual({ model: 'gpt-4o', max_tokens: 900 });
+    expect(withOutputLimit('chat', { model: 'x', max_tokens: 5, max_completion_tokens: 5000 }, 900).body).toMatchObject({
+      max_completion_tokens: 900,
+      max_tokens: 5,
+    });
+    expect(withOutputLimit('responses', { model: 'o4-mini', input: 'hi' }, 900).body).toMatchObject({ max_output_tokens: 900 });
+    expect(withOutputLimit('completions', { model: 'gpt-3.5-turbo-instruct', prompt: 'hi' }, 900).body).toMatchObject({ max_tokens: 900 });
+    const { body, bytes } = withOutputLimit('responses', { model: 'o4-mini', input: 'hi' }, 7);
+    expect(JSON.parse(bytes.toString())).toEqual(body);
   });
 });
