@@ -16,6 +16,7 @@ import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import { needsUsageInjection } from '../upstreams/request-facts.js';
 import { SseTap } from '../upstreams/sse-tap.js';
 import { completionTextOfJson, usageFromJsonBytes } from '../upstreams/usage.js';
+import { responseIdOfJson } from '../responses/wire.js';
 import type { AdmittedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { settleForwarded } from './settle.js';
@@ -28,7 +29,14 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
   const abort = request.client.abort;
   if (isEventStream(response.headers)) {
     const tap = new SseTap({ endpoint, stripUsageChunk: needsUsageInjection(endpoint, request.facts), now: deps.now });
-    const stream = relayStream(response, tap, endpoint, abort, (outcome, errorCode) =>
+    // A stored Response is its key's from its first event on (the client may look it up at once).
+    let remembered = !ok || endpoint !== 'responses' || deps.responses === undefined;
+    const onChunk = (): void => {
+      if (remembered || tap.responseId === undefined) return;
+      remembered = true;
+      deps.responses?.created(request, tap.responseId);
+    };
+    const stream = relayStream(response, tap, endpoint, abort, onChunk, (outcome, errorCode) =>
       settleForwarded(
         request,
         {
@@ -40,6 +48,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
           firstTokenAt: tap.firstTokenTime,
           upstreamRequestId,
           errorCode,
+          responseId: tap.responseId,
         },
         deps,
       ),
@@ -73,6 +82,8 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     throw clientGone ? new TollgateError('client_closed_request', 'The client closed the request.') : failure;
   }
   const usage = ok ? usageFromJsonBytes(answer) : undefined;
+  const responseId = ok && endpoint === 'responses' && deps.responses !== undefined ? responseIdOfJson(answer) : undefined;
+  if (responseId !== undefined) deps.responses?.created(request, responseId);
   settleForwarded(
     request,
     {
@@ -84,6 +95,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       firstTokenAt: undefined,
       upstreamRequestId,
       errorCode: ok ? undefined : upstreamErrorCode(answer),
+      responseId,
     },
     deps,
   );
@@ -104,6 +116,7 @@ function relayStream(
   tap: SseTap,
   endpoint: Endpoint,
   abort: AbortController,
+  onChunk: () => void,
   onEnd: (outcome: FinalStatus, errorCode: string | undefined) => void,
 ): ReadableStream<Uint8Array> {
   const chunks = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -144,6 +157,7 @@ function relayStream(
             return;
           }
           const forward = tap.push(step.value);
+          onChunk();
           if (forward !== null) {
             controller.enqueue(forward);
             return;

@@ -40,6 +40,7 @@ export class SseTap {
   private done = false;
   private firstTokenAt: number | undefined;
   private upstreamError: StreamError | undefined;
+  private responseIdSeen: string | undefined;
 
   constructor(options: SseTapOptions) {
     this.endpoint = options.endpoint;
@@ -82,6 +83,11 @@ export class SseTap {
   /** When the first non-empty piece of output arrived (ms, per the tap's clock). */
   get firstTokenTime(): number | undefined {
     return this.firstTokenAt;
+  }
+
+  /** The Responses API's response id, once its first event carried it. */
+  get responseId(): string | undefined {
+    return this.responseIdSeen;
   }
 
   /** An error event the upstream sent inside the stream, if any. */
@@ -187,6 +193,10 @@ export class SseTap {
 
   private readResponsesEvent(eventName: string, event: Record<string, unknown>): boolean {
     const type = typeof event.type === 'string' ? event.type : eventName;
+    if (this.responseIdSeen === undefined && type.startsWith('response.')) {
+      const id = (event.response as { id?: unknown } | undefined)?.id;
+      if (typeof id === 'string' && id !== '') this.responseIdSeen = id;
+    }
     if (type.endsWith('.delta') && typeof event.delta === 'string') {
       this.collect(event.delta);
       return false;

@@ -1,0 +1,106 @@
+/**
+ * Which key created which stored response, and which background jobs still
+ * wait for their usage (the `responses` table, src/db/schema.ts).
+ *
+ * A background job is claimed by the process polling it (`claimed_until`),
+ * renewed while it polls and released at a clean shutdown, so that processes
+ * sharing the database poll each job once and a restarted process takes over
+ * the jobs nobody claims any more.
+ */
+import type Database from 'better-sqlite3';
+import type { TollgateDatabase } from '../db/open.js';
+
+/** A background job nobody polls, with what its ledger row says about it. */
+export interface UnclaimedJob {
+  readonly responseId: string;
+  readonly requestId: string;
+  readonly keyId: string;
+  readonly createdAt: number;
+  readonly model: string;
+  readonly estPromptTokens: number;
+  readonly estCompletionTokens: number;
+  readonly estCostMicros: number;
+  readonly upstreamRequestId: string | null;
+  /** The ledger row is still pending (false: settled elsewhere, only the flag is left). */
+  readonly pending: boolean;
+}
+
+export class ResponseStore {
+  private readonly statements: ReturnType<ResponseStore['prepare']>;
+
+  constructor(database: TollgateDatabase) {
+    this.statements = this.prepare(database.sqlite);
+  }
+
+  private prepare(s: Database.Database) {
+    return {
+      insert: s.prepare(
+        `INSERT INTO responses (id, key_id, request_id, created_at, unsettled, claimed_until)
+         VALUES (@id, @keyId, @requestId, @createdAt, @unsettled, @claimedUntil)
+         ON CONFLICT(id) DO NOTHING`,
+      ),
+      owner: s.prepare('SELECT key_id FROM responses WHERE id = ? AND deleted_at IS NULL'),
+      markDeleted: s.prepare('UPDATE responses SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL'),
+      settled: s.prepare('UPDATE responses SET unsettled = 0, claimed_until = 0 WHERE id = ?'),
+      renew: s.prepare('UPDATE responses SET claimed_until = ? WHERE id = ? AND unsettled = 1'),
+      release: s.prepare('UPDATE responses SET claimed_until = 0 WHERE id = ? AND unsettled = 1'),
+      unclaimed: s.prepare(
+        `SELECT r.id AS responseId, r.request_id AS requestId, r.key_id AS keyId, l.created_at AS createdAt, l.model AS model,
+           l.est_prompt_tokens AS estPromptTokens, l.est_completion_tokens AS estCompletionTokens, l.est_cost_micros AS estCostMicros,
+           l.upstream_request_id AS upstreamRequestId, l.status = 'pending' AS pending
+         FROM responses r JOIN ledger l ON l.request_id = r.request_id
+         WHERE r.unsettled = 1 AND r.claimed_until < ?`,
+      ),
+      claim: s.prepare('UPDATE responses SET claimed_until = @until WHERE id = @id AND unsettled = 1 AND claimed_until < @now'),
+    };
+  }
+
+  /**
+   * Remembers a stored response for its key; a background job is claimed by
+   * the caller until `claimedUntil`. Called before the client sees the id.
+   */
+  remember(entry: { id: string; keyId: string; requestId: string; createdAt: number; background: boolean; claimedUntil: number }): void {
+    this.statements.insert.run({
+      id: entry.id,
+      keyId: entry.keyId,
+      requestId: entry.requestId,
+      createdAt: entry.createdAt,
+      unsettled: entry.background ? 1 : 0,
+      claimedUntil: entry.background ? entry.claimedUntil : 0,
+    });
+  }
+
+  /** The key that created a response, or undefined (unknown or deleted). */
+  ownerOf(id: string): string | undefined {
+    return (this.statements.owner.get(id) as { key_id: string } | undefined)?.key_id;
+  }
+
+  markDeleted(id: string, now: number): void {
+    this.statements.markDeleted.run(now, id);
+  }
+
+  /** The job's ledger row is settled: nobody needs to poll it again. */
+  markSettled(id: string): void {
+    this.statements.settled.run(id);
+  }
+
+  /** Extends this process's claims (the jobs it polls, or relays right now). */
+  renewClaims(ids: Iterable<string>, until: number): void {
+    for (const id of ids) this.statements.renew.run(until, id);
+  }
+
+  releaseClaims(ids: Iterable<string>): void {
+    for (const id of ids) this.statements.release.run(id);
+  }
+
+  /** Claims every unsettled job whose claim expired; returns the ones this call won. */
+  claimUnclaimed(now: number, until: number): UnclaimedJob[] {
+    const rows = this.statements.unclaimed.all(now) as Array<Omit<UnclaimedJob, 'pending'> & { pending: number }>;
+    const won: UnclaimedJob[] = [];
+    for (const row of rows) {
+      // Another process may claim the same row between the read and here: the UPDATE decides.
+      if (this.statements.claim.run({ id: row.responseId, until, now }).changes === 1) won.push({ ...row, pending: row.pending === 1 });
+    }
+    return won;
+  }
+}
