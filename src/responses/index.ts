@@ -49,14 +49,19 @@ export function createBackgroundResponses(deps: {
     created(request, responseId) {
       if (request.body.store === false) return;
       const background = isBackground(request.body);
-      store.remember({
-        id: responseId,
-        keyId: request.caller.key.id,
-        requestId: request.requestId,
-        createdAt: request.startedAt,
-        background,
-        claimedUntil: background ? poller.hold(responseId) : 0,
-      });
+      try {
+        store.remember({
+          id: responseId,
+          keyId: request.caller.key.id,
+          requestId: request.requestId,
+          createdAt: request.startedAt,
+          background,
+          claimedUntil: background ? poller.hold(responseId) : 0,
+        });
+      } catch (error) {
+        // The answer still reaches its client; only looking it up through Tollgate (and a restart's takeover) is lost.
+        deps.logger.error({ err: error, requestId: request.requestId }, 'a stored response could not be remembered for its key');
+      }
     },
     deferSettlement(request, ending) {
       const { responseId } = ending;

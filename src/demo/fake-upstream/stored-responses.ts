@@ -40,12 +40,20 @@ export interface JobResult {
   readonly reasoning: number;
 }
 
+const MAX_STORED = 10_000;
+
 export class StoredResponses {
   private readonly stored = new Map<string, StoredResponse>();
 
   /** Remembers a response (unless the request said `store: false`). */
   keep(body: Record<string, unknown>, object: Record<string, unknown>, record: RecordedRequest): void {
     if (body.store === false) return;
+    // Benchmarks send millions of requests: keep the newest responses only.
+    if (this.stored.size >= MAX_STORED) {
+      const oldest = this.stored.keys().next().value as string;
+      for (const timer of this.stored.get(oldest)?.timers ?? []) clearTimeout(timer);
+      this.stored.delete(oldest);
+    }
     this.stored.set(object.id as string, { object, background: body.background === true, inputItems: inputItemsOf(body.input), record, timers: [] });
   }
 
