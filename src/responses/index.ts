@@ -16,6 +16,7 @@ import type { LedgerWriter } from '../ledger/writer.js';
 import type { Logger } from '../logger.js';
 import type { ResponsesHooks } from '../pipeline/deps.js';
 import type { RequestEvents } from '../pipeline/finished.js';
+import { settleForwarded } from '../pipeline/settle.js';
 import type { Upstream } from '../upstreams/pool.js';
 import { BackgroundPoller, type PollSettings } from './poller.js';
 import { mountLifecycleRoutes } from './routes.js';
@@ -65,7 +66,17 @@ export function createBackgroundResponses(deps: {
     },
     deferSettlement(request, ending) {
       const { responseId } = ending;
-      if (request.endpoint !== 'responses' || !isBackground(request.body) || responseId === undefined) return false;
+      if (request.endpoint !== 'responses' || !isBackground(request.body)) return false;
+      if (responseId === undefined) {
+        if (!ending.accepted || ending.usage !== undefined || ending.status === null) return false;
+        // Accepted, but its id never arrived (the stream ended before its first event): the job
+        // may run on upstream where nobody can poll it, so it is billed its reservation, never under.
+        const { estimate } = request;
+        const reserved = { promptTokens: estimate.promptTokens, cachedTokens: 0, completionTokens: estimate.completionTokensReserved, reasoningTokens: 0 };
+        deps.logger.warn({ requestId: request.requestId }, 'a background response ended before its id arrived; settled at its reservation');
+        settleForwarded(request, { ...ending, usage: reserved, errorCode: 'background_response_unknown' }, deps);
+        return true;
+      }
       if (ending.usage !== undefined || !ending.accepted) {
         // Its usage came with the answer (or nothing ran): settled now, nobody polls it.
         poller.settledDirectly(responseId);

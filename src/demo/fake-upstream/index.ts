@@ -14,6 +14,7 @@
  *   delay=MS           pause between stream chunks (and before a JSON answer)
  *   headersDelay=MS    pause before sending anything
  *   breakAfter=N       destroy the connection after N content chunks
+ *   breakAtStart=1     destroy a stream's connection right after its headers, before any event
  *   hangAfter=N        stop sending (connection stays open) after N content chunks
  *   errorAfter=N       send an error event after N content chunks, then end
  *   garbage=1          interleave lines that are not valid SSE/JSON

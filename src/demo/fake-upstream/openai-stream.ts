@@ -48,6 +48,13 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     'openai-organization': 'fake-org-do-not-leak',
   });
 
+  if (scenario.breakAtStart !== undefined) {
+    // Headers, then a reset before the first event.
+    res.flushHeaders();
+    res.destroy();
+    return;
+  }
+
   let flushed: Promise<void> = Promise.resolve();
   const write = (text: string): boolean => {
     if (res.destroyed || res.writableEnded) return false;

@@ -7,6 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimitError } from 'openai';
+import { openDatabase } from '../../../src/db/open.js';
 import { costMicroUsd, estimateRequestSync, resolvePrice } from '../../../src/estimate/index.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { tempDatabasePath } from '../../support/db.js';
@@ -58,9 +59,22 @@ function rollupOf(h: Harness, requestId: string): { requests: number; cost: numb
 
 const MODEL = 'gpt-4o-mini';
 
+/** Whether Tollgate still has to settle a background response (its row in the `responses` table). */
+function unsettled(h: Harness, id: string): boolean {
+  return (h.tollgate.database.sqlite.prepare('SELECT unsettled FROM responses WHERE id = ?').get(id) as { unsettled: number }).unsettled === 1;
+}
+
 describe('settled by Tollgate itself', () => {
+  // One proxy for the tests that use the default polling settings (starting one takes a second).
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(fake, tempDatabasePath().path);
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
   it('a background response is settled with its real usage without the client polling', async () => {
-    const h = await harness();
     const client = h.client(h.issueKey('no-polling'));
     const created = await client.responses.create({ model: MODEL, input: 'Tell me about foxes.', background: true }, scenario('jobMs=150,words=20'));
     expect(created.status).toBe('queued');
@@ -80,7 +94,7 @@ describe('settled by Tollgate itself', () => {
       error_code: null,
     });
     expect(pollerGets(created.id)).toBeGreaterThan(0);
-    expect(h.tollgate.responses.poller.polling).toBe(0);
+    expect(unsettled(h, created.id)).toBe(false);
     expect(rollupOf(h, requestId)).toEqual({ requests: 1, cost: costOf(h, MODEL, billed) });
   });
 
@@ -108,7 +122,6 @@ describe('settled by Tollgate itself', () => {
   });
 
   it('a client leaving a background stream neither cancels the job nor bills the partial text: the job is settled by polling', async () => {
-    const h = await harness();
     const client = h.client(h.issueKey('streamer'));
     const { data: stream, response } = await client.responses
       .create({ model: MODEL, input: 'Stream a long answer.', background: true, stream: true }, scenario('delay=20,words=30,jobMs=50'))
@@ -130,18 +143,38 @@ describe('settled by Tollgate itself', () => {
   });
 
   it('a background stream that runs to its end is settled from its own usage, with nothing left to poll', async () => {
-    const h = await harness();
     const client = h.client(h.issueKey('whole-stream'));
     const { data: stream, response } = await client.responses
       .create({ model: MODEL, input: 'Stream it all.', background: true, stream: true }, scenario('words=8'))
       .withResponse();
-    for await (const event of stream) void event;
+    let id = '';
+    for await (const event of stream) if (event.type === 'response.created') id = event.response.id;
     const requestId = response.headers.get('x-request-id')!;
     await waitFor(() => h.ledgerRow(requestId)?.status === 'ok', 'the stream to be settled');
     expect(h.ledgerRow(requestId)?.completion_tokens).toBe(8);
-    expect(h.tollgate.responses.poller.polling).toBe(0);
-    const unsettled = h.tollgate.database.sqlite.prepare('SELECT count(*) AS n FROM responses WHERE unsettled = 1').get();
-    expect(unsettled).toEqual({ n: 0 });
+    // Nothing left to poll.
+    expect(unsettled(h, id)).toBe(false);
+    expect(pollerGets(id)).toBe(0);
+  });
+
+  it('a background stream broken before its id arrived is billed its reservation: nobody can poll the job', async () => {
+    const client = h.client(h.issueKey('no-id'));
+    const { data: stream, response } = await client.responses
+      .create({ model: MODEL, input: 'Lost at once.', background: true, stream: true }, scenario('breakAtStart=1'))
+      .withResponse();
+    // The client gets the proxy's error event (or a broken stream), never a response id.
+    const events: string[] = [];
+    try {
+      for await (const event of stream) events.push(event.type);
+    } catch {
+      // the SDK may raise the error event instead of yielding it
+    }
+    expect(events).not.toContain('response.created');
+    const requestId = response.headers.get('x-request-id')!;
+    await waitFor(() => h.ledgerRow(requestId)?.status !== 'pending', 'the stream to be settled');
+    const row = h.ledgerRow(requestId)!;
+    expect(row).toMatchObject({ error_code: 'background_response_unknown' });
+    expect(row.cost_micros).toBe(row.est_cost_micros);
   });
 
   it('a job still running at the polling deadline is settled at its reservation, and logged', async () => {
@@ -157,7 +190,6 @@ describe('settled by Tollgate itself', () => {
   });
 
   it('a cancelled job bills what its usage says: nothing', async () => {
-    const h = await harness();
     const client = h.client(h.issueKey('canceller'));
     const created = await client.responses.create({ model: MODEL, input: 'Never mind.', background: true }, scenario('jobMs=600000'));
     expect((await client.responses.cancel(created.id)).status).toBe('cancelled');
@@ -204,9 +236,11 @@ describe('restarts', () => {
     const created = await first.client(key).responses.create({ model: MODEL, input: 'Outlive the proxy.', background: true }, scenario('jobMs=300,words=16'));
     const requestId = created._request_id!;
     await first.close();
+    const between = openDatabase(path);
+    expect(between.sqlite.prepare('SELECT status FROM ledger WHERE request_id = ?').get(requestId)).toEqual({ status: 'pending' });
+    between.close();
 
     const second = await harness({}, path);
-    expect(second.ledgerRow(requestId)?.status).not.toBe('ok');
     await waitFor(() => second.ledgerRow(requestId)?.status === 'ok', 'the new process to settle the job');
     const billed = billedFor(requestId);
     expect(billed.completionTokens).toBe(16);
