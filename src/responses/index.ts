@@ -43,26 +43,24 @@ export function createBackgroundResponses(deps: {
   readonly logger: Logger;
   readonly settings: PollSettings;
 }): BackgroundResponses {
-  const store = new ResponseStore(deps.database);
+  const store = new ResponseStore(deps.database, {
+    // The answers still reach their clients; only looking them up through Tollgate waits for the retry.
+    onError: (error) => deps.logger.error({ err: error }, 'stored responses could not be remembered; retrying'),
+  });
   const poller = new BackgroundPoller({ ...deps, store });
   const isBackground = (body: Record<string, unknown>): boolean => body.background === true;
   const hooks: ResponsesHooks = {
     created(request, responseId) {
       if (request.body.store === false) return;
       const background = isBackground(request.body);
-      try {
-        store.remember({
-          id: responseId,
-          keyId: request.caller.key.id,
-          requestId: request.requestId,
-          createdAt: request.startedAt,
-          background,
-          claimedUntil: background ? poller.hold(responseId) : 0,
-        });
-      } catch (error) {
-        // The answer still reaches its client; only looking it up through Tollgate (and a restart's takeover) is lost.
-        deps.logger.error({ err: error, requestId: request.requestId }, 'a stored response could not be remembered for its key');
-      }
+      store.remember({
+        id: responseId,
+        keyId: request.caller.key.id,
+        requestId: request.requestId,
+        createdAt: request.startedAt,
+        background,
+        claimedUntil: background ? poller.hold(responseId) : 0,
+      });
     },
     deferSettlement(request, ending) {
       const { responseId } = ending;
@@ -93,6 +91,10 @@ export function createBackgroundResponses(deps: {
     hooks,
     poller,
     start: () => poller.start(),
-    close: () => poller.close(),
+    close: () => {
+      // On disk first: releasing a claim needs the row.
+      if (!store.flush()) deps.logger.error('stored responses could not be written at shutdown');
+      poller.close();
+    },
   };
 }

@@ -83,7 +83,7 @@ describe('settled by Tollgate itself', () => {
     // Reserved while the job runs: the row stays pending with its estimate.
     expect(h.ledgerRow(requestId)?.status).toBe('pending');
 
-    await waitFor(() => h.ledgerRow(requestId)?.status === 'ok', 'the background job to be settled');
+    await waitFor(() => h.ledgerRow(requestId)?.status === 'ok', 'the background job to be settled', 20_000);
     const billed = billedFor(requestId);
     expect(billed.completionTokens).toBe(20);
     expect(h.ledgerRow(requestId)).toMatchObject({
@@ -110,7 +110,7 @@ describe('settled by Tollgate itself', () => {
     expect(seen.status).toBe('completed');
     // Settled before the client even had the answer.
     expect(h.tollgate.responses.poller.polling).toBe(0);
-    await waitFor(() => h.ledgerRow(requestId)?.status === 'ok', 'the settlement to be committed');
+    await waitFor(() => h.ledgerRow(requestId)?.status === 'ok', 'the settlement to be committed', 20_000);
     const cost = costOf(h, MODEL, billedFor(requestId));
     expect(h.ledgerRow(requestId)?.cost_micros).toBe(cost);
 
@@ -134,7 +134,7 @@ describe('settled by Tollgate itself', () => {
       if (event.type === 'response.output_text.delta' && ++deltas === 3) break; // the client goes away
     }
     expect(id).toMatch(/^resp_/);
-    await waitFor(() => h.ledgerRow(requestId)?.status === 'ok', 'the job to be settled by polling');
+    await waitFor(() => h.ledgerRow(requestId)?.status === 'ok', 'the job to be settled by polling', 20_000);
     const billed = billedFor(requestId);
     // The whole job ran and was billed, not the three streamed words.
     expect(billed.completionTokens).toBe(30);
@@ -150,7 +150,7 @@ describe('settled by Tollgate itself', () => {
     let id = '';
     for await (const event of stream) if (event.type === 'response.created') id = event.response.id;
     const requestId = response.headers.get('x-request-id')!;
-    await waitFor(() => h.ledgerRow(requestId)?.status === 'ok', 'the stream to be settled');
+    await waitFor(() => h.ledgerRow(requestId)?.status === 'ok', 'the stream to be settled', 20_000);
     expect(h.ledgerRow(requestId)?.completion_tokens).toBe(8);
     // Nothing left to poll.
     expect(unsettled(h, id)).toBe(false);
@@ -171,7 +171,7 @@ describe('settled by Tollgate itself', () => {
     }
     expect(events).not.toContain('response.created');
     const requestId = response.headers.get('x-request-id')!;
-    await waitFor(() => h.ledgerRow(requestId)?.status !== 'pending', 'the stream to be settled');
+    await waitFor(() => h.ledgerRow(requestId)?.status !== 'pending', 'the stream to be settled', 20_000);
     const row = h.ledgerRow(requestId)!;
     expect(row).toMatchObject({ error_code: 'background_response_unknown' });
     expect(row.cost_micros).toBe(row.est_cost_micros);
@@ -182,7 +182,7 @@ describe('settled by Tollgate itself', () => {
     const client = h.client(h.issueKey('slow-job'));
     const created = await client.responses.create({ model: MODEL, input: 'Take forever.', background: true }, scenario('jobMs=600000'));
     const requestId = created._request_id!;
-    await waitFor(() => h.ledgerRow(requestId)?.status !== 'pending', 'polling to give up');
+    await waitFor(() => h.ledgerRow(requestId)?.status !== 'pending', 'polling to give up', 20_000);
     const row = h.ledgerRow(requestId)!;
     expect(row).toMatchObject({ status: 'upstream_timeout', error_code: 'background_poll_gave_up' });
     expect(row.cost_micros).toBe(row.est_cost_micros);
@@ -194,7 +194,7 @@ describe('settled by Tollgate itself', () => {
     const created = await client.responses.create({ model: MODEL, input: 'Never mind.', background: true }, scenario('jobMs=600000'));
     expect((await client.responses.cancel(created.id)).status).toBe('cancelled');
     const requestId = created._request_id!;
-    await waitFor(() => h.ledgerRow(requestId)?.status !== 'pending', 'the cancelled job to be settled');
+    await waitFor(() => h.ledgerRow(requestId)?.status !== 'pending', 'the cancelled job to be settled', 20_000);
     expect(h.ledgerRow(requestId)).toMatchObject({ status: 'client_aborted', cost_micros: 0, error_code: 'response_cancelled' });
   });
 });
@@ -221,7 +221,7 @@ describe('reserved until settled', () => {
 
     // Cancelled, the job costs nothing: its reservation goes back to the budget.
     await client.responses.cancel(job.id);
-    await waitFor(() => h.ledgerRow(job._request_id!)?.status === 'client_aborted', 'the cancelled job to be settled');
+    await waitFor(() => h.ledgerRow(job._request_id!)?.status === 'client_aborted', 'the cancelled job to be settled', 20_000);
     const next = await client.responses.create(body);
     expect(next.status).toBe('completed');
   });
@@ -241,7 +241,7 @@ describe('restarts', () => {
     between.close();
 
     const second = await harness({}, path);
-    await waitFor(() => second.ledgerRow(requestId)?.status === 'ok', 'the new process to settle the job');
+    await waitFor(() => second.ledgerRow(requestId)?.status === 'ok', 'the new process to settle the job', 20_000);
     const billed = billedFor(requestId);
     expect(billed.completionTokens).toBe(16);
     expect(second.ledgerRow(requestId)).toMatchObject({ completion_tokens: 16, cost_micros: costOf(second, MODEL, billed) });
