@@ -3,7 +3,8 @@
  * wait for their usage (the `responses` table, src/db/schema.ts).
  *
  * New responses are written in one transaction per event-loop turn (a
- * commit of its own cost each one 0.15–0.3 ms, measured) and are found in
+ * commit of its own cost each one 0.14–0.3 ms on a busy 2-core machine,
+ * 13 µs each in batches of 100) and are found in
  * memory until then, so the key sees its response at once; other processes
  * sharing the file see it a turn later.
  *

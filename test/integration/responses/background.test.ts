@@ -189,6 +189,25 @@ describe('settled by Tollgate itself', () => {
     expect(h.logs.lines.some((line) => line.errorCode === 'background_poll_gave_up' && line.requestId === requestId)).toBe(true);
   });
 
+  it('a failed job bills nothing; an incomplete one its usage', async () => {
+    const client = h.client(h.issueKey('endings'));
+    const failed = await client.responses.create({ model: MODEL, input: 'Fail.', background: true }, scenario('jobMs=30,jobEnd=failed'));
+    const incomplete = await client.responses.create({ model: MODEL, input: 'Stop short.', background: true }, scenario('jobMs=30,jobEnd=incomplete'));
+    await waitFor(
+      () => h.ledgerRow(failed._request_id!)?.status !== 'pending' && h.ledgerRow(incomplete._request_id!)?.status !== 'pending',
+      'both jobs to be settled',
+      20_000,
+    );
+    expect(h.ledgerRow(failed._request_id!)).toMatchObject({ status: 'upstream_error', cost_micros: 0, error_code: 'server_error' });
+    const billed = billedFor(incomplete._request_id!);
+    expect(h.ledgerRow(incomplete._request_id!)).toMatchObject({
+      status: 'ok',
+      completion_tokens: billed.completionTokens,
+      cost_micros: costOf(h, MODEL, billed),
+      error_code: 'incomplete:max_output_tokens',
+    });
+  });
+
   it('a cancelled job bills what its usage says: nothing', async () => {
     const client = h.client(h.issueKey('canceller'));
     const created = await client.responses.create({ model: MODEL, input: 'Never mind.', background: true }, scenario('jobMs=600000'));
