@@ -17,8 +17,8 @@
  * Jobs survive restarts: each one's claim (src/responses/store.ts) is renewed
  * while this process holds it and released at a clean shutdown; claims that
  * lapse (a released one, or a crashed process's) are taken over on start and
- * every `rescanMs`, and settled from the ledger row's estimate and the job's
- * upstream usage.
+ * every half `maxIntervalMs`, and settled from the ledger row's estimate and
+ * the job's upstream usage.
  */
 import type { Readable } from 'node:stream';
 import { costMicroUsd, resolvePrice, type PriceTable } from '../estimate/prices.js';
@@ -50,10 +50,6 @@ export interface PollerDeps {
   readonly now: () => number;
   readonly logger: Logger;
   readonly settings: PollSettings;
-  /** How long a claim lasts unless renewed, ms (default 60 s). */
-  readonly claimMs?: number;
-  /** How often claims are renewed and lapsed ones taken over, ms (default 15 s). */
-  readonly rescanMs?: number;
 }
 
 interface Job {
@@ -82,8 +78,10 @@ export class BackgroundPoller {
 
   constructor(deps: PollerDeps) {
     this.deps = deps;
-    this.claimMs = deps.claimMs ?? 60_000;
-    this.rescanMs = deps.rescanMs ?? 15_000;
+    // Lapsed jobs are looked for twice per longest poll interval (15 s by default), and a claim
+    // outlives four missed renewals (60 s): a crashed process's jobs are taken over within that.
+    this.rescanMs = Math.max(10, Math.floor(deps.settings.maxIntervalMs / 2));
+    this.claimMs = 4 * this.rescanMs;
   }
 
   /** Jobs polled right now (tests, metrics). */

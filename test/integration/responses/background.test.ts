@@ -6,10 +6,12 @@
  * reservation when polling gives up.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RateLimitError } from 'openai';
+import OpenAI, { RateLimitError } from 'openai';
 import { openDatabase } from '../../../src/db/open.js';
 import { costMicroUsd, estimateRequestSync, resolvePrice } from '../../../src/estimate/index.js';
+import { KeyStore } from '../../../src/keys/store.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
+import { spawnServe } from '../../support/process.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { waitFor } from '../../support/wait.js';
 import { startHarness, scenario, UPSTREAM_KEY, type Harness } from './harness.js';
@@ -268,5 +270,39 @@ describe('restarts', () => {
     expect(second.logs.lines.some((line) => line.msg === 'taking over an unsettled background response')).toBe(true);
     // The key still sees its response through the new process.
     expect((await second.client(key).responses.retrieve(created.id)).status).toBe('completed');
+  });
+
+  it('a job of a process killed with SIGKILL is taken over once its claim lapses', async () => {
+    const { path } = tempDatabasePath();
+    const setup = openDatabase(path);
+    const key = new KeyStore(setup).createKey({ name: 'crashed', policy: { limits: [] } }).key;
+    setup.close();
+    // The process would poll only after ten minutes; its claims last 4 × 50 ms.
+    const proc = await spawnServe({
+      TOLLGATE_UPSTREAM_URL: fake.url,
+      TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
+      TOLLGATE_DB: path,
+      TOLLGATE_BACKGROUND_POLL_INITIAL: '10m',
+      TOLLGATE_BACKGROUND_POLL_MAX_INTERVAL: '100ms',
+    });
+    const client = new OpenAI({ baseURL: `${proc.url}/v1`, apiKey: key, maxRetries: 0 });
+    let requestId: string;
+    try {
+      const created = await client.responses.create({ model: MODEL, input: 'Outlive a crash.', background: true }, scenario('jobMs=200,words=9'));
+      requestId = created._request_id!;
+      // Its row is on disk (it is written in the turn after the answer) before the kill.
+      const reader = openDatabase(path);
+      await waitFor(() => reader.sqlite.prepare('SELECT 1 FROM responses WHERE id = ?').get(created.id) !== undefined, 'the response to be remembered');
+      reader.close();
+    } finally {
+      proc.child.kill('SIGKILL');
+      await proc.exited;
+    }
+
+    const next = await harness({}, path);
+    await waitFor(() => next.ledgerRow(requestId)?.status === 'ok', 'the next process to take the job over', 20_000);
+    const billed = billedFor(requestId);
+    expect(billed.completionTokens).toBe(9);
+    expect(next.ledgerRow(requestId)).toMatchObject({ completion_tokens: 9, cost_micros: costOf(next, MODEL, billed) });
   });
 });
