@@ -70,8 +70,10 @@ export class BackgroundPoller {
   private readonly claimMs: number;
   private readonly rescanMs: number;
   private readonly jobs = new Map<string, Job>();
-  /** Background jobs this process claims: polled, or still being relayed to their client. */
+  /** Background jobs this process claims: polled, still relayed to their client, or settled but not yet on disk. */
   private readonly held = new Set<string>();
+  /** Settled jobs whose ledger rows may not be committed yet: unflagged by the next rescans. */
+  private readonly settling = new Set<string>();
   private rescanTimer: NodeJS.Timeout | undefined;
   private readonly aborts = new AbortController();
   private closed = false;
@@ -109,6 +111,7 @@ export class BackgroundPoller {
     }
     this.jobs.clear();
     this.held.clear();
+    this.settling.clear();
   }
 
   /** A background job was created for this process: it holds the claim from now on. Returns the claim's end. */
@@ -119,8 +122,7 @@ export class BackgroundPoller {
 
   /** The job settled as its answer ended (its usage came with it): nobody needs to poll it. */
   settledDirectly(responseId: string): void {
-    if (!this.held.delete(responseId)) return;
-    this.deps.store.markSettled(responseId);
+    if (this.held.has(responseId)) this.settling.add(responseId);
   }
 
   /** Polls a live request's job until it is terminal, then settles the request. */
@@ -215,7 +217,8 @@ export class BackgroundPoller {
   private settle(job: Job, outcome: FinalStatus, usage: Usage | undefined, errorCode: string | undefined): void {
     clearTimeout(job.timer);
     this.jobs.delete(job.responseId);
-    this.held.delete(job.responseId);
+    // Still claimed until its row is settled on disk (see rescan).
+    this.settling.add(job.responseId);
     const { ledger, events, now } = this.deps;
     try {
       if (job.source.kind === 'live') {
@@ -246,7 +249,6 @@ export class BackgroundPoller {
       } else {
         ledger.complete(this.recoveredCompletion(job.source.row, outcome, usage, errorCode));
       }
-      this.deps.store.markSettled(job.responseId);
     } catch (error) {
       this.deps.logger.error({ err: error, requestId: job.requestId, responseId: job.responseId }, 'background response could not be settled');
     }
@@ -278,11 +280,18 @@ export class BackgroundPoller {
   private rescan(): void {
     if (this.closed) return;
     const now = this.deps.now();
+    const { store } = this.deps;
     try {
-      this.deps.store.renewClaims(this.held, now + this.claimMs);
-      for (const row of this.deps.store.claimUnclaimed(now, now + this.claimMs)) {
+      for (const id of this.settling) {
+        if (!store.markSettled(id)) continue;
+        this.settling.delete(id);
+        this.held.delete(id);
+      }
+      store.renewClaims(this.held, now + this.claimMs);
+      for (const row of store.claimUnclaimed(now, now + this.claimMs)) {
         if (!row.pending) {
-          this.deps.store.markSettled(row.responseId);
+          // Settled by a process that stopped before it could say so.
+          store.markSettled(row.responseId);
           continue;
         }
         this.deps.logger.info({ requestId: row.requestId, responseId: row.responseId }, 'taking over an unsettled background response');

@@ -36,7 +36,7 @@ interface NewResponse {
   readonly keyId: string;
   readonly requestId: string;
   readonly createdAt: number;
-  background: boolean;
+  readonly background: boolean;
   readonly claimedUntil: number;
 }
 
@@ -63,7 +63,12 @@ export class ResponseStore {
       ),
       owner: s.prepare('SELECT key_id FROM responses WHERE id = ? AND deleted_at IS NULL'),
       markDeleted: s.prepare('UPDATE responses SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL'),
-      settled: s.prepare('UPDATE responses SET unsettled = 0, claimed_until = 0 WHERE id = ?'),
+      // Only once the ledger row is settled on disk: a crash in between must leave the job to take over.
+      settled: s.prepare(
+        `UPDATE responses SET unsettled = 0, claimed_until = 0
+         WHERE id = ? AND unsettled = 1 AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.request_id = responses.request_id AND l.status = 'pending')`,
+      ),
+      unsettled: s.prepare('SELECT unsettled FROM responses WHERE id = ?'),
       renew: s.prepare('UPDATE responses SET claimed_until = ? WHERE id = ? AND unsettled = 1'),
       release: s.prepare('UPDATE responses SET claimed_until = 0 WHERE id = ? AND unsettled = 1'),
       unclaimed: s.prepare(
@@ -131,11 +136,15 @@ export class ResponseStore {
     this.statements.markDeleted.run(now, id);
   }
 
-  /** The job's ledger row is settled: nobody needs to poll it again. */
-  markSettled(id: string): void {
-    const queued = this.queued.get(id);
-    if (queued !== undefined) queued.background = false;
-    this.statements.settled.run(id);
+  /**
+   * Nobody needs to poll the job again — once its ledger row is settled on
+   * disk; false while it is not (the settlement is still queued).
+   */
+  markSettled(id: string): boolean {
+    if (this.queued.has(id)) return false;
+    if (this.statements.settled.run(id).changes === 1) return true;
+    // Unknown (never stored) or already unflagged: nothing left to do either.
+    return (this.statements.unsettled.get(id) as { unsettled: number } | undefined)?.unsettled !== 1;
   }
 
   /** Extends this process's claims (the jobs it polls, or relays right now). */

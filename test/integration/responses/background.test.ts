@@ -96,7 +96,9 @@ describe('settled by Tollgate itself', () => {
       error_code: null,
     });
     expect(pollerGets(created.id)).toBeGreaterThan(0);
-    expect(unsettled(h, created.id)).toBe(false);
+    expect(h.tollgate.responses.poller.polling).toBe(0);
+    // Nobody has to poll it again once its settlement is on disk.
+    await waitFor(() => !unsettled(h, created.id), 'the job to leave the unsettled ones', 20_000);
     expect(rollupOf(h, requestId)).toEqual({ requests: 1, cost: costOf(h, MODEL, billed) });
   });
 
@@ -155,7 +157,7 @@ describe('settled by Tollgate itself', () => {
     await waitFor(() => h.ledgerRow(requestId)?.status === 'ok', 'the stream to be settled', 20_000);
     expect(h.ledgerRow(requestId)?.completion_tokens).toBe(8);
     // Nothing left to poll.
-    expect(unsettled(h, id)).toBe(false);
+    await waitFor(() => !unsettled(h, id), 'the job to leave the unsettled ones', 20_000);
     expect(pollerGets(id)).toBe(0);
   });
 
