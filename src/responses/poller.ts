@@ -18,7 +18,8 @@
  * while this process holds it and released at a clean shutdown; claims that
  * lapse (a released one, or a crashed process's) are taken over on start and
  * every half `maxIntervalMs`, and settled from the ledger row's estimate and
- * the job's upstream usage.
+ * the job's upstream usage. A settled job keeps its claim until its ledger
+ * row is settled on disk, so a crash in between leaves it to be taken over.
  */
 import type { Readable } from 'node:stream';
 import { costMicroUsd, resolvePrice, type PriceTable } from '../estimate/prices.js';
