@@ -141,6 +141,12 @@ const envSchema = z.object({
   TOLLGATE_REDIS_WAIT: duration.default(500),
   /** Timeout of one batch of lease calls; a busy event loop must not read as a dead Redis. */
   TOLLGATE_REDIS_TIMEOUT: duration.default(1000),
+  /** Background Responses: first wait before polling the upstream for a job's usage (doubles after each poll). */
+  TOLLGATE_BACKGROUND_POLL_INITIAL: duration.default(1000),
+  /** Background Responses: longest wait between two polls. */
+  TOLLGATE_BACKGROUND_POLL_MAX_INTERVAL: duration.default(30_000),
+  /** Background Responses: a job still unfinished this long after its request is settled at its reservation. */
+  TOLLGATE_BACKGROUND_POLL_TIMEOUT: duration.default(2 * 3_600_000),
   /** Optional JSON file: price table overrides and global limits. */
   TOLLGATE_CONFIG: z.string().trim().min(1).optional(),
 });
@@ -182,6 +188,8 @@ export interface Config {
   readonly redis: { readonly urls: readonly string[]; readonly cluster: boolean; readonly waitMs: number; readonly timeoutMs: number } | undefined;
   readonly failMode: FailMode;
   readonly globalLimits: readonly LimitSpec[];
+  /** How background Responses are polled until their usage is known. */
+  readonly backgroundPoll: { readonly initialMs: number; readonly maxIntervalMs: number; readonly timeoutMs: number };
 }
 
 export class ConfigError extends Error {
@@ -245,6 +253,11 @@ export function loadConfig(env: Env = process.env): Config {
           },
     failMode: e.TOLLGATE_FAIL_MODE,
     globalLimits: parseGlobalLimits(file.globalLimits ?? [], e.TOLLGATE_CONFIG ?? ''),
+    backgroundPoll: {
+      initialMs: Math.max(1, e.TOLLGATE_BACKGROUND_POLL_INITIAL),
+      maxIntervalMs: Math.max(1, e.TOLLGATE_BACKGROUND_POLL_MAX_INTERVAL),
+      timeoutMs: e.TOLLGATE_BACKGROUND_POLL_TIMEOUT,
+    },
   };
 }
 

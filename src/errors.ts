@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'method_not_allowed'
   | 'context_length_exceeded'
   | 'client_closed_request'
+  | 'response_not_found'
   // who is asking
   | 'missing_api_key'
   | 'invalid_api_key'
@@ -71,6 +72,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'body_too_large':
       return { status: 413, type: 'invalid_request_error' };
     case 'unknown_url':
+    case 'response_not_found':
       return { status: 404, type: 'invalid_request_error' };
     case 'method_not_allowed':
       return { status: 405, type: 'invalid_request_error' };

@@ -29,6 +29,7 @@ import { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
 import { RequestEvents } from './pipeline/finished.js';
 import { logRequests, recordMetrics } from './pipeline/observers.js';
+import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
 import { createUpstream, type Upstream } from './upstreams/pool.js';
 
 /** Parts a caller supplies instead of building them from the config. */
@@ -60,6 +61,8 @@ export interface Tollgate {
   readonly metrics: Metrics;
   readonly events: RequestEvents;
   readonly upstream: Upstream;
+  /** Stored and background Responses (their owners, the poller that settles background jobs). */
+  readonly responses: BackgroundResponses;
   /** What every stage of the request path is given. */
   readonly pipeline: PipelineDeps;
   /** Flipped when shutting down: /readyz answers 503, connections close after their response. */
@@ -113,6 +116,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
 
+  const responses = createBackgroundResponses({ database, upstream, ledger, events, prices: config.prices, now, logger, settings: config.backgroundPoll });
   const pipeline: PipelineDeps = {
     keys,
     maxBodyBytes: config.maxBodyBytes,
@@ -130,6 +134,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     upstream,
     events,
     now,
+    responses: responses.hooks,
   };
   const lifecycle = { shuttingDown: false };
   const app = createApp({
@@ -162,6 +167,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     metrics,
     events,
     upstream,
+    responses,
     pipeline,
     lifecycle,
     async start() {
@@ -170,8 +176,12 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       await limiter.connect();
       // Load the common tokenizer before the first request instead of during it.
       await warmEstimator({ startWorkers: true });
+      // Background jobs left unsettled by an earlier process are polled again.
+      responses.start();
     },
     async close() {
+      // Unsettled background jobs stay pending in the ledger; the next start takes them over.
+      responses.close();
       await upstream.close();
       keys.stop();
       // Hand Redis leases back so other nodes can use them at once.

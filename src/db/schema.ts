@@ -215,6 +215,38 @@ export const lifetimeRollups = sqliteTable('rollups_lifetime', {
   lastRequestAt: integer('last_request_at').notNull().default(0),
 });
 
+/**
+ * Stored Responses (POST /v1/responses) and the key that created each: a key
+ * sees only its own through the lifecycle routes. Background jobs also carry
+ * a claim, so that one process polls a job until its ledger row is settled
+ * and a restarted process picks up the jobs nobody polls (src/responses).
+ */
+export const responses = sqliteTable(
+  'responses',
+  {
+    /** The upstream's response id (resp_…). */
+    id: text('id').primaryKey(),
+    keyId: text('key_id')
+      .notNull()
+      .references(() => apiKeys.id),
+    /** The ledger row of the request that created it. */
+    requestId: text('request_id').notNull(),
+    createdAt: integer('created_at').notNull(),
+    /** A background job (`background: true`) whose usage is not settled yet: polled upstream. */
+    unsettled: integer('unsettled', { mode: 'boolean' }).notNull().default(false),
+    /** A process polls the job until then (ms); 0 = nobody. */
+    claimedUntil: integer('claimed_until').notNull().default(0),
+    /** Deleted through the API: no longer found. */
+    deletedAt: integer('deleted_at'),
+  },
+  (t) => [
+    // Background jobs still to settle (a small index: rows leave it once settled).
+    index('responses_unsettled')
+      .on(t.claimedUntil)
+      .where(sql`unsettled = 1`),
+  ],
+);
+
 export type TenantRow = typeof tenants.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type LedgerRow = typeof ledger.$inferSelect;

@@ -78,4 +78,6 @@ export interface Ending {
   readonly firstTokenAt: number | undefined;
   readonly upstreamRequestId: string | undefined;
   readonly errorCode: string | undefined;
+  /** The Responses API's response id, when the answer carried one (background jobs are settled by it). */
+  readonly responseId?: string | undefined;
 }

@@ -10,7 +10,20 @@ import type { LedgerWriter } from '../ledger/writer.js';
 import type { Limiter } from '../limits/index.js';
 import type { LimitSpec } from '../limits/algorithm/policy.js';
 import type { Upstream } from '../upstreams/pool.js';
+import type { Hono } from 'hono';
+import type { AppEnv } from '../app-env.js';
+import type { AdmittedRequest, Ending } from './context.js';
 import type { RequestEvents } from './finished.js';
+
+/** Stored and background Responses (src/responses), as the request path calls them. */
+export interface ResponsesHooks {
+  /** A Responses answer carried its id: remember it for the key (before the client sees it). */
+  created(request: AdmittedRequest, responseId: string): void;
+  /** Takes over settling a background job whose usage is not known yet; true when it did. */
+  deferSettlement(request: AdmittedRequest, ending: Ending): boolean;
+  /** Mounts the lifecycle routes (retrieve, cancel, delete, input items). */
+  mount(routes: Hono<AppEnv>, deps: PipelineDeps): void;
+}
 
 export interface PipelineDeps {
   readonly keys: KeyCache;
@@ -31,4 +44,6 @@ export interface PipelineDeps {
   readonly events: RequestEvents;
   /** Wall clock (ms since the epoch): ledger times, budget periods. */
   readonly now: () => number;
+  /** Stored and background Responses; absent = answers are settled as they end. */
+  readonly responses?: ResponsesHooks;
 }

@@ -19,6 +19,7 @@ import { needsUsageInjection } from '../upstreams/request-facts.js';
 import { SseTap } from '../upstreams/sse-tap.js';
 import { completionTextOfJson, usageFromJsonBytes } from '../upstreams/usage.js';
 import { countCompletionTokens } from '../estimate/index.js';
+import { responseIdOfJson } from '../responses/wire.js';
 import type { AdmittedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { settleForwarded } from './settle.js';
@@ -38,7 +39,14 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       ...(allowance === undefined ? {} : { allowance: { tokens: allowance, count: (text: string) => countCompletionTokens(text, request.facts.model) } }),
     });
     const cutEnding = (): Uint8Array => tap.cutEnding(request.estimate.promptTokens, request.facts.clientWantsUsage);
-    const stream = relayStream(response, tap, endpoint, abort, cutEnding, (outcome, errorCode) =>
+    // A stored Response is its key's from its first event on (the client may look it up at once).
+    let remembered = !ok || endpoint !== 'responses' || deps.responses === undefined;
+    const onChunk = (): void => {
+      if (remembered || tap.responseId === undefined) return;
+      remembered = true;
+      deps.responses?.created(request, tap.responseId);
+    };
+    const stream = relayStream(response, tap, endpoint, abort, onChunk, cutEnding, (outcome, errorCode) =>
       settleForwarded(
         request,
         {
@@ -50,6 +58,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
           firstTokenAt: tap.firstTokenTime,
           upstreamRequestId,
           errorCode,
+          responseId: tap.responseId,
         },
         deps,
       ),
@@ -83,6 +92,8 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     throw clientGone ? new TollgateError('client_closed_request', 'The client closed the request.') : failure;
   }
   const usage = ok ? usageFromJsonBytes(answer) : undefined;
+  const responseId = ok && endpoint === 'responses' && deps.responses !== undefined ? responseIdOfJson(answer) : undefined;
+  if (responseId !== undefined) deps.responses?.created(request, responseId);
   settleForwarded(
     request,
     {
@@ -94,6 +105,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       firstTokenAt: undefined,
       upstreamRequestId,
       errorCode: ok ? undefined : upstreamErrorCode(answer),
+      responseId,
     },
     deps,
   );
@@ -114,6 +126,7 @@ function relayStream(
   tap: SseTap,
   endpoint: Endpoint,
   abort: AbortController,
+  onChunk: () => void,
   cutEnding: () => Uint8Array,
   onEnd: (outcome: FinalStatus, errorCode: string | undefined) => void,
 ): ReadableStream<Uint8Array> {
@@ -155,6 +168,7 @@ function relayStream(
             return;
           }
           const forward = tap.push(step.value);
+          onChunk();
           if (tap.overAllowance) {
             // The request may spend no more: end the stream as its output limit
             // would have, and stop the upstream generating what nobody pays for.

@@ -28,6 +28,7 @@ export function createProxyRoutes(deps: PipelineDeps): Hono<AppEnv> {
       return relay(admitted, response, deps);
     });
   }
+  deps.responses?.mount(routes, deps);
   routes.get('/v1/models', (c) => listModels(c, deps));
   routes.get('/v1/models/:model{.+}', (c) => listModels(c, deps));
   return routes;

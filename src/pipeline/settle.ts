@@ -67,11 +67,16 @@ export function costOfEnding(input: CostInput): Settlement {
   return { usage, costMicros: costMicroUsd(usage, estimate.price), source: 'counted' };
 }
 
-type SettleDeps = Pick<PipelineDeps, 'ledger' | 'events' | 'now'>;
+type SettleDeps = Pick<PipelineDeps, 'ledger' | 'events' | 'now'> & Pick<Partial<PipelineDeps>, 'responses'>;
 
-/** Settles an admitted request at its actual cost — exactly once, whoever calls. */
+/**
+ * Settles an admitted request at its actual cost — exactly once, whoever calls.
+ * A background Response whose usage is not known yet stays reserved: the
+ * poller (src/responses) settles it later through here, without `responses`.
+ */
 export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: SettleDeps): void {
   if (request.settled) return;
+  if (deps.responses?.deferSettlement(request, ending) === true) return;
   request.settled = true;
   const { estimate, facts } = request;
   const completedAt = deps.now();

@@ -18,7 +18,7 @@ export interface UpstreamOptions {
 }
 
 interface UpstreamRequest {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'DELETE';
   /** Path below the base URL, starting with "/" (e.g. /chat/completions), query included. */
   readonly path: string;
   readonly headers: Record<string, string>;

@@ -64,6 +64,7 @@ export class SseTap {
   private readonly openChoices = new Set<number>();
   private responseShell: Record<string, unknown> | undefined;
   private lastSequence = -1;
+  private responseIdSeen: string | undefined;
 
   constructor(options: SseTapOptions) {
     this.endpoint = options.endpoint;
@@ -162,6 +163,11 @@ export class SseTap {
   /** When the first non-empty piece of output arrived (ms, per the tap's clock). */
   get firstTokenTime(): number | undefined {
     return this.firstTokenAt;
+  }
+
+  /** The Responses API's response id, once its first event carried it. */
+  get responseId(): string | undefined {
+    return this.responseIdSeen;
   }
 
   /** An error event the upstream sent inside the stream, if any. */
@@ -279,6 +285,10 @@ export class SseTap {
       if (type === 'response.created' && event.response !== null && typeof event.response === 'object') {
         this.responseShell = event.response as Record<string, unknown>;
       }
+    }
+    if (this.responseIdSeen === undefined && type.startsWith('response.')) {
+      const id = (event.response as { id?: unknown } | undefined)?.id;
+      if (typeof id === 'string' && id !== '') this.responseIdSeen = id;
     }
     if (type.endsWith('.delta') && typeof event.delta === 'string') {
       this.collect(event.delta);

@@ -14,6 +14,7 @@
  *   delay=MS           pause between stream chunks (and before a JSON answer)
  *   headersDelay=MS    pause before sending anything
  *   breakAfter=N       destroy the connection after N content chunks
+ *   breakAtStart=1     destroy a stream's connection right after its headers, before any event
  *   hangAfter=N        stop sending (connection stays open) after N content chunks
  *   errorAfter=N       send an error event after N content chunks, then end
  *   garbage=1          interleave lines that are not valid SSE/JSON
@@ -21,6 +22,11 @@
  *   cached=N           report N prompt tokens as cached
  *   reasoning=N        think N hidden reasoning tokens before answering (within the output limit)
  *   ignoreLimit=1      ignore max_completion_tokens / max_tokens / max_output_tokens (a misbehaving upstream)
+ *   jobMs=MS           a background Response finishes this long after it was created (default 50)
+ *   jobEnd=failed|incomplete   how a background Response ends (default completed)
+ *
+ * Responses are stored and have their lifecycle (retrieve, cancel, delete,
+ * input items, background jobs): see stored-responses.ts.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +34,7 @@ import { randomBytes } from 'node:crypto';
 import { modelObject, responseObject, usageBlock } from './openai-objects.js';
 import { streamAnswer } from './openai-stream.js';
 import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
+import { StoredResponses } from './stored-responses.js';
 import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
 import { answerWords, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
 
@@ -40,6 +47,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   const requests: RecordedRequest[] = [];
   const pending = new Set<Promise<void>>();
   let defaultScenario: Scenario = {};
+  const stored = new StoredResponses();
 
   const server: Server = createServer((req, res) => {
     const done = handle(req, res).catch(() => {
@@ -98,6 +106,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       return sendError(res, status, { ...base, code: scenario.errorCode ?? base.code }, record);
     }
 
+    if (stored.handle(req.method ?? 'GET', path, new URL(req.url ?? '/', 'http://fake').searchParams, res, record)) return;
     const route = `${req.method} ${path}`;
     if (route === 'GET /v1/models') {
       return sendJson(res, 200, { object: 'list', data: MODELS.map((id) => modelObject(id)) }, record);
@@ -146,6 +155,40 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const perChoiceTokens = tokens(model, answer);
     const finishReason = limit !== undefined && (num(scenario, 'words') ?? 12) + wantedReasoning > limit ? 'length' : 'stop';
 
+    if (endpoint === 'responses') {
+      const id = `resp_${randomBytes(8).toString('hex')}`;
+      const background = body.background === true;
+      const job = { model, answer, promptTokens, cachedTokens, reasoning };
+      if (body.stream === true) {
+        const createdStatus = background ? 'queued' : 'in_progress';
+        stored.keep(body, { ...responseObject(model, '', createdStatus, null, id), background }, record);
+        const plan = {
+          endpoint: 'responses' as const,
+          body,
+          model,
+          words,
+          n,
+          scenario,
+          reasoning,
+          promptTokens,
+          cachedTokens,
+          finishReason,
+          responseId: id,
+          createdStatus,
+        };
+        await streamAnswer(res, plan, record);
+        // A background job runs on when its client goes away; a stream that reached its end finished it.
+        if (record.finished) stored.finish(id, 'completed', job);
+        else if (background) stored.run(id, scenario, job);
+        return;
+      }
+      if (background) {
+        const queued = { ...responseObject(model, '', 'queued', null, id), background: true };
+        stored.keep(body, queued, record);
+        stored.run(id, scenario, job);
+        return sendJson(res, 200, queued, record);
+      }
+    }
     if (body.stream === true) {
       return streamAnswer(res, { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason }, record);
     }
@@ -192,7 +235,9 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
         record,
       );
     }
-    return sendJson(res, 200, responseObject(model, answer, 'completed', usage), record);
+    const response = { ...responseObject(model, answer, 'completed', usage), background: false };
+    stored.keep(body, response, record);
+    return sendJson(res, 200, response, record);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -213,6 +258,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       while (pending.size > 0) await Promise.allSettled([...pending]);
     },
     async close() {
+      stored.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -20,6 +20,9 @@ export interface StreamPlan {
   promptTokens: number;
   cachedTokens: number;
   finishReason: string;
+  /** The Responses API's response id (stored by the fake) and its status in `response.created`. */
+  responseId?: string;
+  createdStatus?: string;
 }
 
 export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record: RecordedRequest): Promise<void> {
@@ -33,7 +36,7 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
   const created = Math.floor(Date.now() / 1000);
   const sent: string[] = []; // text actually written, per content chunk
   let sequence = 0;
-  const respId = `resp_${randomBytes(8).toString('hex')}`;
+  const respId = plan.responseId ?? `resp_${randomBytes(8).toString('hex')}`;
 
   record.status = 200;
   res.writeHead(200, {
@@ -44,6 +47,13 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     'openai-version': '2020-10-01',
     'openai-organization': 'fake-org-do-not-leak',
   });
+
+  if (scenario.breakAtStart !== undefined) {
+    // Headers, then a reset before the first event.
+    res.flushHeaders();
+    res.destroy();
+    return;
+  }
 
   let flushed: Promise<void> = Promise.resolve();
   const write = (text: string): boolean => {
@@ -78,7 +88,7 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
       write(data(chatChunk([{ index, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }])));
     }
   } else if (endpoint === 'responses') {
-    write(event('response.created', { response: responseObject(model, '', 'in_progress', null, respId) }));
+    write(event('response.created', { response: responseObject(model, '', plan.createdStatus ?? 'in_progress', null, respId) }));
     write(
       event('response.output_item.added', {
         output_index: 0,

@@ -1,0 +1,65 @@
+/**
+ * The Responses API's lifecycle on the wire, as the proxy reads it: response
+ * ids and statuses, the query parameters each lifecycle call takes, and the
+ * API's own "not found" answer. Pure.
+ */
+import { TollgateError } from '../errors.js';
+
+/** Statuses after which a response changes no more (its usage is final). */
+const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'incomplete']);
+
+export function isTerminal(status: unknown): boolean {
+  return typeof status === 'string' && TERMINAL.has(status);
+}
+
+const LEADING_ID = /^\s*\{\s*"id"\s*:\s*"([^"\\]{1,200})"/;
+
+/**
+ * The id of a response object in a JSON answer. OpenAI writes `id` first, so
+ * the answer's first bytes are enough; any other order is parsed in full.
+ */
+export function responseIdOfJson(bytes: Buffer): string | undefined {
+  const leading = LEADING_ID.exec(bytes.toString('utf8', 0, Math.min(bytes.length, 256)));
+  if (leading) return leading[1];
+  try {
+    const id = (JSON.parse(bytes.toString('utf8')) as { id?: unknown } | null)?.id;
+    return typeof id === 'string' && id !== '' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The answer parsed as a response object, or undefined. */
+export function parseResponseObject(bytes: Buffer): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(bytes.toString('utf8'));
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The lifecycle calls the proxy passes on. */
+export type LifecycleCall = 'retrieve' | 'cancel' | 'delete' | 'input_items';
+
+/** Query parameters the API defines per call; anything else is not forwarded. */
+const QUERY_PARAMS: Readonly<Record<LifecycleCall, ReadonlySet<string>>> = {
+  retrieve: new Set(['include', 'include[]', 'include_obfuscation', 'starting_after', 'stream']),
+  cancel: new Set(),
+  delete: new Set(),
+  input_items: new Set(['after', 'include', 'include[]', 'limit', 'order']),
+};
+
+/** The query string to forward (with its `?`, or empty). */
+export function forwardedQuery(call: LifecycleCall, url: string): string {
+  const query = new URL(url).searchParams;
+  const kept = new URLSearchParams();
+  for (const [name, value] of query) if (QUERY_PARAMS[call].has(name)) kept.append(name, value);
+  const text = kept.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+/** The API's answer for a response that does not exist — or that belongs to another key. */
+export function responseNotFound(id: string): TollgateError {
+  return new TollgateError('response_not_found', `Response with id '${id.slice(0, 200)}' not found.`);
+}
