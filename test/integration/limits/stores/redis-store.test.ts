@@ -72,6 +72,18 @@ describe('redis store lease lifecycle', () => {
     await waitUntil('the idle bucket is forgotten', () => limiter.describeLeases().length === 0);
   });
 
+  it('leases a forgotten bucket again at once, though Redis remembers its call numbers', async () => {
+    const limiter = createLimiter({ leaseTtlMs: 300, tickMs: 20 });
+    const b = bucket(100, 1 / 3600);
+    // Enough calls that a lease starting its call numbers over would stay stale for a while.
+    for (let i = 0; i < 20; i++) expect((await limiter.acquire([{ bucket: b, cost: 2 }])).ok).toBe(true);
+    await waitUntil('the idle bucket is forgotten', () => limiter.describeLeases().length === 0);
+    // The bucket is used again while Redis still holds this node's last call number on it.
+    const again = await limiter.acquire([{ bucket: b, cost: 1 }]);
+    expect(again).toMatchObject({ ok: true });
+    expect(limiter.isDegraded).toBe(false);
+  });
+
   it('hands leases back on close', async () => {
     const limiter = createLimiter();
     const b = bucket(100, 1 / 3600);
