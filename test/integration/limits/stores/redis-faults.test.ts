@@ -18,6 +18,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 let server: RedisHandle;
 let clients: Redis[];
 let limiters: RedisLimiter[];
+const limiterClients = new WeakMap<RedisLimiter, Redis>();
 let unhandled: unknown[];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
@@ -106,8 +107,9 @@ function createLimiter(options: Partial<RedisLimiterOptions>): { limiter: RedisL
       if (!ok) seen.failedCalls += 1;
     },
   };
+  const redis = connect();
   const limiter = createRedisLimiter({
-    redis: connect(),
+    redis,
     maxWaitMs: 50,
     callTimeoutMs: 150,
     breakerThreshold: 2,
@@ -117,6 +119,7 @@ function createLimiter(options: Partial<RedisLimiterOptions>): { limiter: RedisL
     ...options,
   });
   limiters.push(limiter);
+  limiterClients.set(limiter, redis);
   return { limiter, seen };
 }
 
@@ -134,8 +137,14 @@ async function waitUntil(what: string, check: () => Promise<boolean> | boolean, 
   throw new Error(`timed out waiting until ${what}`);
 }
 
-/** The first call also connects and loads the script: let it take its time. */
+/**
+ * The first call also loads the script: let it take its time. Connected
+ * first, as the proxy is before it serves (stores/create.ts): a fail-fast
+ * client fails every call until then, and two failures open the breaker.
+ */
 async function warmUp(limiter: RedisLimiter, b: BucketRef): Promise<void> {
+  const client = limiterClients.get(limiter)!;
+  await waitUntil("the limiter's client is connected", () => client.status === 'ready');
   await waitUntil('the first lease is granted', async () => (await limiter.acquire([{ bucket: b, cost: 1 }])).ok);
 }
 
