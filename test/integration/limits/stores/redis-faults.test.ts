@@ -227,20 +227,29 @@ describe.each(CLIENT_OPTIONS)('redis store when Redis is slow or gone ($name)', 
     const b = bucket(10, 10);
     await warmUp(limiter, b);
     await server.kill9();
-    const started = Date.now();
     let admitted = 1;
     let unavailable = 0;
-    while (Date.now() - started < 1000) {
+    const ask = async () => {
       const result = await limiter.acquire([{ bucket: b, cost: 1 }]);
       if (result.ok) admitted++;
       else if (result.reason === 'unavailable') unavailable++;
+    };
+    // For a second, as fast as this machine goes: one node alone holds the
+    // whole share, so at most the lease it already had plus rate·t (the share
+    // starts empty) — the bound leaves a burst and 20% to spare.
+    const started = Date.now();
+    while (Date.now() - started < 1000) {
+      await ask();
       await sleep(5);
     }
-    // One node alone holds the whole share: burst + rate·t, plus the lease it
-    // already had. More than 5 in the second also shows no request hung on the
-    // dead Redis.
-    expect(admitted).toBeGreaterThan(5);
-    expect(admitted).toBeLessThanOrEqual(10 + 10 * 1.2 + 10);
+    const seconds = (Date.now() - started) / 1000;
+    expect(admitted).toBeLessThanOrEqual(10 + 10 * seconds * 1.2 + 10);
+    // And it keeps admitting from that share (on a busy machine the second may
+    // have held few requests, so ask on until it has admitted a few).
+    await waitUntil('the local share admits', async () => {
+      await ask();
+      return admitted > 5;
+    });
     expect(unavailable).toBe(0);
     expect(seen.failMode.some(([entered]) => entered)).toBe(true);
 
