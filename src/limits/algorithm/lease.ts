@@ -41,6 +41,22 @@ const MIN_LOCAL_REFUSAL_MS = 2;
 /** Spending younger than this is not yet credited by Redis (clock bound + whole ms). */
 const CREDIT_DELAY_MS = 3;
 
+/**
+ * A node's call numbers, shared by all its leases. The script rejects a call
+ * whose number is not above the last one it saw from the node on the bucket,
+ * and remembers that number after the node forgot the bucket (idle, empty):
+ * numbers restarting per lease would make every call of a bucket leased
+ * again stale until they caught up (docs/leases.md, "One call").
+ */
+export class CallNumbers {
+  private last = 0;
+
+  next(): number {
+    this.last += 1;
+    return this.last;
+  }
+}
+
 /** One node's lease on one bucket; a slot of the all-or-none take. */
 export class BucketLease implements TakeSlot {
   avail = 0;
@@ -86,6 +102,8 @@ export class BucketLease implements TakeSlot {
     public shape: BucketShape,
     private readonly settings: LeaseSettings,
     now: number,
+    /** The node's call numbers; pass the same one to every lease of a node. */
+    private readonly callNumbers: CallNumbers = new CallNumbers(),
   ) {
     this.lastUsed = now;
     this.demandAt = now;
@@ -284,7 +302,7 @@ export class BucketLease implements TakeSlot {
   beginCall(now: number): LeaseCallPlan {
     if (this.inflight) throw new Error(`lease "${this.ref.id}" already has a call in flight`);
     this.inflight = true;
-    this.seq += 1;
+    this.seq = this.callNumbers.next();
     if (now >= this.expiresAt) {
       this.avail = 0;
       this.held = 0;

@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { takeAllOrNone, type TakeRefusal } from '../algorithm/all-or-none.js';
 import { CircuitBreaker } from '../algorithm/circuit-breaker.js';
 import { takeLocalShare, type FailMode } from './fail-mode.js';
-import { BucketLease } from '../algorithm/lease.js';
+import { BucketLease, CallNumbers } from '../algorithm/lease.js';
 import type { LeaseSettings } from '../algorithm/lease-call.js';
 import { LeaseCaller, LeaseSlot, waitWithin } from './lease-calls.js';
 import { formatBucketKey, preloadLeaseScript, type RedisClient } from './lease-script.js';
@@ -104,6 +104,8 @@ export class RedisLimiter implements Limiter {
   private readonly caller: LeaseCaller;
   private readonly slots = new Map<string, LeaseSlot>();
   private readonly fallback = new LocalBucketTable();
+  /** One sequence for all leases: a bucket forgotten and leased again must not reuse numbers. */
+  private readonly callNumbers = new CallNumbers();
   private degraded = false;
   private closed = false;
   private readonly timer: NodeJS.Timeout;
@@ -270,7 +272,7 @@ export class RedisLimiter implements Limiter {
   private resolveSlot(ref: BucketRef, now: number): LeaseSlot {
     let slot = this.slots.get(ref.id);
     if (slot === undefined) {
-      const lease = new BucketLease(ref, createBucketShape(ref.ratePerSec, ref.burst), this.settings, now);
+      const lease = new BucketLease(ref, createBucketShape(ref.ratePerSec, ref.burst), this.settings, now, this.callNumbers);
       slot = new LeaseSlot(lease, formatBucketKey(this.keyPrefix, ref.hashTag, ref.limitName));
       this.slots.set(ref.id, slot);
     } else if (slot.lease.ref !== ref) {

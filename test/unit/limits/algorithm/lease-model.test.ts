@@ -11,7 +11,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BucketLease } from '../../../../src/limits/algorithm/lease.js';
+import { BucketLease, CallNumbers } from '../../../../src/limits/algorithm/lease.js';
 import type { LeaseSettings } from '../../../../src/limits/algorithm/lease-call.js';
 import { createBucketShape } from '../../../../src/limits/algorithm/token-bucket.js';
 import { runLeaseModel, type ModelHash } from '../../../support/lease-script-model.js';
@@ -137,6 +137,32 @@ describe('lease protocol model', () => {
     expect(lease.spendable(899)).toBeGreaterThanOrEqual(5);
     expect(lease.spendable(900)).toBe(0);
     expect(lease.trySpend(1, 950)).toBe(false);
+  });
+
+  it('numbers the calls of a bucket leased again above those of its forgotten lease', () => {
+    // The script remembers a node's last call number on a bucket after the
+    // node forgot the bucket (idle and empty); a lease counting from 1 again
+    // was stale on every call until it caught up, so the bucket refused.
+    const shape = createBucketShape(1, 10);
+    const ref = { id: 'b', hashTag: 'k', limitName: 'b', ratePerSec: 1, burst: 10 };
+    const hash: ModelHash = new Map();
+    const call = { key: 'k', hashTag: 'k', nodeId: 'a', burst: 10, rateNum: shape.rateNum, rateDen: shape.rateDen, leaseTtlMs: 1000, startEmpty: false };
+    const numbers = new CallNumbers();
+    const first = new BucketLease(ref, shape, settings(1000), 0, numbers);
+    for (let t = 0; t < 5; t++) {
+      first.addUrgent(1);
+      expect(first.finishCall(runLeaseModel(hash, { ...call, ...first.beginCall(t) }, t), t)).toBe(true);
+    }
+    const again = new BucketLease(ref, shape, settings(1000), 10, numbers);
+    again.addUrgent(1);
+    const reply = runLeaseModel(hash, { ...call, ...again.beginCall(10) }, 10);
+    expect(reply.status).toBe(1);
+    expect(again.finishCall(reply, 10)).toBe(true);
+    expect(again.spendable(10)).toBeGreaterThanOrEqual(1);
+    // Each lease numbering its own calls: the same call is stale.
+    const alone = new BucketLease(ref, shape, settings(1000), 10);
+    alone.addUrgent(1);
+    expect(runLeaseModel(hash, { ...call, ...alone.beginCall(11) }, 11).status).toBe(0);
   });
 
   it('credits refunds to the lease only up to what Redis counts as leased', () => {
