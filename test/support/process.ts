@@ -46,7 +46,8 @@ export function spawnTollgate(args: string[], env: Record<string, string>): Toll
 /** Starts `tollgate serve` on a free port and resolves once it listens. */
 export async function spawnServe(env: Record<string, string>): Promise<TollgateProcess & { url: string }> {
   const proc = spawnTollgate(['serve'], { TOLLGATE_PORT: '0', TOLLGATE_LOG_LEVEL: 'info', ...env });
-  const deadline = Date.now() + 20_000;
+  // Generous: on a loaded 2-core machine a tsx start alone has taken 5 s; a failure here is not the test's subject.
+  const deadline = Date.now() + 60_000;
   for (;;) {
     const line = proc.logs.find((l) => l.msg === 'tollgate listening');
     if (line) return { ...proc, url: String(line.url) };
