@@ -28,7 +28,7 @@ import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
 import { RequestEvents } from './pipeline/finished.js';
-import { logRequests, recordMetrics } from './pipeline/observers.js';
+import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
 import { createUpstream, type Upstream } from './upstreams/pool.js';
 
 /** Parts a caller supplies instead of building them from the config. */
@@ -110,13 +110,14 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const liveLimits = new LiveLimits(limiter.limiter, config.globalLimits, keys, (id) => keyStore.authKeyById(id));
   events.subscribe(recordMetrics(metrics, limiter.store));
   events.subscribe(logRequests(logger));
+  events.subscribe(warnAssumedPrices(logger));
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
 
   const pipeline: PipelineDeps = {
     keys,
     maxBodyBytes: config.maxBodyBytes,
-    estimate: { prices: config.prices, defaultMaxCompletionTokens: config.defaultMaxCompletionTokens },
+    estimate: { prices: config.prices, defaultMaxCompletionTokens: config.defaultMaxCompletionTokens, unknownModels: config.unknownModels },
     limiter: limiter.limiter,
     globalLimits: config.globalLimits,
     spend,

@@ -9,6 +9,8 @@ import type { CountContext, PromptTally } from './count-parts.js';
 import { countResponsesPrompt } from './count-responses.js';
 import { EstimateInputError } from './errors.js';
 import { encodingForModel } from './models.js';
+import { readRequestExtras, type RequestedTier } from './price-request.js';
+import type { ToolCalls, ToolRates } from './price-types.js';
 import { costMicroUsd, resolvePrice, type PriceTable, type ResolvedPrice } from './prices.js';
 import { isJsonObject, readOptionalPositiveInteger, type JsonObject } from './read-body.js';
 import type { TextCounter } from './text-counter.js';
@@ -24,6 +26,10 @@ export interface EstimateOptions {
   readonly defaultMaxCompletionTokens: number;
   /** Tokens of an image we cannot see (remote URL); default: a 1024×1024 image for the model. */
   readonly remoteImageTokens?: number;
+  /** Price models the table lacks at its highest prices (keys with a budget or a `usd` limit). */
+  readonly highestForUnknown?: boolean;
+  /** Models the table lacks: priced at the fallback (default), or refused before estimating. */
+  readonly unknownModels?: 'fallback' | 'refuse';
 }
 
 /** What a request would cost at most, before it is sent. */
@@ -45,6 +51,16 @@ export interface Estimate {
   readonly promptCount: number;
   /** Share of promptTokens that are images. */
   readonly imageTokens: number;
+  /** The `service_tier` the request asked for, as reserved (settlement bills the one used). */
+  readonly serviceTier: RequestedTier;
+  /** The request asks for audio output: its completion is reserved at the audio output price. */
+  readonly audioOutput: boolean;
+  /** Built-in tool units reserved (Responses `tools`), priced at `toolRates`. */
+  readonly toolCallsReserved: ToolCalls;
+  /** What one unit of each built-in tool costs for this request (its tools' settings), µUSD. */
+  readonly toolRates: ToolRates;
+  /** µUSD per 1M completion tokens as reserved (tier and audio output included): what one more token costs. */
+  readonly completionMicroUsdPer1M: number;
 }
 
 /** Creates the counter for an encoding (sync: the encoding must be loadable right now). */
@@ -152,7 +168,7 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
   const model = readModel(body);
   const object = body as JsonObject;
   const encoding = encodingForModel(model);
-  const price = resolvePrice(model, options.prices);
+  const price = resolvePrice(model, options.prices, { highestForUnknown: options.highestForUnknown === true });
   const context: CountContext = {
     counter: createCounter(encoding),
     model,
@@ -194,7 +210,23 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
   }
 
   const completionTokensReserved = perChoice * counted.n * counted.promptCount;
-  const reservedMicroUsd = costMicroUsd({ promptTokens, cachedTokens: 0, completionTokens: completionTokensReserved }, price);
+  const extras = readRequestExtras(endpoint, object, model, options.prices.tools);
+  const tierPrices = extras.serviceTier === 'standard' ? price : price[extras.serviceTier];
+  // Audio output may be every completion token; reserve each at the dearer of audio and text.
+  const audioDearer = extras.audioOutput && price.audio.outputMicroUsdPer1M > tierPrices.outputMicroUsdPer1M;
+  const reservedMicroUsd = costMicroUsd(
+    {
+      promptTokens,
+      cachedTokens: 0,
+      completionTokens: completionTokensReserved,
+      audioCompletionTokens: audioDearer ? completionTokensReserved : 0,
+      serviceTier: extras.serviceTier,
+      toolCalls: extras.toolCalls,
+    },
+    price,
+    extras.toolRates,
+  );
+  const completionMicroUsdPer1M = audioDearer ? price.audio.outputMicroUsdPer1M : tierPrices.outputMicroUsdPer1M;
   return {
     model,
     encoding,
@@ -206,5 +238,10 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     n: counted.n,
     promptCount: counted.promptCount,
     imageTokens: counted.tally.imageTokens,
+    serviceTier: extras.serviceTier,
+    audioOutput: extras.audioOutput,
+    toolCallsReserved: extras.toolCalls,
+    toolRates: extras.toolRates,
+    completionMicroUsdPer1M,
   };
 }

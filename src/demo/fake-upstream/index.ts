@@ -20,15 +20,21 @@
  *   words=N            length of the answer in words (default 12)
  *   cached=N           report N prompt tokens as cached
  *   reasoning=N        add N hidden reasoning tokens to the completion
+ *   audioIn=N          add N audio tokens to the prompt (prompt_tokens_details.audio_tokens)
+ *   audioOut=N         add N audio tokens to the completion (completion_tokens_details.audio_tokens)
+ *   tier=T             report service_tier T (default: the tier asked for, else "default")
+ *   webSearch=N, fileSearch=N, codeInterpreter=N, images=N
+ *                      Responses only: that many built-in tool calls in `output`
+ *                      (codeInterpreter: N calls in N distinct containers)
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { modelObject, responseObject, usageBlock } from './openai-objects.js';
+import { modelObject, responseObject, toolCallItems, usageBlock } from './openai-objects.js';
 import { streamAnswer } from './openai-stream.js';
 import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
 import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
-import { answerWords, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
+import { answerWords, billedExtras, extrasFor, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
 
 export { FAKE_WORDS } from './scenario.js';
 
@@ -124,7 +130,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     }
     // Accepted: the prompt is processed (and billed) from here on, even if the
     // client goes away before the answer starts, as with the real API.
-    const promptTokens = promptTokensFor(endpoint, body, model);
+    const extras = extrasFor(scenario, endpoint, body);
+    const promptTokens = promptTokensFor(endpoint, body, model) + extras.audioPromptTokens;
     const cachedTokens = Math.min(promptTokens, num(scenario, 'cached') ?? 0);
     record.billed = { promptTokens, cachedTokens, completionTokens: 0, reasoningTokens: 0 };
 
@@ -143,13 +150,16 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const finishReason = limit !== undefined && (num(scenario, 'words') ?? 12) > limit ? 'length' : 'stop';
 
     if (body.stream === true) {
-      return streamAnswer(res, { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason }, record);
+      return streamAnswer(res, { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason, extras }, record);
     }
     await sleep(num(scenario, 'delay') ?? 0);
     if (res.destroyed) return;
-    const completionTokens = perChoiceTokens * n + reasoning;
-    record.billed = { promptTokens, cachedTokens, completionTokens, reasoningTokens: reasoning };
-    const usage = usageBlock(endpoint, promptTokens, cachedTokens, completionTokens, reasoning);
+    const completionTokens = perChoiceTokens * n + reasoning + extras.audioCompletionTokens;
+    record.billed = { promptTokens, cachedTokens, completionTokens, reasoningTokens: reasoning, ...billedExtras(extras) };
+    const usage = usageBlock(endpoint, promptTokens, cachedTokens, completionTokens, reasoning, {
+      prompt: extras.audioPromptTokens,
+      completion: extras.audioCompletionTokens,
+    });
     const created = Math.floor(Date.now() / 1000);
     if (endpoint === 'chat') {
       return sendJson(
@@ -167,7 +177,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
             finish_reason: finishReason,
           })),
           usage,
-          service_tier: 'default',
+          service_tier: extras.serviceTier,
           system_fingerprint: 'fp_fake',
         },
         record,
@@ -188,7 +198,12 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
         record,
       );
     }
-    return sendJson(res, 200, responseObject(model, answer, 'completed', usage), record);
+    return sendJson(
+      res,
+      200,
+      responseObject(model, answer, 'completed', usage, undefined, { serviceTier: extras.serviceTier, tools: toolCallItems(extras.toolCalls) }),
+      record,
+    );
   }
 
   await new Promise<void>((resolve, reject) => {
