@@ -16,7 +16,7 @@ import { baseModelOf, stripProviderPrefix, stripSnapshotSuffix } from './models.
 import { BUILTIN_MODELS, BUILTIN_SOURCE, BUILTIN_TOOLS } from './price-table.js';
 import type { ModelPrice, PriceTable, TokenPrices, TokenUsage, ToolCalls, ToolPrices, ToolRates } from './price-types.js';
 
-export type { ModelPrice, PriceTable, TokenPrices, TokenUsage, ToolCalls, ToolPrices, ToolRates } from './price-types.js';
+export type { ModelPrice, PriceTable, TokenUsage, ToolCalls, ToolPrices, ToolRates } from './price-types.js';
 
 /** How {@link resolvePrice} found a price. */
 type PriceMatch = 'exact' | 'snapshot' | 'fine-tune-base' | 'fallback';

@@ -28,7 +28,7 @@ async function drain(stream: AsyncIterable<unknown>): Promise<void> {
   }
 }
 
-const scenario = (value: string) => ({ headers: { 'x-fake-scenario': value } });
+const tagged = (tag: string) => ({ headers: { 'x-fake-scenario': tag } });
 const messages = [{ role: 'user' as const, content: 'How many foxes jump over how many dogs?' }];
 
 async function settledRows(proxy: TestProxy, count: number): Promise<Map<string, Row>> {
@@ -64,7 +64,6 @@ describe('every priced dimension', () => {
   });
 
   it('bills each dimension at its own price, as computed by hand', async () => {
-    const tagged = (tag: string) => ({ headers: { 'x-fake-scenario': tag } });
     await Promise.all([
       // priority asked and used: gpt-5 priority $2.50 / $0.25 cached / $20
       client.chat.completions.create({ model: 'gpt-5', messages, service_tier: 'priority' }, tagged('cached=4')),
@@ -97,7 +96,7 @@ describe('every priced dimension', () => {
     ]);
     const rows = await settledRows(proxy, 6);
     const find = (model: string, stream = false) =>
-      proxy.fake.requests.find((r) => (r.body as { model: string }).model === model && r.body.stream === (stream || undefined))!;
+      proxy.fake.requests.find((r) => (r.body as { model: string }).model === model && (r.body as { stream?: boolean }).stream === (stream || undefined))!;
     const check = (record: RecordedRequest, expected: number, extra: Row = {}) => {
       const row = rowOf(rows, record);
       expect(row.status).toBe('ok');
@@ -152,7 +151,9 @@ describe('every priced dimension', () => {
     );
 
     // 2 web searches × $0.01 + 1 file search × $0.0025 + 1 container × $0.03 + 1 low 1024² mini image × $0.005.
-    const toolsRecord = proxy.fake.requests.find((r) => r.body.stream === undefined && (r.body as { input: string }).input === 'Search, compute, draw.')!;
+    const toolsRecord = proxy.fake.requests.find(
+      (r) => (r.body as { stream?: boolean; input: string }).stream === undefined && (r.body as { input: string }).input === 'Search, compute, draw.',
+    )!;
     const tools = toolsRecord.billed;
     check(
       toolsRecord,
