@@ -252,12 +252,13 @@ describe('unknown models', () => {
       const ask = (proxy: TestProxy, key: string) =>
         new OpenAI({ baseURL: proxy.baseURL, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'my-llama-70b', messages, max_tokens: 50 });
       await ask(plain, plain.key);
+      await ask(plain, plain.key);
       await ask(configured, configured.key);
       await ask(configured, budgeted);
       const highest = { input: 150, output: 600 }; // o1-pro, the dearest built-in row of each
       const rowsOf = async (proxy: TestProxy, count: number) => [...(await settledRows(proxy, count)).values()];
 
-      const [plainRow] = await rowsOf(plain, 1);
+      const [plainRow] = await rowsOf(plain, 2);
       expect(plainRow).toMatchObject({ price_known: 0 });
       expect(plainRow!.est_cost_micros).toBe(
         micros([
@@ -271,6 +272,9 @@ describe('unknown models', () => {
           [Number(plainRow!.completion_tokens), highest.output],
         ]),
       );
+      // The operator hears of the missing price once, not once per request.
+      const warnings = plain.logs.lines.filter((line) => line.assumption === 'unknown-model');
+      expect(warnings).toEqual([expect.objectContaining({ level: 'warn', model: 'my-llama-70b', priceEntry: 'my-llama-70b' })]);
 
       const rows = await rowsOf(configured, 2);
       const [fallbackRow, strictRow] = [...rows].sort((a, b) => Number(a.est_cost_micros) - Number(b.est_cost_micros));
