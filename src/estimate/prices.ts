@@ -148,7 +148,7 @@ export function resolvePrice(model: string, table: PriceTable, options: ResolveO
     memo = new Map();
     resolved.set(table, memo);
   }
-  const key = options.highestForUnknown === true ? `!${model}` : model;
+  const key = `${options.highestForUnknown === true ? 1 : 0}${model}`;
   let price = memo.get(key);
   if (price === undefined) {
     price = Object.freeze(resolveUncached(model, table, options));
