@@ -218,6 +218,8 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     {
       promptTokens,
       cachedTokens: 0,
+      // Audio in the prompt at the audio input price when it is dearer (it is for every listed model).
+      audioPromptTokens: price.audio.inputMicroUsdPer1M > tierPrices.inputMicroUsdPer1M ? Math.min(promptTokens, counted.tally.audioTokens ?? 0) : 0,
       completionTokens: completionTokensReserved,
       audioCompletionTokens: audioDearer ? completionTokensReserved : 0,
       serviceTier: extras.serviceTier,

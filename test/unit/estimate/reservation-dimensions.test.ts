@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { builtinPriceTable, costMicroUsd, estimateRequestSync, resolvePrice } from '../../../src/estimate/index.js';
+import { approximateAudioTokens } from '../../../src/estimate/count-parts.js';
 import { DEFAULT_TOOL_CALLS } from '../../../src/estimate/price-request.js';
 import { mergePriceTable, priceTableOverrideSchema } from '../../../src/estimate/prices.js';
 
@@ -41,6 +42,22 @@ describe('audio output', () => {
     // $2.50 / 1M text in, $80 / 1M audio out.
     expect(estimate.reservedMicroUsd).toBe(Math.ceil((estimate.promptTokens * 2_500_000 + 1_000 * 80_000_000) / 1e6));
     expect(estimate.completionMicroUsdPer1M).toBe(80_000_000);
+  });
+
+  it('reserves audio in the prompt at the audio input price', () => {
+    // 64 000 bytes of WAV ≈ 2 s ≈ 21 audio tokens by count-parts.ts's approximation.
+    const data = Buffer.alloc(64_000).toString('base64');
+    const audio = approximateAudioTokens(data.length, 'wav');
+    const body = {
+      model: 'gpt-4o-audio-preview',
+      messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data, format: 'wav' } }] }],
+      max_tokens: 10,
+    };
+    const estimate = estimateRequestSync('chat', body, options);
+    expect(audio).toBe(21);
+    const text = estimate.promptTokens - audio;
+    // $2.50 / 1M text in, $40 / 1M audio in, $10 / 1M text out.
+    expect(estimate.reservedMicroUsd).toBe(Math.ceil((text * 2_500_000 + audio * 40_000_000 + 10 * 10_000_000) / 1e6));
   });
 
   it('reserves audio output on a model without audio prices at the highest audio price', () => {
