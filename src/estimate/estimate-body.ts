@@ -59,6 +59,8 @@ export interface Estimate {
   readonly toolCallsReserved: ToolCalls;
   /** What one unit of each built-in tool costs for this request (its tools' settings), µUSD. */
   readonly toolRates: ToolRates;
+  /** Tool units every answer costs whether its usage lists them or not (chat search models' one search). */
+  readonly toolCallsPerRequest: ToolCalls;
   /** µUSD per 1M completion tokens as reserved (tier and audio output included): what one more token costs. */
   readonly completionMicroUsdPer1M: number;
 }
@@ -244,6 +246,7 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     audioOutput: extras.audioOutput,
     toolCallsReserved: extras.toolCalls,
     toolRates: extras.toolRates,
+    toolCallsPerRequest: extras.toolCallsPerRequest,
     completionMicroUsdPer1M,
   };
 }

@@ -10,8 +10,10 @@
  * - built-in tools (Responses `tools`): `max_tool_calls` calls of the dearest declared tool when
  *   the request sets it, else {@link DEFAULT_TOOL_CALLS} calls of each declared search or image
  *   tool; one container per Code Interpreter tool.
+ * - Chat Completions search models (`gpt-4o-search-preview` …) search once per request: one web
+ *   search call, reserved and billed whatever the answer says ({@link RequestExtras.toolCallsPerRequest}).
  */
-import { isReasoningModel } from './models.js';
+import { baseModelOf, isReasoningModel } from './models.js';
 import { defaultToolRates } from './prices.js';
 import type { ToolCalls, ToolPrices, ToolRates } from './price-types.js';
 import { isJsonObject, readOptionalPositiveInteger, type JsonObject } from './read-body.js';
@@ -35,6 +37,13 @@ export interface RequestExtras {
   readonly toolCalls: ToolCalls;
   /** Per-unit prices of this request's tools, as its tools' settings choose them. */
   readonly toolRates: ToolRates;
+  /** Tool units every answer to this request costs, reported or not (chat search models). */
+  readonly toolCallsPerRequest: ToolCalls;
+}
+
+/** Chat Completions models that search the web on every request. */
+function isChatSearchModel(model: string): boolean {
+  return /-search-(preview|api)\b/.test(baseModelOf(model));
 }
 
 function readTier(body: JsonObject): RequestedTier {
@@ -78,8 +87,13 @@ function containerRate(tool: JsonObject, prices: ToolPrices): number {
 export function readRequestExtras(endpoint: string, body: JsonObject, model: string, prices: ToolPrices): RequestExtras {
   const base = defaultToolRates(prices);
   const extras = { serviceTier: readTier(body), audioOutput: endpoint === 'chat' && wantsAudio(body) };
+  if (endpoint === 'chat' && isChatSearchModel(model)) {
+    const search = { webSearch: 1 };
+    const webSearchCall = isReasoningModel(model) ? prices.webSearchCall : prices.webSearchPreviewCall;
+    return { ...extras, toolCalls: search, toolRates: { ...base, webSearchCall }, toolCallsPerRequest: search };
+  }
   const tools = endpoint === 'responses' ? body['tools'] : undefined;
-  if (!Array.isArray(tools)) return { ...extras, toolCalls: {}, toolRates: base };
+  if (!Array.isArray(tools)) return { ...extras, toolCalls: {}, toolRates: base, toolCallsPerRequest: {} };
 
   let webSearchCall: number | undefined;
   let fileSearchCall: number | undefined;
@@ -119,7 +133,17 @@ export function readRequestExtras(endpoint: string, body: JsonObject, model: str
   if (maxToolCalls !== undefined) {
     // At most max_tool_calls calls in all: the bound is all of them on the dearest tool.
     const dearest = perCall.reduce<(typeof perCall)[number] | undefined>((best, entry) => (best === undefined || entry[1] > best[1] ? entry : best), undefined);
-    return { ...extras, toolRates, toolCalls: { ...containers, ...(dearest === undefined ? {} : { [dearest[0]]: maxToolCalls }) } };
+    return {
+      ...extras,
+      toolRates,
+      toolCalls: { ...containers, ...(dearest === undefined ? {} : { [dearest[0]]: maxToolCalls }) },
+      toolCallsPerRequest: {},
+    };
   }
-  return { ...extras, toolRates, toolCalls: { ...containers, ...Object.fromEntries(perCall.map(([name]) => [name, DEFAULT_TOOL_CALLS])) } };
+  return {
+    ...extras,
+    toolRates,
+    toolCalls: { ...containers, ...Object.fromEntries(perCall.map(([name]) => [name, DEFAULT_TOOL_CALLS])) },
+    toolCallsPerRequest: {},
+  };
 }

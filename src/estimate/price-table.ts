@@ -77,6 +77,9 @@ export const BUILTIN_MODELS: Readonly<Record<string, ModelPrice>> = Object.freez
     ['gpt-4o', price(2.5, 1.25, 10, { window: 128_000, maxOutput: 16_384, priority: tokens(4.25, 2.125, 17) })],
     ['gpt-4o-2024-05-13', price(5, null, 15, { window: 128_000, maxOutput: 4_096, priority: tokens(8.75, null, 26.25) })],
     ['gpt-4o-mini', price(0.15, 0.075, 0.6, { window: 128_000, maxOutput: 16_384, priority: tokens(0.25, 0.125, 1) })],
+    // Chat Completions search models: tokens here, plus one web search call per request (price-request.ts).
+    ['gpt-4o-search-preview', price(2.5, null, 10, { window: 128_000, maxOutput: 16_384 })],
+    ['gpt-4o-mini-search-preview', price(0.15, null, 0.6, { window: 128_000, maxOutput: 16_384 })],
     ['chatgpt-4o-latest', price(5, null, 15, { window: 128_000, maxOutput: 16_384 })],
     ['o1', price(15, 7.5, 60, { window: 200_000, maxOutput: 100_000 })],
     ['o1-pro', price(150, null, 600, { window: 200_000, maxOutput: 100_000 })],

@@ -61,9 +61,15 @@ const NOTHING: Usage = { promptTokens: 0, cachedTokens: 0, completionTokens: 0, 
 export function costOfEnding(input: CostInput): Settlement {
   const { estimate } = input;
   const askedTier = estimate.serviceTier === 'standard' ? undefined : estimate.serviceTier;
+  // Chat search models search once per request; their usage does not list the call.
+  const perRequest = Object.keys(estimate.toolCallsPerRequest).length > 0 ? { toolCalls: estimate.toolCallsPerRequest } : {};
   if (input.reported !== undefined) {
     const tier = input.reported.serviceTier ?? askedTier;
-    const usage: Usage = tier === undefined ? input.reported : { ...input.reported, serviceTier: tier };
+    const usage: Usage = {
+      ...(input.reported.toolCalls === undefined ? perRequest : {}),
+      ...input.reported,
+      ...(tier === undefined ? {} : { serviceTier: tier }),
+    };
     return { usage, costMicros: costMicroUsd(usage, estimate.price, estimate.toolRates), source: 'reported' };
   }
   if (input.upstreamError || !input.accepted) {
@@ -76,6 +82,7 @@ export function costOfEnding(input: CostInput): Settlement {
     completionTokens,
     reasoningTokens: 0,
     ...(askedTier === undefined ? {} : { serviceTier: askedTier }),
+    ...perRequest,
   };
   return { usage, costMicros: costMicroUsd(usage, estimate.price, estimate.toolRates), source: 'counted' };
 }

@@ -182,6 +182,24 @@ describe('every priced dimension', () => {
     );
   });
 
+  it('bills a chat search model its search on every request', async () => {
+    const before = proxy.fake.requests.length;
+    await client.chat.completions.create({ model: 'gpt-4o-search-preview', messages });
+    const [record] = proxy.fake.requests.slice(before);
+    const rows = await settledRows(proxy, before + 1);
+    // $2.50 / $10 per 1M tokens + one search at $25 / 1k.
+    expect(rowOf(rows, record!)).toMatchObject({
+      cost_micros: micros(
+        [
+          [record!.billed.promptTokens, 2.5],
+          [record!.billed.completionTokens, 10],
+        ],
+        25_000,
+      ),
+      tool_cost_micros: 25_000,
+    });
+  });
+
   it('reserves what the request asks for: the priority tier and audio output', async () => {
     const before = proxy.fake.requests.length;
     await client.chat.completions.create({ model: 'gpt-5', messages, service_tier: 'priority', max_completion_tokens: 1_000 });

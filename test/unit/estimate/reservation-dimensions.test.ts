@@ -120,6 +120,15 @@ describe('built-in tools', () => {
     expect(auto.toolCallsReserved).toEqual({ imageGeneration: DEFAULT_TOOL_CALLS });
   });
 
+  it('reserves and bills one web search per request to a chat search model', () => {
+    const estimate = estimateRequestSync('chat', { model: 'gpt-4o-mini-search-preview', messages, max_tokens: 100 }, options);
+    expect(estimate.toolCallsReserved).toEqual({ webSearch: 1 });
+    expect(estimate.toolCallsPerRequest).toEqual({ webSearch: 1 });
+    // $0.15 / $0.60 per 1M tokens + $25 / 1k searches.
+    expect(estimate.reservedMicroUsd).toBe(Math.ceil((estimate.promptTokens * 150_000 + 100 * 600_000) / 1e6) + 25_000);
+    expect(estimateRequestSync('chat', { model: 'gpt-4o-mini', messages }, options).toolCallsPerRequest).toEqual({});
+  });
+
   it('reserves nothing for tools on other endpoints or for function tools', () => {
     const estimate = estimateRequestSync('responses', { model: 'gpt-4.1', input: 'x', tools: [{ type: 'function', name: 'f', parameters: {} }] }, options);
     expect(estimate.toolCallsReserved).toEqual({});
