@@ -123,7 +123,8 @@ export function usageFromJsonBytes(bytes: Buffer): Usage | undefined {
   const found = readUsage(object);
   // A Responses answer (`input_tokens`) is parsed whole: its built-in tool calls are in `output`.
   if (found !== undefined && field(object, 'input_tokens') === undefined) {
-    const tier = topLevelServiceTier(bytes);
+    // Embeddings (no completion count) have no tier, and their answers can be megabytes: no scan.
+    const tier = field(object, 'completion_tokens') === undefined ? undefined : topLevelServiceTier(bytes);
     return tier === undefined ? found : { ...found, serviceTier: tier };
   }
   try {
