@@ -23,7 +23,8 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     facts = readRequestFacts(request.endpoint, body);
     checkModelAllowed(request.caller.policy, facts.model);
     checkModelPriced(facts.model, deps);
-    const options = hasUsdCap(request, deps) ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
+    // Only a configured fallback can be below the highest prices; otherwise nothing to decide per key.
+    const options = deps.estimate.prices.fallbackExplicit === true && hasUsdCap(request, deps) ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
     const estimated: Estimate = await estimateRequest(request.endpoint, body, options);
     return { ...request, bytes, body, facts, estimate: estimated };
   } catch (error) {
