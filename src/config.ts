@@ -124,6 +124,11 @@ const envSchema = z.object({
   TOLLGATE_MIN_OUTPUT_TOKENS: positiveInt.default(1024),
   /** Worst-case completion per choice of a model whose price entry has no output limit (budgets reserve it). */
   TOLLGATE_UNKNOWN_MAX_OUTPUT_TOKENS: positiveInt.default(128_000),
+  /**
+   * Models the price table lacks: priced at the fallback (the table's highest prices unless the
+   * config file sets `prices.fallback`), or refused with 400 model_not_found.
+   */
+  TOLLGATE_UNKNOWN_MODELS: z.enum(['fallback', 'refuse']).default('fallback'),
   /** How often the proxy looks for key changes made by other processes (the CLI). */
   TOLLGATE_KEY_REFRESH: duration.default(250),
   /** Per-key metric labels: the key's name, its id, or none (one series for all keys, for very many keys). */
@@ -153,7 +158,7 @@ const envSchema = z.object({
 
 /** The optional JSON config file. */
 const fileSchema = z.strictObject({
-  /** USD per 1M tokens: `{"models": {"my-model": {"input": 1, "cachedInput": 0.5, "output": 2}}, "fallback": {…}}`. */
+  /** USD per 1M tokens (tools: USD per call): `{"models": {"my-model": {"input": 1, "cachedInput": 0.5, "output": 2}}, "fallback": {…}, "tools": {…}}`. */
   prices: priceTableOverrideSchema.optional(),
   /** Limits over all keys together, in the CLI's syntax: `["tokens:2000000/min", "usd:500/day"]`. */
   globalLimits: z.array(z.string()).optional(),
@@ -185,6 +190,8 @@ export interface Config {
   readonly metricsKeyLabel: KeyLabelMode;
   /** The built-in price table merged with the config file's overrides. */
   readonly prices: PriceTable;
+  /** What to do with a model the price table lacks. */
+  readonly unknownModels: 'fallback' | 'refuse';
   readonly redis: { readonly urls: readonly string[]; readonly cluster: boolean; readonly waitMs: number; readonly timeoutMs: number } | undefined;
   readonly failMode: FailMode;
   readonly globalLimits: readonly LimitSpec[];
@@ -240,6 +247,7 @@ export function loadConfig(env: Env = process.env): Config {
     keyRefreshMs: e.TOLLGATE_KEY_REFRESH,
     metricsKeyLabel: e.TOLLGATE_METRICS_KEY_LABEL,
     prices: file.prices === undefined ? builtinPriceTable : mergePriceTable(builtinPriceTable, file.prices),
+    unknownModels: e.TOLLGATE_UNKNOWN_MODELS,
     redis:
       e.TOLLGATE_REDIS_URL === undefined
         ? undefined

@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'unknown_url'
   | 'method_not_allowed'
   | 'context_length_exceeded'
+  | 'model_not_found'
   | 'client_closed_request'
   | 'response_not_found'
   // who is asking
@@ -65,6 +66,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'invalid_value':
     case 'context_length_exceeded':
     case 'exceeds_limit_burst':
+    case 'model_not_found':
       return { status: 400, type: 'invalid_request_error' };
     case 'client_closed_request':
       // nginx's convention; nobody is left to read it, but logs and metrics are.

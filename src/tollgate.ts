@@ -28,7 +28,7 @@ import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
 import { RequestEvents } from './pipeline/finished.js';
-import { logRequests, recordMetrics } from './pipeline/observers.js';
+import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
 import { createUpstream, type Upstream } from './upstreams/pool.js';
 
@@ -113,6 +113,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const liveLimits = new LiveLimits(limiter.limiter, config.globalLimits, keys, (id) => keyStore.authKeyById(id));
   events.subscribe(recordMetrics(metrics, limiter.store));
   events.subscribe(logRequests(logger));
+  events.subscribe(warnAssumedPrices(logger));
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
 
@@ -124,6 +125,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       prices: config.prices,
       defaultMaxCompletionTokens: config.defaultMaxCompletionTokens,
       fallbackMaxOutputTokens: config.fallbackMaxOutputTokens,
+      unknownModels: config.unknownModels,
     },
     minOutputTokens: config.minOutputTokens,
     limiter: limiter.limiter,

@@ -10,8 +10,7 @@
  * even a useful minimum fits, the request is refused.
  */
 import type { Estimate } from '../estimate/index.js';
-import { costMicroUsd } from '../estimate/prices.js';
-import { MICROS_PER_USD } from '../money.js';
+import { reservationCost } from '../estimate/estimate-body.js';
 
 /** The completion a bounded request is admitted with. */
 export interface OutputPlan {
@@ -25,9 +24,9 @@ export interface OutputPlan {
   readonly capped: boolean;
 }
 
-/** The reservation of `perChoice` completion tokens per choice. */
+/** The reservation of `perChoice` completion tokens per choice, priced as the estimate prices it. */
 export function reservationOf(estimate: Estimate, perChoice: number): number {
-  return costMicroUsd({ promptTokens: estimate.promptTokens, cachedTokens: 0, completionTokens: perChoice * estimate.choices }, estimate.price);
+  return reservationCost(estimate.reservationBase, perChoice * estimate.choices, estimate.price, estimate.toolRates);
 }
 
 /** Completion tokens per choice worth admitting: the configured minimum, or less if the request itself asks for less. */
@@ -50,16 +49,18 @@ export function planOutput(estimate: Estimate, affordableMicroUsd: number, minOu
 }
 
 /**
- * The largest t with reservationOf(estimate, t) ≤ affordable. The cost is
- * ⌈(prompt·in + t·choices·out) / 10⁶⌉, so that holds exactly when
- * prompt·in + t·choices·out ≤ affordable·10⁶ (BigInt: the products pass 2^53).
+ * The largest t < bound with reservationOf(estimate, t) ≤ affordable (0 when
+ * none): the cost grows with t, so a binary search over [0, bound] finds it
+ * with the very function that prices the reservation — ~17 evaluations.
  */
 function affordablePerChoice(estimate: Estimate, affordableMicroUsd: number): number {
-  const { price, choices } = estimate;
-  if (affordableMicroUsd < 0 || choices === 0 || price.outputMicroUsdPer1M === 0) return 0;
-  const room = BigInt(Math.floor(affordableMicroUsd)) * BigInt(MICROS_PER_USD) - BigInt(estimate.promptTokens) * BigInt(price.inputMicroUsdPer1M);
-  if (room < 0n) return 0;
-  const perToken = BigInt(choices) * BigInt(price.outputMicroUsdPer1M);
-  const tokens = room / perToken;
-  return tokens > BigInt(estimate.completionBoundPerChoice) ? estimate.completionBoundPerChoice : Number(tokens);
+  if (estimate.choices === 0 || reservationOf(estimate, 0) > affordableMicroUsd) return 0;
+  let low = 0; // fits
+  let high = estimate.completionBoundPerChoice; // does not fit (planOutput checked)
+  while (high - low > 1) {
+    const middle = low + Math.floor((high - low) / 2);
+    if (reservationOf(estimate, middle) <= affordableMicroUsd) low = middle;
+    else high = middle;
+  }
+  return low;
 }

@@ -91,6 +91,14 @@ export const ledger = sqliteTable(
     cachedTokens: integer('cached_tokens'),
     completionTokens: integer('completion_tokens'),
     reasoningTokens: integer('reasoning_tokens'),
+    /** Part of prompt_tokens that was audio. */
+    audioPromptTokens: integer('audio_prompt_tokens'),
+    /** Part of completion_tokens that was audio. */
+    audioCompletionTokens: integer('audio_completion_tokens'),
+    /** The `service_tier` the upstream says it used (priced accordingly); null when it did not say. */
+    serviceTier: text('service_tier'),
+    /** Part of cost_micros that paid for built-in tool calls (web/file search, containers, images). */
+    toolCostMicros: integer('tool_cost_micros'),
     costMicros: integer('cost_micros'),
     /** False when the model was not in the price table and the fallback price was used. */
     priceKnown: integer('price_known', { mode: 'boolean' }).notNull().default(true),

@@ -95,7 +95,9 @@ function tallyContentPart(part: unknown, context: CountContext, tally: PromptTal
       const audio = readObject(object['input_audio'], `${param}.input_audio`);
       const data = readString(audio['data'], `${param}.input_audio.data`);
       const format = readOptionalString(audio['format'], `${param}.input_audio.format`);
-      tally.tokens += approximateAudioTokens(data.length, format);
+      const audioTokens = approximateAudioTokens(data.length, format);
+      tally.tokens += audioTokens;
+      tally.audioTokens = (tally.audioTokens ?? 0) + audioTokens;
       return;
     }
     case 'file': {

@@ -18,6 +18,8 @@ export interface CountContext {
 export interface PromptTally {
   tokens: number;
   imageTokens: number;
+  /** Share of tokens that are audio (approximated), reserved at the audio input price. */
+  audioTokens?: number;
 }
 
 /**

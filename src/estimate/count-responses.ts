@@ -79,7 +79,9 @@ function tallyInputPart(part: unknown, context: CountContext, tally: PromptTally
     case 'input_audio': {
       const audio = isJsonObject(object['input_audio']) ? object['input_audio'] : object;
       const data = readOptionalString(audio['data'], `${param}.input_audio.data`) ?? '';
-      tally.tokens += approximateAudioTokens(data.length, readOptionalString(audio['format'], `${param}.input_audio.format`));
+      const audioTokens = approximateAudioTokens(data.length, readOptionalString(audio['format'], `${param}.input_audio.format`));
+      tally.tokens += audioTokens;
+      tally.audioTokens = (tally.audioTokens ?? 0) + audioTokens;
       return;
     }
     default:

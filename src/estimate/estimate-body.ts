@@ -9,6 +9,8 @@ import type { CountContext, PromptTally } from './count-parts.js';
 import { countResponsesPrompt } from './count-responses.js';
 import { EstimateInputError } from './errors.js';
 import { encodingForModel } from './models.js';
+import { readRequestExtras, type RequestedTier } from './price-request.js';
+import type { ModelPrice, TokenUsage, ToolCalls, ToolRates } from './price-types.js';
 import { costMicroUsd, resolvePrice, type PriceTable, type ResolvedPrice } from './prices.js';
 import { isJsonObject, readOptionalPositiveInteger, type JsonObject } from './read-body.js';
 import type { TextCounter } from './text-counter.js';
@@ -29,6 +31,10 @@ export interface EstimateOptions {
    * when a budget needs the worst case. Default {@link DEFAULT_OUTPUT_BOUND}.
    */
   readonly fallbackMaxOutputTokens?: number;
+  /** Price models the table lacks at its highest prices (keys with a budget or a `usd` limit). */
+  readonly highestForUnknown?: boolean;
+  /** Models the table lacks: priced at the fallback (default), or refused before estimating. */
+  readonly unknownModels?: 'fallback' | 'refuse';
 }
 
 /** Worst-case completion of a model with no known output limit: the largest common limit today. */
@@ -63,6 +69,31 @@ export interface Estimate {
    * not the default reservation, is what a budget must hold.
    */
   readonly completionBoundPerChoice: number;
+  /** Everything a reservation prices besides its completion tokens (see {@link reservationCost}). */
+  readonly reservationBase: ReservationBase;
+  /** The `service_tier` the request asked for, as reserved (settlement bills the one used). */
+  readonly serviceTier: RequestedTier;
+  /** The request asks for audio output: its completion is reserved at the audio output price. */
+  readonly audioOutput: boolean;
+  /** Built-in tool units reserved (Responses `tools`), priced at `toolRates`. */
+  readonly toolCallsReserved: ToolCalls;
+  /** What one unit of each built-in tool costs for this request (its tools' settings), µUSD. */
+  readonly toolRates: ToolRates;
+  /** Tool units every answer costs whether its usage lists them or not (chat search models' one search). */
+  readonly toolCallsPerRequest: ToolCalls;
+  /** µUSD per 1M completion tokens as reserved (tier and audio output included): what one more token costs. */
+  readonly completionMicroUsdPer1M: number;
+}
+
+/** A reservation's usage without its completion: the prompt as reserved, the tier, the tools. */
+export interface ReservationBase extends Omit<TokenUsage, 'completionTokens' | 'audioCompletionTokens'> {
+  /** Completion tokens are reserved at the audio output price (audio output asked for, and dearer). */
+  readonly audioCompletion: boolean;
+}
+
+/** What a reservation of `completionTokens` (all choices) costs, µUSD: the one pricing of estimates and output plans. */
+export function reservationCost(base: ReservationBase, completionTokens: number, price: ModelPrice, toolRates: ToolRates): number {
+  return costMicroUsd({ ...base, completionTokens, audioCompletionTokens: base.audioCompletion ? completionTokens : 0 }, price, toolRates);
 }
 
 /** Creates the counter for an encoding (sync: the encoding must be loadable right now). */
@@ -170,7 +201,7 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
   const model = readModel(body);
   const object = body as JsonObject;
   const encoding = encodingForModel(model);
-  const price = resolvePrice(model, options.prices);
+  const price = resolvePrice(model, options.prices, { highestForUnknown: options.highestForUnknown === true });
   const context: CountContext = {
     counter: createCounter(encoding),
     model,
@@ -217,7 +248,21 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
   }
 
   const completionTokensReserved = perChoice * counted.n * counted.promptCount;
-  const reservedMicroUsd = costMicroUsd({ promptTokens, cachedTokens: 0, completionTokens: completionTokensReserved }, price);
+  const extras = readRequestExtras(endpoint, object, model, options.prices.tools);
+  const tierPrices = extras.serviceTier === 'standard' ? price : price[extras.serviceTier];
+  // Audio output may be every completion token; reserve each at the dearer of audio and text.
+  const audioDearer = extras.audioOutput && price.audio.outputMicroUsdPer1M > tierPrices.outputMicroUsdPer1M;
+  const reservationBase: ReservationBase = {
+    promptTokens,
+    cachedTokens: 0,
+    // Audio in the prompt at the audio input price when it is dearer (it is for every listed model).
+    audioPromptTokens: price.audio.inputMicroUsdPer1M > tierPrices.inputMicroUsdPer1M ? Math.min(promptTokens, counted.tally.audioTokens ?? 0) : 0,
+    serviceTier: extras.serviceTier,
+    toolCalls: extras.toolCalls,
+    audioCompletion: audioDearer,
+  };
+  const reservedMicroUsd = reservationCost(reservationBase, completionTokensReserved, price, extras.toolRates);
+  const completionMicroUsdPer1M = audioDearer ? price.audio.outputMicroUsdPer1M : tierPrices.outputMicroUsdPer1M;
   return {
     model,
     encoding,
@@ -232,5 +277,12 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     choices: endpoint === 'embeddings' ? 0 : counted.n * counted.promptCount,
     clientMaxCompletion: endpoint === 'embeddings' ? undefined : counted.maxCompletion,
     completionBoundPerChoice: bound,
+    reservationBase,
+    serviceTier: extras.serviceTier,
+    audioOutput: extras.audioOutput,
+    toolCallsReserved: extras.toolCalls,
+    toolRates: extras.toolRates,
+    toolCallsPerRequest: extras.toolCallsPerRequest,
+    completionMicroUsdPer1M,
   };
 }

@@ -56,6 +56,13 @@ export interface Completion {
   readonly cachedTokens: number;
   readonly completionTokens: number;
   readonly reasoningTokens: number;
+  /** Audio parts of the prompt and completion, when the upstream reported any. */
+  readonly audioPromptTokens?: number;
+  readonly audioCompletionTokens?: number;
+  /** The service tier the upstream says it used. */
+  readonly serviceTier?: string | null;
+  /** Part of costMicros paid for built-in tool calls. */
+  readonly toolCostMicros?: number;
   readonly costMicros: number;
   readonly usageSource: UsageSource;
   readonly latencyMs: number;
@@ -151,7 +158,9 @@ export class LedgerWriter {
       complete: s.prepare(
         `UPDATE ledger SET status = @status, http_status = @httpStatus, completed_at = @completedAt,
            prompt_tokens = @promptTokens, cached_tokens = @cachedTokens, completion_tokens = @completionTokens,
-           reasoning_tokens = @reasoningTokens, cost_micros = @costMicros, usage_source = @usageSource,
+           reasoning_tokens = @reasoningTokens, audio_prompt_tokens = @audioPromptTokens,
+           audio_completion_tokens = @audioCompletionTokens, service_tier = @serviceTier, tool_cost_micros = @toolCostMicros,
+           cost_micros = @costMicros, usage_source = @usageSource,
            latency_ms = @latencyMs, ttft_ms = @ttftMs, upstream_request_id = @upstreamRequestId, error_code = @errorCode
          WHERE request_id = @requestId AND status = 'pending'`,
       ),
@@ -279,7 +288,13 @@ export class LedgerWriter {
             });
           }
           for (const completion of completions) {
-            const result = this.statements.complete.run(completion);
+            const result = this.statements.complete.run({
+              ...completion,
+              audioPromptTokens: completion.audioPromptTokens ?? 0,
+              audioCompletionTokens: completion.audioCompletionTokens ?? 0,
+              serviceTier: completion.serviceTier ?? null,
+              toolCostMicros: completion.toolCostMicros ?? 0,
+            });
             const contribution = this.contributions.get(completion.requestId) ?? this.loadContribution(completion.requestId);
             settled.push(completion.requestId);
             if (result.changes === 0 || contribution === undefined) continue; // already settled: exactly once

@@ -5,9 +5,10 @@
  * reserved, both priced. A request refused here is filed as a refusal.
  */
 import { TollgateError, type ErrorCode } from '../errors.js';
-import { estimateRequest, EstimateInputError, type Estimate } from '../estimate/index.js';
+import { budgetChecksFor } from '../budgets/check.js';
+import { estimateRequest, EstimateInputError, resolvePrice, type Estimate } from '../estimate/index.js';
 import { parseJsonObject } from '../http/body.js';
-import { checkModelAllowed } from '../keys/caller.js';
+import { bindingsFor, checkModelAllowed } from '../keys/caller.js';
 import { usdToMicros } from '../money.js';
 import { readRequestFacts, type RequestFacts } from '../upstreams/request-facts.js';
 import type { EstimatedRequest, RequestContext } from './context.js';
@@ -22,8 +23,11 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     const body = parseJsonObject(bytes);
     facts = readRequestFacts(request.endpoint, body);
     checkModelAllowed(request.caller.policy, facts.model);
+    checkModelPriced(facts.model, deps);
     const maxCostMicroUsd = readCostCap(request.client.headers[COST_CAP_HEADER]);
-    const estimated: Estimate = await estimateRequest(request.endpoint, body, deps.estimate);
+    // Only a configured fallback can be below the highest prices; otherwise nothing to decide per key.
+    const options = deps.estimate.prices.fallbackExplicit === true && hasUsdCap(request, deps) ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
+    const estimated: Estimate = await estimateRequest(request.endpoint, body, options);
     return { ...request, bytes, body, facts, estimate: estimated, maxCostMicroUsd };
   } catch (error) {
     const refusal = asRefusal(error);
@@ -33,7 +37,7 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
       {
         model: facts?.model ?? modelOf(error),
         stream: facts?.stream ?? false,
-        status: refusal.code === 'model_not_allowed' ? 'rejected' : 'invalid_request',
+        status: refusal.code === 'model_not_allowed' || refusal.code === 'model_not_found' ? 'rejected' : 'invalid_request',
         reason: 'other',
       },
       deps,
@@ -54,6 +58,28 @@ function readCostCap(value: string | string[] | undefined): number | undefined {
     });
   }
   return micros;
+}
+
+/** With `TOLLGATE_UNKNOWN_MODELS=refuse`, a model the price table lacks is refused (400 model_not_found). */
+function checkModelPriced(model: string, deps: PipelineDeps): void {
+  if (deps.estimate.unknownModels !== 'refuse' || resolvePrice(model, deps.estimate.prices).known) return;
+  throw new TollgateError(
+    'model_not_found',
+    `The model "${model}" has no price in Tollgate's price table, so it cannot be billed. Add it to the config's prices.`,
+    {
+      param: 'model',
+    },
+  );
+}
+
+/**
+ * Keys with a budget or a `usd` limit (their own, their tenant's or a global one) price unknown
+ * models at the table's highest prices, whatever the configured fallback: a guessed price could
+ * let their spend pass the cap.
+ */
+function hasUsdCap(request: RequestContext, deps: PipelineDeps): boolean {
+  if (budgetChecksFor(request.caller).length > 0) return true;
+  return bindingsFor(request.caller, deps.globalLimits).some((binding) => binding.limit.unit === 'usd');
 }
 
 /** A refusal before forwarding, as the TollgateError the client gets. */

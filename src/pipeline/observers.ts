@@ -3,6 +3,7 @@
  * line per forwarded request. Both are listeners of the pipeline's finished
  * event (see finished.ts), wired by the composition root.
  */
+import { assumedFor, type PriceAssumption } from '../estimate/prices.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { microsToUsd } from '../money.js';
@@ -53,5 +54,30 @@ export function logRequests(logger: Logger): FinishedListener {
       },
       'request',
     );
+  };
+}
+
+const ASSUMPTION_TEXT: Record<PriceAssumption, string> = {
+  'unknown-model': 'the model is not in the price table; priced at the fallback price',
+  priority: 'the upstream used the priority tier and the table has no priority price for the model; priced at the standard price × 5/2',
+  audio: 'the upstream billed audio tokens and the table has no audio price for the model; priced at the highest audio price of the table',
+};
+
+/**
+ * One warning per model and missing price, the first time a settled request was priced by a
+ * rule instead of a listed price (prices.ts): the operator learns which entries to add to the
+ * config's `prices` without a log line per request.
+ */
+export function warnAssumedPrices(logger: Logger): FinishedListener {
+  const warned = new Set<string>();
+  return function warnAssumedPrice(event) {
+    if (event.kind !== 'settled' || event.usageSource === 'none') return;
+    for (const assumption of assumedFor(event.usage, event.estimate.price)) {
+      const key = `${assumption}\u0000${event.estimate.price.model}`;
+      if (warned.has(key)) continue;
+      if (warned.size >= 10_000) warned.clear();
+      warned.add(key);
+      logger.warn({ model: event.model, priceEntry: event.estimate.price.model, assumption }, `price not in the table: ${ASSUMPTION_TEXT[assumption]}`);
+    }
   };
 }

@@ -25,7 +25,7 @@
  */
 import type { TollgateError } from '../errors.js';
 import { countCompletionTokens, type Estimate } from '../estimate/index.js';
-import { costMicroUsd } from '../estimate/prices.js';
+import { costMicroUsd, toolCostMicroUsd } from '../estimate/prices.js';
 import type { Completion, RejectionReason, UsageSource } from '../ledger/writer.js';
 import type { Usage } from '../upstreams/usage.js';
 import type { AdmittedRequest, Ending, RequestContext } from './context.js';
@@ -53,18 +53,38 @@ export interface CostInput {
 
 const NOTHING: Usage = { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 };
 
-/** What a finished request actually cost, by the rules above. Pure. */
+/**
+ * What a finished request actually cost, by the rules above. Pure. Every dimension is priced
+ * (prices.ts): the tier the answer says it used (the one asked for when it does not say), audio
+ * tokens, built-in tool calls at the request's tool rates, reasoning as part of the completion.
+ */
 export function costOfEnding(input: CostInput): Settlement {
   const { estimate } = input;
+  const askedTier = estimate.serviceTier === 'standard' ? undefined : estimate.serviceTier;
+  // Chat search models search once per request; their usage does not list the call.
+  const perRequest = Object.keys(estimate.toolCallsPerRequest).length > 0 ? { toolCalls: estimate.toolCallsPerRequest } : {};
   if (input.reported !== undefined) {
-    return { usage: input.reported, costMicros: costMicroUsd(input.reported, estimate.price), source: 'reported' };
+    const tier = input.reported.serviceTier ?? askedTier;
+    const usage: Usage = {
+      ...(input.reported.toolCalls === undefined ? perRequest : {}),
+      ...input.reported,
+      ...(tier === undefined ? {} : { serviceTier: tier }),
+    };
+    return { usage, costMicros: costMicroUsd(usage, estimate.price, estimate.toolRates), source: 'reported' };
   }
   if (input.upstreamError || !input.accepted) {
     return { usage: NOTHING, costMicros: 0, source: 'none' };
   }
   const completionTokens = input.streamedText === '' ? 0 : input.countTokens(input.streamedText);
-  const usage: Usage = { promptTokens: estimate.promptTokens, cachedTokens: 0, completionTokens, reasoningTokens: 0 };
-  return { usage, costMicros: costMicroUsd(usage, estimate.price), source: 'counted' };
+  const usage: Usage = {
+    promptTokens: estimate.promptTokens,
+    cachedTokens: 0,
+    completionTokens,
+    reasoningTokens: 0,
+    ...(askedTier === undefined ? {} : { serviceTier: askedTier }),
+    ...perRequest,
+  };
+  return { usage, costMicros: costMicroUsd(usage, estimate.price, estimate.toolRates), source: 'counted' };
 }
 
 type SettleDeps = Pick<PipelineDeps, 'ledger' | 'events' | 'now'> & Pick<Partial<PipelineDeps>, 'responses'>;
@@ -98,6 +118,10 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
     cachedTokens: cost.usage.cachedTokens,
     completionTokens: cost.usage.completionTokens,
     reasoningTokens: cost.usage.reasoningTokens,
+    audioPromptTokens: cost.usage.audioPromptTokens ?? 0,
+    audioCompletionTokens: cost.usage.audioCompletionTokens ?? 0,
+    serviceTier: cost.usage.serviceTier ?? null,
+    toolCostMicros: toolCostMicroUsd(cost.usage.toolCalls, estimate.toolRates),
     costMicros: cost.costMicros,
     usageSource: cost.source,
     latencyMs: completedAt - request.startedAt,

@@ -10,7 +10,7 @@
  * event until its terminating blank line arrives.
  */
 import type { Endpoint } from '../endpoints.js';
-import { readUsage, type Usage } from './usage.js';
+import { usageOfAnswer, type Usage } from './usage.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -241,7 +241,7 @@ export class SseTap {
       this.upstreamError = describeStreamError(chunk.error);
       return false;
     }
-    const usage = readUsage(chunk.usage);
+    const usage = usageOfAnswer(chunk);
     if (usage !== undefined) this.usageSeen = usage;
     const choices = chunk.choices;
     if (this.allowance !== undefined && this.shell === undefined)
@@ -296,7 +296,7 @@ export class SseTap {
     }
     if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
       const response = event.response as Record<string, unknown> | undefined;
-      const usage = readUsage(response?.usage);
+      const usage = usageOfAnswer(response);
       if (usage !== undefined) this.usageSeen = usage;
       this.done = true;
       if (type === 'response.failed') this.upstreamError = describeStreamError(response?.error);

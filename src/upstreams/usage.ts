@@ -3,8 +3,9 @@
  * a number like any other: a field that is absent is absent, never "0 means
  * missing".
  */
+import type { ToolCalls } from '../estimate/price-types.js';
 
-/** What the upstream billed for one request, in tokens. */
+/** What the upstream billed for one request: tokens, and what else its answer says it used. */
 export interface Usage {
   readonly promptTokens: number;
   /** Part of promptTokens served from the prompt cache. */
@@ -12,6 +13,14 @@ export interface Usage {
   readonly completionTokens: number;
   /** Part of completionTokens spent on hidden reasoning. */
   readonly reasoningTokens: number;
+  /** Part of promptTokens that is audio (`prompt_tokens_details.audio_tokens`). */
+  readonly audioPromptTokens?: number;
+  /** Part of completionTokens that is audio (`completion_tokens_details.audio_tokens`). */
+  readonly audioCompletionTokens?: number;
+  /** The `service_tier` the answer says was used (`default`, `priority`, `flex` …). */
+  readonly serviceTier?: string;
+  /** Built-in tool calls in a Responses answer's `output`. */
+  readonly toolCalls?: ToolCalls;
 }
 
 function count(value: unknown): number | undefined {
@@ -37,12 +46,67 @@ export function readUsage(usage: unknown): Usage | undefined {
   const completionDetails = field(usage, 'completion_tokens_details') ?? field(usage, 'output_tokens_details');
   const cached = Math.min(prompt, count(field(promptDetails, 'cached_tokens')) ?? 0);
   const reasoning = Math.min(completion, count(field(completionDetails, 'reasoning_tokens')) ?? 0);
-  return { promptTokens: prompt, cachedTokens: cached, completionTokens: completion, reasoningTokens: reasoning };
+  const audioIn = count(field(promptDetails, 'audio_tokens'));
+  const audioOut = count(field(completionDetails, 'audio_tokens'));
+  return {
+    promptTokens: prompt,
+    cachedTokens: cached,
+    completionTokens: completion,
+    reasoningTokens: reasoning,
+    ...(audioIn === undefined || audioIn === 0 ? {} : { audioPromptTokens: Math.min(prompt, audioIn) }),
+    ...(audioOut === undefined || audioOut === 0 ? {} : { audioCompletionTokens: Math.min(completion, audioOut) }),
+  };
 }
 
-/** Usage from a complete JSON response body of any of the four endpoints. */
-function usageFromResponseBody(body: unknown): Usage | undefined {
-  return readUsage(field(body, 'usage'));
+/**
+ * Built-in tool calls among a Responses answer's `output` items: web and file search calls,
+ * images generated, and the distinct Code Interpreter containers used (billed per container).
+ * Calls that failed are not billed by the API and not counted here.
+ */
+export function readToolCalls(output: unknown): ToolCalls | undefined {
+  if (!Array.isArray(output)) return undefined;
+  let webSearch = 0;
+  let fileSearch = 0;
+  let imageGeneration = 0;
+  const containers = new Set<string>();
+  let anonymousContainers = 0;
+  for (const item of output) {
+    const type = field(item, 'type');
+    if (field(item, 'status') === 'failed') continue;
+    if (type === 'web_search_call') webSearch += 1;
+    else if (type === 'file_search_call') fileSearch += 1;
+    else if (type === 'image_generation_call') imageGeneration += 1;
+    else if (type === 'code_interpreter_call') {
+      const container = field(item, 'container_id');
+      if (typeof container === 'string' && container !== '') containers.add(container);
+      else anonymousContainers = 1;
+    }
+  }
+  const codeInterpreter = containers.size + (containers.size === 0 ? anonymousContainers : 0);
+  if (webSearch + fileSearch + imageGeneration + codeInterpreter === 0) return undefined;
+  return {
+    ...(webSearch > 0 ? { webSearch } : {}),
+    ...(fileSearch > 0 ? { fileSearch } : {}),
+    ...(codeInterpreter > 0 ? { codeInterpreter } : {}),
+    ...(imageGeneration > 0 ? { imageGeneration } : {}),
+  };
+}
+
+/**
+ * Usage from a whole answer object of any endpoint — a JSON body, a chat/completions stream chunk,
+ * or the `response` of a Responses terminal event: its `usage` plus the `service_tier` it reports
+ * and, for Responses, the built-in tool calls in its `output`.
+ */
+export function usageOfAnswer(answer: unknown): Usage | undefined {
+  const usage = readUsage(field(answer, 'usage'));
+  if (usage === undefined) return undefined;
+  const tier = field(answer, 'service_tier');
+  const toolCalls = readToolCalls(field(answer, 'output'));
+  return {
+    ...usage,
+    ...(typeof tier === 'string' && tier !== '' ? { serviceTier: tier } : {}),
+    ...(toolCalls === undefined ? {} : { toolCalls }),
+  };
 }
 
 const USAGE_KEY = Buffer.from('"usage"');
@@ -55,13 +119,33 @@ const USAGE_KEY = Buffer.from('"usage"');
  * falls back to a full parse when that fails.
  */
 export function usageFromJsonBytes(bytes: Buffer): Usage | undefined {
-  const found = readUsage(parseUsageObject(bytes));
-  if (found !== undefined) return found;
-  try {
-    return usageFromResponseBody(JSON.parse(bytes.toString('utf8')));
-  } catch {
-    return undefined;
+  const object = parseUsageObject(bytes);
+  const found = readUsage(object);
+  // A Responses answer (`input_tokens`) is parsed whole: its built-in tool calls are in `output`.
+  if (found !== undefined && field(object, 'input_tokens') === undefined) {
+    // Embeddings (no completion count) have no tier, and their answers can be megabytes: no scan.
+    const tier = field(object, 'completion_tokens') === undefined ? undefined : topLevelServiceTier(bytes);
+    return tier === undefined ? found : { ...found, serviceTier: tier };
   }
+  try {
+    return usageOfAnswer(JSON.parse(bytes.toString('utf8'))) ?? found;
+  } catch {
+    return found;
+  }
+}
+
+const SERVICE_TIER_KEY = Buffer.from('"service_tier"');
+
+/**
+ * The `service_tier` of a chat or completions answer without parsing it all: its last
+ * `"service_tier"` key (chat answers carry it once, at the top level; quotes inside strings are
+ * escaped, so the key cannot come from generated text).
+ */
+function topLevelServiceTier(bytes: Buffer): string | undefined {
+  const at = bytes.lastIndexOf(SERVICE_TIER_KEY);
+  if (at < 0) return undefined;
+  const match = /^"service_tier"\s*:\s*"([a-z_]{1,32})"/.exec(bytes.toString('utf8', at, at + 64));
+  return match?.[1];
 }
 
 function isSpace(byte: number | undefined): boolean {

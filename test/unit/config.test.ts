@@ -30,6 +30,12 @@ describe('loadConfig', () => {
     expect(config.upstream.url).toBe('http://localhost:9000/v1');
   });
 
+  it('serves unknown models at the fallback price unless told to refuse them', () => {
+    expect(loadConfig({}).unknownModels).toBe('fallback');
+    expect(loadConfig({ TOLLGATE_UNKNOWN_MODELS: 'refuse' }).unknownModels).toBe('refuse');
+    expect(() => loadConfig({ TOLLGATE_UNKNOWN_MODELS: 'ignore' })).toThrow(/TOLLGATE_UNKNOWN_MODELS/);
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ TOLLGATE_PORT: '' }).port).toBe(8787);
   });

@@ -24,6 +24,12 @@
  *   ignoreLimit=1      ignore max_completion_tokens / max_tokens / max_output_tokens (a misbehaving upstream)
  *   jobMs=MS           a background Response finishes this long after it was created (default 50)
  *   jobEnd=failed|incomplete   how a background Response ends (default completed)
+ *   audioIn=N          add N audio tokens to the prompt (prompt_tokens_details.audio_tokens)
+ *   audioOut=N         add N audio tokens to the completion (completion_tokens_details.audio_tokens)
+ *   tier=T             report service_tier T (default: the tier asked for, else "default")
+ *   webSearch=N, fileSearch=N, codeInterpreter=N, images=N
+ *                      Responses only: that many built-in tool calls in `output`
+ *                      (codeInterpreter: N calls in N distinct containers)
  *
  * Responses are stored and have their lifecycle (retrieve, cancel, delete,
  * input items, background jobs): see stored-responses.ts.
@@ -31,12 +37,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { modelObject, responseObject, usageBlock } from './openai-objects.js';
+import { modelObject, responseObject, toolCallItems, usageBlock } from './openai-objects.js';
 import { streamAnswer } from './openai-stream.js';
 import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
 import { StoredResponses } from './stored-responses.js';
 import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
-import { answerWords, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
+import { answerWords, billedExtras, extrasFor, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
 
 export { FAKE_WORDS } from './scenario.js';
 
@@ -134,7 +140,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     }
     // Accepted: the prompt is processed (and billed) from here on, even if the
     // client goes away before the answer starts, as with the real API.
-    const promptTokens = promptTokensFor(endpoint, body, model);
+    const extras = extrasFor(scenario, endpoint, body);
+    const promptTokens = promptTokensFor(endpoint, body, model) + extras.audioPromptTokens;
     const cachedTokens = Math.min(promptTokens, num(scenario, 'cached') ?? 0);
     record.billed = { promptTokens, cachedTokens, completionTokens: 0, reasoningTokens: 0 };
 
@@ -175,6 +182,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
           finishReason,
           responseId: id,
           createdStatus,
+          extras,
         };
         await streamAnswer(res, plan, record);
         // A background job runs on when its client goes away; a stream that reached its end finished it.
@@ -190,13 +198,16 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       }
     }
     if (body.stream === true) {
-      return streamAnswer(res, { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason }, record);
+      return streamAnswer(res, { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason, extras }, record);
     }
     await sleep(num(scenario, 'delay') ?? 0);
     if (res.destroyed) return;
-    const completionTokens = perChoiceTokens * n + reasoning;
-    record.billed = { promptTokens, cachedTokens, completionTokens, reasoningTokens: reasoning };
-    const usage = usageBlock(endpoint, promptTokens, cachedTokens, completionTokens, reasoning);
+    const completionTokens = perChoiceTokens * n + reasoning + extras.audioCompletionTokens;
+    record.billed = { promptTokens, cachedTokens, completionTokens, reasoningTokens: reasoning, ...billedExtras(extras) };
+    const usage = usageBlock(endpoint, promptTokens, cachedTokens, completionTokens, reasoning, {
+      prompt: extras.audioPromptTokens,
+      completion: extras.audioCompletionTokens,
+    });
     const created = Math.floor(Date.now() / 1000);
     if (endpoint === 'chat') {
       return sendJson(
@@ -214,7 +225,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
             finish_reason: finishReason,
           })),
           usage,
-          service_tier: 'default',
+          service_tier: extras.serviceTier,
           system_fingerprint: 'fp_fake',
         },
         record,
@@ -235,7 +246,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
         record,
       );
     }
-    const response = { ...responseObject(model, answer, 'completed', usage), background: false };
+    const response = {
+      ...responseObject(model, answer, 'completed', usage, undefined, { serviceTier: extras.serviceTier, tools: toolCallItems(extras.toolCalls) }),
+      background: false,
+    };
     stored.keep(body, response, record);
     return sendJson(res, 200, response, record);
   }

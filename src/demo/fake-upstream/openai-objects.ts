@@ -1,7 +1,14 @@
 /** Objects in the OpenAI API's own shapes: usage blocks, models, Responses. */
 import { randomBytes } from 'node:crypto';
 
-export function usageBlock(endpoint: string, prompt: number, cached: number, completion: number, reasoning: number): Record<string, unknown> {
+export function usageBlock(
+  endpoint: string,
+  prompt: number,
+  cached: number,
+  completion: number,
+  reasoning: number,
+  audio: { prompt: number; completion: number } = { prompt: 0, completion: 0 },
+): Record<string, unknown> {
   if (endpoint === 'responses') {
     return {
       input_tokens: prompt,
@@ -15,9 +22,27 @@ export function usageBlock(endpoint: string, prompt: number, cached: number, com
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: prompt + completion,
-    prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: reasoning, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: cached, audio_tokens: audio.prompt },
+    completion_tokens_details: { reasoning_tokens: reasoning, audio_tokens: audio.completion, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
   };
+}
+
+/** Built-in tool call items of a Responses `output`, as the API returns them. */
+export function toolCallItems(calls: { webSearch: number; fileSearch: number; codeInterpreter: number; imageGeneration: number }): Record<string, unknown>[] {
+  const items: Record<string, unknown>[] = [];
+  for (let i = 0; i < calls.webSearch; i += 1) {
+    items.push({ type: 'web_search_call', id: `ws_fake${i}`, status: 'completed', action: { type: 'search', query: 'foxes' } });
+  }
+  for (let i = 0; i < calls.fileSearch; i += 1) {
+    items.push({ type: 'file_search_call', id: `fs_fake${i}`, status: 'completed', queries: ['foxes'], results: null });
+  }
+  for (let i = 0; i < calls.codeInterpreter; i += 1) {
+    items.push({ type: 'code_interpreter_call', id: `ci_fake${i}`, status: 'completed', code: 'print(1)', container_id: `cntr_fake${i}`, outputs: null });
+  }
+  for (let i = 0; i < calls.imageGeneration; i += 1) {
+    items.push({ type: 'image_generation_call', id: `ig_fake${i}`, status: 'completed', result: 'aGVsbG8=' });
+  }
+  return items;
 }
 
 export function modelObject(id: string): Record<string, unknown> {
@@ -30,6 +55,7 @@ export function responseObject(
   status: string,
   usage: unknown,
   id = `resp_${randomBytes(8).toString('hex')}`,
+  extra: { serviceTier?: string; tools?: Record<string, unknown>[] } = {},
 ): Record<string, unknown> {
   return {
     id,
@@ -37,8 +63,9 @@ export function responseObject(
     created_at: Math.floor(Date.now() / 1000),
     status,
     model,
-    output:
-      text === ''
+    output: [
+      ...(extra.tools ?? []),
+      ...(text === ''
         ? []
         : [
             {
@@ -48,7 +75,9 @@ export function responseObject(
               role: 'assistant',
               content: [{ type: 'output_text', text, annotations: [] }],
             },
-          ],
+          ]),
+    ],
+    ...(extra.serviceTier === undefined ? {} : { service_tier: extra.serviceTier }),
     usage,
     error: null,
     incomplete_details: null,

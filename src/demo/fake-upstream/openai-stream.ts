@@ -6,8 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { RecordedRequest } from './types.js';
-import { responseObject, usageBlock } from './openai-objects.js';
-import { num, sleep, tokens, type Scenario } from './scenario.js';
+import { responseObject, toolCallItems, usageBlock } from './openai-objects.js';
+import { billedExtras, num, sleep, tokens, type Extras, type Scenario } from './scenario.js';
 
 export interface StreamPlan {
   endpoint: 'chat' | 'completions' | 'responses';
@@ -23,6 +23,7 @@ export interface StreamPlan {
   /** The Responses API's response id (stored by the fake) and its status in `response.created`. */
   responseId?: string;
   createdStatus?: string;
+  extras: Extras;
 }
 
 export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record: RecordedRequest): Promise<void> {
@@ -69,7 +70,7 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     object: 'chat.completion.chunk',
     created,
     model,
-    service_tier: 'default',
+    service_tier: plan.extras.serviceTier,
     system_fingerprint: 'fp_fake',
     choices,
     ...(includeUsage ? { usage } : {}),
@@ -80,7 +81,13 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     const completionTokens = sentTokens;
     const finishedAll = sent.length === words.length * n;
     const reasoningTokens = finishedAll ? plan.reasoning : 0;
-    record.billed = { promptTokens: plan.promptTokens, cachedTokens: plan.cachedTokens, completionTokens: completionTokens + reasoningTokens, reasoningTokens };
+    record.billed = {
+      promptTokens: plan.promptTokens,
+      cachedTokens: plan.cachedTokens,
+      completionTokens: completionTokens + reasoningTokens,
+      reasoningTokens,
+      serviceTier: plan.extras.serviceTier,
+    };
   };
 
   if (endpoint === 'chat') {
@@ -152,8 +159,12 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     }
   }
   const answer = words.join('');
-  const completionTokens = tokens(model, answer) * n + plan.reasoning;
-  const usage = usageBlock(endpoint, plan.promptTokens, plan.cachedTokens, completionTokens, plan.reasoning);
+  const completionTokens = tokens(model, answer) * n + plan.reasoning + plan.extras.audioCompletionTokens;
+  const usage = usageBlock(endpoint, plan.promptTokens, plan.cachedTokens, completionTokens, plan.reasoning, {
+    prompt: plan.extras.audioPromptTokens,
+    completion: plan.extras.audioCompletionTokens,
+  });
+  const final = { serviceTier: plan.extras.serviceTier, tools: toolCallItems(plan.extras.toolCalls) };
   if (endpoint === 'chat') {
     for (let index = 0; index < n; index += 1) {
       write(data(chatChunk([{ index, delta: {}, logprobs: null, finish_reason: plan.finishReason }])));
@@ -177,9 +188,15 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     write('data: [DONE]\n\n');
   } else {
     write(event('response.output_text.done', { item_id: 'msg_fake', output_index: 0, content_index: 0, text: answer, logprobs: [] }));
-    write(event('response.completed', { response: responseObject(model, answer, 'completed', usage, respId) }));
+    write(event('response.completed', { response: responseObject(model, answer, 'completed', usage, respId, final) }));
   }
-  record.billed = { promptTokens: plan.promptTokens, cachedTokens: plan.cachedTokens, completionTokens, reasoningTokens: plan.reasoning };
+  record.billed = {
+    promptTokens: plan.promptTokens,
+    cachedTokens: plan.cachedTokens,
+    completionTokens,
+    reasoningTokens: plan.reasoning,
+    ...billedExtras(plan.extras),
+  };
   record.finished = true;
   res.end();
 }

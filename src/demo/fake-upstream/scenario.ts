@@ -137,3 +137,43 @@ export function answerWords(scenario: Scenario, limit: number | undefined): stri
 export function sleep(ms: number): Promise<void> {
   return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 }
+
+/** What the answer bills beyond text: audio tokens, the tier used, built-in tool calls. */
+export interface Extras {
+  readonly audioPromptTokens: number;
+  readonly audioCompletionTokens: number;
+  readonly serviceTier: string;
+  readonly toolCalls: { webSearch: number; fileSearch: number; codeInterpreter: number; imageGeneration: number };
+}
+
+/**
+ * The scenario's extras: `audioIn=N`, `audioOut=N` audio tokens, `tier=priority|flex|default`
+ * (else the tier the request asked for, `default` for `auto`), and for Responses `webSearch=N`,
+ * `fileSearch=N`, `codeInterpreter=N` (containers), `images=N` tool calls in `output`.
+ */
+export function extrasFor(scenario: Scenario, endpoint: string, body: Record<string, unknown>): Extras {
+  const asked = body.service_tier === 'priority' || body.service_tier === 'flex' ? body.service_tier : 'default';
+  const responses = endpoint === 'responses';
+  return {
+    audioPromptTokens: num(scenario, 'audioIn') ?? 0,
+    audioCompletionTokens: num(scenario, 'audioOut') ?? 0,
+    serviceTier: scenario.tier ?? asked,
+    toolCalls: {
+      webSearch: responses ? (num(scenario, 'webSearch') ?? 0) : 0,
+      fileSearch: responses ? (num(scenario, 'fileSearch') ?? 0) : 0,
+      codeInterpreter: responses ? (num(scenario, 'codeInterpreter') ?? 0) : 0,
+      imageGeneration: responses ? (num(scenario, 'images') ?? 0) : 0,
+    },
+  };
+}
+
+/** The fake's bill for extras (only the non-zero parts, so plain answers bill as before). */
+export function billedExtras(extras: Extras): Record<string, unknown> {
+  const calls = Object.fromEntries(Object.entries(extras.toolCalls).filter(([, n]) => n > 0));
+  return {
+    ...(extras.audioPromptTokens > 0 ? { audioPromptTokens: extras.audioPromptTokens } : {}),
+    ...(extras.audioCompletionTokens > 0 ? { audioCompletionTokens: extras.audioCompletionTokens } : {}),
+    serviceTier: extras.serviceTier,
+    ...(Object.keys(calls).length > 0 ? { toolCalls: calls } : {}),
+  };
+}

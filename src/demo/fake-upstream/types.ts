@@ -5,6 +5,13 @@ export interface FakeBilling {
   readonly cachedTokens: number;
   readonly completionTokens: number;
   readonly reasoningTokens: number;
+  /** Parts of promptTokens / completionTokens that were audio. */
+  readonly audioPromptTokens?: number;
+  readonly audioCompletionTokens?: number;
+  /** The service tier the fake says it used. */
+  readonly serviceTier?: string;
+  /** Built-in tool calls in a Responses answer (containers: distinct ones). */
+  readonly toolCalls?: { webSearch?: number; fileSearch?: number; codeInterpreter?: number; imageGeneration?: number };
 }
 
 export interface RecordedRequest {
