@@ -19,6 +19,7 @@ import type { LimitSnapshot } from './dashboard/index.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './db/open.js';
 import { closeEstimator, warmEstimator } from './estimate/index.js';
+import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
 import { LedgerWriter } from './ledger/writer.js';
@@ -76,7 +77,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const database = overrides.database ?? openDatabase(config.dbPath);
   const keyStore = new KeyStore(database, overrides.now);
   const keys = new KeyCache(keyStore, { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
-  const metrics = overrides.metrics ?? new Metrics({ keyLabel: config.metricsKeyLabel });
+  const metrics = overrides.metrics ?? new Metrics({ keyLabel: config.metricsKeyLabel, prices: config.prices });
   const spend = new SpendTracker(database);
   const limiter = createLimiter(config, { logger, metrics, ...(overrides.limiterClock ? { clock: overrides.limiterClock } : {}) });
   const sharedBudgets =
@@ -95,6 +96,13 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
         };
   const ledger = new LedgerWriter(database, {
     spend,
+    // Refusals are counted under the price table's model name, and those naming
+    // a model the table does not know share one rollup row: a client picks the name.
+    refusalRollupModel: (model) => {
+      const price = resolvePrice(model, config.prices);
+      return price.known ? price.model : '(other)';
+    },
+    onBusy: () => metrics.ledgerLockWaits.inc(),
     onError: (error) => {
       metrics.ledgerFailures.inc();
       logger.error({ err: error }, 'ledger commit failed; retrying');

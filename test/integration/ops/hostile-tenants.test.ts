@@ -1,0 +1,117 @@
+/**
+ * A careless or hostile tenant against the real server (issue 12): client
+ * chosen strings stay bounded wherever they are stored or labelled, and
+ * refusals are throttled and recorded compactly.
+ */
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestProxy, type TestProxy } from '../../support/proxy.js';
+
+let proxy: TestProxy;
+beforeAll(async () => {
+  proxy = await startTestProxy({ TOLLGATE_LOG_LEVEL: 'warn' });
+});
+afterAll(async () => {
+  await proxy.close();
+});
+
+async function chat(key: string, model: string, headers: Record<string, string> = {}): Promise<{ status: number; code: string | undefined }> {
+  const res = await fetch(`${proxy.baseURL}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }),
+  });
+  const json = (await res.json()) as { error?: { code: string; param: string | null } };
+  return { status: res.status, code: json.error?.code };
+}
+
+/** Runs `count` requests, `concurrency` at a time. */
+async function many(count: number, concurrency: number, send: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) await send(next++);
+    }),
+  );
+}
+
+describe('model names', () => {
+  it('refuses a name that is too long or has characters no model name has, with a 400 naming the field', async () => {
+    for (const model of ['m'.repeat(257), 'gpt-4o\n', 'gpt 4o', '<script>', '-leading-dash', 'gpt-4o\u0000x']) {
+      const res = await fetch(`${proxy.baseURL}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${proxy.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(res.status, JSON.stringify(model)).toBe(400);
+      const body = (await res.json()) as { error: { code: string; param: string; type: string } };
+      expect(body.error).toMatchObject({ code: 'invalid_value', param: 'model', type: 'invalid_request_error' });
+    }
+    // Real names of every shape still pass.
+    for (const model of ['gpt-4o-mini', 'ft:gpt-4o-mini:acme::abc123', 'meta-llama/Llama-3-8B-Instruct', 'llama3:8b', 'm'.repeat(256)]) {
+      expect((await chat(proxy.key, model)).status, model).toBe(200);
+    }
+  });
+
+  it('keeps /metrics under 1 MB and the ledger small after thousands of distinct long model names', async () => {
+    const allowList = proxy.issueKey('allow-list', { limits: [], models: ['gpt-4o-mini'] });
+    // Distinct names the proxy refuses (too long), names the key may not use
+    // (403), and names it forwards but no price table knows.
+    const started = Date.now();
+    await many(1000, 16, (i) => chat(proxy.key, `${i}-${'x'.repeat(2000)}`));
+    await many(1000, 16, (i) => chat(allowList, `not-allowed-${i}-${'y'.repeat(200)}`));
+    await many(300, 16, (i) => chat(proxy.key, `unknown-${i}-${'z'.repeat(200)}`));
+    // Each key's allowance of raw refusal rows: 60, refilling one a second.
+    const allowance = 60 + Math.ceil((Date.now() - started) / 1000) + 10;
+
+    const metrics = await (await fetch(`${proxy.server.url}/metrics`)).text();
+    expect(metrics.length).toBeLessThan(1024 * 1024);
+    expect(metrics).not.toContain('xxxxxxxxxx');
+    expect(metrics).not.toContain('not-allowed-');
+    expect(metrics).not.toContain('unknown-');
+    expect(metrics).toContain('model="other"');
+
+    const db = new Database(proxy.dbPath, { readonly: true });
+    try {
+      // Refusals: a raw row each only within the key's allowance, every one counted.
+      const refused = db.prepare("SELECT count(*) AS n, max(length(model)) AS longest FROM ledger WHERE status IN ('rejected', 'invalid_request')").get() as {
+        n: number;
+        longest: number;
+      };
+      expect(refused.n).toBeLessThanOrEqual(2 * allowance);
+      expect(refused.longest).toBeLessThanOrEqual(64);
+      const counted = db.prepare('SELECT coalesce(sum(errors), 0) AS errors, count(*) AS rows FROM rollups_daily WHERE requests = 0').get() as {
+        errors: number;
+        rows: number;
+      };
+      expect(counted.errors).toBeGreaterThanOrEqual(2000);
+      // One rollup row per key for refused models the price table does not know.
+      expect(counted.rows).toBeLessThanOrEqual(4);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('refusals count against the request limit', () => {
+  it('answers 429 once a key has spent its requests on refused bodies', async () => {
+    const key = proxy.issueKey('refusal-limited', { limits: [{ name: 'rpm', unit: 'requests', amount: 5, period: 'min', burst: 5 }], models: ['gpt-4o-mini'] });
+    const answers: Array<number> = [];
+    for (let i = 0; i < 4; i += 1) answers.push((await chat(key, 'gpt-4o')).status);
+    answers.push((await chat(key, 'bad name')).status);
+    const limited = await chat(key, 'gpt-4o');
+    expect(answers).toEqual([403, 403, 403, 403, 400]);
+    expect(limited).toEqual({ status: 429, code: 'rate_limit_exceeded' });
+    // An allowed request is limited like any other now.
+    expect((await chat(key, 'gpt-4o-mini')).status).toBe(429);
+  });
+
+  it('charges a header weight of 0 as one request', async () => {
+    const key = proxy.issueKey('weighted', {
+      limits: [{ name: 'rpm', unit: 'requests', amount: 2, period: 'min', burst: 2, costSource: { kind: 'header', name: 'x-weight', default: 1 } }],
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i += 1) statuses.push((await chat(key, 'gpt-4o-mini', { 'x-weight': '0' })).status);
+    expect(statuses).toEqual([200, 200, 429]);
+  });
+});
