@@ -14,11 +14,11 @@
  *
  * Locking: every transaction is `BEGIN IMMEDIATE` (the write lock is taken up
  * front, so SQLite's busy handler applies and no read-to-write upgrade can
- * fail with SQLITE_BUSY_SNAPSHOT). The connection's busy timeout is short
- * (db/open.ts) so a held lock never stalls the event loop for long; a commit
- * that finds the database busy (another process's commit, a checkpoint)
- * keeps everything queued and tries again shortly — the `begin`s in it wait,
- * up to `maxLockWaitMs`. Only a commit that fails otherwise (disk full, I/O
+ * fail with SQLITE_BUSY_SNAPSHOT). SQLite waits for a lock by sleeping in
+ * its busy handler, on the event loop (better-sqlite3 is synchronous), so a
+ * commit waits at most `busyWaitMs` there; a commit that finds the database
+ * busy (another process's commit, a checkpoint) keeps everything queued and
+ * tries again shortly — the `begin`s in it wait, up to `maxLockWaitMs`. Only a commit that fails otherwise (disk full, I/O
  * error) or waits longer than that rejects its `begin`s: those requests are
  * refused, not forwarded unrecorded; completions stay queued.
  */
@@ -120,6 +120,11 @@ export interface LedgerWriterOptions {
    * checkpoint) before its request is refused with 503 (ms). Default 10 000.
    */
   readonly maxLockWaitMs?: number;
+  /**
+   * Longest one commit attempt waits for the write lock inside SQLite, with
+   * the event loop blocked (ms); then it yields and tries again. Default 10.
+   */
+  readonly busyWaitMs?: number;
   /** Called each time a commit found the database busy and will try again (metrics). */
   readonly onBusy?: () => void;
   /** Refusals of one key written as raw ledger rows per minute; the rest are only counted in the rollups. Default 60. */
@@ -159,6 +164,7 @@ export class LedgerWriter {
   private rejections: QueuedRejection[] = [];
   private readonly refusalAllowance: RefusalAllowance;
   private readonly maxLockWaitMs: number;
+  private readonly busyWaitMs: number;
   /** Consecutive busy commits: the retry delay grows with it. */
   private busyStreak = 0;
   private readonly contributions = new Map<string, Contribution>();
@@ -176,6 +182,7 @@ export class LedgerWriter {
     this.maxBatch = options.maxBatch ?? 2000;
     this.settleDelayMs = options.settleDelayMs ?? 5;
     this.maxLockWaitMs = options.maxLockWaitMs ?? 10_000;
+    this.busyWaitMs = Math.max(0, Math.floor(options.busyWaitMs ?? 10));
     this.refusalAllowance = new RefusalAllowance(options.refusalRowsPerMinute ?? 60);
     this.statements = this.prepare();
     this.rollupStatements = prepareRollupStatements(this.sqlite);
@@ -314,6 +321,10 @@ export class LedgerWriter {
     const started = performance.now();
     const rollups = new RollupDeltas();
     const settled: string[] = [];
+    // The connection's own busy timeout serves its other users (key admin);
+    // this commit waits at most busyWaitMs on the event loop.
+    const busyTimeout = this.sqlite.pragma('busy_timeout', { simple: true }) as number;
+    if (busyTimeout > this.busyWaitMs) this.sqlite.pragma(`busy_timeout = ${this.busyWaitMs}`);
     try {
       this.sqlite
         .transaction(() => {
@@ -360,6 +371,7 @@ export class LedgerWriter {
         })
         .immediate();
     } catch (error) {
+      if (busyTimeout > this.busyWaitMs) this.sqlite.pragma(`busy_timeout = ${busyTimeout}`);
       this.lastCommitFailed = true;
       // Completions and rejections wait for the next attempt.
       this.completions.unshift(...completions);
@@ -387,6 +399,7 @@ export class LedgerWriter {
       this.retryAfter(100);
       return;
     }
+    if (busyTimeout > this.busyWaitMs) this.sqlite.pragma(`busy_timeout = ${busyTimeout}`);
     this.busyStreak = 0;
     this.lastCommitFailed = false;
     const spend = this.options.spend;
