@@ -12,7 +12,7 @@ import {
   type Policy,
 } from '../limits/algorithm/policy.js';
 import { print, printJson, withOps } from './context.js';
-import { describeBudget, describeLimits, table, when } from './format.js';
+import { describeBudget, describeLimits, printable, table, when } from './format.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -124,7 +124,7 @@ function describeKey(view: KeyView): string {
         ] as Array<[string, string]>)
       : []),
   ];
-  return rows.map(([label, value]) => `  ${label.padEnd(8)} ${value}`).join('\n');
+  return rows.map(([label, value]) => `  ${label.padEnd(8)} ${printable(value)}`).join('\n');
 }
 
 function printIssued(issued: IssuedKey, json: boolean, verb: 'Created' | 'Rotated'): void {
@@ -153,7 +153,7 @@ function describeTenant(view: TenantView): string {
     ['budget', describeBudget(view.policy)],
     ['created', when(view.createdAt)],
   ]
-    .map(([label, value]) => `  ${label!.padEnd(8)} ${value}`)
+    .map(([label, value]) => `  ${label!.padEnd(8)} ${printable(value!)}`)
     .join('\n');
 }
 

@@ -6,7 +6,7 @@
  */
 
 /** Longest model name accepted; real names (fine-tunes included) are far shorter. */
-export const MAX_MODEL_NAME_CHARS = 256;
+const MAX_MODEL_NAME_CHARS = 256;
 
 /**
  * Characters model names use across OpenAI-compatible providers: `gpt-4o`,

@@ -16,14 +16,27 @@ import { limitRefusal, type AdmissionRefused } from './refusals.js';
 
 /** The refusal the client gets: the original, or the limiter's 429 when the request limits are used up. */
 export async function chargeRefusal(
-  request: RequestContext,
+  request: Pick<RequestContext, 'caller' | 'client' | 'url'>,
   refusal: TollgateError,
   deps: Pick<PipelineDeps, 'limiter' | 'globalLimits'>,
 ): Promise<TollgateError | AdmissionRefused> {
   // Our own failures (5xx) are not the client's to pay for.
   if (refusal.status >= 500) return refusal;
+  return (await chargeRequestLimits(request, deps)) ?? refusal;
+}
+
+/**
+ * Takes one request (or its header/query weight) from every `requests` limit
+ * of the caller's key, tenant and the global ones, for good (a request's cost
+ * is final when taken). Undefined when taken or nothing can be charged; the
+ * 429 when a limit is used up. Also how `GET /v1/models` counts (models.ts).
+ */
+export async function chargeRequestLimits(
+  request: Pick<RequestContext, 'caller' | 'client' | 'url'>,
+  deps: Pick<PipelineDeps, 'limiter' | 'globalLimits'>,
+): Promise<AdmissionRefused | undefined> {
   const bindings = bindingsFor(request.caller, deps.globalLimits).filter((binding) => binding.limit.unit === 'requests');
-  if (bindings.length === 0) return refusal;
+  if (bindings.length === 0) return undefined;
   const headers = request.client.headers;
   let query: URLSearchParams | undefined;
   const demands = createDemands(bindings, {
@@ -44,11 +57,11 @@ export async function chargeRefusal(
         result.ticket,
         demands.map((demand) => demand.cost),
       );
-      return refusal;
+      return undefined;
     }
-    return result.reason === 'rate_limited' ? limitRefusal(result, request.caller, bindings, demands) : refusal;
+    return result.reason === 'rate_limited' ? limitRefusal(result, request.caller, bindings, demands) : undefined;
   } catch {
-    // The limiter failing must not turn a clear 4xx into something else.
-    return refusal;
+    // The limiter failing must not turn a clear 4xx (or a model list) into something else.
+    return undefined;
   }
 }

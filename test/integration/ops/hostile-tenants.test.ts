@@ -5,7 +5,9 @@
  */
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peekEncoding } from '../../../src/estimate/tokenizer.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
+import { waitFor } from '../../support/wait.js';
 
 let proxy: TestProxy;
 beforeAll(async () => {
@@ -34,6 +36,13 @@ async function many(count: number, concurrency: number, send: (i: number) => Pro
     }),
   );
 }
+
+describe('start', () => {
+  it('loads every tokenizer the price table uses before the server listens', () => {
+    expect(peekEncoding('o200k_base')).toBeDefined();
+    expect(peekEncoding('cl100k_base')).toBeDefined();
+  });
+});
 
 describe('model names', () => {
   it('refuses a name that is too long or has characters no model name has, with a 400 naming the field', async () => {
@@ -80,11 +89,10 @@ describe('model names', () => {
       };
       expect(refused.n).toBeLessThanOrEqual(2 * allowance);
       expect(refused.longest).toBeLessThanOrEqual(64);
-      const counted = db.prepare('SELECT coalesce(sum(errors), 0) AS errors, count(*) AS rows FROM rollups_daily WHERE requests = 0').get() as {
-        errors: number;
-        rows: number;
-      };
-      expect(counted.errors).toBeGreaterThanOrEqual(2000);
+      const rollups = db.prepare('SELECT coalesce(sum(errors), 0) AS errors, count(*) AS rows FROM rollups_daily WHERE requests = 0');
+      // The last refusals commit a few milliseconds after their answers.
+      await waitFor(() => (rollups.get() as { errors: number }).errors >= 2000, 'every refusal counted');
+      const counted = rollups.get() as { errors: number; rows: number };
       // One rollup row per key for refused models the price table does not know.
       expect(counted.rows).toBeLessThanOrEqual(4);
     } finally {
@@ -113,5 +121,38 @@ describe('refusals count against the request limit', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 3; i += 1) statuses.push((await chat(key, 'gpt-4o-mini', { 'x-weight': '0' })).status);
     expect(statuses).toEqual([200, 200, 429]);
+  });
+});
+
+describe('GET /v1/models', () => {
+  it('is a request of its key: limited, and one ledger row', async () => {
+    const key = proxy.issueKey('models-limited', { limits: [{ name: 'rpm', unit: 'requests', amount: 2, period: 'min', burst: 2 }] });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const res = await fetch(`${proxy.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } });
+      await res.arrayBuffer();
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([200, 200, 429]);
+    const db = new Database(proxy.dbPath, { readonly: true });
+    try {
+      const query = db.prepare(
+        "SELECT l.status, l.http_status AS http FROM ledger l JOIN api_keys k ON k.id = l.key_id WHERE k.name = 'models-limited' ORDER BY l.request_id",
+      );
+      // Settlements and refusals commit a few milliseconds after the answer.
+      const settled = (): boolean => {
+        const rows = query.all() as Array<{ status: string }>;
+        return rows.length === 3 && rows.every((row) => row.status !== 'pending');
+      };
+      await waitFor(settled, 'three settled rows');
+      const rows = query.all();
+      expect(rows).toEqual([
+        { status: 'ok', http: 200 },
+        { status: 'ok', http: 200 },
+        { status: 'rejected', http: 429 },
+      ]);
+    } finally {
+      db.close();
+    }
   });
 });
