@@ -103,6 +103,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       return price.known ? price.model : '(other)';
     },
     onBusy: () => metrics.ledgerLockWaits.inc(),
+    refusalRowsPerMinute: config.refusalRowsPerMinute,
     onError: (error) => {
       metrics.ledgerFailures.inc();
       logger.error({ err: error }, 'ledger commit failed; retrying');
@@ -148,6 +149,8 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       : { limitSnapshot: (keyId: string) => liveLimits.forKey(keyId) }),
     lifecycle,
     ...(overrides.now ? { now: overrides.now } : {}),
+    metricsAccess: { token: config.metrics.token, ownPort: config.metrics.port !== undefined },
+    trustedProxies: config.trustedProxies,
   });
 
   let checkpointer: Checkpointer | undefined;

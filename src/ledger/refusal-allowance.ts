@@ -26,6 +26,7 @@ export class RefusalAllowance {
 
   /** True when this refusal of `keyId` at `now` (ms) may be written as a raw row. */
   take(keyId: string, now: number): boolean {
+    if (this.perMinute === Number.POSITIVE_INFINITY) return true;
     if (this.perMinute <= 0) return false;
     let bucket = this.buckets.get(keyId);
     if (bucket === undefined) {

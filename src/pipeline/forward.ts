@@ -26,6 +26,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
       headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': request.requestId },
       body,
       signal: client.abort.signal,
+      owner: request.caller.key.id,
     });
   } catch (error) {
     const clientGone = client.abort.signal.aborted;

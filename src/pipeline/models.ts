@@ -14,6 +14,7 @@ import { checkModelAllowed, isModelAllowed, type Caller } from '../keys/caller.j
 import type { RejectionReason } from '../ledger/writer.js';
 import type { Policy } from '../limits/algorithm/policy.js';
 import { toUpstreamError } from '../upstreams/pool.js';
+import { redactProviderAccount } from '../upstreams/redact.js';
 import { authenticateHeaders } from './authenticate.js';
 import { clientRequestOf } from '../http/client-request.js';
 import { chargeRefusal, chargeRequestLimits } from './charge-refusal.js';
@@ -98,6 +99,7 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
       path: upstreamPath(c.req.url),
       headers: { ...toUpstreamHeaders(client.headers, false), 'x-client-request-id': requestId },
       signal: client.abort.signal,
+      owner: caller.key.id,
     });
     bytes = await readAll(response.body);
   } catch (error) {
@@ -107,6 +109,7 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
   const upstreamId = response.headers['x-request-id'];
   settle(response.status, response.status < 400 ? 'ok' : 'upstream_error', typeof upstreamId === 'string' ? upstreamId : undefined);
   if (single === undefined && caller.policy.models !== undefined && response.status === 200) bytes = filterModelList(bytes, caller.policy);
+  if (response.status >= 400) bytes = redactProviderAccount(bytes);
   const headers = toClientHeaders(response.headers, requestId, false, response.status);
   delete headers['content-length'];
   return new Response(asBody(bytes), { status: response.status, headers });

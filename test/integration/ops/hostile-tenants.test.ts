@@ -67,9 +67,9 @@ describe('model names', () => {
     // Distinct names the proxy refuses (too long), names the key may not use
     // (403), and names it forwards but no price table knows.
     const started = Date.now();
-    await many(1000, 16, (i) => chat(proxy.key, `${i}-${'x'.repeat(2000)}`));
-    await many(1000, 16, (i) => chat(allowList, `not-allowed-${i}-${'y'.repeat(200)}`));
-    await many(300, 16, (i) => chat(proxy.key, `unknown-${i}-${'z'.repeat(200)}`));
+    await many(1200, 16, (i) => chat(proxy.key, `${i}-${'x'.repeat(2000)}`));
+    await many(800, 16, (i) => chat(allowList, `not-allowed-${i}-${'y'.repeat(200)}`));
+    await many(100, 16, (i) => chat(proxy.key, `unknown-${i}-${'z'.repeat(200)}`));
     // Each key's allowance of raw refusal rows: 60, refilling one a second.
     const allowance = 60 + Math.ceil((Date.now() - started) / 1000) + 10;
 
@@ -98,7 +98,8 @@ describe('model names', () => {
     } finally {
       db.close();
     }
-  });
+    // Two thousand requests: generous for a loaded CI machine.
+  }, 120_000);
 });
 
 describe('refusals count against the request limit', () => {
@@ -155,4 +156,41 @@ describe('GET /v1/models', () => {
       db.close();
     }
   });
+});
+
+describe('a fair share of the upstream connections', () => {
+  it('serves another key while one key holds eight slow streams on a four-connection pool', async () => {
+    const pooled = await startTestProxy({ TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_UPSTREAM_CONNECTIONS: '4' });
+    const slowKey = pooled.issueKey('slow-streams');
+    const otherKey = pooled.issueKey('other');
+    const controller = new AbortController();
+    try {
+      // Streams that would take minutes: they hold their connections for the whole test.
+      const slow = Array.from({ length: 8 }, () =>
+        fetch(`${pooled.baseURL}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${slowKey}`, 'content-type': 'application/json', 'x-fake-scenario': 'delay=1000,words=500' },
+          body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'slow' }] }),
+          signal: controller.signal,
+        }).catch(() => undefined),
+      );
+      await waitFor(() => pooled.fake.requests.filter((r) => r.path.endsWith('/chat/completions')).length === 3, 'three of the slow streams upstream');
+      const res = await fetch(`${pooled.baseURL}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${otherKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'quick' }] }),
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      // Answered while every slow stream still holds or waits for a connection: none has ended.
+      const upstream = pooled.fake.requests.filter((r) => r.path.endsWith('/chat/completions'));
+      expect(upstream.filter((r) => r.finished)).toHaveLength(1);
+      expect(upstream).toHaveLength(4);
+      controller.abort();
+      await Promise.all(slow);
+    } finally {
+      controller.abort();
+      await pooled.close();
+    }
+  }, 60_000);
 });
