@@ -81,7 +81,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', createProxyRoutes(deps.pipeline));
 
   app.notFound((c) => {
-    const known = KNOWN_PATHS.has(c.req.path) || c.req.path.startsWith('/admin/api/');
+    const metricsElsewhere = c.req.path === '/metrics' && deps.metricsAccess?.ownPort === true;
+    const known = (KNOWN_PATHS.has(c.req.path) && !metricsElsewhere) || c.req.path.startsWith('/admin/api/');
     throw known
       ? new TollgateError('method_not_allowed', `Method ${c.req.method} is not allowed on ${c.req.path}.`)
       : new TollgateError('unknown_url', `Invalid URL (${c.req.method} ${c.req.path}).`);

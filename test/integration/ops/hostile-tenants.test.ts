@@ -194,3 +194,25 @@ describe('a fair share of the upstream connections', () => {
     }
   }, 60_000);
 });
+
+describe('/metrics for the operator only', () => {
+  it('requires its bearer token and can live on its own port', async () => {
+    const token = 'metrics-token-0123456789abcdef';
+    const own = await startTestProxy({ TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_METRICS_TOKEN: token, TOLLGATE_METRICS_PORT: '0' });
+    try {
+      const metricsUrl = own.server.metricsUrl!;
+      expect(metricsUrl).not.toBe(own.server.url);
+      expect((await fetch(`${own.server.url}/metrics`)).status).toBe(404);
+      const anonymous = await fetch(`${metricsUrl}/metrics`);
+      expect(anonymous.status).toBe(401);
+      expect(((await anonymous.json()) as { error: { code: string } }).error.code).toBe('invalid_metrics_token');
+      expect((await fetch(`${metricsUrl}/metrics`, { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status).toBe(401);
+      const scraped = await fetch(`${metricsUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+      expect(scraped.status).toBe(200);
+      expect(await scraped.text()).toContain('tollgate_requests_total');
+      expect((await fetch(`${metricsUrl}/v1/models`)).status).toBe(404);
+    } finally {
+      await own.close();
+    }
+  });
+});
