@@ -100,6 +100,8 @@ const envSchema = z.object({
     .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a fraction between 0 and 1, such as 0.75')
     .transform(Number)
     .default(0.75),
+  /** Requests one key may have in flight at once, unless its policy says otherwise (--max-in-flight). */
+  TOLLGATE_MAX_IN_FLIGHT: positiveInt.default(64),
   /** Longest a request waits for an upstream connection (or an in-flight slot) before a 429. */
   TOLLGATE_QUEUE_TIMEOUT: duration.default(10_000),
   /** Largest request body accepted from a client; enforced while reading. */
@@ -187,6 +189,8 @@ export interface Config {
   readonly redis: { readonly urls: readonly string[]; readonly cluster: boolean; readonly waitMs: number; readonly timeoutMs: number } | undefined;
   readonly failMode: FailMode;
   readonly globalLimits: readonly LimitSpec[];
+  /** Requests in flight per key when its policy sets no --max-in-flight. */
+  readonly maxInFlight: number;
   /** Refusals of one key written as raw ledger rows per minute (Infinity = every one). */
   readonly refusalRowsPerMinute: number;
   /** Proxies believed about X-Forwarded-For (the dashboard's login throttle). */
@@ -254,6 +258,7 @@ export function loadConfig(env: Env = process.env): Config {
           },
     failMode: e.TOLLGATE_FAIL_MODE,
     globalLimits: parseGlobalLimits(file.globalLimits ?? [], e.TOLLGATE_CONFIG ?? ''),
+    maxInFlight: e.TOLLGATE_MAX_IN_FLIGHT,
     refusalRowsPerMinute: e.TOLLGATE_REFUSAL_ROWS,
     trustedProxies: parseTrustedProxies(e.TOLLGATE_TRUSTED_PROXIES),
     metrics: { token: e.TOLLGATE_METRICS_TOKEN, port: e.TOLLGATE_METRICS_PORT },

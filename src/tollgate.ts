@@ -24,6 +24,7 @@ import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { createLimiter, type CreatedLimiter } from './limits/stores/create.js';
+import { InFlightLimits } from './limits/in-flight.js';
 import { LiveLimits } from './limits/live-view.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -134,6 +135,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     upstream,
     events,
     now,
+    inFlight: new InFlightLimits({ defaultKeyMax: config.maxInFlight, maxWaitMs: config.upstream.queueTimeoutMs }),
   };
   const lifecycle = { shuttingDown: false };
   const app = createApp({

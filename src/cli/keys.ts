@@ -20,6 +20,17 @@ interface LimitOptions {
   limit?: string[];
   rpm?: string;
   tpm?: string;
+  maxInFlight?: string;
+}
+
+/** `--max-in-flight N` as a policy field (set at creation), or nothing. */
+function maxInFlightFrom(options: LimitOptions): { maxInFlight?: number } {
+  if (options.maxInFlight === undefined) return {};
+  const n = Number(options.maxInFlight);
+  if (!/^\d+$/.test(options.maxInFlight.trim()) || !Number.isSafeInteger(n) || n < 1) {
+    throw new PolicyError(`--max-in-flight "${options.maxInFlight}" is not a whole number of requests above zero`);
+  }
+  return { maxInFlight: n };
 }
 
 /** Limits from --limit/--rpm/--tpm, or undefined when none was given. */
@@ -91,6 +102,7 @@ function withPolicyOptions(command: Command, mode: 'create' | 'update'): Command
     )
     .option('--rpm <n>', 'shorthand for --limit requests:N/min')
     .option('--tpm <n>', 'shorthand for --limit tokens:N/min');
+  if (mode === 'create') command.option('--max-in-flight <n>', 'requests in flight at once (keys default to TOLLGATE_MAX_IN_FLIGHT)');
   if (mode === 'update') command.option('--clear-limits', 'remove all limits');
   command
     .option('--budget-usd <dollars>', mode === 'create' ? 'spend cap in USD' : 'new spend cap in USD')
@@ -113,6 +125,7 @@ function describeKey(view: KeyView): string {
     ['limits', describeLimits(view.policy)],
     ['budget', describeBudget(view.policy)],
     ['models', view.policy.models?.join(', ') ?? 'all'],
+    ...(view.policy.maxInFlight !== undefined ? ([['in flight', `at most ${view.policy.maxInFlight}`]] as Array<[string, string]>) : []),
     ...(Object.keys(view.metadata).length > 0
       ? ([
           [
@@ -188,7 +201,12 @@ export function registerKeyCommands(program: Command): void {
       ) => {
         const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
         const models = modelsFrom(options.models);
-        const policy: Policy = { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}), ...(models ? { models } : {}) };
+        const policy: Policy = {
+          limits: limitsFrom(options) ?? [],
+          ...(budget ? { budget } : {}),
+          ...(models ? { models } : {}),
+          ...maxInFlightFrom(options),
+        };
         const issued = await withOps(command, (ops) =>
           ops.createKey({
             name: options.name,
@@ -318,7 +336,9 @@ export function registerKeyCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (name: string, options: LimitOptions & { budgetUsd?: string; budgetPeriod?: string; json?: boolean }, command: Command) => {
       const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
-      const view = await withOps(command, (ops) => ops.createTenant(name, { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}) }));
+      const view = await withOps(command, (ops) =>
+        ops.createTenant(name, { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}), ...maxInFlightFrom(options) }),
+      );
       if (options.json) printJson(view);
       else print(`Created tenant "${view.name}"\n${describeTenant(view)}`);
     });

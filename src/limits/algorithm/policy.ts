@@ -67,6 +67,8 @@ export const policySchema = z
     budget: budgetSchema.optional(),
     /** Allowed model names (exact, or a prefix ending in `*`); absent = all models. */
     models: z.array(z.string().min(1)).readonly().optional(),
+    /** Requests of this key (or tenant) in flight at once; absent = the proxy's default (keys) or none (tenants). */
+    maxInFlight: z.number().int().positive().optional(),
   })
   .readonly();
 
@@ -221,6 +223,9 @@ export function validatePolicy(policy: Policy): void {
       throw new PolicyError(`two limits are named "${limit.name}"; add ,name=… to tell them apart`);
     }
     names.add(limit.name);
+  }
+  if (policy.maxInFlight !== undefined && !(Number.isSafeInteger(policy.maxInFlight) && policy.maxInFlight > 0)) {
+    throw new PolicyError('max in flight must be a whole number of requests greater than zero');
   }
   if (policy.budget) {
     if (!(Number.isSafeInteger(policy.budget.microUsd) && policy.budget.microUsd > 0)) {

@@ -216,3 +216,39 @@ describe('/metrics for the operator only', () => {
     }
   });
 });
+
+describe('requests in flight', () => {
+  it('caps a key at its --max-in-flight: the next request waits, then gets a 429, and a slot frees when a request ends', async () => {
+    const capped = await startTestProxy({ TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_QUEUE_TIMEOUT: '300ms' });
+    try {
+      const key = capped.issueKey('one-at-a-time', { limits: [], maxInFlight: 1 });
+      const tenantKey = capped.issueKey('tenant-member', { limits: [] }, 'capped-tenant');
+      const send = (k: string, scenario = '', signal?: AbortSignal): Promise<Response> =>
+        fetch(`${capped.baseURL}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${k}`, 'content-type': 'application/json', 'x-fake-scenario': scenario },
+          body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+          ...(signal ? { signal } : {}),
+        });
+      const controller = new AbortController();
+      const holding = await send(key, 'delay=1000,words=100', controller.signal);
+      expect(holding.status).toBe(200);
+      const refused = await send(key);
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/in flight/);
+      // Another key is not held up.
+      const other = await send(tenantKey);
+      expect(other.status).toBe(200);
+      await other.arrayBuffer();
+      controller.abort();
+      await holding.arrayBuffer().catch(() => undefined);
+      await waitFor(async () => {
+        const res = await send(key);
+        await res.arrayBuffer();
+        return res.status === 200;
+      }, 'the slot to come back');
+    } finally {
+      await capped.close();
+    }
+  }, 60_000);
+});
