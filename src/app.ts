@@ -6,11 +6,12 @@
  */
 import { Hono } from 'hono';
 import type { AdminOps } from './admin/ops.js';
-import { createAdminRoutes } from './admin/routes.js';
+import { createAdminRoutes, tokenMatches } from './admin/routes.js';
 import type { AppEnv } from './app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type LimitSnapshot } from './dashboard/index.js';
 import type { TollgateDatabase } from './db/open.js';
 import { TollgateError, renderError } from './errors.js';
+import type { LedgerWriter } from './ledger/writer.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
@@ -32,6 +33,10 @@ export interface AppDeps {
   readonly lifecycle: { shuttingDown: boolean };
   /** The dashboard's and admin API's clock (tests fix it). */
   readonly now?: () => number;
+  /** /metrics: its bearer token (none = open), and whether it is served on its own port instead (main.ts). */
+  readonly metricsAccess?: { readonly token: string | undefined; readonly ownPort: boolean };
+  /** Proxies believed about X-Forwarded-For (TOLLGATE_TRUSTED_PROXIES). */
+  readonly trustedProxies?: ReadonlySet<string>;
 }
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
@@ -51,13 +56,15 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       : c.json({ status: 'ready' }, 200, { 'x-request-id': c.get('requestId') }),
   );
 
-  app.get('/metrics', async (c) => {
-    metrics.ledgerQueueDepth.set(deps.pipeline.ledger.queueDepth);
-    const { body, contentType } = await metrics.render();
-    return c.body(body, 200, { 'content-type': contentType, 'x-request-id': c.get('requestId') });
-  });
+  if (deps.metricsAccess?.ownPort !== true) app.route('/', createMetricsRoutes(metrics, deps.pipeline.ledger, deps.metricsAccess?.token));
 
-  const dashboard = { database: deps.database, adminToken: deps.admin.token, limitSnapshot: deps.limitSnapshot, ...(deps.now ? { now: deps.now } : {}) };
+  const dashboard = {
+    database: deps.database,
+    adminToken: deps.admin.token,
+    limitSnapshot: deps.limitSnapshot,
+    ...(deps.now ? { now: deps.now } : {}),
+    ...(deps.trustedProxies ? { trustedProxies: deps.trustedProxies } : {}),
+  };
   app.route(
     '/admin/api',
     createAdminRoutes({
@@ -74,7 +81,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/', createProxyRoutes(deps.pipeline));
 
   app.notFound((c) => {
-    const known = KNOWN_PATHS.has(c.req.path) || c.req.path.startsWith('/admin/api/');
+    const metricsElsewhere = c.req.path === '/metrics' && deps.metricsAccess?.ownPort === true;
+    const known = (KNOWN_PATHS.has(c.req.path) && !metricsElsewhere) || c.req.path.startsWith('/admin/api/');
     throw known
       ? new TollgateError('method_not_allowed', `Method ${c.req.method} is not allowed on ${c.req.path}.`)
       : new TollgateError('unknown_url', `Invalid URL (${c.req.method} ${c.req.path}).`);
@@ -97,6 +105,45 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     return c.json(rendered.body, rendered.status as 400, headers);
   });
 
+  return app;
+}
+
+/**
+ * `GET /metrics`, behind a bearer token when one is configured: label values
+ * name keys and models, which not every network that reaches the proxy
+ * should read. Mounted on the proxy's app, or alone on its own port.
+ */
+function createMetricsRoutes(metrics: Metrics, ledger: Pick<LedgerWriter, 'queueDepth'>, token: string | undefined): Hono<AppEnv> {
+  const routes = new Hono<AppEnv>();
+  routes.get('/metrics', async (c) => {
+    if (token !== undefined) {
+      const bearer = /^\s*Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1];
+      if (bearer === undefined || !tokenMatches(bearer, token)) {
+        throw new TollgateError('invalid_metrics_token', 'A valid metrics token is required (Authorization: Bearer <TOLLGATE_METRICS_TOKEN>).');
+      }
+    }
+    metrics.ledgerQueueDepth.set(ledger.queueDepth);
+    const { body, contentType } = await metrics.render();
+    return c.body(body, 200, { 'content-type': contentType, 'x-request-id': c.get('requestId') });
+  });
+  return routes;
+}
+
+/** The app served on TOLLGATE_METRICS_PORT: /metrics alone. */
+export function createMetricsApp(metrics: Metrics, ledger: Pick<LedgerWriter, 'queueDepth'>, token: string | undefined): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use('*', async function assignRequestId(c, next) {
+    c.set('requestId', newRequestId());
+    await next();
+  });
+  app.route('/', createMetricsRoutes(metrics, ledger, token));
+  app.notFound(() => {
+    throw new TollgateError('unknown_url', 'This port serves /metrics only.');
+  });
+  app.onError((error, c) => {
+    const rendered = renderError(error instanceof TollgateError ? error : new TollgateError('internal_error', 'Tollgate hit an internal error.'));
+    return c.json(rendered.body, rendered.status as 400, { 'x-request-id': c.get('requestId') });
+  });
   return app;
 }
 

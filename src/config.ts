@@ -9,6 +9,7 @@ import { setTimeZone } from './calendar.js';
 import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from './estimate/prices.js';
 import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './limits/algorithm/policy.js';
 import { FAIL_MODES, type FailMode } from './limits/stores/fail-mode.js';
+import { parseTrustedProxies } from './http/client-address.js';
 import { KEY_LABEL_MODES, type KeyLabelMode } from './metrics.js';
 
 const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
@@ -93,6 +94,17 @@ const envSchema = z.object({
   TOLLGATE_UPSTREAM_IDLE_TIMEOUT: duration.default(300_000),
   /** Keep-alive connections kept open per upstream origin. */
   TOLLGATE_UPSTREAM_CONNECTIONS: positiveInt.default(128),
+  /** Share of the upstream connections one key may hold at once (at least one is always left for the others). */
+  TOLLGATE_UPSTREAM_MAX_SHARE: z
+    .string()
+    .trim()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a fraction between 0 and 1, such as 0.75')
+    .transform(Number)
+    .default(0.75),
+  /** Requests one key may have in flight at once, unless its policy says otherwise (--max-in-flight). */
+  TOLLGATE_MAX_IN_FLIGHT: positiveInt.default(64),
+  /** Longest a request waits for an upstream connection (or an in-flight slot) before a 429. */
+  TOLLGATE_QUEUE_TIMEOUT: duration.default(10_000),
   /** Largest request body accepted from a client; enforced while reading. */
   TOLLGATE_MAX_BODY: byteSize.default(20 * 1024 * 1024),
   /** Time a client has to send its whole request (slow clients are cut off). */
@@ -154,6 +166,19 @@ const envSchema = z.object({
   TOLLGATE_BACKGROUND_POLL_TIMEOUT: duration.default(2 * 3_600_000),
   /** Optional JSON file: price table overrides and global limits. */
   TOLLGATE_CONFIG: z.string().trim().min(1).optional(),
+  /** Refusals of one key kept as raw ledger rows per minute (the rest only counted in rollups); `all` keeps every one. */
+  TOLLGATE_REFUSAL_ROWS: z
+    .string()
+    .trim()
+    .regex(/^(\d+|all)$/, 'must be a whole number or "all"')
+    .transform((text) => (text === 'all' ? Number.POSITIVE_INFINITY : Number(text)))
+    .default(60),
+  /** Addresses of load balancers/proxies whose X-Forwarded-For is believed (comma-separated). */
+  TOLLGATE_TRUSTED_PROXIES: z.string().trim().optional(),
+  /** Bearer token /metrics requires; unset = open (as before). */
+  TOLLGATE_METRICS_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
+  /** Serve /metrics on this port (same host) instead of the proxy's port. */
+  TOLLGATE_METRICS_PORT: port.optional(),
 });
 
 /** The optional JSON config file. */
@@ -176,6 +201,8 @@ export interface Config {
     readonly headersTimeoutMs: number;
     readonly idleTimeoutMs: number;
     readonly connections: number;
+    readonly maxShare: number;
+    readonly queueTimeoutMs: number;
   };
   readonly maxBodyBytes: number;
   readonly requestTimeoutMs: number;
@@ -197,6 +224,14 @@ export interface Config {
   readonly globalLimits: readonly LimitSpec[];
   /** How background Responses are polled until their usage is known. */
   readonly backgroundPoll: { readonly initialMs: number; readonly maxIntervalMs: number; readonly timeoutMs: number };
+  /** Requests in flight per key when its policy sets no --max-in-flight. */
+  readonly maxInFlight: number;
+  /** Refusals of one key written as raw ledger rows per minute (Infinity = every one). */
+  readonly refusalRowsPerMinute: number;
+  /** Proxies believed about X-Forwarded-For (the dashboard's login throttle). */
+  readonly trustedProxies: ReadonlySet<string>;
+  /** /metrics: the bearer token it requires (none = open) and its own port (none = the proxy's). */
+  readonly metrics: { readonly token: string | undefined; readonly port: number | undefined };
 }
 
 export class ConfigError extends Error {
@@ -234,6 +269,8 @@ export function loadConfig(env: Env = process.env): Config {
       headersTimeoutMs: e.TOLLGATE_UPSTREAM_HEADERS_TIMEOUT,
       idleTimeoutMs: e.TOLLGATE_UPSTREAM_IDLE_TIMEOUT,
       connections: e.TOLLGATE_UPSTREAM_CONNECTIONS,
+      maxShare: e.TOLLGATE_UPSTREAM_MAX_SHARE,
+      queueTimeoutMs: e.TOLLGATE_QUEUE_TIMEOUT,
     },
     maxBodyBytes: e.TOLLGATE_MAX_BODY,
     requestTimeoutMs: e.TOLLGATE_REQUEST_TIMEOUT,
@@ -266,6 +303,10 @@ export function loadConfig(env: Env = process.env): Config {
       maxIntervalMs: Math.max(1, e.TOLLGATE_BACKGROUND_POLL_MAX_INTERVAL),
       timeoutMs: e.TOLLGATE_BACKGROUND_POLL_TIMEOUT,
     },
+    maxInFlight: e.TOLLGATE_MAX_IN_FLIGHT,
+    refusalRowsPerMinute: e.TOLLGATE_REFUSAL_ROWS,
+    trustedProxies: parseTrustedProxies(e.TOLLGATE_TRUSTED_PROXIES),
+    metrics: { token: e.TOLLGATE_METRICS_TOKEN, port: e.TOLLGATE_METRICS_PORT },
   };
 }
 

@@ -29,6 +29,7 @@ export type ErrorCode =
   | 'key_misconfigured'
   | 'admin_disabled'
   | 'invalid_admin_token'
+  | 'invalid_metrics_token'
   // the admin API and CLI
   | 'not_found'
   | 'conflict'
@@ -83,6 +84,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'key_revoked':
     case 'key_expired':
     case 'invalid_admin_token':
+    case 'invalid_metrics_token':
       return { status: 401, type: 'authentication_error' };
     case 'model_not_allowed':
       return { status: 403, type: 'permission_error' };

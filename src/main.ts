@@ -8,11 +8,14 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
 import { flushLogger, type Logger } from './logger.js';
+import { createMetricsApp } from './app.js';
 import { buildTollgate } from './tollgate.js';
 
 export interface RunningServer {
   readonly url: string;
   readonly port: number;
+  /** Where /metrics is served when TOLLGATE_METRICS_PORT is set (else on `url`). */
+  readonly metricsUrl: string | undefined;
   /** Graceful stop; resolves when everything is closed. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -60,7 +63,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
 
   const { port } = server.address() as AddressInfo;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const hostPart = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${hostPart}:${port}`;
+  // /metrics on its own port: a scraper's network need not reach the proxy's.
+  const metricsServer =
+    config.metrics.port === undefined
+      ? undefined
+      : await new Promise<Server>((resolve, reject) => {
+          const created = serve(
+            { fetch: createMetricsApp(tollgate.metrics, tollgate.ledger, config.metrics.token).fetch, port: config.metrics.port!, hostname: config.host },
+            () => resolve(created as Server),
+          ) as Server;
+          created.once('error', reject);
+        });
+  const metricsUrl = metricsServer === undefined ? undefined : `http://${hostPart}:${(metricsServer.address() as AddressInfo).port}`;
   logger.info(
     {
       url,
@@ -68,6 +84,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       upstreamKeyConfigured: config.upstream.apiKey !== undefined,
       db: config.dbPath,
       admin: config.adminToken === undefined ? 'disabled' : 'enabled',
+      metrics: metricsUrl ?? url,
+      metricsToken: config.metrics.token === undefined ? 'none' : 'required',
     },
     'tollgate listening',
   );
@@ -92,6 +110,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
     server.closeAllConnections();
     await stopped;
+    if (metricsServer !== undefined) {
+      const metricsStopped = new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+      metricsServer.closeAllConnections();
+      await metricsStopped;
+    }
     await tollgate.close();
     logger.info('shutdown complete');
     await flushLogger(logger);
@@ -100,6 +123,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   return {
     url,
     port,
+    metricsUrl,
     close() {
       closing ??= shutDown();
       return closing;

@@ -3,12 +3,38 @@
  * Names follow Prometheus conventions: `tollgate_` prefix, base units
  * (seconds, USD), `_total` on counters. Per-key labels carry the key's name
  * or id — never the key — and can be switched off for very many keys.
+ *
+ * Every label value is bounded: a model is labelled by its price-table name
+ * when the table knows it and `other` otherwise (clients choose model names,
+ * and issue 12 grew /metrics to 80 MB with 200 of them), and each label keeps
+ * at most a fixed number of distinct values, the rest reading `other`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { builtinPriceTable, resolvePrice, type PriceTable } from './estimate/prices.js';
 
 /** How requests are labelled per key: by name, by id, or not at all (one series for all keys). */
 export const KEY_LABEL_MODES = ['name', 'id', 'none'] as const;
 export type KeyLabelMode = (typeof KEY_LABEL_MODES)[number];
+
+/** The label value of whatever is unknown or past a label's cap. */
+const OTHER_LABEL = 'other';
+/** Distinct key labels kept before new keys read `other` (TOLLGATE_METRICS_KEY_LABEL=none for one series). */
+const MAX_KEY_LABELS = 1000;
+/** Distinct model labels kept (the price table bounds them already; a huge custom table too). */
+const MAX_MODEL_LABELS = 500;
+
+/** A label's values: the first `cap` distinct ones, then `other`. */
+class BoundedLabel {
+  private readonly seen = new Set<string>();
+  constructor(private readonly cap: number) {}
+
+  value(text: string): string {
+    if (this.seen.has(text)) return text;
+    if (this.seen.size >= this.cap) return OTHER_LABEL;
+    this.seen.add(text);
+    return text;
+  }
+}
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 const DECISION_BUCKETS = [0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
@@ -36,9 +62,15 @@ export class Metrics {
   readonly ledgerWriteDuration: Histogram;
   readonly ledgerRows: Counter;
   readonly ledgerFailures: Counter;
+  readonly ledgerLockWaits: Counter;
 
-  constructor(options: { keyLabel?: KeyLabelMode; defaultMetrics?: boolean } = {}) {
+  private readonly prices: PriceTable;
+  private readonly keyLabels = new BoundedLabel(MAX_KEY_LABELS);
+  private readonly modelLabels = new BoundedLabel(MAX_MODEL_LABELS);
+
+  constructor(options: { keyLabel?: KeyLabelMode; defaultMetrics?: boolean; prices?: PriceTable } = {}) {
     this.keyLabelMode = options.keyLabel ?? 'name';
+    this.prices = options.prices ?? builtinPriceTable;
     const registers = [this.registry];
     if (options.defaultMetrics !== false) {
       collectDefaultMetrics({ register: this.registry, prefix: 'tollgate_' });
@@ -152,6 +184,11 @@ export class Metrics {
       help: 'Ledger transactions that failed and were retried or refused.',
       registers,
     });
+    this.ledgerLockWaits = new Counter({
+      name: 'tollgate_ledger_lock_waits_total',
+      help: 'Ledger commits that found the database busy (another process, a checkpoint) and waited to try again.',
+      registers,
+    });
   }
 
   private readonly usageChildren = new Map<string, { prompt: Counter.Internal; completion: Counter.Internal; spend: Counter.Internal }>();
@@ -161,7 +198,8 @@ export class Metrics {
    * call; the per key·model children are looked up once and kept (their number
    * is what the series count is anyway).
    */
-  recordUsage(key: string, model: string, promptTokens: number, completionTokens: number, spendUsd: number): void {
+  recordUsage(key: string, requestModel: string, promptTokens: number, completionTokens: number, spendUsd: number): void {
+    const model = this.modelLabel(requestModel);
     const id = `${key}\u0000${model}`;
     let children = this.usageChildren.get(id);
     if (children === undefined) {
@@ -201,7 +239,7 @@ export class Metrics {
 
   /** One finished request of a key, model, endpoint and outcome. */
   countRequest(key: string, model: string, endpoint: string, outcome: string): void {
-    this.counter('requests', this.requests, key, model, endpoint, outcome).inc();
+    this.counter('requests', this.requests, key, this.modelLabel(model), endpoint, outcome).inc();
   }
 
   /** Seconds from sending upstream to the end of the answer. */
@@ -230,7 +268,13 @@ export class Metrics {
 
   /** The label for a key: its name or id (never the secret), or "all" when per-key labels are off. */
   keyLabel(key: { id: string; name: string }): string {
-    return this.keyLabelMode === 'none' ? 'all' : this.keyLabelMode === 'id' ? key.id : key.name;
+    return this.keyLabelMode === 'none' ? 'all' : this.keyLabels.value(this.keyLabelMode === 'id' ? key.id : key.name);
+  }
+
+  /** The label for a request's model: the price table's name for it, or `other` for a model the table does not know. */
+  modelLabel(model: string): string {
+    const price = resolvePrice(model, this.prices);
+    return price.known ? this.modelLabels.value(price.model) : OTHER_LABEL;
   }
 
   /** The exposition text and its content type. */

@@ -18,11 +18,13 @@ import type { Config } from './config.js';
 import type { LimitSnapshot } from './dashboard/index.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './db/open.js';
-import { closeEstimator, warmEstimator } from './estimate/index.js';
+import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } from './estimate/index.js';
+import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { createLimiter, type CreatedLimiter } from './limits/stores/create.js';
+import { InFlightLimits } from './limits/in-flight.js';
 import { LiveLimits } from './limits/live-view.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -79,7 +81,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const database = overrides.database ?? openDatabase(config.dbPath);
   const keyStore = new KeyStore(database, overrides.now);
   const keys = new KeyCache(keyStore, { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
-  const metrics = overrides.metrics ?? new Metrics({ keyLabel: config.metricsKeyLabel });
+  const metrics = overrides.metrics ?? new Metrics({ keyLabel: config.metricsKeyLabel, prices: config.prices });
   const spend = new SpendTracker(database);
   const limiter = createLimiter(config, { logger, metrics, ...(overrides.limiterClock ? { clock: overrides.limiterClock } : {}) });
   const sharedBudgets =
@@ -98,6 +100,14 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
         };
   const ledger = new LedgerWriter(database, {
     spend,
+    // Refusals are counted under the price table's model name, and those naming
+    // a model the table does not know share one rollup row: a client picks the name.
+    refusalRollupModel: (model) => {
+      const price = resolvePrice(model, config.prices);
+      return price.known ? price.model : '(other)';
+    },
+    onBusy: () => metrics.ledgerLockWaits.inc(),
+    refusalRowsPerMinute: config.refusalRowsPerMinute,
     onError: (error) => {
       metrics.ledgerFailures.inc();
       logger.error({ err: error }, 'ledger commit failed; retrying');
@@ -137,6 +147,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     events,
     now,
     responses: responses.hooks,
+    inFlight: new InFlightLimits({ defaultKeyMax: config.maxInFlight, maxWaitMs: config.upstream.queueTimeoutMs }),
   };
   const lifecycle = { shuttingDown: false };
   const app = createApp({
@@ -152,6 +163,8 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       : { limitSnapshot: (keyId: string) => liveLimits.forKey(keyId) }),
     lifecycle,
     ...(overrides.now ? { now: overrides.now } : {}),
+    metricsAccess: { token: config.metrics.token, ownPort: config.metrics.port !== undefined },
+    trustedProxies: config.trustedProxies,
   });
 
   let checkpointer: Checkpointer | undefined;
@@ -176,8 +189,11 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       keys.start();
       checkpointer = startCheckpointer(database.path, database.sqlite, { onError: (message) => logger.warn({ message }, 'ledger checkpoint failed') });
       await limiter.connect();
-      // Load the common tokenizer before the first request instead of during it.
-      await warmEstimator({ startWorkers: true });
+      // Load every tokenizer the price table's models use (and the one unknown
+      // models get) before the server listens: loading one takes ~0.3–1 s of
+      // the event loop, which otherwise lands on the first requests.
+      const encodings = new Set<EncodingName>(['o200k_base', ...Object.keys(config.prices.models).map((model) => encodingForModel(model))]);
+      await warmEstimator({ startWorkers: true, encodings: [...encodings] });
       // Background jobs left unsettled by an earlier process are polled again.
       responses.start();
     },

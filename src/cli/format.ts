@@ -2,8 +2,21 @@
 import { budgetsOf, formatLimit, type Policy } from '../limits/algorithm/policy.js';
 import { formatMicrosExact } from '../money.js';
 
+/**
+ * A cell as a terminal should show it: control characters (C0, DEL, C1 —
+ * escape sequences, carriage returns, newlines) become U+FFFD. Cells hold
+ * what tenants chose (model names in the ledger, key and tenant names), and
+ * an operator's terminal must not run their escape sequences or have a row
+ * rewritten by a carriage return.
+ */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '\ufffd');
+}
+
 /** Columns padded to their widest cell; numbers (right-aligned) are marked by `align`. */
-export function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>, align: ReadonlyArray<'left' | 'right'> = []): string {
+export function table(headers: readonly string[], cellRows: ReadonlyArray<readonly string[]>, align: ReadonlyArray<'left' | 'right'> = []): string {
+  const rows = cellRows.map((row) => row.map(printable));
   const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
     cells

@@ -12,7 +12,7 @@ import {
   type Policy,
 } from '../limits/algorithm/policy.js';
 import { print, printJson, withOps } from './context.js';
-import { describeBudget, describeLimits, table, when } from './format.js';
+import { describeBudget, describeLimits, printable, table, when } from './format.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -20,6 +20,17 @@ interface LimitOptions {
   limit?: string[];
   rpm?: string;
   tpm?: string;
+  maxInFlight?: string;
+}
+
+/** `--max-in-flight N` as a policy field (set at creation), or nothing. */
+function maxInFlightFrom(options: LimitOptions): { maxInFlight?: number } {
+  if (options.maxInFlight === undefined) return {};
+  const n = Number(options.maxInFlight);
+  if (!/^\d+$/.test(options.maxInFlight.trim()) || !Number.isSafeInteger(n) || n < 1) {
+    throw new PolicyError(`--max-in-flight "${options.maxInFlight}" is not a whole number of requests above zero`);
+  }
+  return { maxInFlight: n };
 }
 
 /** Limits from --limit/--rpm/--tpm, or undefined when none was given. */
@@ -105,6 +116,7 @@ function withPolicyOptions(command: Command, mode: 'create' | 'update'): Command
     )
     .option('--rpm <n>', 'shorthand for --limit requests:N/min')
     .option('--tpm <n>', 'shorthand for --limit tokens:N/min');
+  if (mode === 'create') command.option('--max-in-flight <n>', 'requests in flight at once (keys default to TOLLGATE_MAX_IN_FLIGHT)');
   if (mode === 'update') command.option('--clear-limits', 'remove all limits');
   command
     .option('--budget-usd <dollars>', mode === 'create' ? 'spend cap in USD' : 'new spend cap in USD')
@@ -132,6 +144,7 @@ function describeKey(view: KeyView): string {
     ['limits', describeLimits(view.policy)],
     ['budget', describeBudget(view.policy)],
     ['models', view.policy.models?.join(', ') ?? 'all'],
+    ...(view.policy.maxInFlight !== undefined ? ([['in flight', `at most ${view.policy.maxInFlight}`]] as Array<[string, string]>) : []),
     ...(Object.keys(view.metadata).length > 0
       ? ([
           [
@@ -143,7 +156,7 @@ function describeKey(view: KeyView): string {
         ] as Array<[string, string]>)
       : []),
   ];
-  return rows.map(([label, value]) => `  ${label.padEnd(8)} ${value}`).join('\n');
+  return rows.map(([label, value]) => `  ${label.padEnd(8)} ${printable(value)}`).join('\n');
 }
 
 function printIssued(issued: IssuedKey, json: boolean, verb: 'Created' | 'Rotated'): void {
@@ -172,7 +185,7 @@ function describeTenant(view: TenantView): string {
     ['budget', describeBudget(view.policy)],
     ['created', when(view.createdAt)],
   ]
-    .map(([label, value]) => `  ${label!.padEnd(8)} ${value}`)
+    .map(([label, value]) => `  ${label!.padEnd(8)} ${printable(value!)}`)
     .join('\n');
 }
 
@@ -214,6 +227,7 @@ export function registerKeyCommands(program: Command): void {
           ...(budget ? { budget } : {}),
           ...(budgets ? { budgets } : {}),
           ...(models ? { models } : {}),
+          ...maxInFlightFrom(options),
         };
         const issued = await withOps(command, (ops) =>
           ops.createKey({
@@ -350,7 +364,12 @@ export function registerKeyCommands(program: Command): void {
         const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
         const budgets = extraBudgetsFrom(options.extraBudget);
         const view = await withOps(command, (ops) =>
-          ops.createTenant(name, { limits: limitsFrom(options) ?? [], ...(budget ? { budget } : {}), ...(budgets ? { budgets } : {}) }),
+          ops.createTenant(name, {
+            limits: limitsFrom(options) ?? [],
+            ...(budget ? { budget } : {}),
+            ...(budgets ? { budgets } : {}),
+            ...maxInFlightFrom(options),
+          }),
         );
         if (options.json) printJson(view);
         else print(`Created tenant "${view.name}"\n${describeTenant(view)}`);

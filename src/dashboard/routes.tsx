@@ -16,6 +16,7 @@ import { readBodyBytes } from '../http/body.js';
 import { tokenMatches } from '../admin/routes.js';
 import type { AppEnv } from '../app-env.js';
 import { loadAssets, type AssetName } from './assets.js';
+import { clientAddressOf } from '../http/client-address.js';
 import { LoginThrottle, type ThrottleOptions } from './login-throttle.js';
 import { buildKeyPage, KeyPage } from './key-page.js';
 import { buildKeys, KeysPage } from './keys-page.js';
@@ -35,6 +36,8 @@ export interface DashboardDeps {
   readonly limitSnapshot?: LimitSnapshot | undefined;
   /** The login form's brake on wrong tokens, and the pause after each one (default 300 ms). */
   readonly login?: (ThrottleOptions & { readonly failureDelayMs?: number }) | undefined;
+  /** Proxies believed about X-Forwarded-For (TOLLGATE_TRUSTED_PROXIES): the login throttle counts per real client. */
+  readonly trustedProxies?: ReadonlySet<string>;
 }
 
 /** Every page's security headers: nothing inline, nothing from elsewhere, never framed or cached. */
@@ -49,6 +52,8 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
 
 /** The largest login form accepted (a token and a return path). */
 const MAX_LOGIN_BODY = 8192;
+
+const NO_PROXIES: ReadonlySet<string> = new Set();
 
 const readsByDatabase = new WeakMap<TollgateDatabase, DashboardReads>();
 
@@ -72,8 +77,8 @@ function safeNext(value: string | null | undefined): string {
   return /^\/dashboard(?:[/?][^\\\s]*)?$/.test(value) && !value.startsWith('/dashboard/login') ? value : '/dashboard';
 }
 
-function clientAddress(c: Context<AppEnv>): string {
-  return c.env?.incoming?.socket.remoteAddress ?? 'unknown';
+function clientAddress(c: Context<AppEnv>, trusted: ReadonlySet<string>): string {
+  return clientAddressOf(c.env?.incoming?.socket.remoteAddress, c.req.header('x-forwarded-for'), trusted);
 }
 
 async function page(c: Context<AppEnv>, element: JSX.Element, status = 200, extra: Record<string, string> = {}): Promise<Response> {
@@ -122,11 +127,16 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
 
   app.post('/login', async (c) => {
     const token = adminToken!;
-    const address = clientAddress(c);
+    const address = clientAddress(c, deps.trustedProxies ?? NO_PROXIES);
     const waitMs = throttle.retryAfterMs(address, now());
     const body = new URLSearchParams((await readBodyBytes(c.req.raw, MAX_LOGIN_BODY)).toString('utf8'));
     const next = safeNext(body.get('next'));
-    if (waitMs > 0) {
+    // The right token always logs in, even from a throttled address: whoever
+    // shares the operator's address (a NAT, an untrusted balancer) must not
+    // be able to lock the operator out by guessing wrong. Wrong tokens from a
+    // throttled address are refused without being counted.
+    if (waitMs > 0 && !tokenMatches(body.get('token') ?? '', token)) {
+      if (failureDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, failureDelayMs));
       const minutes = Math.ceil(waitMs / 60_000);
       const error = `Too many wrong tokens from your address. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
       return page(c, <LoginPage next={next} error={error} />, 429, { 'retry-after': String(Math.ceil(waitMs / 1000)) });

@@ -6,6 +6,12 @@
  * checkpoints off and a worker thread, with its own connection to the same
  * file, checkpoints every half second (PASSIVE: it never blocks writers),
  * truncating the WAL when it has grown large.
+ *
+ * A TRUNCATE checkpoint holds the write lock while it waits for readers, so
+ * with a busy timeout it could hold every commit up for that long (issue 12:
+ * `database is locked` under sustained load). The worker's connection has no
+ * busy timeout: a TRUNCATE that would have to wait gives up at once and is
+ * tried again on a later tick, and the commits it would have blocked go on.
  */
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
@@ -15,13 +21,14 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path);
-db.pragma('busy_timeout = 1000');
+db.pragma('busy_timeout = 0');
 let stopping = false;
 function tick() {
   if (stopping) return;
   try {
     const [result] = db.pragma('wal_checkpoint(PASSIVE)');
     // Once the WAL is large and fully copied, restart it so the file stops growing.
+    // (A busy TRUNCATE returns busy = 1 rather than throwing; the next tick tries again.)
     if (result && result.log > workerData.truncatePages && result.checkpointed === result.log) db.pragma('wal_checkpoint(TRUNCATE)');
     parentPort.postMessage({ ok: true, log: result ? result.log : 0 });
   } catch (error) {

@@ -57,12 +57,31 @@ const DROP_TO_CLIENT = new Set([
   'x-request-id',
 ]);
 
+/**
+ * The headers a message's `Connection` header names: hop-by-hop for that
+ * message only, so a proxy drops them too (RFC 9110 §7.6.1). Otherwise a
+ * client could send `Connection: x-foo` and have a proxy in front of
+ * Tollgate strip what Tollgate relies on, or the reverse.
+ */
+function namedByConnection(headers: Readonly<Record<string, string | string[] | undefined>>): ReadonlySet<string> | undefined {
+  const value = headers.connection;
+  if (value === undefined) return undefined;
+  const names = new Set<string>();
+  for (const part of (Array.isArray(value) ? value.join(',') : value).split(',')) {
+    const name = part.trim().toLowerCase();
+    if (name !== '' && name !== 'close' && name !== 'keep-alive') names.add(name);
+  }
+  return names.size === 0 ? undefined : names;
+}
+
 /** Headers for the upstream request, built from the client's (lower-case names). */
 export function toUpstreamHeaders(incoming: Readonly<Record<string, string | string[] | undefined>>, hasBody: boolean): Record<string, string> {
   const out: Record<string, string> = {};
+  const hopByHop = namedByConnection(incoming);
   for (const name in incoming) {
     const value = incoming[name];
     if (value === undefined || DROP_TO_UPSTREAM.has(name) || name.startsWith('x-tollgate-') || name.startsWith('cf-')) continue;
+    if (hopByHop?.has(name) === true) continue;
     out[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   // Usage is read from the body, so ask for it uncompressed.
@@ -86,9 +105,11 @@ export function toClientHeaders(
 ): Record<string, string> {
   const out: Record<string, string> = {};
   const ok = status < 400;
+  const hopByHop = namedByConnection(upstream);
   for (const name in upstream) {
     const value = upstream[name];
     if (value === undefined || DROP_TO_CLIENT.has(name) || name.startsWith('cf-')) continue;
+    if (hopByHop?.has(name) === true) continue;
     if (ok && name.startsWith('x-ratelimit-')) continue;
     if (streaming && name === 'content-length') continue;
     out[name] = Array.isArray(value) ? value.join(', ') : value;

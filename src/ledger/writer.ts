@@ -8,16 +8,26 @@
  *   request only after it is on disk (a SIGKILL right after loses nothing).
  * - `complete` settles a pending row exactly once (the UPDATE is guarded by
  *   `status = 'pending'`) and moves the rollups by (actual − estimate).
- * - `reject` records a request refused before it went anywhere.
+ * - `reject` records a request refused before it went anywhere: counted in
+ *   the rollups always, written as a (compact) raw row only within a per-key
+ *   allowance (refusal-allowance.ts), so refusal floods cannot grow the file.
  *
- * A commit that fails (disk full, lock timeout) rejects the `begin`s in it —
- * those requests are refused, not forwarded unrecorded — and keeps
- * completions queued for the next attempt.
+ * Locking: every transaction is `BEGIN IMMEDIATE` (the write lock is taken up
+ * front, so SQLite's busy handler applies and no read-to-write upgrade can
+ * fail with SQLITE_BUSY_SNAPSHOT). SQLite waits for a lock by sleeping in
+ * its busy handler, on the event loop (better-sqlite3 is synchronous), so a
+ * commit waits at most `busyWaitMs` there; a commit that finds the database
+ * busy (another process's commit, a checkpoint) keeps everything queued and
+ * tries again shortly — the `begin`s in it wait, up to `maxLockWaitMs`. Only a commit that fails otherwise (disk full, I/O
+ * error) or waits longer than that rejects its `begin`s: those requests are
+ * refused, not forwarded unrecorded; completions stay queued.
  */
 import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from '../db/open.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
 import { calendarDay } from '../calendar.js';
+import { truncateForStorage } from '../http/client-strings.js';
+import { RefusalAllowance } from './refusal-allowance.js';
 import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './rollups.js';
 
 /** Told of every change to spend as it is queued and as it commits (budgets). */
@@ -113,10 +123,42 @@ export interface LedgerWriterOptions {
   readonly settleDelayMs?: number;
   /** Keeps budgets exact between commits. */
   readonly spend?: SpendListener;
+  /**
+   * Longest a `begin` waits for a busy database (another process's commit, a
+   * checkpoint) before its request is refused with 503 (ms). Default 10 000.
+   */
+  readonly maxLockWaitMs?: number;
+  /**
+   * Longest one commit attempt waits for the write lock inside SQLite, with
+   * the event loop blocked (ms); then it yields and tries again. Default 10.
+   */
+  readonly busyWaitMs?: number;
+  /** Called each time a commit found the database busy and will try again (metrics). */
+  readonly onBusy?: () => void;
+  /** Refusals of one key written as raw ledger rows per minute; the rest are only counted in the rollups. Default 60. */
+  readonly refusalRowsPerMinute?: number;
+  /**
+   * The model name a refusal is counted under in the rollups (rollup rows are
+   * per model): the price table's name for a known model, else one bucket, so
+   * refused requests naming thousands of models add one row. Default: as sent.
+   */
+  readonly refusalRollupModel?: (model: string) => string;
+}
+
+/** Longest model name and error code kept in a refusal's raw row. */
+const REFUSAL_MODEL_CHARS = 64;
+const REFUSAL_CODE_CHARS = 64;
+
+/** SQLite's "database is locked/busy" result codes (extended codes included). */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
 }
 
 interface Waiter {
   readonly entry: PendingEntry;
+  /** performance.now() when queued: how long it has waited for a busy database. */
+  readonly queuedAt: number;
   resolve(): void;
   reject(error: unknown): void;
 }
@@ -127,7 +169,12 @@ export class LedgerWriter {
   private readonly maxBatch: number;
   private begins: Waiter[] = [];
   private completions: Completion[] = [];
-  private rejections: Rejection[] = [];
+  private rejections: QueuedRejection[] = [];
+  private readonly refusalAllowance: RefusalAllowance;
+  private readonly maxLockWaitMs: number;
+  private readonly busyWaitMs: number;
+  /** Consecutive busy commits: the retry delay grows with it. */
+  private busyStreak = 0;
   private readonly contributions = new Map<string, Contribution>();
   private scheduled: NodeJS.Immediate | undefined;
   private delayed: NodeJS.Timeout | undefined;
@@ -142,6 +189,9 @@ export class LedgerWriter {
     this.options = options;
     this.maxBatch = options.maxBatch ?? 2000;
     this.settleDelayMs = options.settleDelayMs ?? 5;
+    this.maxLockWaitMs = options.maxLockWaitMs ?? 10_000;
+    this.busyWaitMs = Math.max(0, Math.floor(options.busyWaitMs ?? 10));
+    this.refusalAllowance = new RefusalAllowance(options.refusalRowsPerMinute ?? 60);
     this.statements = this.prepare();
     this.rollupStatements = prepareRollupStatements(this.sqlite);
   }
@@ -182,7 +232,7 @@ export class LedgerWriter {
   begin(entry: PendingEntry): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
     return new Promise<void>((resolve, reject) => {
-      this.begins.push({ entry, resolve, reject });
+      this.begins.push({ entry, queuedAt: performance.now(), resolve, reject });
       this.options.spend?.queuedChange(spendOfBegin(entry));
       this.schedule();
     });
@@ -207,9 +257,16 @@ export class LedgerWriter {
   /** Request ids whose settlement is queued (a duplicate must not count twice). */
   private readonly settling = new Set<string>();
 
-  /** Records a request refused before it reached the upstream. */
+  /** Records a request refused before it reached the upstream (a raw row within the key's allowance; always counted). */
   reject(rejection: Rejection): void {
-    this.rejections.push(rejection);
+    const rollupModel = this.options.refusalRollupModel?.(rejection.model) ?? rejection.model;
+    this.rejections.push({
+      ...rejection,
+      model: truncateForStorage(rejection.model, REFUSAL_MODEL_CHARS),
+      errorCode: truncateForStorage(rejection.errorCode, REFUSAL_CODE_CHARS),
+      rollupModel: truncateForStorage(rollupModel, REFUSAL_MODEL_CHARS),
+      raw: this.refusalAllowance.take(rejection.keyId, rejection.createdAt),
+    });
     this.scheduleLater();
   }
 
@@ -274,6 +331,10 @@ export class LedgerWriter {
     const started = performance.now();
     const rollups = new RollupDeltas();
     const settled: string[] = [];
+    // The connection's own busy timeout serves its other users (key admin);
+    // this commit waits at most busyWaitMs on the event loop.
+    const busyTimeout = this.sqlite.pragma('busy_timeout', { simple: true }) as number;
+    if (busyTimeout > this.busyWaitMs) this.sqlite.pragma(`busy_timeout = ${this.busyWaitMs}`);
     try {
       this.sqlite
         .transaction(() => {
@@ -309,38 +370,53 @@ export class LedgerWriter {
             rollups.add(contribution, delta);
           }
           for (const rejection of rejections) {
-            const result = this.statements.insertRejection.run({ ...rejection, stream: rejection.stream ? 1 : 0 });
-            if (result.changes === 0) continue;
+            if (rejection.raw) {
+              const { rollupModel: _model, raw: _raw, ...row } = rejection;
+              const result = this.statements.insertRejection.run({ ...row, stream: rejection.stream ? 1 : 0 });
+              if (result.changes === 0) continue;
+            }
             const counts = {
               rejectedRateLimit: rejection.reason === 'rate_limit' ? 1 : 0,
               rejectedBudget: rejection.reason === 'budget' ? 1 : 0,
               errors: rejection.reason === 'other' ? 1 : 0,
               lastRequestAt: rejection.createdAt,
             };
-            rollups.add(contributionOf({ ...rejection, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 }), counts);
+            rollups.add(contributionOf({ ...rejection, model: rejection.rollupModel, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 }), counts);
           }
           rollups.write(this.rollupStatements);
         })
         .immediate();
     } catch (error) {
+      if (busyTimeout > this.busyWaitMs) this.sqlite.pragma(`busy_timeout = ${busyTimeout}`);
       this.lastCommitFailed = true;
-      // Completions and rejections wait for the next attempt; pending rows
-      // that never made it are refused to their callers (not forwarded).
+      // Completions and rejections wait for the next attempt.
       this.completions.unshift(...completions);
       this.rejections.unshift(...rejections);
-      for (const waiter of begins) {
-        this.options.spend?.droppedChange(spendOfBegin(waiter.entry));
-        waiter.reject(error);
+      if (isBusy(error)) {
+        // Busy is not failure: the begins wait too (their requests are
+        // waiting for the row anyway), unless they have waited too long.
+        const now = performance.now();
+        const waiting = begins.filter((waiter) => now - waiter.queuedAt < this.maxLockWaitMs);
+        const expired = begins.filter((waiter) => now - waiter.queuedAt >= this.maxLockWaitMs);
+        this.begins.unshift(...waiting);
+        this.refuseBegins(expired, error);
+        this.options.onBusy?.();
+        if (expired.length > 0) this.options.onError?.(error);
+        this.busyStreak += 1;
+        // 1, 2, 4 … 32 ms: soon enough to add little latency, slow enough
+        // not to spin on a lock another process holds for long.
+        const delay = Math.min(32, 2 ** Math.min(5, this.busyStreak - 1));
+        this.retryAfter(delay);
+        return;
       }
+      this.refuseBegins(begins, error);
       this.options.onError?.(error);
-      // Try again later rather than spinning on a locked or full disk.
-      setTimeout(() => {
-        this.lastCommitFailed = false;
-        if (this.begins.length > 0) this.schedule();
-        else if (this.queueDepth > 0) this.scheduleLater();
-      }, 100).unref();
+      // Try again later rather than spinning on a full or broken disk.
+      this.retryAfter(100);
       return;
     }
+    if (busyTimeout > this.busyWaitMs) this.sqlite.pragma(`busy_timeout = ${busyTimeout}`);
+    this.busyStreak = 0;
     this.lastCommitFailed = false;
     const spend = this.options.spend;
     for (const { entry } of begins) {
@@ -362,6 +438,23 @@ export class LedgerWriter {
     for (const requestId of settled) this.contributions.delete(requestId);
     for (const waiter of begins) waiter.resolve();
     this.options.onCommit?.({ rows: begins.length + completions.length + rejections.length, durationMs: performance.now() - started });
+  }
+
+  /** Refuses `begin`s whose rows could not be written: their requests are not forwarded. */
+  private refuseBegins(waiters: readonly Waiter[], error: unknown): void {
+    for (const waiter of waiters) {
+      this.options.spend?.droppedChange(spendOfBegin(waiter.entry));
+      waiter.reject(error);
+    }
+  }
+
+  /** Tries the queued work again after `delayMs`. */
+  private retryAfter(delayMs: number): void {
+    setTimeout(() => {
+      this.lastCommitFailed = false;
+      if (this.begins.length > 0) this.schedule();
+      else if (this.queueDepth > 0) this.scheduleLater();
+    }, delayMs).unref();
   }
 
   /** A pending row written by an earlier process (or before a restart) still settles correctly. */
@@ -388,6 +481,12 @@ export class LedgerWriter {
       estCostMicros: row.est_cost_micros,
     });
   }
+}
+
+/** A refusal as queued: compacted, with where the rollups count it and whether it gets a raw row. */
+interface QueuedRejection extends Rejection {
+  readonly rollupModel: string;
+  readonly raw: boolean;
 }
 
 function spendOfBegin(entry: PendingEntry): SpendChange {

@@ -9,6 +9,7 @@ import type { KeyCache } from '../keys/cache.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { Limiter } from '../limits/index.js';
 import type { LimitSpec } from '../limits/algorithm/policy.js';
+import type { InFlightLimits } from '../limits/in-flight.js';
 import type { Upstream } from '../upstreams/pool.js';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';
@@ -42,6 +43,8 @@ export interface PipelineDeps {
   readonly ledger: LedgerWriter;
   readonly upstream: Upstream;
   readonly events: RequestEvents;
+  /** Requests in flight per key and tenant (absent: no cap, as in tests that build deps by hand). */
+  readonly inFlight?: InFlightLimits;
   /** Wall clock (ms since the epoch): ledger times, budget periods. */
   readonly now: () => number;
   /** Stored and background Responses; absent = answers are settled as they end. */

@@ -11,8 +11,10 @@ import { parseJsonObject } from '../http/body.js';
 import { bindingsFor, checkModelAllowed } from '../keys/caller.js';
 import { usdToMicros } from '../money.js';
 import { readRequestFacts, type RequestFacts } from '../upstreams/request-facts.js';
+import { chargeRefusal } from './charge-refusal.js';
 import type { EstimatedRequest, RequestContext } from './context.js';
 import type { PipelineDeps } from './deps.js';
+import { AdmissionRefused } from './refusals.js';
 import { settleRefused } from './settle.js';
 
 /** Stage 2: the request with its body, facts and estimate, or a 4xx (recorded). */
@@ -30,15 +32,17 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     const estimated: Estimate = await estimateRequest(request.endpoint, body, options);
     return { ...request, bytes, body, facts, estimate: estimated, maxCostMicroUsd };
   } catch (error) {
-    const refusal = asRefusal(error);
+    // Refusals count against the key's request limits too (charge-refusal.ts).
+    const refusal = await chargeRefusal(request, asRefusal(error), deps);
+    const limited = refusal instanceof AdmissionRefused;
     settleRefused(
       request,
       refusal,
       {
         model: facts?.model ?? modelOf(error),
         stream: facts?.stream ?? false,
-        status: refusal.code === 'model_not_allowed' || refusal.code === 'model_not_found' ? 'rejected' : 'invalid_request',
-        reason: 'other',
+        status: limited || refusal.code === 'model_not_allowed' || refusal.code === 'model_not_found' ? 'rejected' : 'invalid_request',
+        reason: limited ? refusal.reason : 'other',
       },
       deps,
     );

@@ -27,6 +27,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
       headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': request.requestId },
       body,
       signal: client.abort.signal,
+      owner: request.caller.key.id,
     });
   } catch (error) {
     const clientGone = client.abort.signal.aborted;
@@ -69,8 +70,19 @@ function clientLeftFirst(request: AdmittedRequest, deps: PipelineDeps): never {
   throw new TollgateError('client_closed_request', 'The client closed the request.');
 }
 
-/** The path below the upstream's base URL: the client's path without /v1, query kept. */
-export function upstreamPath(requestUrl: string): string {
-  const start = requestUrl.indexOf('/v1/', requestUrl.indexOf('//') + 2);
-  return requestUrl.slice(start + '/v1'.length);
+/**
+ * The path below the upstream's base URL: the client's path without /v1,
+ * with only the query parameters the upstream API defines for it. None of
+ * the endpoints proxied today defines one, so a client's query (a limit's
+ * weight parameter, anything else) stays with Tollgate; an endpoint that
+ * defines some passes their names.
+ */
+export function upstreamPath(requestUrl: string, queryParameters: readonly string[] = []): string {
+  const url = new URL(requestUrl);
+  const path = url.pathname.slice(url.pathname.indexOf('/v1/') + '/v1'.length);
+  if (queryParameters.length === 0 || url.search === '') return path;
+  const kept = new URLSearchParams();
+  for (const [name, value] of url.searchParams) if (queryParameters.includes(name)) kept.append(name, value);
+  const query = kept.toString();
+  return query === '' ? path : `${path}?${query}`;
 }

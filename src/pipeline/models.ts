@@ -1,35 +1,139 @@
 /**
  * `GET /v1/models` and `GET /v1/models/{model}`: authenticated, passed to the
- * upstream, and filtered to the models the key may use. Not billed.
+ * upstream, and filtered to the models the key may use. Not billed, but a
+ * request of its key like any other (issue 12): it takes from the key's,
+ * tenant's and global `requests` limits (429 when they are used up) and is
+ * one ledger row, recorded before it is forwarded.
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
+import { TollgateError } from '../errors.js';
+import { modelNameProblem } from '../http/client-strings.js';
 import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
-import { checkModelAllowed, isModelAllowed } from '../keys/caller.js';
+import { checkModelAllowed, isModelAllowed, type Caller } from '../keys/caller.js';
+import type { RejectionReason } from '../ledger/writer.js';
 import type { Policy } from '../limits/algorithm/policy.js';
+import { toUpstreamError } from '../upstreams/pool.js';
+import { redactProviderAccount } from '../upstreams/redact.js';
 import { authenticateHeaders } from './authenticate.js';
 import { clientRequestOf } from '../http/client-request.js';
+import { chargeRefusal, chargeRequestLimits } from './charge-refusal.js';
 import type { PipelineDeps } from './deps.js';
 import { upstreamPath } from './forward.js';
+import { AdmissionRefused } from './refusals.js';
 import { asBody, readAll } from './relay.js';
 
-export async function listModels(c: Context<AppEnv>, deps: Pick<PipelineDeps, 'keys' | 'upstream' | 'now'>): Promise<Response> {
+type ModelsDeps = Pick<PipelineDeps, 'keys' | 'upstream' | 'now' | 'limiter' | 'globalLimits' | 'ledger'>;
+
+/** The ledger's name for these requests (they name no model of their own when listing). */
+const ENDPOINT = 'models';
+const LIST = '(list)';
+
+export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<Response> {
   const requestId = c.get('requestId');
   const client = clientRequestOf(c.req.raw, c.env);
   const caller = authenticateHeaders(client.headers, deps.keys, deps.now());
+  const startedAt = deps.now();
   const single = c.req.param('model');
-  if (single !== undefined) checkModelAllowed(caller.policy, single);
-  const response = await deps.upstream.send({
-    method: 'GET',
-    path: upstreamPath(c.req.url),
-    headers: { ...toUpstreamHeaders(client.headers, false), 'x-client-request-id': requestId },
-    signal: client.abort.signal,
-  });
-  let bytes = await readAll(response.body);
+  const request = { caller, client, url: c.req.url };
+  const refuse = (refusal: TollgateError, reason: RejectionReason, model: string): never => {
+    deps.ledger.reject({
+      requestId,
+      keyId: caller.key.id,
+      tenantId: caller.key.tenantId,
+      createdAt: startedAt,
+      endpoint: ENDPOINT,
+      model,
+      stream: false,
+      status: refusal.status === 400 ? 'invalid_request' : 'rejected',
+      httpStatus: refusal.status,
+      errorCode: refusal.code,
+      reason,
+      estPromptTokens: 0,
+      estCompletionTokens: 0,
+      estCostMicros: 0,
+    });
+    throw refusal;
+  };
+
+  if (single !== undefined) {
+    try {
+      const problem = modelNameProblem(single);
+      if (problem !== undefined) throw new TollgateError('invalid_value', problem, { param: 'model' });
+      checkModelAllowed(caller.policy, single);
+    } catch (error) {
+      if (!(error instanceof TollgateError)) throw error;
+      const charged = await chargeRefusal(request, error, deps);
+      return refuse(charged, charged instanceof AdmissionRefused ? charged.reason : 'other', error.code === 'invalid_value' ? '(invalid)' : single);
+    }
+  }
+  const model = single ?? LIST;
+  const limited = await chargeRequestLimits(request, deps);
+  if (limited !== undefined) return refuse(limited, limited.reason, model);
+
+  await record(deps, caller, requestId, startedAt, model);
+  const settle = (status: number | null, outcome: 'ok' | 'upstream_error' | 'upstream_interrupted' | 'client_aborted', upstreamRequestId?: string): void => {
+    const completedAt = deps.now();
+    deps.ledger.complete({
+      requestId,
+      completedAt,
+      status: outcome,
+      httpStatus: status,
+      promptTokens: 0,
+      cachedTokens: 0,
+      completionTokens: 0,
+      reasoningTokens: 0,
+      costMicros: 0,
+      usageSource: 'none',
+      latencyMs: completedAt - startedAt,
+      ttftMs: null,
+      upstreamRequestId: upstreamRequestId ?? null,
+      errorCode: outcome === 'ok' ? null : outcome,
+    });
+  };
+  let bytes: Buffer;
+  let response;
+  try {
+    response = await deps.upstream.send({
+      method: 'GET',
+      path: upstreamPath(c.req.url),
+      headers: { ...toUpstreamHeaders(client.headers, false), 'x-client-request-id': requestId },
+      signal: client.abort.signal,
+      owner: caller.key.id,
+    });
+    bytes = await readAll(response.body);
+  } catch (error) {
+    settle(null, client.abort.signal.aborted ? 'client_aborted' : 'upstream_interrupted');
+    throw toUpstreamError(error);
+  }
+  const upstreamId = response.headers['x-request-id'];
+  settle(response.status, response.status < 400 ? 'ok' : 'upstream_error', typeof upstreamId === 'string' ? upstreamId : undefined);
   if (single === undefined && caller.policy.models !== undefined && response.status === 200) bytes = filterModelList(bytes, caller.policy);
+  if (response.status >= 400) bytes = redactProviderAccount(bytes);
   const headers = toClientHeaders(response.headers, requestId, false, response.status);
   delete headers['content-length'];
   return new Response(asBody(bytes), { status: response.status, headers });
+}
+
+/** The request's row, committed before it is forwarded (as for billed requests: nothing goes upstream unrecorded). */
+async function record(deps: ModelsDeps, caller: Caller, requestId: string, createdAt: number, model: string): Promise<void> {
+  try {
+    await deps.ledger.begin({
+      requestId,
+      keyId: caller.key.id,
+      tenantId: caller.key.tenantId,
+      createdAt,
+      endpoint: ENDPOINT,
+      model,
+      stream: false,
+      estPromptTokens: 0,
+      estCompletionTokens: 0,
+      estCostMicros: 0,
+      priceKnown: true,
+    });
+  } catch (error) {
+    throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
+  }
 }
 
 function filterModelList(bytes: Buffer, policy: Policy): Buffer {

@@ -13,6 +13,7 @@ import type { Readable } from 'node:stream';
 import type { Endpoint } from '../endpoints.js';
 import { TollgateError, type ErrorCode } from '../errors.js';
 import { isEventStream, toClientHeaders } from '../http/headers.js';
+import { redactProviderAccount } from '../upstreams/redact.js';
 import type { FinalStatus } from '../ledger/writer.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import { needsUsageInjection } from '../upstreams/request-facts.js';
@@ -109,10 +110,11 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     },
     deps,
   );
-  return new Response(asBody(answer), {
-    status: response.status,
-    headers: { ...toClientHeaders(response.headers, requestId, false, response.status), ...request.admission.headers },
-  });
+  // Error answers name the proxy's provider account (organization, project): masked for tenants.
+  const body = ok ? answer : redactProviderAccount(answer);
+  const headers = toClientHeaders(response.headers, requestId, false, response.status);
+  if (body !== answer) delete headers['content-length'];
+  return new Response(asBody(body), { status: response.status, headers: { ...headers, ...request.admission.headers } });
 }
 
 /**

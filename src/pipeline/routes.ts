@@ -4,12 +4,14 @@
  *
  *   authenticate → estimate → admit → forward → relay → settle
  *
- * Every request that passes authentication ends as exactly one ledger row.
+ * Every request that passes authentication ends as exactly one ledger row —
+ * except refusals past a key's allowance (TOLLGATE_REFUSAL_ROWS a minute),
+ * which are only counted in the rollups (ledger/refusal-allowance.ts).
  */
 import { Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';
 import { ENDPOINTS, ENDPOINT_PATHS } from '../endpoints.js';
-import { admit } from './admit.js';
+import { admitInFlight } from './in-flight.js';
 import { authenticate } from './authenticate.js';
 import type { PipelineDeps } from './deps.js';
 import { estimate } from './estimate.js';
@@ -23,7 +25,7 @@ export function createProxyRoutes(deps: PipelineDeps): Hono<AppEnv> {
     routes.post(ENDPOINT_PATHS[endpoint], async function proxyRequest(c) {
       const request = authenticate(c, endpoint, deps);
       const estimated = await estimate(request, deps);
-      const admitted = await admit(estimated, deps);
+      const admitted = await admitInFlight(estimated, deps);
       const response = await forward(admitted, deps);
       return relay(admitted, response, deps);
     });

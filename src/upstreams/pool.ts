@@ -2,10 +2,13 @@
  * The one connection pool to the OpenAI-compatible upstream (undici): keep-alive
  * sockets, a connect timeout, a headers timeout and an idle (between-chunks)
  * timeout. Failures come back as {@link TollgateError}s with stable codes.
+ * Connections are shared fairly between keys (fair-slots.ts): a request
+ * takes a slot before it is sent and gives it back when its body ends.
  */
 import { Pool, errors as undiciErrors } from 'undici';
 import type { Readable } from 'node:stream';
 import { TollgateError } from '../errors.js';
+import { FairSlots, perOwnerMaxOf, SLOT_WAIT_CODE } from './fair-slots.js';
 
 export interface UpstreamOptions {
   /** Base URL including the version path, without trailing slash (e.g. https://api.openai.com/v1). */
@@ -15,6 +18,10 @@ export interface UpstreamOptions {
   readonly headersTimeoutMs: number;
   readonly idleTimeoutMs: number;
   readonly connections: number;
+  /** Share of the connections one key may hold at once (0–1; at least one is left for the others). Default 0.75. */
+  readonly maxShare?: number;
+  /** Longest a request waits for a connection before a 429 (ms). Default 10 000. */
+  readonly queueTimeoutMs?: number;
 }
 
 interface UpstreamRequest {
@@ -24,6 +31,8 @@ interface UpstreamRequest {
   readonly headers: Record<string, string>;
   readonly body?: Buffer;
   readonly signal: AbortSignal;
+  /** Whose share of the connections this request uses (the key id); without one, the shared "" owner. */
+  readonly owner?: string;
 }
 
 export interface UpstreamResponse {
@@ -50,11 +59,19 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     pipelining: 1,
   });
   const authorization = options.apiKey === undefined ? undefined : `Bearer ${options.apiKey}`;
+  const slots = new FairSlots({
+    capacity: options.connections,
+    perOwnerMax: perOwnerMaxOf(options.connections, options.maxShare ?? 0.75),
+    maxWaitMs: options.queueTimeoutMs ?? 10_000,
+  });
 
   return {
     async send(request) {
       const headers: Record<string, string> = { ...request.headers };
       if (authorization !== undefined) headers.authorization = authorization;
+      const release = await slots.acquire(request.owner ?? '', request.signal).catch((error: unknown) => {
+        throw toUpstreamError(error);
+      });
       try {
         const response = await pool.request({
           method: request.method,
@@ -63,8 +80,11 @@ export function createUpstream(options: UpstreamOptions): Upstream {
           body: request.body ?? null,
           signal: request.signal,
         });
+        // The connection is held until the body ends, however it ends.
+        response.body.once('close', release);
         return { status: response.statusCode, headers: response.headers, body: response.body };
       } catch (error) {
+        release();
         throw toUpstreamError(error);
       }
     },
@@ -90,7 +110,7 @@ export function toUpstreamError(error: unknown): TollgateError {
   return new TollgateError('upstream_unreachable', `Could not reach the upstream API${typeof code === 'string' ? ` (${code})` : ''}.`, { cause: error });
 }
 
-const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const CONNECT_ERRORS = new Set([SLOT_WAIT_CODE, 'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** True when a failure happened before the request could reach the upstream (nothing to bill). */
 export function failedBeforeSending(error: unknown): boolean {

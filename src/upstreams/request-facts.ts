@@ -4,6 +4,7 @@
  */
 import { TollgateError } from '../errors.js';
 import type { Endpoint } from '../endpoints.js';
+import { modelNameProblem } from '../http/client-strings.js';
 
 export interface RequestFacts {
   readonly model: string;
@@ -21,6 +22,8 @@ export function readRequestFacts(endpoint: Endpoint, body: Record<string, unknow
   if (typeof model !== 'string' || model.trim() === '') {
     throw new TollgateError('invalid_type', 'model must be a non-empty string.', { param: 'model' });
   }
+  const problem = modelNameProblem(model);
+  if (problem !== undefined) throw new TollgateError('invalid_value', problem, { param: 'model' });
   const stream = body.stream;
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
     throw new TollgateError('invalid_type', 'stream must be a boolean.', { param: 'stream' });

@@ -2,7 +2,8 @@
  * What a request costs in each limit's units — pure, no I/O.
  *
  * - `requests`: 1, or read from a header / query parameter per the limit's
- *   `costSource`, with its `default` when absent or not a number.
+ *   `costSource`, with its `default` when absent or not a number; never
+ *   less than 1, so a client cannot send `x-weight: 0` to pass for free.
  * - `tokens`: reserved tokens × the weight of the first model prefix that
  *   matches (1 when none does), rounded up.
  * - `usd`: reserved micro-USD.
@@ -74,7 +75,7 @@ function computeRequestCost(limit: LimitSpec, facts: RequestFacts): number {
   if (!source || source.kind === 'fixed') return 1;
   const text = source.kind === 'header' ? facts.headers(source.name) : facts.query(source.name);
   const parsed = parseCost(text);
-  return parsed ?? roundUp(source.default);
+  return Math.max(1, parsed ?? roundUp(source.default));
 }
 
 /** A non-negative finite number, or undefined for absent/blank/non-numeric text. */

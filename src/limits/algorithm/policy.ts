@@ -70,6 +70,8 @@ export const policySchema = z
     budgets: z.array(budgetSchema).readonly().optional(),
     /** Allowed model names (exact, or a prefix ending in `*`); absent = all models. */
     models: z.array(z.string().min(1)).readonly().optional(),
+    /** Requests of this key (or tenant) in flight at once; absent = the proxy's default (keys) or none (tenants). */
+    maxInFlight: z.number().int().positive().optional(),
   })
   .readonly();
 
@@ -230,6 +232,9 @@ export function validatePolicy(policy: Policy): void {
       throw new PolicyError(`two limits are named "${limit.name}"; add ,name=… to tell them apart`);
     }
     names.add(limit.name);
+  }
+  if (policy.maxInFlight !== undefined && !(Number.isSafeInteger(policy.maxInFlight) && policy.maxInFlight > 0)) {
+    throw new PolicyError('max in flight must be a whole number of requests greater than zero');
   }
   const periods = new Set<string>();
   for (const budget of [...(policy.budget ? [policy.budget] : []), ...(policy.budgets ?? [])]) {

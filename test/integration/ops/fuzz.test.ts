@@ -16,7 +16,9 @@ let proxy: TestProxy;
 let pool: Pool;
 
 beforeAll(async () => {
-  proxy = await startTestProxy({ TOLLGATE_LOG_LEVEL: 'warn' });
+  // Every refusal as a raw row, so every request can be found in the ledger (by default a key's
+  // refusals past 60 a minute are only counted in the rollups).
+  proxy = await startTestProxy({ TOLLGATE_LOG_LEVEL: 'warn', TOLLGATE_REFUSAL_ROWS: 'all' });
   pool = new Pool(proxy.server.url, { connections: 8 });
 });
 afterAll(async () => {

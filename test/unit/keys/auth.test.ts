@@ -106,7 +106,7 @@ describe('model allowlists', () => {
     const embedding = await call('POST', '/v1/embeddings', { model: 'text-embedding-3-small', input: 'x' }, { authorization: `Bearer ${key}` });
     expect(embedding.status).toBe(200);
     test.ledger.flush();
-    const row = test.db.database.sqlite.prepare("SELECT status, error_code, http_status FROM ledger WHERE model = 'gpt-4o'").get();
+    const row = test.db.database.sqlite.prepare("SELECT status, error_code, http_status FROM ledger WHERE model = 'gpt-4o' AND endpoint = 'chat'").get();
     expect(row).toEqual({ status: 'rejected', error_code: 'model_not_allowed', http_status: 403 });
   });
 

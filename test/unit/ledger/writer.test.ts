@@ -7,6 +7,7 @@ import { calendarDay } from '../../../src/calendar.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { expectLongerRollupsEqualRows } from './rollup-checks.js';
+import { waitFor } from '../../support/wait.js';
 
 const opened: TempDatabase[] = [];
 afterEach(() => {
@@ -18,8 +19,17 @@ function setup(): { db: TempDatabase; keyId: string; writer: LedgerWriter; commi
   opened.push(db);
   const keyId = new KeyStore(db.database).createKey({ name: 'w', policy: { limits: [] } }).view.id;
   const commits: number[] = [];
-  const writer = new LedgerWriter(db.database, { onCommit: (stats) => commits.push(stats.rows) });
+  const writer = new LedgerWriter(db.database, {
+    onCommit: (stats) => commits.push(stats.rows),
+    onBusy: () => busyCounts.set(db, busyCount(db) + 1),
+  });
   return { db, keyId, writer, commits };
+}
+
+/** Busy attempts seen by writers of this database (see setup's onBusy). */
+const busyCounts = new WeakMap<TempDatabase, number>();
+function busyCount(db: TempDatabase): number {
+  return busyCounts.get(db) ?? 0;
 }
 
 const T0 = Date.parse('2026-11-21T10:00:00Z');
@@ -202,19 +212,108 @@ describe('LedgerWriter', () => {
     );
   });
 
-  it('refuses begins while the database is locked, and writes queued completions once it is free', async () => {
+  it('keeps begins waiting while another connection holds the write lock, and commits them once it is free', async () => {
     const { db, keyId, writer } = setup();
     await writer.begin(pending(keyId, 'before-lock'));
-    db.database.sqlite.pragma('busy_timeout = 20');
+    db.database.sqlite.pragma('busy_timeout = 5');
     const locker = new Database(db.path);
-    locker.exec('BEGIN EXCLUSIVE');
+    locker.exec('BEGIN IMMEDIATE');
     writer.complete(completion('before-lock'));
+    let settled: 'resolved' | 'rejected' | undefined;
+    const during = writer.begin(pending(keyId, 'during-lock')).then(
+      () => (settled = 'resolved'),
+      () => (settled = 'rejected'),
+    );
+    // Several busy attempts go by (each waits the 5 ms busy timeout) and the request still waits.
+    await waitFor(() => busyCount(db) >= 3, 'three busy commit attempts');
+    expect(settled).toBeUndefined();
+    locker.exec('COMMIT');
+    locker.close();
+    await during;
+    expect(settled).toBe('resolved');
+    expect(writer.flush()).toBe(true);
+    const rows = db.database.sqlite.prepare('SELECT request_id, status FROM ledger ORDER BY request_id').all();
+    expect(rows).toEqual([
+      { request_id: 'before-lock', status: 'ok' },
+      { request_id: 'during-lock', status: 'pending' },
+    ]);
+  });
+
+  it('refuses a begin that has waited longer than maxLockWaitMs for the lock', async () => {
+    const db = openTempDatabase();
+    opened.push(db);
+    const keyId = new KeyStore(db.database).createKey({ name: 'w', policy: { limits: [] } }).view.id;
+    const errors: unknown[] = [];
+    const writer = new LedgerWriter(db.database, { maxLockWaitMs: 0, onError: (error) => errors.push(error) });
+    db.database.sqlite.pragma('busy_timeout = 5');
+    const locker = new Database(db.path);
+    locker.exec('BEGIN IMMEDIATE');
     await expect(writer.begin(pending(keyId, 'during-lock'))).rejects.toThrow(/locked|busy/i);
     locker.exec('COMMIT');
     locker.close();
+    expect(errors).toHaveLength(1);
     expect(writer.flush()).toBe(true);
-    const rows = db.database.sqlite.prepare('SELECT request_id, status FROM ledger ORDER BY request_id').all();
-    expect(rows).toEqual([{ request_id: 'before-lock', status: 'ok' }]);
+    expect(db.database.sqlite.prepare('SELECT count(*) AS n FROM ledger').get()).toEqual({ n: 0 });
+  });
+
+  it('refuses begins at once when the commit fails for another reason than a lock', async () => {
+    const { db, keyId, writer } = setup();
+    await writer.begin(pending(keyId, 'first'));
+    // The same request id twice violates the primary key: not a lock, nothing to wait for.
+    await expect(writer.begin(pending(keyId, 'first'))).rejects.toThrow(/UNIQUE/);
+    expect(db.database.sqlite.prepare('SELECT count(*) AS n FROM ledger').get()).toEqual({ n: 1 });
+  });
+
+  it('writes refusals as compact raw rows within a per-key allowance and counts every one in the rollups', () => {
+    const db = openTempDatabase();
+    opened.push(db);
+    const keyId = new KeyStore(db.database).createKey({ name: 'w', policy: { limits: [] } }).view.id;
+    const writer = new LedgerWriter(db.database, { refusalRowsPerMinute: 10, refusalRollupModel: (model) => (model === 'gpt-4o' ? model : '(other)') });
+    for (let i = 0; i < 1000; i += 1) {
+      writer.reject({
+        requestId: `refused-${i}`,
+        keyId,
+        tenantId: null,
+        // All within one second: the allowance does not refill meanwhile.
+        createdAt: T0 + i,
+        endpoint: 'chat',
+        model: i === 0 ? 'gpt-4o' : `m${i}-${'x'.repeat(250)}`,
+        stream: false,
+        status: 'rejected',
+        httpStatus: 403,
+        errorCode: 'model_not_allowed',
+        reason: 'other',
+        estPromptTokens: 0,
+        estCompletionTokens: 0,
+        estCostMicros: 0,
+      });
+    }
+    expect(writer.flush()).toBe(true);
+    const sql = db.database.sqlite;
+    expect(sql.prepare('SELECT count(*) AS n, max(length(model)) AS longest FROM ledger').get()).toEqual({ n: 10, longest: 64 });
+    expect(sql.prepare('SELECT model, errors FROM rollups_daily ORDER BY model').all()).toEqual([
+      { model: '(other)', errors: 999 },
+      { model: 'gpt-4o', errors: 1 },
+    ]);
+    // A minute later the key may file raw rows again.
+    writer.reject({
+      requestId: 'later',
+      keyId,
+      tenantId: null,
+      createdAt: T0 + 61_000,
+      endpoint: 'chat',
+      model: 'gpt-4o',
+      stream: false,
+      status: 'invalid_request',
+      httpStatus: 400,
+      errorCode: 'invalid_value',
+      reason: 'other',
+      estPromptTokens: 0,
+      estCompletionTokens: 0,
+      estCostMicros: 0,
+    });
+    expect(writer.flush()).toBe(true);
+    expect(sql.prepare("SELECT count(*) AS n FROM ledger WHERE request_id = 'later'").get()).toEqual({ n: 1 });
   });
 
   it('files a request under the UTC day it was made', () => {

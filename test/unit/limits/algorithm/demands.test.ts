@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { computeActualCost, computeLimitCost, findModelWeight, type RequestFacts } from '../../../../src/limits/algorithm/demands.js';
 import { parseLimit, type LimitSpec } from '../../../../src/limits/algorithm/policy.js';
@@ -28,9 +29,21 @@ describe('request costs per limit', () => {
     expect(computeLimitCost(byHeader, facts({}, { 'x-request-weight': '-3' }))).toBe(2);
     expect(computeLimitCost(byHeader, facts({}, { 'x-request-weight': '0x10' }))).toBe(2);
     expect(computeLimitCost(byHeader, facts())).toBe(2);
-    expect(computeLimitCost(byHeader, facts({}, { 'x-request-weight': '0' }))).toBe(0);
+    // A client's weight never goes below one request.
+    expect(computeLimitCost(byHeader, facts({}, { 'x-request-weight': '0' }))).toBe(1);
+    expect(computeLimitCost(byHeader, facts({}, { 'x-request-weight': '0.0' }))).toBe(1);
+    expect(computeLimitCost(byHeader, facts({}, { 'x-request-weight': '0.001' }))).toBe(1);
     expect(computeLimitCost(byQuery, facts({}, {}, { weight: '7' }))).toBe(7);
     expect(computeLimitCost(byQuery, facts())).toBe(1);
+  });
+
+  it('charges every request at least one unit, whatever its header or query says', () => {
+    const byHeader: LimitSpec = { ...parseLimit('requests:60/min'), costSource: { kind: 'header', name: 'x-weight', default: 1 } };
+    fc.assert(
+      fc.property(fc.string(), (text) => {
+        expect(computeLimitCost(byHeader, facts({}, { 'x-weight': text }))).toBeGreaterThanOrEqual(1);
+      }),
+    );
   });
 
   it('weights tokens by the first matching model prefix, rounding up', () => {
