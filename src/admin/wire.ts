@@ -20,6 +20,7 @@ export const updateKeyBody = z.object({
   budget: budgetSchema.nullable().optional(),
   budgets: z.array(budgetSchema).nullable().optional(),
   models: z.array(z.string().min(1)).nullable().optional(),
+  maxInFlight: z.number().int().positive().nullable().optional(),
   expiresAt: z.number().int().positive().nullable().optional(),
   metadata: z.record(z.string(), z.string().nullable()).optional(),
 });
@@ -36,4 +37,5 @@ export const updateTenantBody = z.object({
   limits: z.array(limitSchema).optional(),
   budget: budgetSchema.nullable().optional(),
   budgets: z.array(budgetSchema).nullable().optional(),
+  maxInFlight: z.number().int().positive().nullable().optional(),
 });

@@ -116,7 +116,7 @@ function withPolicyOptions(command: Command, mode: 'create' | 'update'): Command
     )
     .option('--rpm <n>', 'shorthand for --limit requests:N/min')
     .option('--tpm <n>', 'shorthand for --limit tokens:N/min');
-  if (mode === 'create') command.option('--max-in-flight <n>', 'requests in flight at once (keys default to TOLLGATE_MAX_IN_FLIGHT)');
+  command.option('--max-in-flight <n>', 'requests in flight at once (keys default to TOLLGATE_MAX_IN_FLIGHT)');
   if (mode === 'update') command.option('--clear-limits', 'remove all limits');
   command
     .option('--budget-usd <dollars>', mode === 'create' ? 'spend cap in USD' : 'new spend cap in USD')
@@ -320,6 +320,7 @@ export function registerKeyCommands(program: Command): void {
             limits,
             budget,
             budgets,
+            ...maxInFlightFrom(options),
             models: options.allModels ? null : modelsFrom(options.models),
             expiresAt: options.expiry === false ? null : options.expires === undefined ? undefined : parseExpiry(options.expires),
             metadata: Object.keys(metadata).length === 0 ? undefined : metadata,
@@ -436,6 +437,7 @@ export function registerKeyCommands(program: Command): void {
             limits: options.clearLimits ? [] : limitsFrom(options),
             budget: options.budget === false ? null : budgetFrom(options.budgetUsd, options.budgetPeriod, current.policy.budget),
             budgets: options.budget === false ? null : extraBudgetsFrom(options.extraBudget),
+            ...maxInFlightFrom(options),
           });
         });
         if (options.json) printJson(view);

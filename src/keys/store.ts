@@ -375,11 +375,19 @@ function mergePolicy(
     budget?: Budget | null | undefined;
     budgets?: readonly Budget[] | null | undefined;
     models?: readonly string[] | null | undefined;
+    maxInFlight?: number | null | undefined;
   },
 ): Policy {
   const limits = patch.limits ?? current.limits;
   const budget = patch.budget === undefined ? current.budget : (patch.budget ?? undefined);
   const budgets = patch.budgets === undefined ? current.budgets : (patch.budgets ?? undefined);
   const models = patch.models === undefined ? current.models : (patch.models ?? undefined);
-  return { limits, ...(budget ? { budget } : {}), ...(budgets && budgets.length > 0 ? { budgets } : {}), ...(models ? { models } : {}) };
+  const maxInFlight = patch.maxInFlight === undefined ? current.maxInFlight : (patch.maxInFlight ?? undefined);
+  return {
+    limits,
+    ...(budget ? { budget } : {}),
+    ...(budgets && budgets.length > 0 ? { budgets } : {}),
+    ...(models ? { models } : {}),
+    ...(maxInFlight === undefined ? {} : { maxInFlight }),
+  };
 }

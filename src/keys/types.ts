@@ -51,6 +51,8 @@ export interface KeyPatch {
   readonly budget?: Budget | null | undefined;
   /** More budgets in other periods (replaces the list; `null` clears it). */
   readonly budgets?: readonly Budget[] | null | undefined;
+  /** Requests in flight at once (`null`: back to the default). */
+  readonly maxInFlight?: number | null | undefined;
   readonly models?: readonly string[] | null | undefined;
   readonly expiresAt?: number | null | undefined;
   readonly metadata?: Readonly<Record<string, string | null>> | undefined;
@@ -62,6 +64,8 @@ export interface TenantPatch {
   readonly budget?: Budget | null | undefined;
   /** More budgets in other periods (replaces the list; `null` clears it). */
   readonly budgets?: readonly Budget[] | null | undefined;
+  /** Requests in flight at once (`null`: back to the default). */
+  readonly maxInFlight?: number | null | undefined;
 }
 
 /** What the proxy's auth needs about a key; the policy may be an error (fail closed). */
