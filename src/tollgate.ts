@@ -10,6 +10,7 @@
  */
 import type { Hono } from 'hono';
 import { localAdminOps } from './admin/ops.js';
+import { pgAdminOps } from './admin/pg-ops.js';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-env.js';
 import { RedisBudgetStore } from './budgets/redis-budgets.js';
@@ -18,9 +19,11 @@ import type { Config } from './config.js';
 import type { LimitSnapshot } from './dashboard/index.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './db/open.js';
+import { createReplica, type Replica } from './db/replica.js';
 import { closeEstimator, warmEstimator } from './estimate/index.js';
 import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
+import { disableOutbox } from './ledger/shipper.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { createLimiter, type CreatedLimiter } from './limits/stores/create.js';
 import { LiveLimits } from './limits/live-view.js';
@@ -58,6 +61,8 @@ export interface Tollgate {
   readonly limiter: CreatedLimiter;
   readonly liveLimits: LiveLimits;
   readonly metrics: Metrics;
+  /** PostgreSQL's side of a replica (TOLLGATE_DATABASE_URL), else undefined. */
+  readonly replica: Replica | undefined;
   readonly events: RequestEvents;
   readonly upstream: Upstream;
   /** What every stage of the request path is given. */
@@ -105,6 +110,11 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     },
   });
   const upstream = overrides.upstream ?? createUpstream(config.upstream);
+  const replica =
+    config.databaseUrl === undefined
+      ? undefined
+      : createReplica(database, { url: config.databaseUrl, logger, registry: metrics.registry, onKeysChanged: () => keys.refresh() });
+  if (replica === undefined) disableOutbox(database);
 
   const events = new RequestEvents((error) => logger.error({ err: error }, 'a request observer failed'));
   const liveLimits = new LiveLimits(limiter.limiter, config.globalLimits, keys, (id) => keyStore.authKeyById(id));
@@ -131,7 +141,13 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     pipeline,
     logger,
     metrics,
-    admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
+    admin: {
+      ops:
+        replica === undefined
+          ? localAdminOps(database, { onChange: () => keys.refresh() })
+          : pgAdminOps(replica.pool, { onChange: () => replica.keySync.kick() }),
+      token: config.adminToken,
+    },
     database,
     ...('limitSnapshot' in overrides
       ? overrides.limitSnapshot
@@ -155,12 +171,14 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     limiter,
     liveLimits,
     metrics,
+    replica,
     events,
     upstream,
     pipeline,
     lifecycle,
     async start() {
       keys.start();
+      await replica?.start();
       checkpointer = startCheckpointer(database.path, database.sqlite, { onError: (message) => logger.warn({ message }, 'ledger checkpoint failed') });
       await limiter.connect();
       // Load the common tokenizer before the first request instead of during it.
@@ -172,6 +190,8 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       // Hand Redis leases back so other nodes can use them at once.
       await limiter.close();
       if (!ledger.close()) logger.error({ queued: ledger.queueDepth }, 'ledger rows could not be written at shutdown');
+      // Ship what the last requests wrote; anything left ships on the next start.
+      await replica?.close();
       await checkpointer?.stop();
       if (overrides.database === undefined) database.close();
       await closeEstimator();

@@ -10,6 +10,8 @@ import { openDatabase } from '../db/open.js';
 import { PolicyError } from '../limits/algorithm/policy.js';
 import { localAdminOps, type AdminOps } from '../admin/ops.js';
 import { remoteAdminOps } from '../admin/client.js';
+import { pgAdminOps } from '../admin/pg-ops.js';
+import { openPg } from '../db/pg.js';
 
 const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
@@ -45,8 +47,10 @@ function openOps(command: Command): AdminOps {
     const token = global.adminToken ?? loadConfig().adminToken;
     return remoteAdminOps(global.url, token);
   }
-  const path = global.db ?? loadConfig().dbPath;
-  return localAdminOps(openDatabase(path), { closeDatabase: true });
+  const config = loadConfig();
+  // Replicas keep keys and spend in PostgreSQL; --db still opens a local file on purpose.
+  if (global.db === undefined && config.databaseUrl !== undefined) return pgAdminOps(openPg(config.databaseUrl), { closePool: true });
+  return localAdminOps(openDatabase(global.db ?? config.dbPath), { closeDatabase: true });
 }
 
 /** Runs `fn` with the ops and always closes them. */
