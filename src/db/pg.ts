@@ -49,8 +49,10 @@ export function openPg(url: string, options: PgOptions = {}): PgPool {
     idleTimeoutMillis: 30_000,
     types,
   });
-  // An idle connection dropped by the server must not crash the process.
+  // A connection dropped by the server (idle, or checked out between two
+  // queries) must not crash the process: the next query on it fails instead.
   pool.on('error', (error) => options.onError?.(error));
+  pool.on('connect', (client) => client.on('error', (error) => options.onError?.(error)));
   return pool;
 }
 

@@ -34,12 +34,21 @@ export interface Replica {
 
 export function createReplica(database: TollgateDatabase, options: ReplicaOptions): Replica {
   const { logger } = options;
+  // Each failing loop says so once per outage, not once per attempt.
   let pgDown = false;
+  let syncDown = false;
   const pool = openPg(options.url, { onError: (error) => logger.warn({ message: (error as Error).message }, 'PostgreSQL connection error') });
   const keySync = new KeySync(pool, database, {
     url: options.url,
-    onChange: options.onKeysChanged,
-    onError: (error) => logger.warn({ message: (error as Error).message }, 'key sync from PostgreSQL failed; serving keys from the local copy'),
+    onChange: () => {
+      if (syncDown) logger.info('key sync from PostgreSQL resumed');
+      syncDown = false;
+      options.onKeysChanged();
+    },
+    onError: (error) => {
+      if (!syncDown) logger.warn({ message: (error as Error).message }, 'key sync from PostgreSQL failed; serving keys from the local copy, retrying');
+      syncDown = true;
+    },
   });
   const shipper = new LedgerShipper(pool, database, {
     onShipped: () => {

@@ -136,7 +136,7 @@ export class KeySync {
       this.again = true;
       return this.running;
     }
-    this.running = (async () => {
+    const run = (async () => {
       let copied = 0;
       try {
         do {
@@ -145,12 +145,15 @@ export class KeySync {
         } while (this.again && !this.stopped);
       } catch (error) {
         this.options.onError?.(error);
-      } finally {
-        this.running = undefined;
       }
       return copied;
     })();
-    return this.running;
+    // Cleared once settled (not inside the body, which may finish before this assignment).
+    this.running = run;
+    void run.then(() => {
+      if (this.running === run) this.running = undefined;
+    });
+    return run;
   }
 
   /** Starts listening and polling. Nothing here throws: an unreachable server is retried. */

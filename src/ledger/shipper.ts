@@ -326,20 +326,26 @@ export class LedgerShipper {
   /** Ships one batch (or waits for the one under way). */
   shipOnce(): Promise<ShipResult> {
     if (this.running !== undefined) return this.running;
-    this.running = (async () => {
-      try {
-        const rows = this.readBatch.all(this.batch) as LocalRow[];
-        if (rows.length === 0) return { entries: 0, inserted: 0, settled: 0 };
-        const changed = await shipRows(this.pool, rows);
-        this.deleteShipped.run(rows[rows.length - 1]!.seq);
-        const result = { entries: rows.length, ...changed };
-        this.options.onShipped?.(result);
-        return result;
-      } finally {
-        this.running = undefined;
-      }
+    const run = (async () => {
+      const rows = this.readBatch.all(this.batch) as LocalRow[];
+      if (rows.length === 0) return { entries: 0, inserted: 0, settled: 0 };
+      const changed = await shipRows(this.pool, rows);
+      this.deleteShipped.run(rows[rows.length - 1]!.seq);
+      const result = { entries: rows.length, ...changed };
+      this.options.onShipped?.(result);
+      return result;
     })();
-    return this.running;
+    // Cleared once settled (not inside the body, which may finish before this assignment).
+    this.running = run;
+    void run.then(
+      () => this.clearRunning(run),
+      () => this.clearRunning(run),
+    );
+    return run;
+  }
+
+  private clearRunning(run: Promise<ShipResult>): void {
+    if (this.running === run) this.running = undefined;
   }
 
   /** Ships until the outbox is empty; rejects on the first failure. */
