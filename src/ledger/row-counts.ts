@@ -37,7 +37,7 @@ export interface RowCounts {
   rejectedBudget: number;
 }
 
-export const ZERO_COUNTS: Readonly<RowCounts> = Object.freeze({
+const ZERO_COUNTS: Readonly<RowCounts> = Object.freeze({
   requests: 0,
   promptTokens: 0,
   cachedTokens: 0,

@@ -34,6 +34,7 @@ async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
     throw new Error(
       `PostgreSQL is required by this test but ${SERVER_URL} did not answer (${(error as Error).message}). ` +
         'Start it (.ci/run does: pg_ctlcluster --skip-systemctl-redirect <version> main start) or set TOLLGATE_TEST_PG_URL.',
+      { cause: error },
     );
   }
   try {
