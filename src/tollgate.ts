@@ -82,7 +82,13 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const keyStore = new KeyStore(database, overrides.now);
   const keys = new KeyCache(keyStore, { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
   const metrics = overrides.metrics ?? new Metrics({ keyLabel: config.metricsKeyLabel });
-  const spend = new SpendTracker(database);
+  const replica =
+    config.databaseUrl === undefined
+      ? undefined
+      : createReplica(database, { url: config.databaseUrl, logger, registry: metrics.registry, onKeysChanged: () => keys.refresh() });
+  if (replica === undefined) disableOutbox(database);
+  // On a replica, budgets count every node's spend (src/budgets/pg-spend.ts).
+  const spend = new SpendTracker(database, replica === undefined ? {} : { refreshMs: 500, source: replica.spend });
   const limiter = createLimiter(config, { logger, metrics, ...(overrides.limiterClock ? { clock: overrides.limiterClock } : {}) });
   const sharedBudgets =
     limiter.redis === undefined
@@ -110,11 +116,6 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     },
   });
   const upstream = overrides.upstream ?? createUpstream(config.upstream);
-  const replica =
-    config.databaseUrl === undefined
-      ? undefined
-      : createReplica(database, { url: config.databaseUrl, logger, registry: metrics.registry, onKeysChanged: () => keys.refresh() });
-  if (replica === undefined) disableOutbox(database);
 
   const events = new RequestEvents((error) => logger.error({ err: error }, 'a request observer failed'));
   const liveLimits = new LiveLimits(limiter.limiter, config.globalLimits, keys, (id) => keyStore.authKeyById(id));

@@ -6,6 +6,7 @@
  * PostgreSQL is unreachable, connecting is retried in the background.
  */
 import type { Registry } from 'prom-client';
+import { PgSpendSource } from '../budgets/pg-spend.js';
 import { KeySync } from '../keys/pg-sync.js';
 import { LedgerShipper, registerShipperMetrics } from '../ledger/shipper.js';
 import type { Logger } from '../logger.js';
@@ -26,6 +27,8 @@ export interface Replica {
   readonly pool: PgPool;
   readonly keySync: KeySync;
   readonly shipper: LedgerShipper;
+  /** Budgets across nodes (the SpendTracker's source). */
+  readonly spend: PgSpendSource;
   /** Connects (migrating first) and starts the background work; waits at most startWaitMs for a first key pull. */
   start(): Promise<void>;
   /** Stops the background work, shipping what is left for up to `drainMs`, and closes the pool. */
@@ -50,8 +53,12 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
       syncDown = true;
     },
   });
+  const spend = new PgSpendSource(pool, database, {
+    onError: (error) => logger.debug({ message: (error as Error).message }, 'budget read from PostgreSQL failed; the last answer stands'),
+  });
   const shipper = new LedgerShipper(pool, database, {
-    onShipped: () => {
+    onShipped: (result) => {
+      spend.shippedBatch(result.changes);
       if (pgDown) logger.info('ledger shipping to PostgreSQL resumed');
       pgDown = false;
     },
@@ -92,6 +99,7 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
     pool,
     keySync,
     shipper,
+    spend,
     async start() {
       connecting = connect();
       const waitMs = options.startWaitMs ?? 5000;

@@ -23,6 +23,7 @@ import { Gauge, type Registry } from 'prom-client';
 import type { TollgateDatabase } from '../db/open.js';
 import type { PgPool } from '../db/pg.js';
 import { utcDay, utcHour } from '../calendar.js';
+import type { SpendChange } from '../budgets/spend-tracker.js';
 import { countsDelta, transition, type LedgerState, type RowCounts } from './row-counts.js';
 
 /** Creates the local outbox and its triggers; the first time, queues every row already in the file. */
@@ -32,17 +33,23 @@ export function enableOutbox(database: TollgateDatabase): void {
     .transaction(() => {
       sqlite.exec(`
         CREATE TABLE IF NOT EXISTS replica_state (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-        CREATE TABLE IF NOT EXISTS ledger_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, request_id TEXT NOT NULL, queued_at INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS ledger_outbox (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          request_id TEXT NOT NULL,
+          -- 1 for a new row, 0 for a settlement: while a row's 1 waits, PostgreSQL has none of it (src/budgets/pg-spend.ts).
+          is_new INTEGER NOT NULL,
+          queued_at INTEGER NOT NULL);
+        CREATE INDEX IF NOT EXISTS ledger_outbox_request ON ledger_outbox (request_id);
         CREATE TRIGGER IF NOT EXISTS ledger_outbox_insert AFTER INSERT ON ledger BEGIN
-          INSERT INTO ledger_outbox (request_id, queued_at) VALUES (NEW.request_id, CAST(unixepoch('subsec') * 1000 AS INTEGER));
+          INSERT INTO ledger_outbox (request_id, is_new, queued_at) VALUES (NEW.request_id, 1, CAST(unixepoch('subsec') * 1000 AS INTEGER));
         END;
         CREATE TRIGGER IF NOT EXISTS ledger_outbox_settle AFTER UPDATE OF status ON ledger WHEN NEW.status <> OLD.status BEGIN
-          INSERT INTO ledger_outbox (request_id, queued_at) VALUES (NEW.request_id, CAST(unixepoch('subsec') * 1000 AS INTEGER));
+          INSERT INTO ledger_outbox (request_id, is_new, queued_at) VALUES (NEW.request_id, 0, CAST(unixepoch('subsec') * 1000 AS INTEGER));
         END;`);
       const enabled = sqlite.prepare(`SELECT value FROM replica_state WHERE name = 'outbox_enabled'`).get();
       if (enabled === undefined) {
         sqlite.exec(
-          `INSERT INTO ledger_outbox (request_id, queued_at) SELECT request_id, CAST(unixepoch('subsec') * 1000 AS INTEGER) FROM ledger ORDER BY created_at`,
+          `INSERT INTO ledger_outbox (request_id, is_new, queued_at) SELECT request_id, 1, CAST(unixepoch('subsec') * 1000 AS INTEGER) FROM ledger ORDER BY created_at`,
         );
         sqlite.exec(`INSERT INTO replica_state (name, value) VALUES ('outbox_enabled', 1)`);
       }
@@ -202,16 +209,22 @@ export interface ShipResult {
   readonly inserted: number;
   /** Rows PostgreSQL held as pending and now holds settled. */
   readonly settled: number;
+  /** What the batch added to PostgreSQL's spend (budgets count it until their next read: src/budgets/pg-spend.ts). */
+  readonly changes: readonly SpendChange[];
 }
 
 /**
  * Ships `rows` (their current local state) in one transaction; returns what
  * changed. Exported for the tests, which ship the same rows twice.
  */
-export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise<{ inserted: number; settled: number }> {
+export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise<Omit<ShipResult, 'entries'>> {
   const byId = new Map<string, LocalRow>();
   for (const row of rows) if (row.request_id !== null) byId.set(row.request_id, row);
-  if (byId.size === 0) return { inserted: 0, settled: 0 };
+  if (byId.size === 0) return { inserted: 0, settled: 0, changes: [] };
+  const changes: SpendChange[] = [];
+  const note = (row: LocalRow, delta: RowCounts) => {
+    if (delta.costMicros !== 0) changes.push({ keyId: row.key_id, tenantId: row.tenant_id, day: utcDay(row.created_at), microUsd: delta.costMicros });
+  };
   const ids = [...byId.keys()].sort();
   const client = await pool.connect();
   try {
@@ -234,7 +247,11 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise
       );
       const done = new Set(result.rows.map((r) => r.request_id));
       inserted = done.size;
-      for (const id of done) sums.add(byId.get(id)!, countsDelta(undefined, byId.get(id)!));
+      for (const id of done) {
+        const delta = countsDelta(undefined, byId.get(id)!);
+        sums.add(byId.get(id)!, delta);
+        note(byId.get(id)!, delta);
+      }
       // Another shipper of the same file inserted these first: treat them as held.
       const raced = toInsert.filter((id) => !done.has(id));
       if (raced.length > 0) await lock(raced);
@@ -252,7 +269,11 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise
         [JSON.stringify(toSettle.map((id) => toPgRow(byId.get(id)!)))],
       );
       settled = result.rows.length;
-      for (const { request_id: id } of result.rows) sums.add(byId.get(id)!, countsDelta(held.get(id), byId.get(id)!));
+      for (const { request_id: id } of result.rows) {
+        const delta = countsDelta(held.get(id), byId.get(id)!);
+        sums.add(byId.get(id)!, delta);
+        note(byId.get(id)!, delta);
+      }
     }
     await upsertRollup(client, 'rollups_daily', ['key_id', 'day', 'model'], FULL_COUNTERS, true, sums.daily.values());
     await upsertRollup(client, 'rollups_hourly', ['key_id', 'hour'], HOURLY_COUNTERS, false, sums.hourly.values());
@@ -260,7 +281,7 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise
     await upsertRollup(client, 'rollups_daily_total', ['day'], FULL_COUNTERS, false, sums.total.values());
     await upsertRollup(client, 'rollups_lifetime', ['key_id'], FULL_COUNTERS, true, sums.lifetime.values());
     await client.query('COMMIT');
-    return { inserted, settled };
+    return { inserted, settled, changes };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
@@ -328,7 +349,7 @@ export class LedgerShipper {
     if (this.running !== undefined) return this.running;
     const run = (async () => {
       const rows = this.readBatch.all(this.batch) as LocalRow[];
-      if (rows.length === 0) return { entries: 0, inserted: 0, settled: 0 };
+      if (rows.length === 0) return { entries: 0, inserted: 0, settled: 0, changes: [] };
       const changed = await shipRows(this.pool, rows);
       this.deleteShipped.run(rows[rows.length - 1]!.seq);
       const result = { entries: rows.length, ...changed };

@@ -131,10 +131,10 @@ it('counts a row once however often, and in whatever order, its states are shipp
   expect(writer.flush()).toBe(true);
   const finalStates = local.database.sqlite.prepare(`SELECT 0 AS seq, * FROM ledger ORDER BY request_id`).all() as Parameters<typeof shipRows>[1];
 
-  expect(await shipRows(pg.pool, finalStates)).toEqual({ inserted: 4, settled: 0 });
+  expect(await shipRows(pg.pool, finalStates)).toMatchObject({ inserted: 4, settled: 0 });
   // The older pending states arrive late, twice: nothing changes.
-  expect(await shipRows(pg.pool, pendingStates)).toEqual({ inserted: 0, settled: 0 });
-  expect(await shipRows(pg.pool, [...pendingStates, ...finalStates])).toEqual({ inserted: 0, settled: 0 });
+  expect(await shipRows(pg.pool, pendingStates)).toMatchObject({ inserted: 0, settled: 0, changes: [] });
+  expect(await shipRows(pg.pool, [...pendingStates, ...finalStates])).toMatchObject({ inserted: 0, settled: 0, changes: [] });
   // The outbox itself ships everything again (it queued the same changes): still nothing.
   await shipper.drain();
   await expectSameRollups();
