@@ -108,6 +108,8 @@ const envSchema = z.object({
     .trim()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
     .optional(),
+  /** Replicas: days of raw ledger rows kept in PostgreSQL (older ones are deleted; rollups stay); unset = keep all. */
+  TOLLGATE_LEDGER_RETENTION_DAYS: positiveInt.optional(),
   /** Bearer token for /admin/api and the dashboard; both are disabled when unset. */
   TOLLGATE_ADMIN_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   /** Completion tokens reserved per choice when a request sets no max_tokens. */
@@ -161,6 +163,8 @@ export interface Config {
   readonly dbPath: string;
   /** PostgreSQL for replicas; with it, `dbPath` is the node's key copy and ledger outbox. */
   readonly databaseUrl: string | undefined;
+  /** Days of raw ledger rows PostgreSQL keeps (replicas), or undefined for all. */
+  readonly ledgerRetentionDays: number | undefined;
   readonly adminToken: string | undefined;
   readonly defaultMaxCompletionTokens: number;
   readonly keyRefreshMs: number;
@@ -212,6 +216,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: e.TOLLGATE_LOG_LEVEL,
     dbPath: e.TOLLGATE_DB,
     databaseUrl: e.TOLLGATE_DATABASE_URL,
+    ledgerRetentionDays: e.TOLLGATE_LEDGER_RETENTION_DAYS,
     adminToken: e.TOLLGATE_ADMIN_TOKEN,
     defaultMaxCompletionTokens: e.TOLLGATE_DEFAULT_MAX_TOKENS,
     keyRefreshMs: e.TOLLGATE_KEY_REFRESH,

@@ -85,7 +85,13 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const replica =
     config.databaseUrl === undefined
       ? undefined
-      : createReplica(database, { url: config.databaseUrl, logger, registry: metrics.registry, onKeysChanged: () => keys.refresh() });
+      : createReplica(database, {
+          url: config.databaseUrl,
+          logger,
+          registry: metrics.registry,
+          retentionDays: config.ledgerRetentionDays,
+          onKeysChanged: () => keys.refresh(),
+        });
   if (replica === undefined) disableOutbox(database);
   // On a replica, budgets count every node's spend (src/budgets/pg-spend.ts).
   const spend = new SpendTracker(database, replica === undefined ? {} : { refreshMs: 500, source: replica.spend });

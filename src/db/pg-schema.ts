@@ -13,7 +13,7 @@
  * transaction as the daily ones, not by triggers.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /** A bigint column read as a JS number. */
 function big(name: string) {
@@ -167,4 +167,15 @@ export const lifetimeRollups = pgTable('rollups_lifetime', {
   keyId: text('key_id').primaryKey(),
   ...spendCounters(),
   lastRequestAt: big('last_request_at').notNull().default(0),
+});
+
+/**
+ * One row: raw ledger rows created before `pruned_before` (ms) have been, or
+ * are being, deleted by retention (src/ledger/retention.ts); the shipper
+ * ships nothing older. Its row exists from the migration on, so the
+ * shipper's FOR SHARE always has something to lock.
+ */
+export const ledgerRetention = pgTable('ledger_retention', {
+  id: integer('id').primaryKey(),
+  prunedBefore: big('pruned_before').notNull().default(0),
 });

@@ -8,6 +8,7 @@
 import type { Registry } from 'prom-client';
 import { PgSpendSource } from '../budgets/pg-spend.js';
 import { KeySync } from '../keys/pg-sync.js';
+import { pruneLedger } from '../ledger/retention.js';
 import { LedgerShipper, registerShipperMetrics } from '../ledger/shipper.js';
 import type { Logger } from '../logger.js';
 import type { TollgateDatabase } from './open.js';
@@ -21,6 +22,8 @@ export interface ReplicaOptions {
   readonly registry?: Registry;
   /** How long `start()` waits for PostgreSQL before the node serves from its copy (default 5 s). */
   readonly startWaitMs?: number;
+  /** Days of raw ledger rows PostgreSQL keeps (pruned hourly by one node at a time); undefined = all. */
+  readonly retentionDays?: number | undefined;
 }
 
 export interface Replica {
@@ -71,6 +74,13 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
 
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
+  let pruning: NodeJS.Timeout | undefined;
+  const prune = (days: number) => {
+    pruneLedger(pool, days, Date.now()).then(
+      (deleted) => deleted > 0 && logger.info({ deleted, days }, 'old ledger rows pruned from PostgreSQL (rollups kept)'),
+      (error: unknown) => logger.warn({ message: (error as Error).message }, 'pruning old ledger rows failed; retrying in an hour'),
+    );
+  };
   let wake: (() => void) | undefined;
 
   const connect = async (): Promise<void> => {
@@ -82,6 +92,12 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
         if (stopped) return;
         keySync.start();
         shipper.start();
+        const days = options.retentionDays;
+        if (days !== undefined) {
+          prune(days);
+          pruning = setInterval(() => prune(days), 3_600_000);
+          pruning.unref();
+        }
         return;
       } catch (error) {
         logger.warn({ message: (error as Error).message, attempt }, 'PostgreSQL unreachable; serving from the local copy and retrying');
@@ -110,6 +126,7 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
     async close(drainMs = 2000) {
       stopped = true;
       if (retry !== undefined) clearTimeout(retry);
+      if (pruning !== undefined) clearInterval(pruning);
       wake?.();
       await connecting;
       await keySync.stop();

@@ -218,17 +218,21 @@ export interface ShipResult {
  * changed. Exported for the tests, which ship the same rows twice.
  */
 export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise<Omit<ShipResult, 'entries'>> {
-  const byId = new Map<string, LocalRow>();
-  for (const row of rows) if (row.request_id !== null) byId.set(row.request_id, row);
-  if (byId.size === 0) return { inserted: 0, settled: 0, changes: [] };
+  const candidates = new Map<string, LocalRow>();
+  for (const row of rows) if (row.request_id !== null) candidates.set(row.request_id, row);
+  if (candidates.size === 0) return { inserted: 0, settled: 0, changes: [] };
   const changes: SpendChange[] = [];
   const note = (row: LocalRow, delta: RowCounts) => {
     if (delta.costMicros !== 0) changes.push({ keyId: row.key_id, tenantId: row.tenant_id, day: utcDay(row.created_at), microUsd: delta.costMicros });
   };
-  const ids = [...byId.keys()].sort();
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
+    // Rows older than the retention horizon are not shipped: PostgreSQL may have had and pruned them (retention.ts).
+    const horizon = await client.query<{ pruned_before: number }>('SELECT pruned_before FROM ledger_retention WHERE id = 1 FOR SHARE');
+    const prunedBefore = horizon.rows[0]?.pruned_before ?? 0;
+    const byId = new Map([...candidates].filter(([, row]) => row.created_at >= prunedBefore));
+    const ids = [...byId.keys()].sort();
     const held = new Map<string, HeldRow>();
     const lock = async (which: readonly string[]) => {
       const result = await client.query<HeldRow>(`SELECT ${STATE_COLUMNS} FROM ledger WHERE request_id = ANY($1::text[]) ORDER BY request_id FOR UPDATE`, [

@@ -22,6 +22,7 @@ it('applies every migration exactly once when five processes migrate together', 
     expect(tables.rows.map((r) => r.t)).toEqual([
       'api_keys',
       'ledger',
+      'ledger_retention',
       'rollups_daily',
       'rollups_daily_total',
       'rollups_hourly',

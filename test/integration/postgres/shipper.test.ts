@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
+import { pruneLedger, retentionHorizon } from '../../../src/ledger/retention.js';
 import { disableOutbox, enableOutbox, LedgerShipper, shipRows } from '../../../src/ledger/shipper.js';
 import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
@@ -159,4 +160,28 @@ it('keeps rows in the outbox while PostgreSQL refuses them, and ships them once 
   await shipper.drain();
   expect(shipper.depth()).toBe(0);
   await expectSameRollups();
+});
+
+it('prunes raw rows older than the retention, keeps the rollups and pending rows, and never ships a pruned row again', async () => {
+  const keyId = await setUpKey();
+  const writer = new LedgerWriter(local.database);
+  const shipper = new LedgerShipper(pg.pool, local.database);
+  await Promise.all([0, 1, 2].map((i) => writer.begin(pending(keyId, `old${i}`, i))));
+  [0, 1].forEach((i) => writer.complete(completion(`old${i}`, i)));
+  expect(writer.flush()).toBe(true);
+  await shipper.drain();
+  const rollups = async () => (await pg.pool.query('SELECT * FROM rollups_lifetime')).rows;
+  const before = await rollups();
+  // 30 days after T0, keeping 7: every settled row goes, the pending one stays.
+  const now = T0 + 30 * 86_400_000;
+  expect(retentionHorizon(7, now)).toBeGreaterThan(T0 + 86_400_000);
+  expect(await pruneLedger(pg.pool, 7, now)).toBe(2);
+  expect((await pg.pool.query('SELECT request_id FROM ledger')).rows).toEqual([{ request_id: 'old2' }]);
+  expect(await rollups()).toEqual(before);
+  // The node queues its whole ledger again (as after leaving and rejoining): nothing older than the horizon counts twice.
+  disableOutbox(local.database);
+  enableOutbox(local.database);
+  await shipper.drain();
+  expect(await rollups()).toEqual(before);
+  expect(await pruneLedger(pg.pool, 7, now)).toBe(0);
 });
