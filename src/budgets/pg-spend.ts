@@ -16,13 +16,16 @@
  * `refreshMs`. While PostgreSQL is unreachable, the last answer stands and
  * only this node's own spend moves it.
  *
- * A scope seen for the first time has no answer yet: the tracker falls back
- * to this node's own rollups for that first read (a few ms).
+ * A scope seen for the first time takes its answer from the last snapshot
+ * of every key's and tenant's spend (`loadAll`, at start and every few
+ * seconds), so the first request of a key on a node — the one that seeds a
+ * shared Redis counter — already counts the other nodes. Before the first
+ * snapshot the tracker falls back to this node's own rollups.
  */
 import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from '../db/open.js';
 import type { PgPool } from '../db/pg.js';
-import { DAY_MS, dayStartMs, type BudgetPeriod } from '../calendar.js';
+import { DAY_MS, dayStartMs, periodStart, utcDay, type BudgetPeriod } from '../calendar.js';
 import { enableOutbox } from '../ledger/shipper.js';
 import type { SpendChange, SpendRead, SpendScope } from './spend-tracker.js';
 
@@ -50,6 +53,8 @@ export class PgSpendSource {
   private readonly now: () => number;
   private readonly onError: ((error: unknown) => void) | undefined;
   private readonly known = new Map<string, Known>();
+  /** When the last snapshot of every scope started, per period·start: a scope missing from it had spent nothing. */
+  private readonly snapshots = new Map<string, number>();
   /** Batches shipped recently (older than every query in `known` are dropped). */
   private shipped: Shipped[] = [];
   private readonly unshipped: Readonly<Record<SpendScope['level'], Database.Statement>>;
@@ -72,6 +77,38 @@ export class PgSpendSource {
     this.unshipped = { key: of('l.key_id = @id'), tenant: of('l.tenant_id = @id') };
   }
 
+  /**
+   * Every key's and tenant's spend in the current day, month and in total, in
+   * three queries: the answer for scopes not read yet.
+   */
+  async loadAll(): Promise<void> {
+    const startedAt = this.now();
+    const today = utcDay(startedAt);
+    const month = periodStart('month', startedAt);
+    const byKeyAndTenant = (table: string, where: string) =>
+      `SELECT 'key' AS level, r.key_id AS id, sum(r.cost_micros) AS spent FROM ${table} r WHERE ${where} GROUP BY r.key_id
+       UNION ALL
+       SELECT 'tenant', k.tenant_id, sum(r.cost_micros) FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE k.tenant_id IS NOT NULL AND ${where} GROUP BY k.tenant_id`;
+    const reads: Array<[BudgetPeriod, string, string, unknown[]]> = [
+      ['day', today, byKeyAndTenant('rollups_daily', 'r.day = $1'), [today]],
+      ['month', month, byKeyAndTenant('rollups_monthly', 'r.month = $1'), [month.slice(0, 7)]],
+      ['total', periodStart('total', startedAt), byKeyAndTenant('rollups_lifetime', 'true'), []],
+    ];
+    for (const [period, since, text, values] of reads) {
+      const rows = (await this.pool.query<{ level: SpendScope['level']; id: string; spent: number }>(text, values)).rows;
+      this.snapshots.set(`${period}|${since}`, startedAt);
+      for (const row of rows) {
+        const id = `${row.level}:${row.id}|${period}|${since}`;
+        const known = this.known.get(id);
+        if (known === undefined) this.known.set(id, { value: row.spent, queriedAt: startedAt, refreshing: false });
+        else if (!known.refreshing && known.queriedAt < startedAt) {
+          known.value = row.spent;
+          known.queriedAt = startedAt;
+        }
+      }
+    }
+  }
+
   /** The shipper committed a batch to PostgreSQL. */
   shippedBatch(changes: readonly SpendChange[]): void {
     const at = this.now();
@@ -84,7 +121,7 @@ export class PgSpendSource {
     const now = this.now();
     let known = this.known.get(id);
     if (known === undefined) {
-      known = { value: 0, queriedAt: -1, refreshing: false };
+      known = { value: 0, queriedAt: this.snapshots.get(`${period}|${read.since}`) ?? -1, refreshing: false };
       this.known.set(id, known);
     }
     if (!known.refreshing && (known.queriedAt < 0 || now - known.queriedAt >= this.refreshMs)) void this.refresh(known, scope, period, read);

@@ -75,6 +75,7 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
   let pruning: NodeJS.Timeout | undefined;
+  let snapshots: NodeJS.Timeout | undefined;
   const prune = (days: number) => {
     pruneLedger(pool, days, Date.now()).then(
       (deleted) => deleted > 0 && logger.info({ deleted, days }, 'old ledger rows pruned from PostgreSQL (rollups kept)'),
@@ -89,9 +90,15 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
         const applied = await migratePg(pool);
         if (applied > 0) logger.info({ applied }, 'PostgreSQL migrated');
         await keySync.pull();
+        // Budgets' first reads count every node from the start (src/budgets/pg-spend.ts).
+        await spend.loadAll();
         if (stopped) return;
         keySync.start();
         shipper.start();
+        snapshots = setInterval(() => {
+          spend.loadAll().catch((error: unknown) => logger.debug({ message: (error as Error).message }, 'budget snapshot from PostgreSQL failed'));
+        }, 10_000);
+        snapshots.unref();
         const days = options.retentionDays;
         if (days !== undefined) {
           prune(days);
@@ -127,6 +134,7 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
       stopped = true;
       if (retry !== undefined) clearTimeout(retry);
       if (pruning !== undefined) clearInterval(pruning);
+      if (snapshots !== undefined) clearInterval(snapshots);
       wake?.();
       await connecting;
       await keySync.stop();

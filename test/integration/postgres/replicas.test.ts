@@ -261,3 +261,30 @@ it('serves on without a 5xx while PostgreSQL is unreachable for 10 s, and totals
   expect(spend.requests).toBe(records.length);
   expect(spend.costMicros).toBe(bill(records));
 }, 90_000);
+
+it('seeds a shared budget counter from PostgreSQL’s rollups, not from one node’s file', async () => {
+  const key = JSON.parse(await tollgate('keys', 'create', '--name', 'budgeted', '--budget-usd', '5', '--budget-period', 'day', '--json')) as { key: string };
+  await timeUntilAll(key.key, 200);
+  for (let i = 0; i < 6; i += 1) expect(await chat(nodes[0]!, key.key, { scenario: 'words=40' })).toBe(200);
+  await waitShipped();
+  const spent = (await spendOf('budgeted')).costMicros;
+  expect(spent).toBeGreaterThan(0);
+  // A fresh Redis has no counter: the next node to reserve seeds it. Node 2 served none of the
+  // spend above, so a seed from its own file would say almost nothing was spent.
+  await redis.restart();
+  const remaining = async (): Promise<number | undefined> => {
+    const res = await fetch(`${nodes[2]!.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 10, messages: [{ role: 'user', content: 'count the foxes' }] }),
+    });
+    await res.arrayBuffer();
+    const header = res.headers.get('x-tollgate-budget-remaining-usd');
+    return res.status === 200 && header !== null ? Math.round(Number(header) * 1_000_000) : undefined;
+  };
+  const left = await remaining();
+  // 5 USD less what PostgreSQL holds (every node's spend), less this request's reservation (a few hundred micro-USD at most).
+  expect(left).toBeDefined();
+  expect(left!).toBeLessThanOrEqual(5_000_000 - spent);
+  expect(left!).toBeGreaterThan(5_000_000 - spent - 1000);
+}, 60_000);
