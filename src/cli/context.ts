@@ -10,8 +10,6 @@ import { openDatabase } from '../db/open.js';
 import { PolicyError } from '../limits/algorithm/policy.js';
 import { localAdminOps, type AdminOps } from '../admin/ops.js';
 import { remoteAdminOps } from '../admin/client.js';
-import { pgAdminOps } from '../admin/pg-ops.js';
-import { openPg } from '../db/pg.js';
 
 const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
@@ -41,7 +39,7 @@ export function toCliError(error: unknown): CliError {
 }
 
 /** The admin operations selected by the global options. */
-function openOps(command: Command): AdminOps {
+async function openOps(command: Command): Promise<AdminOps> {
   const global = command.optsWithGlobals<GlobalOptions>();
   if (global.url !== undefined) {
     const token = global.adminToken ?? loadConfig().adminToken;
@@ -49,13 +47,17 @@ function openOps(command: Command): AdminOps {
   }
   const config = loadConfig();
   // Replicas keep keys and spend in PostgreSQL; --db still opens a local file on purpose.
-  if (global.db === undefined && config.databaseUrl !== undefined) return pgAdminOps(openPg(config.databaseUrl), { closePool: true });
+  if (global.db === undefined && config.databaseUrl !== undefined) {
+    // Loaded only here: every other CLI run starts without the PostgreSQL driver.
+    const [{ pgAdminOps }, { openPg }] = await Promise.all([import('../admin/pg-ops.js'), import('../db/pg.js')]);
+    return pgAdminOps(openPg(config.databaseUrl), { closePool: true });
+  }
   return localAdminOps(openDatabase(global.db ?? config.dbPath), { closeDatabase: true });
 }
 
 /** Runs `fn` with the ops and always closes them. */
 export async function withOps<T>(command: Command, fn: (ops: AdminOps) => Promise<T>): Promise<T> {
-  const ops = openOps(command);
+  const ops = await openOps(command);
   try {
     return await fn(ops);
   } finally {

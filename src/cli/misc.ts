@@ -4,7 +4,6 @@ import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config.js';
 import type { Endpoint } from '../endpoints.js';
 import { applyMigrations, openDatabase } from '../db/open.js';
-import { migratePg, openPg } from '../db/pg.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
 import { count, usd } from './format.js';
 
@@ -28,6 +27,7 @@ export function registerMiscCommands(program: Command): void {
       let pgApplied: number | undefined;
       if (config.databaseUrl !== undefined) {
         // Under an advisory lock: nodes migrating together apply each migration once (src/db/pg.ts).
+        const { migratePg, openPg } = await import('../db/pg.js');
         const pool = openPg(config.databaseUrl);
         try {
           pgApplied = await migratePg(pool);
