@@ -115,6 +115,14 @@ const envSchema = z.object({
   TOLLGATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** SQLite file for keys, tenants and the ledger (directory created). */
   TOLLGATE_DB: z.string().trim().min(1).default('./data/tollgate.db'),
+  /** PostgreSQL shared by replicas (keys, tenants, ledger, rollups); unset = this node's SQLite file holds everything. */
+  TOLLGATE_DATABASE_URL: z
+    .string()
+    .trim()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  /** Replicas: days of raw ledger rows kept in PostgreSQL (older ones are deleted; rollups stay); unset = keep all. */
+  TOLLGATE_LEDGER_RETENTION_DAYS: positiveInt.optional(),
   /** Bearer token for /admin/api and the dashboard; both are disabled when unset. */
   TOLLGATE_ADMIN_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   /** Completion tokens reserved per choice when a request sets no max_tokens. */
@@ -209,6 +217,10 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly logLevel: z.infer<typeof envSchema>['TOLLGATE_LOG_LEVEL'];
   readonly dbPath: string;
+  /** PostgreSQL for replicas; with it, `dbPath` is the node's key copy and ledger outbox. */
+  readonly databaseUrl: string | undefined;
+  /** Days of raw ledger rows PostgreSQL keeps (replicas), or undefined for all. */
+  readonly ledgerRetentionDays: number | undefined;
   readonly adminToken: string | undefined;
   readonly defaultMaxCompletionTokens: number;
   readonly minOutputTokens: number;
@@ -277,6 +289,8 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: e.TOLLGATE_SHUTDOWN_TIMEOUT,
     logLevel: e.TOLLGATE_LOG_LEVEL,
     dbPath: e.TOLLGATE_DB,
+    databaseUrl: e.TOLLGATE_DATABASE_URL,
+    ledgerRetentionDays: e.TOLLGATE_LEDGER_RETENTION_DAYS,
     adminToken: e.TOLLGATE_ADMIN_TOKEN,
     defaultMaxCompletionTokens: e.TOLLGATE_DEFAULT_MAX_TOKENS,
     minOutputTokens: e.TOLLGATE_MIN_OUTPUT_TOKENS,

@@ -10,6 +10,7 @@
  */
 import type { Hono } from 'hono';
 import { localAdminOps } from './admin/ops.js';
+import { pgAdminOps } from './admin/pg-ops.js';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-env.js';
 import { RedisBudgetStore } from './budgets/redis-budgets.js';
@@ -18,10 +19,12 @@ import type { Config } from './config.js';
 import type { LimitSnapshot } from './dashboard/index.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './db/open.js';
+import { createReplica, type Replica } from './db/replica.js';
 import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } from './estimate/index.js';
 import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
+import { disableOutbox } from './ledger/shipper.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { createLimiter, type CreatedLimiter } from './limits/stores/create.js';
 import { InFlightLimits } from './limits/in-flight.js';
@@ -61,6 +64,8 @@ export interface Tollgate {
   readonly limiter: CreatedLimiter;
   readonly liveLimits: LiveLimits;
   readonly metrics: Metrics;
+  /** PostgreSQL's side of a replica (TOLLGATE_DATABASE_URL), else undefined. */
+  readonly replica: Replica | undefined;
   readonly events: RequestEvents;
   readonly upstream: Upstream;
   /** Stored and background Responses (their owners, the poller that settles background jobs). */
@@ -82,7 +87,19 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const keyStore = new KeyStore(database, overrides.now);
   const keys = new KeyCache(keyStore, { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
   const metrics = overrides.metrics ?? new Metrics({ keyLabel: config.metricsKeyLabel, prices: config.prices });
-  const spend = new SpendTracker(database);
+  const replica =
+    config.databaseUrl === undefined
+      ? undefined
+      : createReplica(database, {
+          url: config.databaseUrl,
+          logger,
+          registry: metrics.registry,
+          retentionDays: config.ledgerRetentionDays,
+          onKeysChanged: () => keys.refresh(),
+        });
+  if (replica === undefined) disableOutbox(database);
+  // On a replica, budgets count every node's spend (src/budgets/pg-spend.ts).
+  const spend = new SpendTracker(database, replica === undefined ? {} : { refreshMs: 500, source: replica.spend });
   const limiter = createLimiter(config, { logger, metrics, ...(overrides.limiterClock ? { clock: overrides.limiterClock } : {}) });
   const sharedBudgets =
     limiter.redis === undefined
@@ -154,7 +171,13 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     pipeline,
     logger,
     metrics,
-    admin: { ops: localAdminOps(database, { onChange: () => keys.refresh() }), token: config.adminToken },
+    admin: {
+      ops:
+        replica === undefined
+          ? localAdminOps(database, { onChange: () => keys.refresh() })
+          : pgAdminOps(replica.pool, { onChange: () => replica.keySync.kick() }),
+      token: config.adminToken,
+    },
     database,
     ...('limitSnapshot' in overrides
       ? overrides.limitSnapshot
@@ -180,6 +203,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     limiter,
     liveLimits,
     metrics,
+    replica,
     events,
     upstream,
     responses,
@@ -187,6 +211,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     lifecycle,
     async start() {
       keys.start();
+      await replica?.start();
       checkpointer = startCheckpointer(database.path, database.sqlite, { onError: (message) => logger.warn({ message }, 'ledger checkpoint failed') });
       await limiter.connect();
       // Load every tokenizer the price table's models use (and the one unknown
@@ -205,6 +230,8 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       // Hand Redis leases back so other nodes can use them at once.
       await limiter.close();
       if (!ledger.close()) logger.error({ queued: ledger.queueDepth }, 'ledger rows could not be written at shutdown');
+      // Ship what the last requests wrote; anything left ships on the next start.
+      await replica?.close();
       await checkpointer?.stop();
       if (overrides.database === undefined) database.close();
       await closeEstimator();

@@ -36,6 +36,21 @@ export interface SpendChange {
   readonly microUsd: number;
 }
 
+/** The UTC days a budget read covers. */
+export interface SpendRead {
+  readonly since: string;
+  readonly until: string;
+}
+
+/**
+ * Spend kept elsewhere than this file's rollups (replicas: pg-spend.ts): what
+ * every node spent, or undefined when not known yet (this file's rollups
+ * stand in).
+ */
+interface SpendSource {
+  read(scope: SpendScope, period: BudgetPeriod, read: SpendRead): number | undefined;
+}
+
 interface Cached {
   readonly value: number;
   readonly readAt: number;
@@ -71,8 +86,11 @@ export class SpendTracker {
   private readonly queued = new Map<string, DayAmounts>();
   private readonly statements: Readonly<Record<SpendScope['level'], Readonly<Record<BudgetPeriod, Database.Statement>>>>;
 
-  constructor(database: TollgateDatabase, options: { refreshMs?: number } = {}) {
+  private readonly source: SpendSource | undefined;
+
+  constructor(database: TollgateDatabase, options: { refreshMs?: number; source?: SpendSource } = {}) {
     this.refreshMs = options.refreshMs ?? 1000;
+    this.source = options.source;
     const s = database.sqlite;
     // A scope's rollup rows: one key's, or those of every key of a tenant.
     const of = (level: SpendScope['level'], table: string, where: string) =>
@@ -120,7 +138,8 @@ export class SpendTracker {
         period === 'month'
           ? { id: scope.id, since, until, month: since.slice(0, 7), nextMonth: `${addDays(since, 32).slice(0, 7)}-01` }
           : { id: scope.id, since, until };
-      cached = { value: (this.statements[scope.level][period].get(params) as { spent: number }).spent, readAt: now };
+      const value = this.source?.read(scope, period, { since, until }) ?? (this.statements[scope.level][period].get(params) as { spent: number }).spent;
+      cached = { value, readAt: now };
       this.cache.set(read, cached);
       // The read includes everything committed until now: count commits afresh from here.
       this.committedSinceRead.delete(read);

@@ -39,19 +39,25 @@ export function toCliError(error: unknown): CliError {
 }
 
 /** The admin operations selected by the global options. */
-function openOps(command: Command): AdminOps {
+async function openOps(command: Command): Promise<AdminOps> {
   const global = command.optsWithGlobals<GlobalOptions>();
   if (global.url !== undefined) {
     const token = global.adminToken ?? loadConfig().adminToken;
     return remoteAdminOps(global.url, token);
   }
-  const path = global.db ?? loadConfig().dbPath;
-  return localAdminOps(openDatabase(path), { closeDatabase: true });
+  const config = loadConfig();
+  // Replicas keep keys and spend in PostgreSQL; --db still opens a local file on purpose.
+  if (global.db === undefined && config.databaseUrl !== undefined) {
+    // Loaded only here: every other CLI run starts without the PostgreSQL driver.
+    const [{ pgAdminOps }, { openPg }] = await Promise.all([import('../admin/pg-ops.js'), import('../db/pg.js')]);
+    return pgAdminOps(openPg(config.databaseUrl), { closePool: true });
+  }
+  return localAdminOps(openDatabase(global.db ?? config.dbPath), { closeDatabase: true });
 }
 
 /** Runs `fn` with the ops and always closes them. */
 export async function withOps<T>(command: Command, fn: (ops: AdminOps) => Promise<T>): Promise<T> {
-  const ops = openOps(command);
+  const ops = await openOps(command);
   try {
     return await fn(ops);
   } finally {

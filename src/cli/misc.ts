@@ -12,17 +12,33 @@ const ENDPOINTS: Endpoint[] = ['chat', 'completions', 'embeddings', 'responses']
 export function registerMiscCommands(program: Command): void {
   program
     .command('migrate')
-    .description('create or upgrade the SQLite database (serve does this on start too)')
+    .description('create or upgrade the SQLite database, and PostgreSQL when TOLLGATE_DATABASE_URL is set (serve does this on start too)')
     .option('--json', 'print JSON')
-    .action((options: { json?: boolean }, command: Command) => {
-      const path = command.optsWithGlobals<GlobalOptions>().db ?? loadConfig().dbPath;
+    .action(async (options: { json?: boolean }, command: Command) => {
+      const config = loadConfig();
+      const path = command.optsWithGlobals<GlobalOptions>().db ?? config.dbPath;
       const database = openDatabase(path, { migrate: false });
+      let applied: number;
       try {
-        const applied = applyMigrations(database.sqlite);
-        if (options.json) printJson({ db: path, applied });
-        else print(applied === 0 ? `${path} is up to date` : `${path}: applied ${applied} migration(s)`);
+        applied = applyMigrations(database.sqlite);
       } finally {
         database.close();
+      }
+      let pgApplied: number | undefined;
+      if (config.databaseUrl !== undefined) {
+        // Under an advisory lock: nodes migrating together apply each migration once (src/db/pg.ts).
+        const { migratePg, openPg } = await import('../db/pg.js');
+        const pool = openPg(config.databaseUrl);
+        try {
+          pgApplied = await migratePg(pool);
+        } finally {
+          await pool.end();
+        }
+      }
+      if (options.json) printJson({ db: path, applied, ...(pgApplied === undefined ? {} : { postgres: { applied: pgApplied } }) });
+      else {
+        print(applied === 0 ? `${path} is up to date` : `${path}: applied ${applied} migration(s)`);
+        if (pgApplied !== undefined) print(pgApplied === 0 ? 'PostgreSQL is up to date' : `PostgreSQL: applied ${pgApplied} migration(s)`);
       }
     });
 

@@ -19,7 +19,7 @@ import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewK
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,99}$/;
 
-function checkName(name: string, what: 'key' | 'tenant'): string {
+export function checkName(name: string, what: 'key' | 'tenant'): string {
   const trimmed = name.trim();
   if (!NAME_PATTERN.test(trimmed)) {
     throw new TollgateError(
@@ -31,7 +31,7 @@ function checkName(name: string, what: 'key' | 'tenant'): string {
   return trimmed;
 }
 
-function checkPolicy(policy: Policy): Policy {
+export function checkPolicy(policy: Policy): Policy {
   try {
     validatePolicy(policy);
   } catch (error) {
@@ -368,7 +368,7 @@ function toAuthKey(row: ApiKeyRow): AuthKey {
   };
 }
 
-function mergePolicy(
+export function mergePolicy(
   current: Policy,
   patch: {
     limits?: readonly LimitSpec[] | undefined;

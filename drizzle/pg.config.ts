@@ -1,0 +1,8 @@
+/** drizzle-kit configuration for PostgreSQL: `npm run db:generate:pg` writes migrations to drizzle/pg/. */
+import { defineConfig } from 'drizzle-kit';
+
+export default defineConfig({
+  dialect: 'postgresql',
+  schema: './src/db/pg-schema.ts',
+  out: './drizzle/pg',
+});

@@ -1,0 +1,179 @@
+/**
+ * Budgets on a replica: what a key or tenant has spent across every node.
+ *
+ *   spent = PostgreSQL's rollups, as of a query started at T (every node's
+ *           shipped rows; refreshed in the background, at most every
+ *           `refreshMs`, never awaited on the request path)
+ *         + what this node shipped after T (the shipper reports each batch)
+ *         + what this node recorded and has not shipped yet (its outbox)
+ *
+ * and the SpendTracker (spend-tracker.ts) adds what this node commits and
+ * queues after that. This node's own spend is therefore exact; a batch
+ * shipped while the query ran may count twice until the next refresh (the
+ * safe side). What another node spent reaches this one once that node has
+ * shipped it and this one has refreshed: the bound (README "Running
+ * replicas") is each other node's spend over its shipping lag plus
+ * `refreshMs`. While PostgreSQL is unreachable, the last answer stands and
+ * only this node's own spend moves it.
+ *
+ * A scope seen for the first time takes its answer from the last snapshot
+ * of every key's and tenant's spend (`loadAll`, at start and every few
+ * seconds), so the first request of a key on a node — the one that seeds a
+ * shared Redis counter — already counts the other nodes. Before the first
+ * snapshot the tracker falls back to this node's own rollups.
+ */
+import type Database from 'better-sqlite3';
+import type { TollgateDatabase } from '../db/open.js';
+import type { PgPool } from '../db/pg.js';
+import { calendarDay, dayEndMs, dayStartMs, periodStart, type BudgetPeriod } from '../calendar.js';
+import { enableOutbox } from '../ledger/shipper.js';
+import type { SpendChange, SpendRead, SpendScope } from './spend-tracker.js';
+
+interface Known {
+  value: number;
+  /** When the query behind `value` started. */
+  queriedAt: number;
+  refreshing: boolean;
+}
+
+interface Shipped {
+  readonly at: number;
+  readonly change: SpendChange;
+}
+
+export interface PgSpendOptions {
+  readonly refreshMs?: number;
+  readonly now?: () => number;
+  readonly onError?: (error: unknown) => void;
+}
+
+export class PgSpendSource {
+  private readonly pool: PgPool;
+  private readonly refreshMs: number;
+  private readonly now: () => number;
+  private readonly onError: ((error: unknown) => void) | undefined;
+  private readonly known = new Map<string, Known>();
+  /** When the last snapshot of every scope started, per period·start: a scope missing from it had spent nothing. */
+  private readonly snapshots = new Map<string, number>();
+  /** Batches shipped recently (older than every query in `known` are dropped). */
+  private shipped: Shipped[] = [];
+  private readonly unshipped: Readonly<Record<SpendScope['level'], Database.Statement>>;
+
+  constructor(pool: PgPool, database: TollgateDatabase, options: PgSpendOptions = {}) {
+    this.pool = pool;
+    this.refreshMs = options.refreshMs ?? 1000;
+    this.now = options.now ?? Date.now;
+    this.onError = options.onError;
+    enableOutbox(database);
+    // The outbox's rows of a scope: a new row PostgreSQL lacks whole; a settlement it holds at its estimate.
+    const of = (where: string) =>
+      database.sqlite.prepare(
+        `SELECT coalesce(sum(CASE WHEN o.is_new = 1 THEN (CASE WHEN l.status = 'pending' THEN l.est_cost_micros ELSE coalesce(l.cost_micros, 0) END)
+                                  WHEN l.status = 'pending' THEN 0 ELSE coalesce(l.cost_micros, 0) - l.est_cost_micros END), 0) AS spent
+         FROM (SELECT request_id, max(is_new) AS is_new FROM ledger_outbox GROUP BY request_id) AS o
+         JOIN ledger AS l ON l.request_id = o.request_id
+         WHERE ${where} AND l.created_at >= @from AND l.created_at < @to`,
+      );
+    this.unshipped = { key: of('l.key_id = @id'), tenant: of('l.tenant_id = @id') };
+  }
+
+  /**
+   * Every key's and tenant's spend in the current day, month and in total, in
+   * three queries: the answer for scopes not read yet.
+   */
+  async loadAll(): Promise<void> {
+    const startedAt = this.now();
+    const today = calendarDay(startedAt);
+    const month = periodStart('month', startedAt);
+    const byKeyAndTenant = (table: string, where: string) =>
+      `SELECT 'key' AS level, r.key_id AS id, sum(r.cost_micros) AS spent FROM ${table} r WHERE ${where} GROUP BY r.key_id
+       UNION ALL
+       SELECT 'tenant', k.tenant_id, sum(r.cost_micros) FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE k.tenant_id IS NOT NULL AND ${where} GROUP BY k.tenant_id`;
+    const reads: Array<[BudgetPeriod, string, string, unknown[]]> = [
+      ['day', today, byKeyAndTenant('rollups_daily', 'r.day = $1'), [today]],
+      ['month', month, byKeyAndTenant('rollups_monthly', 'r.month = $1'), [month.slice(0, 7)]],
+      ['total', periodStart('total', startedAt), byKeyAndTenant('rollups_lifetime', 'true'), []],
+    ];
+    for (const [period, since, text, values] of reads) {
+      const rows = (await this.pool.query<{ level: SpendScope['level']; id: string; spent: number }>(text, values)).rows;
+      this.snapshots.set(`${period}|${since}`, startedAt);
+      for (const row of rows) {
+        const id = `${row.level}:${row.id}|${period}|${since}`;
+        const known = this.known.get(id);
+        if (known === undefined) this.known.set(id, { value: row.spent, queriedAt: startedAt, refreshing: false });
+        else if (!known.refreshing && known.queriedAt < startedAt) {
+          known.value = row.spent;
+          known.queriedAt = startedAt;
+        }
+      }
+    }
+  }
+
+  /** The shipper committed a batch to PostgreSQL. */
+  shippedBatch(changes: readonly SpendChange[]): void {
+    const at = this.now();
+    for (const change of changes) this.shipped.push({ at, change });
+  }
+
+  /** The spend of `scope` over the UTC days [since, until] across every node, or undefined when PostgreSQL has not answered yet. */
+  read(scope: SpendScope, period: BudgetPeriod, read: SpendRead): number | undefined {
+    const id = `${scope.level}:${scope.id}|${period}|${read.since}`;
+    const now = this.now();
+    let known = this.known.get(id);
+    if (known === undefined) {
+      known = { value: 0, queriedAt: this.snapshots.get(`${period}|${read.since}`) ?? -1, refreshing: false };
+      this.known.set(id, known);
+    }
+    if (!known.refreshing && (known.queriedAt < 0 || now - known.queriedAt >= this.refreshMs)) void this.refresh(known, scope, period, read);
+    if (known.queriedAt < 0) return undefined;
+    // 'total' starts at '0000-00-00', which is no date.
+    const from = period === 'total' ? 0 : dayStartMs(read.since);
+    const to = dayEndMs(read.until);
+    const local = (this.unshipped[scope.level].get({ id: scope.id, from, to }) as { spent: number }).spent;
+    let since = 0;
+    for (const { at, change } of this.shipped) {
+      if (at < known.queriedAt || change.day < read.since || change.day > read.until) continue;
+      if (scope.level === 'key' ? change.keyId === scope.id : change.tenantId === scope.id) since += change.microUsd;
+    }
+    return known.value + since + local;
+  }
+
+  private async refresh(known: Known, scope: SpendScope, period: BudgetPeriod, read: SpendRead): Promise<void> {
+    known.refreshing = true;
+    const startedAt = this.now();
+    try {
+      const query = spentQuery(scope, period, read);
+      const result = await this.pool.query<{ spent: number }>(query.text, query.values);
+      known.value = result.rows[0]?.spent ?? 0;
+      known.queriedAt = startedAt;
+      this.forgetShipped();
+    } catch (error) {
+      this.onError?.(error);
+    } finally {
+      known.refreshing = false;
+    }
+  }
+
+  /** Batches older than the oldest answer still in use count nowhere any more. */
+  private forgetShipped(): void {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const known of this.known.values()) if (known.queriedAt >= 0) oldest = Math.min(oldest, known.queriedAt);
+    if (this.shipped.length > 0 && this.shipped[0]!.at < oldest) this.shipped = this.shipped.filter((s) => s.at >= oldest);
+  }
+}
+
+/** The same reads as the SQLite tracker's (spend-tracker.ts): the rollup that holds the period whole, less days filed after today. */
+function spentQuery(scope: SpendScope, period: BudgetPeriod, read: SpendRead): { text: string; values: unknown[] } {
+  const of = (table: string, where: string) =>
+    scope.level === 'key'
+      ? `SELECT coalesce(sum(cost_micros), 0) FROM ${table} WHERE key_id = $1 AND ${where}`
+      : `SELECT coalesce(sum(r.cost_micros), 0) FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE k.tenant_id = $1 AND ${where}`;
+  if (period === 'day') return { text: `SELECT (${of('rollups_daily', 'day >= $2 AND day <= $3')}) AS spent`, values: [scope.id, read.since, read.until] };
+  if (period === 'month') {
+    return {
+      text: `SELECT (${of('rollups_monthly', 'month = $2')}) - (${of('rollups_daily', 'day > $3 AND day < $4')}) AS spent`,
+      values: [scope.id, read.since.slice(0, 7), read.until, `${read.since.slice(0, 7)}-99`],
+    };
+  }
+  return { text: `SELECT (${of('rollups_lifetime', 'true')}) - (${of('rollups_daily', 'day > $2')}) AS spent`, values: [scope.id, read.until] };
+}

@@ -1,0 +1,181 @@
+/**
+ * The PostgreSQL schema (drizzle), for `TOLLGATE_DATABASE_URL`: the same
+ * tables, columns and meaning as the SQLite schema in schema.ts (read its
+ * header for the units and the ledger invariants), shared by every node.
+ * Migrations in `drizzle/pg/` are generated from this file with
+ * `npm run db:generate:pg`; the hand-written ones are drizzle-kit "custom"
+ * migrations (0001: change notifications for the nodes' key caches).
+ *
+ * Differences from SQLite, all about types: times, money and counters are
+ * `bigint` (a lifetime rollup outgrows 32 bits), read as JS numbers (exact up
+ * to 2^53); booleans are `boolean`. The monthly, all-keys daily and lifetime
+ * rollups are written by the shipper (src/ledger/shipper.ts) in the same
+ * transaction as the daily ones, not by triggers.
+ */
+import { sql } from 'drizzle-orm';
+import { bigint, boolean, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+
+/** A bigint column read as a JS number. */
+function big(name: string) {
+  return bigint(name, { mode: 'number' });
+}
+
+export const tenants = pgTable(
+  'tenants',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    policy: text('policy').notNull().default('{"limits":[]}'),
+    createdAt: big('created_at').notNull(),
+    updatedAt: big('updated_at').notNull(),
+    version: big('version').notNull().default(0),
+  },
+  (t) => [uniqueIndex('tenants_name_unique').on(t.name), index('tenants_version').on(t.version)],
+);
+
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    tenantId: text('tenant_id').references(() => tenants.id),
+    keyHash: text('key_hash').notNull(),
+    prefix: text('prefix').notNull(),
+    createdAt: big('created_at').notNull(),
+    updatedAt: big('updated_at').notNull(),
+    revokedAt: big('revoked_at'),
+    expiresAt: big('expires_at'),
+    rotatedAt: big('rotated_at'),
+    policy: text('policy').notNull().default('{"limits":[]}'),
+    metadata: text('metadata').notNull().default('{}'),
+    version: big('version').notNull().default(0),
+  },
+  (t) => [
+    uniqueIndex('api_keys_hash_unique').on(t.keyHash),
+    uniqueIndex('api_keys_live_name_unique')
+      .on(t.name)
+      .where(sql`revoked_at IS NULL`),
+    index('api_keys_prefix').on(t.prefix),
+    index('api_keys_tenant').on(t.tenantId),
+    index('api_keys_version').on(t.version),
+  ],
+);
+
+export const ledger = pgTable(
+  'ledger',
+  {
+    requestId: text('request_id').primaryKey(),
+    keyId: text('key_id')
+      .notNull()
+      .references(() => apiKeys.id),
+    tenantId: text('tenant_id'),
+    createdAt: big('created_at').notNull(),
+    completedAt: big('completed_at'),
+    endpoint: text('endpoint').notNull(),
+    model: text('model').notNull(),
+    stream: boolean('stream').notNull(),
+    status: text('status').notNull(),
+    httpStatus: big('http_status'),
+    estPromptTokens: big('est_prompt_tokens').notNull().default(0),
+    estCompletionTokens: big('est_completion_tokens').notNull().default(0),
+    estCostMicros: big('est_cost_micros').notNull().default(0),
+    promptTokens: big('prompt_tokens'),
+    cachedTokens: big('cached_tokens'),
+    completionTokens: big('completion_tokens'),
+    reasoningTokens: big('reasoning_tokens'),
+    costMicros: big('cost_micros'),
+    priceKnown: boolean('price_known').notNull().default(true),
+    usageSource: text('usage_source'),
+    latencyMs: big('latency_ms'),
+    ttftMs: big('ttft_ms'),
+    upstreamRequestId: text('upstream_request_id'),
+    errorCode: text('error_code'),
+  },
+  (t) => [
+    index('ledger_key_time').on(t.keyId, t.createdAt),
+    index('ledger_pending_key')
+      .on(t.keyId, t.createdAt)
+      .where(sql`status = 'pending'`),
+    index('ledger_key_429')
+      .on(t.keyId, t.createdAt)
+      .where(sql`http_status = 429`),
+    // Retention prunes raw rows by age (README "Running replicas").
+    index('ledger_created').on(t.createdAt),
+  ],
+);
+
+/** The counters every spend rollup keeps (hourly keeps fewer). */
+function spendCounters() {
+  return {
+    requests: big('requests').notNull().default(0),
+    promptTokens: big('prompt_tokens').notNull().default(0),
+    cachedTokens: big('cached_tokens').notNull().default(0),
+    completionTokens: big('completion_tokens').notNull().default(0),
+    reasoningTokens: big('reasoning_tokens').notNull().default(0),
+    costMicros: big('cost_micros').notNull().default(0),
+    errors: big('errors').notNull().default(0),
+    rejectedRateLimit: big('rejected_rate_limit').notNull().default(0),
+    rejectedBudget: big('rejected_budget').notNull().default(0),
+  };
+}
+
+export const dailyRollups = pgTable(
+  'rollups_daily',
+  {
+    keyId: text('key_id').notNull(),
+    day: text('day').notNull(),
+    model: text('model').notNull(),
+    ...spendCounters(),
+    lastRequestAt: big('last_request_at').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.day, t.model] }), index('rollups_daily_day').on(t.day)],
+);
+
+export const hourlyRollups = pgTable(
+  'rollups_hourly',
+  {
+    keyId: text('key_id').notNull(),
+    hour: big('hour').notNull(),
+    requests: big('requests').notNull().default(0),
+    promptTokens: big('prompt_tokens').notNull().default(0),
+    completionTokens: big('completion_tokens').notNull().default(0),
+    costMicros: big('cost_micros').notNull().default(0),
+    rejectedRateLimit: big('rejected_rate_limit').notNull().default(0),
+    rejectedBudget: big('rejected_budget').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.hour] }), index('rollups_hourly_hour').on(t.hour)],
+);
+
+export const monthlyRollups = pgTable(
+  'rollups_monthly',
+  {
+    month: text('month').notNull(),
+    keyId: text('key_id').notNull(),
+    model: text('model').notNull(),
+    ...spendCounters(),
+    lastRequestAt: big('last_request_at').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.month, t.keyId, t.model] })],
+);
+
+export const dailyTotalRollups = pgTable('rollups_daily_total', {
+  day: text('day').primaryKey(),
+  ...spendCounters(),
+});
+
+export const lifetimeRollups = pgTable('rollups_lifetime', {
+  keyId: text('key_id').primaryKey(),
+  ...spendCounters(),
+  lastRequestAt: big('last_request_at').notNull().default(0),
+});
+
+/**
+ * One row: raw ledger rows created before `pruned_before` (ms) have been, or
+ * are being, deleted by retention (src/ledger/retention.ts); the shipper
+ * ships nothing older. Its row exists from the migration on, so the
+ * shipper's FOR SHARE always has something to lock.
+ */
+export const ledgerRetention = pgTable('ledger_retention', {
+  id: integer('id').primaryKey(),
+  prunedBefore: big('pruned_before').notNull().default(0),
+});

@@ -1,0 +1,359 @@
+/**
+ * Keys and tenants in PostgreSQL: the same operations, checks and answers as
+ * the SQLite store (store.ts), for the CLI and the admin API of replicas.
+ *
+ * Every write takes one transaction-scoped advisory lock before it reads
+ * `max(version)`: writes are rare, and serializing them is what makes
+ * versions commit in order, so a node pulling "everything above the version I
+ * have" never skips a change committed late with a smaller number.
+ */
+import type pg from 'pg';
+import { TollgateError } from '../errors.js';
+import type { PgPool } from '../db/pg.js';
+import { PolicyError, type Policy } from '../limits/algorithm/policy.js';
+import { generateKey, hashKey, newId, visiblePrefix } from './key-format.js';
+import { readStoredPolicy } from './policy-json.js';
+import { checkName, checkPolicy, mergePolicy } from './store.js';
+import type { IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from './types.js';
+
+/** "tollgate-keys" as a lock id (distinct from the migration lock in src/db/pg.ts). */
+const KEYS_LOCK = '7813575385137752000';
+
+interface TenantRecord {
+  id: string;
+  name: string;
+  policy: string;
+  created_at: number;
+  updated_at: number;
+  version: number;
+}
+
+interface KeyRecord {
+  id: string;
+  name: string;
+  tenant_id: string | null;
+  key_hash: string;
+  prefix: string;
+  created_at: number;
+  updated_at: number;
+  revoked_at: number | null;
+  expires_at: number | null;
+  rotated_at: number | null;
+  policy: string;
+  metadata: string;
+  version: number;
+}
+
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
+export class PgKeyStore {
+  private readonly pool: PgPool;
+  private readonly now: () => number;
+
+  constructor(pool: PgPool, now: () => number = Date.now) {
+    this.pool = pool;
+    this.now = now;
+  }
+
+  private async write<T>(fn: (client: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [KEYS_LOCK]);
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async nextVersion(client: Queryable, table: 'api_keys' | 'tenants'): Promise<number> {
+    const result = await client.query<{ v: number }>(`SELECT coalesce(max(version), 0)::bigint AS v FROM ${table}`);
+    return (result.rows[0]?.v ?? 0) + 1;
+  }
+
+  // ---- tenants -------------------------------------------------------------
+
+  async createTenant(name: string, policy: Policy = { limits: [] }): Promise<TenantView> {
+    return this.write((client) => this.createTenantIn(client, name, policy));
+  }
+
+  private async createTenantIn(client: Queryable, name: string, policy: Policy): Promise<TenantView> {
+    const cleanName = checkName(name, 'tenant');
+    checkPolicy(policy);
+    if ((await this.findTenant(client, cleanName)) !== undefined) throw new TollgateError('conflict', `a tenant named "${cleanName}" already exists`);
+    const now = this.now();
+    const row: TenantRecord = {
+      id: newId('tn'),
+      name: cleanName,
+      policy: JSON.stringify(policy),
+      created_at: now,
+      updated_at: now,
+      version: await this.nextVersion(client, 'tenants'),
+    };
+    await client.query('INSERT INTO tenants (id, name, policy, created_at, updated_at, version) VALUES ($1, $2, $3, $4, $5, $6)', [
+      row.id,
+      row.name,
+      row.policy,
+      row.created_at,
+      row.updated_at,
+      row.version,
+    ]);
+    return this.tenantView(client, row);
+  }
+
+  private async ensureTenant(client: Queryable, name: string): Promise<TenantRecord> {
+    const existing = await this.findTenant(client, name.trim());
+    if (existing !== undefined) return existing;
+    const created = await this.createTenantIn(client, name, { limits: [] });
+    return (await this.findTenant(client, created.id))!;
+  }
+
+  async listTenants(): Promise<TenantView[]> {
+    const rows = (await this.pool.query<TenantRecord>('SELECT * FROM tenants ORDER BY name')).rows;
+    return Promise.all(rows.map((row) => this.tenantView(this.pool, row)));
+  }
+
+  async getTenant(ref: string): Promise<TenantView> {
+    return this.tenantView(this.pool, await this.requireTenant(this.pool, ref));
+  }
+
+  async updateTenant(ref: string, patch: TenantPatch): Promise<TenantView> {
+    return this.write(async (client) => {
+      const row = await this.requireTenant(client, ref);
+      const policy = checkPolicy(mergePolicy(policyOf(row.policy, `tenant ${row.name}`), patch));
+      const name = patch.name === undefined ? row.name : checkName(patch.name, 'tenant');
+      if (name !== row.name && (await this.findTenant(client, name)) !== undefined) {
+        throw new TollgateError('conflict', `a tenant named "${name}" already exists`);
+      }
+      const updated: TenantRecord = {
+        ...row,
+        name,
+        policy: JSON.stringify(policy),
+        updated_at: this.now(),
+        version: await this.nextVersion(client, 'tenants'),
+      };
+      await client.query('UPDATE tenants SET name = $2, policy = $3, updated_at = $4, version = $5 WHERE id = $1', [
+        row.id,
+        updated.name,
+        updated.policy,
+        updated.updated_at,
+        updated.version,
+      ]);
+      return this.tenantView(client, updated);
+    });
+  }
+
+  private async findTenant(client: Queryable, ref: string): Promise<TenantRecord | undefined> {
+    return (await client.query<TenantRecord>('SELECT * FROM tenants WHERE id = $1 OR name = $1 LIMIT 1', [ref])).rows[0];
+  }
+
+  private async requireTenant(client: Queryable, ref: string): Promise<TenantRecord> {
+    const row = await this.findTenant(client, ref);
+    if (row === undefined) throw new TollgateError('not_found', `no tenant "${ref}"`);
+    return row;
+  }
+
+  private async tenantView(client: Queryable, row: TenantRecord): Promise<TenantView> {
+    const count = await client.query<{ n: number }>('SELECT count(*)::bigint AS n FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL', [row.id]);
+    return {
+      id: row.id,
+      name: row.name,
+      policy: policyOf(row.policy, `tenant ${row.name}`),
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      keys: count.rows[0]?.n ?? 0,
+    };
+  }
+
+  // ---- keys ----------------------------------------------------------------
+
+  async createKey(input: NewKey): Promise<IssuedKey> {
+    const name = checkName(input.name, 'key');
+    const policy = checkPolicy(input.policy);
+    return this.write(async (client) => {
+      if ((await this.liveKeyNamed(client, name)) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
+      const tenant = input.tenant === undefined ? undefined : await this.ensureTenant(client, input.tenant);
+      const key = generateKey();
+      const now = this.now();
+      const row: KeyRecord = {
+        id: newId('key'),
+        name,
+        tenant_id: tenant?.id ?? null,
+        key_hash: hashKey(key),
+        prefix: visiblePrefix(key),
+        created_at: now,
+        updated_at: now,
+        revoked_at: null,
+        expires_at: input.expiresAt ?? null,
+        rotated_at: null,
+        policy: JSON.stringify(policy),
+        metadata: JSON.stringify(input.metadata ?? {}),
+        version: await this.nextVersion(client, 'api_keys'),
+      };
+      await client.query(
+        `INSERT INTO api_keys (id, name, tenant_id, key_hash, prefix, created_at, updated_at, revoked_at, expires_at, rotated_at, policy, metadata, version)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+        keyParams(row),
+      );
+      return { key, view: await this.keyView(client, row) };
+    });
+  }
+
+  async listKeys(options: { tenant?: string | undefined; includeRevoked?: boolean } = {}): Promise<KeyView[]> {
+    const tenantId = options.tenant === undefined ? null : (await this.requireTenant(this.pool, options.tenant)).id;
+    const rows = (
+      await this.pool.query<KeyRecord>(
+        `SELECT * FROM api_keys WHERE ($1::text IS NULL OR tenant_id = $1) AND ($2 OR revoked_at IS NULL) ORDER BY name, created_at`,
+        [tenantId, options.includeRevoked ?? false],
+      )
+    ).rows;
+    return Promise.all(rows.map((row) => this.keyView(this.pool, row)));
+  }
+
+  async getKey(ref: string): Promise<KeyView> {
+    return this.keyView(this.pool, await this.requireKey(this.pool, ref));
+  }
+
+  async updateKey(ref: string, patch: KeyPatch): Promise<KeyView> {
+    return this.write(async (client) => {
+      const row = await this.requireKey(client, ref);
+      if (row.revoked_at !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked and cannot be changed`);
+      const policy = checkPolicy(mergePolicy(policyOf(row.policy, `key ${row.name}`), patch));
+      const name = patch.name === undefined ? row.name : checkName(patch.name, 'key');
+      if (name !== row.name && (await this.liveKeyNamed(client, name)) !== undefined)
+        throw new TollgateError('conflict', `a key named "${name}" already exists`);
+      let tenantId = row.tenant_id;
+      if (patch.tenant === null) tenantId = null;
+      else if (patch.tenant !== undefined) tenantId = (await this.ensureTenant(client, patch.tenant)).id;
+      const metadata: Record<string, string> = { ...(JSON.parse(row.metadata) as Record<string, string>) };
+      for (const [label, value] of Object.entries(patch.metadata ?? {})) {
+        if (value === null) delete metadata[label];
+        else metadata[label] = value;
+      }
+      const updated: KeyRecord = {
+        ...row,
+        name,
+        tenant_id: tenantId,
+        policy: JSON.stringify(policy),
+        metadata: JSON.stringify(metadata),
+        expires_at: patch.expiresAt === undefined ? row.expires_at : patch.expiresAt,
+        updated_at: this.now(),
+        version: await this.nextVersion(client, 'api_keys'),
+      };
+      await this.saveKey(client, updated);
+      return this.keyView(client, updated);
+    });
+  }
+
+  async revokeKey(ref: string): Promise<KeyView> {
+    return this.write(async (client) => {
+      const row = await this.requireKey(client, ref);
+      if (row.revoked_at !== null) return this.keyView(client, row);
+      const now = this.now();
+      const updated: KeyRecord = { ...row, revoked_at: now, updated_at: now, version: await this.nextVersion(client, 'api_keys') };
+      await this.saveKey(client, updated);
+      return this.keyView(client, updated);
+    });
+  }
+
+  async rotateKey(ref: string): Promise<IssuedKey> {
+    return this.write(async (client) => {
+      const row = await this.requireKey(client, ref);
+      if (row.revoked_at !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked; create a new one instead`);
+      const key = generateKey();
+      const now = this.now();
+      const updated: KeyRecord = {
+        ...row,
+        key_hash: hashKey(key),
+        prefix: visiblePrefix(key),
+        rotated_at: now,
+        updated_at: now,
+        version: await this.nextVersion(client, 'api_keys'),
+      };
+      await this.saveKey(client, updated);
+      return { key, view: await this.keyView(client, updated) };
+    });
+  }
+
+  private async saveKey(client: Queryable, row: KeyRecord): Promise<void> {
+    await client.query(
+      `UPDATE api_keys SET name = $2, tenant_id = $3, key_hash = $4, prefix = $5, created_at = $6, updated_at = $7, revoked_at = $8,
+         expires_at = $9, rotated_at = $10, policy = $11, metadata = $12, version = $13 WHERE id = $1`,
+      keyParams(row),
+    );
+  }
+
+  /** Resolves a reference (id, visible prefix, or name) as the SQLite store does. */
+  private async requireKey(client: Queryable, ref: string): Promise<KeyRecord> {
+    const text = ref.trim();
+    const byId = (await client.query<KeyRecord>('SELECT * FROM api_keys WHERE id = $1', [text])).rows[0];
+    if (byId !== undefined) return byId;
+    const byPrefix = (await client.query<KeyRecord>('SELECT * FROM api_keys WHERE prefix = $1', [text])).rows;
+    if (byPrefix.length === 1) return byPrefix[0]!;
+    if (byPrefix.length > 1) {
+      throw new TollgateError('ambiguous_reference', `prefix ${text} matches several keys (${byPrefix.map((r) => r.id).join(', ')}); use an id`);
+    }
+    const live = await this.liveKeyNamed(client, text);
+    if (live !== undefined) return live;
+    const revoked = (await client.query<KeyRecord>('SELECT * FROM api_keys WHERE name = $1', [text])).rows;
+    if (revoked.length === 1) return revoked[0]!;
+    if (revoked.length > 1) {
+      throw new TollgateError('ambiguous_reference', `several revoked keys are named "${text}" (${revoked.map((r) => r.id).join(', ')}); use an id`);
+    }
+    throw new TollgateError('not_found', `no key "${text}" (give its id, name or prefix)`);
+  }
+
+  private async liveKeyNamed(client: Queryable, name: string): Promise<KeyRecord | undefined> {
+    return (await client.query<KeyRecord>('SELECT * FROM api_keys WHERE name = $1 AND revoked_at IS NULL', [name])).rows[0];
+  }
+
+  private async keyView(client: Queryable, row: KeyRecord): Promise<KeyView> {
+    const tenant =
+      row.tenant_id === null ? undefined : (await client.query<{ name: string }>('SELECT name FROM tenants WHERE id = $1', [row.tenant_id])).rows[0];
+    const status: KeyStatus = row.revoked_at !== null ? 'revoked' : row.expires_at !== null && row.expires_at <= this.now() ? 'expired' : 'active';
+    return {
+      id: row.id,
+      name: row.name,
+      tenantId: row.tenant_id,
+      tenant: tenant?.name ?? null,
+      prefix: row.prefix,
+      status,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      revokedAt: row.revoked_at,
+      expiresAt: row.expires_at,
+      rotatedAt: row.rotated_at,
+      policy: policyOf(row.policy, `key ${row.name}`),
+      metadata: JSON.parse(row.metadata) as Record<string, string>,
+    };
+  }
+}
+
+function keyParams(row: KeyRecord): unknown[] {
+  return [
+    row.id,
+    row.name,
+    row.tenant_id,
+    row.key_hash,
+    row.prefix,
+    row.created_at,
+    row.updated_at,
+    row.revoked_at,
+    row.expires_at,
+    row.rotated_at,
+    row.policy,
+    row.metadata,
+    row.version,
+  ];
+}
+
+function policyOf(text: string, owner: string): Policy {
+  const policy = readStoredPolicy(text);
+  if (policy instanceof PolicyError) throw new TollgateError('key_misconfigured', `${owner} has an invalid stored policy: ${policy.message}`);
+  return policy;
+}

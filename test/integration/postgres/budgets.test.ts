@@ -1,0 +1,117 @@
+/**
+ * Budgets across replicas without Redis: a node's view of a key's spend is
+ * PostgreSQL's rollups (every node's shipped rows) plus its own unshipped
+ * rows — its own spend counted once whether shipped or not, another node's
+ * once shipped and read.
+ */
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { PgSpendSource } from '../../../src/budgets/pg-spend.js';
+import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
+import { calendarDay } from '../../../src/calendar.js';
+import { PgKeyStore } from '../../../src/keys/pg-store.js';
+import { KeySync } from '../../../src/keys/pg-sync.js';
+import { LedgerShipper } from '../../../src/ledger/shipper.js';
+import { LedgerWriter, type PendingEntry } from '../../../src/ledger/writer.js';
+import { openTempDatabase, type TempDatabase } from '../../support/db.js';
+import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
+import { waitFor } from '../../support/wait.js';
+
+let pg: TempPostgres;
+let files: TempDatabase[];
+
+beforeEach(async () => {
+  pg = await createTempPostgres();
+  files = [openTempDatabase(), openTempDatabase()];
+});
+afterEach(async () => {
+  for (const file of files) file.remove();
+  await pg.drop();
+});
+
+const NOW = Date.parse('2026-11-22T12:00:00Z');
+
+function node(file: TempDatabase, clock: { now: number }) {
+  const source = new PgSpendSource(pg.pool, file.database, { refreshMs: 100, now: () => clock.now });
+  const tracker = new SpendTracker(file.database, { refreshMs: 100, source });
+  const writer = new LedgerWriter(file.database, { spend: tracker });
+  const shipper = new LedgerShipper(pg.pool, file.database, { onShipped: (result) => source.shippedBatch(result.changes) });
+  return { source, tracker, writer, shipper };
+}
+
+function entry(keyId: string, id: string, estCostMicros: number): PendingEntry {
+  return {
+    requestId: id,
+    keyId,
+    tenantId: null,
+    createdAt: NOW,
+    endpoint: 'chat',
+    model: 'gpt-4o',
+    stream: false,
+    estPromptTokens: 10,
+    estCompletionTokens: 10,
+    estCostMicros,
+    priceKnown: true,
+  };
+}
+
+it('counts every node’s shipped spend and this node’s unshipped spend, each once', async () => {
+  const keyId = (await new PgKeyStore(pg.pool).createKey({ name: 'shared', policy: { limits: [] } })).view.id;
+  for (const file of files) await new KeySync(pg.pool, file.database, { url: pg.url }).pull();
+  const clock = { now: NOW };
+  const a = node(files[0]!, clock);
+  const b = node(files[1]!, clock);
+  const scope = { level: 'key' as const, id: keyId };
+  const day = calendarDay(NOW);
+  const seen = (n: ReturnType<typeof node>, period: 'day' | 'month' | 'total' = 'day') => n.tracker.spent(scope, period, clock.now);
+  const settle = (n: ReturnType<typeof node>, id: string, costMicros: number) =>
+    n.writer.complete({
+      requestId: id,
+      completedAt: NOW,
+      status: 'ok',
+      httpStatus: 200,
+      promptTokens: 10,
+      cachedTokens: 0,
+      completionTokens: 5,
+      reasoningTokens: 0,
+      costMicros,
+      usageSource: 'reported',
+      latencyMs: 1,
+      ttftMs: null,
+      upstreamRequestId: null,
+      errorCode: null,
+    });
+  /** Moves the clock past the refresh interval until node `n` sees `expected`. */
+  const expectSeen = async (n: ReturnType<typeof node>, expected: number, period: 'day' | 'month' | 'total' = 'day') => {
+    await waitFor(
+      () => {
+        clock.now += 100;
+        return seen(n, period) === expected;
+      },
+      `${expected} micro-USD seen (last: ${seen(n, period)})`,
+    );
+  };
+
+  await a.writer.begin(entry(keyId, 'a1', 1000));
+  await b.writer.begin(entry(keyId, 'b1', 5000));
+  // Nothing shipped: each node knows only its own.
+  await expectSeen(a, 1000);
+  await expectSeen(b, 5000);
+  // B ships: A sees it once read.
+  await b.shipper.drain();
+  await expectSeen(a, 6000);
+  await expectSeen(b, 5000);
+  // A ships: its own spend moves from "unshipped" to PostgreSQL, counted once throughout; B sees it once read.
+  await a.shipper.drain();
+  expect(seen(a)).toBe(6000);
+  await expectSeen(a, 6000);
+  await expectSeen(b, 6000);
+  // A settles below the estimate; before and after shipping the settlement, the same.
+  settle(a, 'a1', 400);
+  expect(a.writer.flush()).toBe(true);
+  await expectSeen(a, 5400);
+  await a.shipper.drain();
+  await expectSeen(a, 5400);
+  await expectSeen(a, 5400, 'month');
+  await expectSeen(a, 5400, 'total');
+  expect(day).toBe('2026-11-22');
+});

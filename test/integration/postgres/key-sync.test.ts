@@ -1,0 +1,59 @@
+/**
+ * A node's copy of keys and tenants follows PostgreSQL whatever happened
+ * between two pulls — names handed from one key to another, a rotation, a
+ * tenant renamed — and its key cache answers as PostgreSQL would.
+ */
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { KeyCache } from '../../../src/keys/cache.js';
+import { PgKeyStore } from '../../../src/keys/pg-store.js';
+import { KeySync } from '../../../src/keys/pg-sync.js';
+import { KeyStore } from '../../../src/keys/store.js';
+import { openTempDatabase, type TempDatabase } from '../../support/db.js';
+import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
+
+let pg: TempPostgres;
+let local: TempDatabase;
+
+beforeEach(async () => {
+  pg = await createTempPostgres();
+  local = openTempDatabase();
+});
+afterEach(async () => {
+  local.remove();
+  await pg.drop();
+});
+
+it('applies a batch of changes that passes names between keys and tenants, in one pull', async () => {
+  const store = new PgKeyStore(pg.pool);
+  const sync = new KeySync(pg.pool, local.database, { url: pg.url });
+  const a = await store.createKey({ name: 'x', tenant: 'team-a', policy: { limits: [] } });
+  await store.createTenant('team-b');
+  expect(await sync.pull()).toBe(3);
+  const cache = new KeyCache(new KeyStore(local.database));
+  expect(cache.lookup(a.key)?.name).toBe('x');
+
+  // Between two pulls: x becomes y, a new key takes x, the tenants swap names, y is rotated.
+  await store.updateKey('x', { name: 'y' });
+  const b = await store.createKey({ name: 'x', tenant: 'team-b', policy: { limits: [] } });
+  await store.updateTenant('team-a', { name: 'team-tmp' });
+  await store.updateTenant('team-b', { name: 'team-a' });
+  await store.updateTenant('team-tmp', { name: 'team-b' });
+  const rotated = await store.rotateKey('y');
+  expect(await sync.pull()).toBeGreaterThanOrEqual(4);
+  cache.refresh();
+
+  const localStore = new KeyStore(local.database);
+  const pick = (k: { id: string; name: string; tenant: string | null; prefix: string; status: string }) => ({
+    id: k.id,
+    name: k.name,
+    tenant: k.tenant,
+    prefix: k.prefix,
+    status: k.status,
+  });
+  expect(localStore.listKeys({ includeRevoked: true }).map(pick)).toEqual((await store.listKeys({ includeRevoked: true })).map(pick));
+  expect(localStore.listTenants().map((t) => [t.id, t.name])).toEqual((await store.listTenants()).map((t) => [t.id, t.name]));
+  expect(cache.lookup(a.key)).toBeUndefined(); // rotated away
+  expect(cache.lookup(rotated.key)?.name).toBe('y');
+  expect(cache.lookup(b.key)?.name).toBe('x');
+  expect(await sync.pull()).toBe(0);
+});
