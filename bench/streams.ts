@@ -231,7 +231,9 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
       });
       socket.on('error', (error: NodeJS.ErrnoException) => {
         failed = true;
-        fail(`socket ${error.code ?? error.message} ${done ? 'after [DONE]' : `before [DONE], ${chunks < CHUNKS ? 'some chunks missing' : 'every chunk in'}`}`);
+        fail(
+          `socket ${error.code ?? error.message} ${status === '' ? 'before any response' : done ? 'after [DONE]' : chunks < CHUNKS ? 'mid-stream' : 'before [DONE]'}`,
+        );
       });
       socket.on('close', () => {
         open -= 1;
