@@ -3,13 +3,14 @@
  * and nothing else — no parsing, no auth, no accounting. Tollgate's overhead
  * is judged against this and against calling the upstream directly.
  *
- * Usage: tsx bench/bare-proxy.ts <upstream-base-url>   (prints {"url": …} when listening)
+ * Usage: tsx bench/bare-proxy.ts <upstream-base-url> [maxSockets]   (prints {"url": …} when listening;
+ * maxSockets defaults to 256, the many-streams bench raises it to hold every stream open)
  */
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 const upstream = new URL(process.argv[2] ?? 'http://127.0.0.1:1/v1');
-const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+const agent = new Agent({ keepAlive: true, maxSockets: Number(process.argv[3] ?? 256) });
 const basePath = upstream.pathname.replace(/\/+$/, '');
 
 const server = createServer((req, res) => {

@@ -1,14 +1,16 @@
 /**
  * `npm run bench`: every benchmark in one run, printed as one table and saved
  * as JSON in bench/results/. `--quick` for fewer rounds; `--only a,b` to pick
- * sections (proxy, estimate, ledger, limits, redis, dashboard).
+ * sections (proxy, estimate, ledger, limits, redis, dashboard, streams), or name them:
+ * `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) takes
+ * minutes, so it runs only when named.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { printTable, REPO_ROOT, type BenchResult } from './support.js';
 
-type Section = (options: { quick: boolean }) => Promise<BenchResult[]>;
+type Section = (options: { quick: boolean; priority?: number }) => Promise<BenchResult[]>;
 
 const SECTIONS: Record<string, () => Promise<Section>> = {
   proxy: async () => (await import('./proxy.js')).runProxyBench,
@@ -17,11 +19,17 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   limits: async () => (await import('./limits.js')).runLimitsBench,
   redis: async () => (await import('./redis.js')).runRedisBench,
   dashboard: async () => (await import('./dashboard.js')).runDashboardBench,
+  streams: async () => (await import('./streams.js')).runStreamsBench,
 };
+const OPT_IN = new Set(['streams']);
 
 const quick = process.argv.includes('--quick');
 const onlyIndex = process.argv.indexOf('--only');
-const only = onlyIndex === -1 ? Object.keys(SECTIONS) : (process.argv[onlyIndex + 1] ?? '').split(',');
+const priorityIndex = process.argv.indexOf('--priority');
+const priority = priorityIndex === -1 ? undefined : Number(process.argv[priorityIndex + 1]);
+const named = process.argv.slice(2).filter((arg, i, args) => !arg.startsWith('--') && args[i - 1] !== '--only' && args[i - 1] !== '--priority');
+const only =
+  onlyIndex !== -1 ? (process.argv[onlyIndex + 1] ?? '').split(',') : named.length > 0 ? named : Object.keys(SECTIONS).filter((name) => !OPT_IN.has(name));
 
 const results: BenchResult[] = [];
 for (const name of only) {
@@ -29,7 +37,7 @@ for (const name of only) {
   if (load === undefined) throw new Error(`unknown bench section "${name}" (known: ${Object.keys(SECTIONS).join(', ')})`);
   process.stderr.write(`bench: ${name}…\n`);
   const section = await load();
-  results.push(...(await section({ quick })));
+  results.push(...(await section(priority === undefined ? { quick } : { quick, priority })));
 }
 
 const machine = { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version };
