@@ -6,7 +6,9 @@
 -- ARGV[2]  amount to reserve, integer micro-USD (>= 0)
 -- ARGV[3]  seed: what the calling node's ledger says was spent in this period,
 --          used only when the counter does not exist yet (first use of the
---          period, or a Redis that lost its data)
+--          period, or a Redis that lost its data). A negative seed means "ask
+--          me": a missing counter is then not created and {2, 0, 0} returned,
+--          so the node can read the exact spend (replicas: PostgreSQL) first.
 -- ARGV[4]  time to live of a new counter, ms (0 = none, for lifetime budgets)
 -- ARGV[5]  least amount worth reserving (<= ARGV[2]); when the whole amount
 --          does not fit but this does, what is left of the budget is reserved
@@ -25,6 +27,9 @@ if spent then
   spent = tonumber(spent)
 else
   spent = tonumber(ARGV[3])
+  if spent < 0 then
+    return {2, 0, 0}
+  end
   local ttl = tonumber(ARGV[4])
   if ttl > 0 then
     redis.call('SET', KEYS[1], spent, 'PX', ttl)

@@ -8,6 +8,7 @@
  * Redis, loads the tokenizer and starts the background work; `close()` stops
  * everything in order once the HTTP server has stopped taking requests.
  */
+import type { BudgetCheck } from './budgets/check.js';
 import type { Hono } from 'hono';
 import { localAdminOps } from './admin/ops.js';
 import { pgAdminOps } from './admin/pg-ops.js';
@@ -106,6 +107,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       ? undefined
       : {
           failMode: config.failMode,
+          ...(replica === undefined ? {} : { exactSeed: (check: BudgetCheck) => replica.spend.exact(check.scope, check.budget.period, now()) }),
           store: new RedisBudgetStore(limiter.redis, {
             timeoutMs: config.redis?.timeoutMs ?? 1000,
             onCall: (ok) => {

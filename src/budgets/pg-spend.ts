@@ -138,6 +138,20 @@ export class PgSpendSource {
     return known.value + since + local;
   }
 
+  /**
+   * Every node's spend of `scope` in the period containing `now`, read from
+   * PostgreSQL now, plus this node's unshipped rows: what seeds a new shared
+   * budget counter (once per period and owner, never per request).
+   */
+  async exact(scope: SpendScope, period: BudgetPeriod, now: number): Promise<number> {
+    const read: SpendRead = { since: periodStart(period, now), until: calendarDay(now) };
+    const query = spentQuery(scope, period, read);
+    const shipped = (await this.pool.query<{ spent: number }>(query.text, query.values)).rows[0]?.spent ?? 0;
+    const from = period === 'total' ? 0 : dayStartMs(read.since);
+    const local = (this.unshipped[scope.level].get({ id: scope.id, from, to: dayEndMs(read.until) }) as { spent: number }).spent;
+    return Number(shipped) + local;
+  }
+
   private async refresh(known: Known, scope: SpendScope, period: BudgetPeriod, read: SpendRead): Promise<void> {
     known.refreshing = true;
     const startedAt = this.now();
@@ -168,7 +182,8 @@ function spentQuery(scope: SpendScope, period: BudgetPeriod, read: SpendRead): {
     scope.level === 'key'
       ? `SELECT coalesce(sum(cost_micros), 0) FROM ${table} WHERE key_id = $1 AND ${where}`
       : `SELECT coalesce(sum(r.cost_micros), 0) FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE k.tenant_id = $1 AND ${where}`;
-  if (period === 'day') return { text: `SELECT (${of('rollups_daily', 'day >= $2 AND day <= $3')}) AS spent`, values: [scope.id, read.since, read.until] };
+  if (period === 'day' || period === 'week')
+    return { text: `SELECT (${of('rollups_daily', 'day >= $2 AND day <= $3')}) AS spent`, values: [scope.id, read.since, read.until] };
   if (period === 'month') {
     return {
       text: `SELECT (${of('rollups_monthly', 'month = $2')}) - (${of('rollups_daily', 'day > $3 AND day < $4')}) AS spent`,

@@ -90,6 +90,7 @@ export class RedisBudgetStore {
     now: number,
     seed: (check: BudgetCheck) => number,
     least: number = amount,
+    exactSeed?: (check: BudgetCheck) => Promise<number>,
   ): Promise<{ decision: BudgetDecision; reservation: BudgetReservation | undefined }> {
     if (performance.now() < this.skipUntil) {
       this.onCall?.(false);
@@ -106,9 +107,13 @@ export class RedisBudgetStore {
         const key = this.counterKey(check, now);
         const end = periodEnd(check.budget.period, now);
         const ttl = end === undefined ? 0 : end - now + AFTER_PERIOD_MS;
-        const [admitted, spentBefore, granted] = await this.withTimeout(
-          this.redis[COMMAND]!(key, check.budget.microUsd, ask, seed(check), ttl, Math.min(least, ask)),
-        );
+        const call = (seeded: number) => this.withTimeout(this.redis[COMMAND]!(key, check.budget.microUsd, ask, seeded, ttl, Math.min(least, ask)));
+        let [admitted, spentBefore, granted] = await call(exactSeed === undefined ? seed(check) : -1);
+        if (Number(admitted) === 2) {
+          // A new counter, and this node can read the exact spend (once per period and owner).
+          const exact = await this.withTimeout(exactSeed!(check)).catch(() => seed(check));
+          [admitted, spentBefore, granted] = await call(Math.max(0, exact));
+        }
         const spent = Number(spentBefore);
         if (Number(admitted) !== 1) {
           giveBack();
@@ -181,6 +186,8 @@ export class RedisBudgetStore {
 export interface SharedBudgets {
   readonly store: RedisBudgetStore;
   readonly failMode: FailMode;
+  /** Replicas: the spend every node shipped, read when Redis has no counter yet (else the node's own). */
+  readonly exactSeed?: (check: BudgetCheck) => Promise<number>;
 }
 
 /** What the shared budgets said about one request. */
@@ -208,7 +215,7 @@ export async function reserveSharedBudgets(
   seed: (check: BudgetCheck) => number,
 ): Promise<SharedOutcome> {
   try {
-    const { decision, reservation } = await shared.store.reserve(checks, amount, now, seed, least);
+    const { decision, reservation } = await shared.store.reserve(checks, amount, now, seed, least, shared.exactSeed);
     if (!decision.ok) return { kind: 'refused', decision };
     return { kind: 'reserved', decision, reservation: reservation! };
   } catch (error) {
