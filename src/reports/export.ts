@@ -249,13 +249,18 @@ function ledgerExportStatement(query: LedgerExportQuery): { sql: string; params:
   };
 }
 
-/** Rows per chunk: one chunk is formatted in one event-loop turn. */
+/**
+ * One chunk is read and formatted in one event-loop turn: at most this many
+ * rows, and no longer than PAGE_MS (a row costs tens of microseconds, more on
+ * a busy machine), so requests waiting behind an export wait a few ms.
+ */
 const PAGE_ROWS = 1000;
+const PAGE_MS = 10;
 
 /**
  * The ledger rows of a period as text chunks (CSV with its header, or one
  * JSON object per line), in constant memory: a cursor over the rows, one
- * page of rows per chunk, the next page only when the consumer asks for it
+ * page of rows per chunk (up to 1,000 rows or 10 ms of work), the next page only when the consumer asks for it
  * (backpressure) and after the event loop has had a turn.
  *
  * It reads through its own read-only connection to the file, so the export's
@@ -273,15 +278,20 @@ export async function* exportLedger(databasePath: string, query: LedgerExportQue
       if (format === 'csv') yield csvLine(LEDGER_EXPORT_COLUMNS);
       for (;;) {
         let page = '';
-        let n = 0;
-        for (; n < PAGE_ROWS; n += 1) {
+        let done = false;
+        const deadline = performance.now() + PAGE_MS;
+        for (let n = 1; n <= PAGE_ROWS; n += 1) {
           const next = rows.next();
-          if (next.done === true) break;
+          if (next.done === true) {
+            done = true;
+            break;
+          }
           const record = exportRecord(next.value);
           page += format === 'csv' ? csvLine(Object.values(record)) : `${JSON.stringify(record)}\n`;
+          if (n % 50 === 0 && performance.now() > deadline) break;
         }
         if (page !== '') yield page;
-        if (n < PAGE_ROWS) return;
+        if (done) return;
         await nextTurn();
       }
     } finally {
