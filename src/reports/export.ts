@@ -168,7 +168,7 @@ interface LedgerExportRow {
 }
 
 /** The exported record's fields, in column order. */
-export const LEDGER_EXPORT_COLUMNS = [
+const LEDGER_EXPORT_COLUMNS = [
   'request_id',
   'created_at',
   'completed_at',
