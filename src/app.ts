@@ -72,6 +72,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       adminToken: deps.admin.token,
       // The dashboard's session cookie opens the admin API's reads (not its writes).
       isAuthorized: (c) => isDashboardSession(c, deps.admin.token, (deps.now ?? Date.now)()),
+      databasePath: deps.database.path,
       ...(deps.now ? { now: deps.now } : {}),
     }),
   );

@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import { TollgateError } from '../errors.js';
 import { parseSince } from '../reports/spend.js';
 import type { SpendGrouping } from '../reports/spend.js';
+import { exportLedger, parseExportRange, spendReportCsv, textStream, type LedgerExportFormat } from '../reports/export.js';
 import type { Policy } from '../limits/algorithm/policy.js';
 import type { AdminOps } from './ops.js';
 import { createKeyBody, createTenantBody, updateKeyBody, updateTenantBody } from './wire.js';
@@ -20,6 +21,8 @@ export interface AdminRouteDeps {
   readonly now?: () => number;
   /** Extra ways in besides the bearer token (the dashboard's session cookie). */
   readonly isAuthorized?: (c: Context<AppEnv>) => boolean;
+  /** The SQLite file the ledger exports read (through their own read-only connection); no ledger exports without it. */
+  readonly databasePath?: string;
 }
 
 function digest(text: string): Buffer {
@@ -89,7 +92,7 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
   api.get('/tenants/:ref', async (c) => c.json(await deps.ops.getTenant(id(c))));
   api.patch('/tenants/:ref', async (c) => c.json(await deps.ops.updateTenant(id(c), await body(c, updateTenantBody))));
 
-  api.get('/spend', async (c) => {
+  const spendRequest = (c: Context<AppEnv>) => {
     const by = (c.req.query('by') ?? 'day') as SpendGrouping;
     if (!GROUPINGS.includes(by)) throw new TollgateError('invalid_value', `by must be one of ${GROUPINGS.join(', ')}`, { param: 'by' });
     let since: string;
@@ -100,8 +103,44 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
     } catch (error) {
       throw new TollgateError('invalid_value', (error as Error).message, { param: 'since' });
     }
-    return c.json(await deps.ops.spend({ key: c.req.query('key'), tenant: c.req.query('tenant'), since, until, by }));
+    return { key: c.req.query('key'), tenant: c.req.query('tenant'), since, until, by };
+  };
+  api.get('/spend', async (c) => c.json(await deps.ops.spend(spendRequest(c))));
+  api.get('/spend.csv', async (c) => {
+    const report = await deps.ops.spend(spendRequest(c));
+    return c.body(spendReportCsv(report), 200, {
+      'content-type': 'text/csv; charset=utf-8; header=present',
+      'content-disposition': `attachment; filename="tollgate-spend-${report.by}-${report.since}-${report.until}.csv"`,
+      'x-request-id': c.get('requestId'),
+    });
   });
+
+  const ledgerExport = async (c: Context<AppEnv>, format: LedgerExportFormat) => {
+    if (deps.databasePath === undefined || deps.databasePath === ':memory:')
+      throw new TollgateError('unknown_url', `Invalid URL (${c.req.method} ${c.req.path}).`);
+    let range: { sinceMs: number; untilMs: number; since: string; until: string };
+    try {
+      range = parseExportRange(c.req.query('since') ?? '7d', c.req.query('until'), now());
+    } catch (error) {
+      throw new TollgateError('invalid_value', (error as Error).message, { param: 'since' });
+    }
+    const keyRef = c.req.query('key');
+    const tenantRef = c.req.query('tenant');
+    // Unknown references fail here, before the 200 and the first byte.
+    const keyId = keyRef === undefined ? undefined : (await deps.ops.getKey(keyRef)).id;
+    const tenantId = tenantRef === undefined ? undefined : (await deps.ops.getTenant(tenantRef)).id;
+    const chunks = exportLedger(deps.databasePath, { sinceMs: range.sinceMs, untilMs: range.untilMs, keyId, tenantId }, format);
+    return new Response(textStream(chunks), {
+      status: 200,
+      headers: {
+        'content-type': format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/x-ndjson; charset=utf-8',
+        'content-disposition': `attachment; filename="tollgate-ledger-${range.since}-${range.until}.${format}"`,
+        'x-request-id': c.get('requestId'),
+      },
+    });
+  };
+  api.get('/ledger.csv', (c) => ledgerExport(c, 'csv'));
+  api.get('/ledger.ndjson', (c) => ledgerExport(c, 'ndjson'));
 
   return api;
 }

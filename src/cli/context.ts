@@ -4,6 +4,7 @@
  * errors mapped to exit codes (2 for bad input, 1 for everything else).
  */
 import type { Command } from 'commander';
+import { once } from 'node:events';
 import { loadConfig } from '../config.js';
 import { TollgateError } from '../errors.js';
 import { openDatabase } from '../db/open.js';
@@ -69,12 +70,37 @@ export async function withOps<T>(command: Command, fn: (ops: AdminOps) => Promis
 export interface Output {
   stdout(text: string): void;
   stderr(text: string): void;
+  /** Resolves true once stdout can take more, false when its reader is gone (streamed exports wait on it); absent = always true. */
+  drained?(): Promise<boolean>;
 }
 
-let output: Output = {
+let stdoutGone = false;
+
+/** Whether stdout still has a reader; a closed pipe (`| head`) ends a streamed export quietly instead of crashing on EPIPE. */
+async function stdoutDrained(): Promise<boolean> {
+  if (process.stdout.listenerCount('error') === 0) {
+    process.stdout.on('error', () => {
+      stdoutGone = true;
+    });
+  }
+  if (stdoutGone) return false;
+  if (!process.stdout.writableNeedDrain) return true;
+  try {
+    await Promise.race([once(process.stdout, 'drain'), once(process.stdout, 'close')]);
+  } catch {
+    stdoutGone = true;
+  }
+  return !stdoutGone && !process.stdout.destroyed;
+}
+
+/** The process's own streams (what the binary prints to). */
+export const processOutput: Output = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
+  drained: stdoutDrained,
 };
+
+let output: Output = processOutput;
 
 /** Directs printing to `next` until the returned function restores the previous output. */
 export function setOutput(next: Output): () => void {
@@ -87,6 +113,12 @@ export function setOutput(next: Output): () => void {
 
 export function printJson(value: unknown): void {
   output.stdout(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Writes a chunk of a long output and waits until stdout takes more (backpressure); false once nobody reads it any more. */
+export async function printChunk(text: string): Promise<boolean> {
+  output.stdout(text);
+  return (await output.drained?.()) ?? true;
 }
 
 export function print(text: string): void {

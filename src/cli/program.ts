@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { EXIT_USAGE, setOutput, toCliError, type Output } from './context.js';
 import { registerKeyCommands } from './keys.js';
+import { registerLedgerCommands } from './ledger-export.js';
 import { registerMiscCommands } from './misc.js';
 import { registerServeCommands } from './serve.js';
 import { registerSpendCommand } from './spend.js';
@@ -20,6 +21,7 @@ function buildProgram(output: Output): Command {
   registerServeCommands(program);
   registerKeyCommands(program);
   registerSpendCommand(program);
+  registerLedgerCommands(program);
   registerMiscCommands(program);
   configureEverywhere(program, output);
   return program;

@@ -1,10 +1,13 @@
 /** `tollgate spend`: spend per day, model, key or tenant, from the rollups. */
 import { Option, type Command } from 'commander';
 import { parseSince, type SpendGrouping, type SpendRow, type SpendTotals } from '../reports/spend.js';
+import { spendReportCsv } from '../reports/export.js';
 import { print, printJson, withOps } from './context.js';
 import { count, table, usd } from './format.js';
 
 const GROUPINGS: SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'total'];
+type SpendFormat = 'table' | 'json' | 'csv';
+const FORMATS: SpendFormat[] = ['table', 'json', 'csv'];
 
 function cells(group: string, row: SpendTotals): string[] {
   return [
@@ -27,22 +30,32 @@ export function registerSpendCommand(program: Command): void {
     .option('--since <when>', 'first day: 7d, today, month or YYYY-MM-DD', '7d')
     .option('--until <when>', 'last day (default today)')
     .addOption(new Option('--by <grouping>', 'group rows by').choices(GROUPINGS).default('day'))
-    .option('--json', 'print JSON')
-    .action(async (options: { key?: string; tenant?: string; since: string; until?: string; by: SpendGrouping; json?: boolean }, command: Command) => {
-      const since = parseSince(options.since);
-      const until = options.until === undefined ? undefined : parseSince(options.until);
-      const report = await withOps(command, (ops) => ops.spend({ key: options.key, tenant: options.tenant, since, until, by: options.by }));
-      if (options.json) {
-        printJson(report);
-        return;
-      }
-      const headers = [options.by === 'total' ? '' : options.by, 'requests', 'prompt tokens', 'completion tokens', 'cost', 'rejected', 'errors'];
-      const rows = report.rows.map((row: SpendRow) => cells(row.group, row));
-      rows.push(cells('total', report.total));
-      const scope = options.key !== undefined ? ` for key ${options.key}` : options.tenant !== undefined ? ` for tenant ${options.tenant}` : '';
-      print(
-        `Spend${scope}, ${report.since} to ${report.until} (UTC)${report.pending > 0 ? `; ${report.pending} request(s) in flight, counted at their estimate` : ''}\n\n`,
-      );
-      print(table(headers, rows, ['left', 'right', 'right', 'right', 'right', 'right', 'right']));
-    });
+    .addOption(new Option('--format <format>', 'output: an aligned table, JSON, or CSV (RFC 4180, exact USD)').choices(FORMATS).default('table'))
+    .option('--json', 'print JSON (same as --format json)')
+    .action(
+      async (
+        options: { key?: string; tenant?: string; since: string; until?: string; by: SpendGrouping; format: SpendFormat; json?: boolean },
+        command: Command,
+      ) => {
+        const since = parseSince(options.since);
+        const until = options.until === undefined ? undefined : parseSince(options.until);
+        const report = await withOps(command, (ops) => ops.spend({ key: options.key, tenant: options.tenant, since, until, by: options.by }));
+        if (options.json || options.format === 'json') {
+          printJson(report);
+          return;
+        }
+        if (options.format === 'csv') {
+          print(spendReportCsv(report));
+          return;
+        }
+        const headers = [options.by === 'total' ? '' : options.by, 'requests', 'prompt tokens', 'completion tokens', 'cost', 'rejected', 'errors'];
+        const rows = report.rows.map((row: SpendRow) => cells(row.group, row));
+        rows.push(cells('total', report.total));
+        const scope = options.key !== undefined ? ` for key ${options.key}` : options.tenant !== undefined ? ` for tenant ${options.tenant}` : '';
+        print(
+          `Spend${scope}, ${report.since} to ${report.until} (UTC)${report.pending > 0 ? `; ${report.pending} request(s) in flight, counted at their estimate` : ''}\n\n`,
+        );
+        print(table(headers, rows, ['left', 'right', 'right', 'right', 'right', 'right', 'right']));
+      },
+    );
 }

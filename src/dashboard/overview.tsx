@@ -180,6 +180,25 @@ export const OverviewPage: FC<{ view: OverviewView }> = ({ view }) => (
     <p class="subtitle">
       Today is {view.today} (UTC); this month started {view.monthStart}. In-flight requests count at their estimate until they settle.
     </p>
+    <p class="subtitle downloads">
+      Download this month's spend as CSV:{' '}
+      <a href={'/admin/api/spend.csv?since=month&by=day'} download>
+        by day
+      </a>
+      ,{' '}
+      <a href={'/admin/api/spend.csv?since=month&by=key'} download>
+        by key
+      </a>
+      ,{' '}
+      <a href={'/admin/api/spend.csv?since=month&by=model'} download>
+        by model
+      </a>
+      ; the raw rows:{' '}
+      <a href="/admin/api/ledger.csv?since=month" download>
+        ledger CSV
+      </a>
+      .
+    </p>
     <div class="cards">
       <Card label="Spend today" value={view.text.spendToday} bind="text.spendToday" detail={<span data-bind="text.pending">{view.text.pending}</span>} />
       <Card label="Spend this month" value={view.text.spendMonth} bind="text.spendMonth" />

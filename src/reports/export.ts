@@ -1,0 +1,318 @@
+/**
+ * Exports for finance and for other tools: the spend report as CSV, and the
+ * raw ledger rows of a period as CSV or NDJSON, streamed page by page.
+ *
+ * CSV is RFC 4180 (comma, CRLF, double quotes doubled) with a header row.
+ * Money is exact decimal USD ("0.000125", from integer micro-USD). Text
+ * cells come from clients and operators (key and tenant names, models, error
+ * codes), so they lose their control characters, and one that a spreadsheet
+ * would run as a formula (= + - @ first) is prefixed with a single quote
+ * (OWASP's "CSV injection" advice). Numbers are written by us and never
+ * prefixed.
+ */
+import Database from 'better-sqlite3';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { calendarDay, dayEndMs, dayStartMs } from '../calendar.js';
+import { formatMicrosFixed } from '../money.js';
+import { parseSince, type SpendReport, type SpendRow, type SpendTotals } from './spend.js';
+
+/** A cell: text (sanitized), a number or boolean (as is), or nothing (empty cell). */
+type Cell = string | number | boolean | null | undefined;
+
+// C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const FORMULA_START = /^\s*[=+\-@]/;
+const NEEDS_QUOTES = /[",]|^\s|\s$/;
+
+/** Text as one safe CSV cell: controls become spaces, formulas are defused with a leading `'`, quoted when needed. */
+export function csvText(text: string): string {
+  let clean = text.replace(CONTROL, ' ');
+  if (FORMULA_START.test(clean)) clean = `'${clean}`;
+  return NEEDS_QUOTES.test(clean) ? `"${clean.replace(/"/g, '""')}"` : clean;
+}
+
+function csvCell(cell: Cell): string {
+  if (cell === null || cell === undefined) return '';
+  if (typeof cell === 'string') return csvText(cell);
+  return String(cell);
+}
+
+/** One CSV record, CRLF-terminated. */
+export function csvLine(cells: readonly Cell[]): string {
+  return `${cells.map(csvCell).join(',')}\r\n`;
+}
+
+const TOTAL_COLUMNS = [
+  'requests',
+  'prompt_tokens',
+  'cached_tokens',
+  'completion_tokens',
+  'reasoning_tokens',
+  'cost_usd',
+  'errors',
+  'rejected_rate_limit',
+  'rejected_budget',
+] as const;
+
+function totalCells(row: SpendTotals): Cell[] {
+  return [
+    row.requests,
+    row.promptTokens,
+    row.cachedTokens,
+    row.completionTokens,
+    row.reasoningTokens,
+    formatMicrosFixed(row.costMicros),
+    row.errors,
+    row.rejectedRateLimit,
+    row.rejectedBudget,
+  ];
+}
+
+/**
+ * The spend report as CSV: one record per group (day, model, key, tenant),
+ * or one record for `by: total`. No total record among the groups, so a
+ * column's sum is the report's total.
+ */
+export function spendReportCsv(report: SpendReport): string {
+  const period: Cell[] = [report.since, report.until];
+  if (report.by === 'total') return csvLine(['since', 'until', ...TOTAL_COLUMNS]) + csvLine([...period, ...totalCells(report.total)]);
+  const byKey = report.by === 'key';
+  let text = csvLine(['since', 'until', report.by, ...(byKey ? ['key_id', 'key_prefix'] : []), ...TOTAL_COLUMNS]);
+  for (const row of report.rows as SpendRow[]) {
+    text += csvLine([...period, row.group, ...(byKey ? [row.keyId, row.prefix] : []), ...totalCells(row)]);
+  }
+  return text;
+}
+
+/** Which ledger rows to export: created in [sinceMs, untilMs), optionally of one key or tenant (by id). */
+export interface LedgerExportQuery {
+  readonly sinceMs: number;
+  readonly untilMs: number;
+  readonly keyId?: string | undefined;
+  readonly tenantId?: string | undefined;
+}
+
+export type LedgerExportFormat = 'csv' | 'ndjson';
+
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:\d{2})$/;
+
+function instant(text: string): number | undefined {
+  const trimmed = text.trim();
+  if (!INSTANT.test(trimmed)) return undefined;
+  const ms = Date.parse(trimmed);
+  if (Number.isNaN(ms)) throw new RangeError(`"${text}" is not a valid time`);
+  return ms;
+}
+
+/**
+ * The period of a ledger export: `since` and `until` as `tollgate spend`
+ * takes them (7d, today, month, YYYY-MM-DD: whole calendar days, `until`
+ * included, default today), or exact instants (`2026-11-01T12:00:00Z`,
+ * `until` excluded). The labels name the days, for file names.
+ */
+export function parseExportRange(
+  sinceText: string,
+  untilText: string | undefined,
+  now: number,
+): { readonly sinceMs: number; readonly untilMs: number; readonly since: string; readonly until: string } {
+  const sinceInstant = instant(sinceText);
+  const sinceMs = sinceInstant ?? dayStartMs(parseSince(sinceText, now));
+  const untilInstant = untilText === undefined ? undefined : instant(untilText);
+  const untilDay = untilText === undefined ? calendarDay(now) : untilInstant === undefined ? parseSince(untilText, now) : undefined;
+  const untilMs = untilInstant ?? dayEndMs(untilDay!);
+  if (untilMs <= sinceMs) throw new RangeError('the period is empty: --until must come after --since');
+  return { sinceMs, untilMs, since: calendarDay(sinceMs), until: untilDay ?? calendarDay(untilMs - 1) };
+}
+
+/**
+ * The exported columns: every ledger field (none is a secret; the ledger
+ * holds no key material) plus the key's name and prefix and the tenant's
+ * name. Listed, never `SELECT *`, so a column added later is exported only
+ * once someone decides it may be.
+ */
+const LEDGER_SELECT = `SELECT l.request_id, l.created_at, l.completed_at, l.key_id, k.name AS key_name, k.prefix AS key_prefix,
+  l.tenant_id, t.name AS tenant_name, l.endpoint, l.model, l.stream, l.status, l.http_status,
+  l.est_prompt_tokens, l.est_completion_tokens, l.est_cost_micros,
+  l.prompt_tokens, l.cached_tokens, l.completion_tokens, l.reasoning_tokens, l.cost_micros,
+  l.price_known, l.usage_source, l.latency_ms, l.ttft_ms, l.upstream_request_id, l.error_code`;
+
+interface LedgerExportRow {
+  request_id: string;
+  created_at: number;
+  completed_at: number | null;
+  key_id: string;
+  key_name: string;
+  key_prefix: string;
+  tenant_id: string | null;
+  tenant_name: string | null;
+  endpoint: string;
+  model: string;
+  stream: number;
+  status: string;
+  http_status: number | null;
+  est_prompt_tokens: number;
+  est_completion_tokens: number;
+  est_cost_micros: number;
+  prompt_tokens: number | null;
+  cached_tokens: number | null;
+  completion_tokens: number | null;
+  reasoning_tokens: number | null;
+  cost_micros: number | null;
+  price_known: number;
+  usage_source: string | null;
+  latency_ms: number | null;
+  ttft_ms: number | null;
+  upstream_request_id: string | null;
+  error_code: string | null;
+}
+
+/** The exported record's fields, in column order. */
+const LEDGER_EXPORT_COLUMNS = [
+  'request_id',
+  'created_at',
+  'completed_at',
+  'key_id',
+  'key_name',
+  'key_prefix',
+  'tenant_id',
+  'tenant_name',
+  'endpoint',
+  'model',
+  'stream',
+  'status',
+  'http_status',
+  'est_prompt_tokens',
+  'est_completion_tokens',
+  'est_cost_usd',
+  'prompt_tokens',
+  'cached_tokens',
+  'completion_tokens',
+  'reasoning_tokens',
+  'cost_usd',
+  'price_known',
+  'usage_source',
+  'latency_ms',
+  'ttft_ms',
+  'upstream_request_id',
+  'error_code',
+] as const;
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+const dollars = (micros: number | null): string | null => (micros === null ? null : formatMicrosFixed(micros));
+
+/** A ledger row as exported: ISO 8601 UTC times, exact USD strings, booleans. */
+function exportRecord(row: LedgerExportRow): Record<(typeof LEDGER_EXPORT_COLUMNS)[number], string | number | boolean | null> {
+  return {
+    request_id: row.request_id,
+    created_at: iso(row.created_at),
+    completed_at: iso(row.completed_at),
+    key_id: row.key_id,
+    key_name: row.key_name,
+    key_prefix: row.key_prefix,
+    tenant_id: row.tenant_id,
+    tenant_name: row.tenant_name,
+    endpoint: row.endpoint,
+    model: row.model,
+    stream: row.stream === 1,
+    status: row.status,
+    http_status: row.http_status,
+    est_prompt_tokens: row.est_prompt_tokens,
+    est_completion_tokens: row.est_completion_tokens,
+    est_cost_usd: dollars(row.est_cost_micros),
+    prompt_tokens: row.prompt_tokens,
+    cached_tokens: row.cached_tokens,
+    completion_tokens: row.completion_tokens,
+    reasoning_tokens: row.reasoning_tokens,
+    cost_usd: dollars(row.cost_micros),
+    price_known: row.price_known === 1,
+    usage_source: row.usage_source,
+    latency_ms: row.latency_ms,
+    ttft_ms: row.ttft_ms,
+    upstream_request_id: row.upstream_request_id,
+    error_code: row.error_code,
+  };
+}
+
+/** The SQL and parameters of an export; rows come in time order for one key (its index), else in the order written. */
+function ledgerExportStatement(query: LedgerExportQuery): { sql: string; params: Record<string, unknown> } {
+  const where = ['l.created_at >= @sinceMs', 'l.created_at < @untilMs'];
+  if (query.keyId !== undefined) where.push('l.key_id = @keyId');
+  if (query.tenantId !== undefined) where.push('l.tenant_id = @tenantId');
+  // CROSS JOIN keeps the ledger the outer loop, so rows stream in index or
+  // rowid order with no sort (a sort would read the whole period before the
+  // first row, in one blocking step).
+  const order = query.keyId !== undefined ? 'ORDER BY l.key_id, l.created_at' : 'ORDER BY l.rowid';
+  return {
+    sql: `${LEDGER_SELECT} FROM ledger l CROSS JOIN api_keys k ON k.id = l.key_id LEFT JOIN tenants t ON t.id = l.tenant_id WHERE ${where.join(' AND ')} ${order}`,
+    params: { sinceMs: query.sinceMs, untilMs: query.untilMs, keyId: query.keyId, tenantId: query.tenantId },
+  };
+}
+
+/**
+ * One chunk is read and formatted in one event-loop turn: at most this many
+ * rows, and no longer than PAGE_MS (a row costs tens of microseconds, more on
+ * a busy machine), so requests waiting behind an export wait a few ms.
+ */
+const PAGE_ROWS = 1000;
+const PAGE_MS = 10;
+
+/**
+ * The ledger rows of a period as text chunks (CSV with its header, or one
+ * JSON object per line), in constant memory: a cursor over the rows, one
+ * page of rows per chunk (up to 1,000 rows or 10 ms of work), the next page only when the consumer asks for it
+ * (backpressure) and after the event loop has had a turn.
+ *
+ * It reads through its own read-only connection to the file, so the export's
+ * cursor never blocks the ledger writer's connection; in WAL mode it reads
+ * one consistent snapshot while writes go on (the WAL cannot be
+ * checkpointed past that snapshot until the export ends).
+ */
+export async function* exportLedger(databasePath: string, query: LedgerExportQuery, format: LedgerExportFormat): AsyncGenerator<string, void, undefined> {
+  const sqlite = new Database(databasePath, { readonly: true, fileMustExist: true });
+  try {
+    sqlite.pragma('busy_timeout = 5000');
+    const { sql, params } = ledgerExportStatement(query);
+    const rows = sqlite.prepare(sql).iterate(params) as IterableIterator<LedgerExportRow>;
+    try {
+      if (format === 'csv') yield csvLine(LEDGER_EXPORT_COLUMNS);
+      for (;;) {
+        let page = '';
+        let done = false;
+        const deadline = performance.now() + PAGE_MS;
+        for (let n = 1; n <= PAGE_ROWS; n += 1) {
+          const next = rows.next();
+          if (next.done === true) {
+            done = true;
+            break;
+          }
+          const record = exportRecord(next.value);
+          page += format === 'csv' ? csvLine(Object.values(record)) : `${JSON.stringify(record)}\n`;
+          if (n % 50 === 0 && performance.now() > deadline) break;
+        }
+        if (page !== '') yield page;
+        if (done) return;
+        await nextTurn();
+      }
+    } finally {
+      rows.return?.();
+    }
+  } finally {
+    sqlite.close();
+  }
+}
+
+/** Chunks of text as a byte stream that pulls the next chunk only when the reader wants more. */
+export function textStream(chunks: AsyncGenerator<string, void, undefined>): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await chunks.next();
+      if (next.done === true) controller.close();
+      else controller.enqueue(encoder.encode(next.value));
+    },
+    async cancel() {
+      await chunks.return(undefined);
+    },
+  });
+}
