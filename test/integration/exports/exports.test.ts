@@ -95,9 +95,12 @@ beforeAll(async () => {
     });
   }
   writer.close();
-  // One more hostile model, through the proxy itself (here: the first request loads the tokenizer, which takes seconds).
+  // One more hostile model, through the proxy itself: refused (400, the name is not a model name) and
+  // recorded as a refusal row, which the ledger export must still defuse.
   const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: proxy.key, maxRetries: 0 });
-  await client.chat.completions.create({ model: '=HYPERLINK("http://evil.example")', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
+  await expect(
+    client.chat.completions.create({ model: '=HYPERLINK("http://evil.example")', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
+  ).rejects.toMatchObject({ status: 400 });
 });
 afterAll(async () => {
   database.close();
@@ -242,7 +245,8 @@ describe('formula injection', () => {
     expect(models).toContain("' =padded");
     expect(csvObjects(exports[0]!).some((row) => row.upstream_request_id === "'=upstream-id" && row.error_code === '')).toBe(true);
     expect(csvObjects(exports[0]!).some((row) => row.error_code === "'@err")).toBe(true);
-    expect(csvObjects(exports[2]!).map((row) => row.model)).toContain(`'=HYPERLINK("http://evil.example")`);
+    // The name sent through the proxy is not stored at all: its refusal row says (invalid).
+    expect(csvObjects(exports[2]!).map((row) => row.model)).toContain('(invalid)');
     // NDJSON is data, not a spreadsheet: the text is kept as it was.
     expect((await text(`/ledger.ndjson?${period}`)).split('\n').some((line) => line.includes('"model":"=HYPERLINK'))).toBe(true);
   });
