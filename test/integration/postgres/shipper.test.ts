@@ -53,7 +53,9 @@ function completion(id: string, i: number): Completion {
     cachedTokens: i % 4,
     completionTokens: 20 + i,
     reasoningTokens: i % 3,
-    costMicros: 26 + i * 7,
+    // The priced dimensions (drizzle/0007), on some rows only, as the upstream reports them.
+    ...(i % 2 === 1 ? { audioPromptTokens: 5 + i, audioCompletionTokens: i, serviceTier: i % 4 === 1 ? 'priority' : 'flex', toolCostMicros: 10_000 + i } : {}),
+    costMicros: 26 + i * 7 + (i % 2 === 1 ? 10_000 + i : 0),
     usageSource: 'reported',
     latencyMs: 10,
     ttftMs: null,
@@ -118,8 +120,11 @@ it('ships pending rows, settlements and refusals with rollups equal to SQLite’
   await expectSameRollups();
   const rows = await pg.pool.query<{ n: number }>('SELECT count(*)::bigint AS n FROM ledger');
   expect(rows.rows[0]!.n).toBe(43);
-  const settledLocally = local.database.sqlite.prepare(`SELECT request_id, status, cost_micros FROM ledger ORDER BY request_id`).all();
-  expect((await pg.pool.query(`SELECT request_id, status, cost_micros FROM ledger ORDER BY request_id`)).rows).toEqual(settledLocally);
+  // Every row as SQLite holds it, priced dimensions included, whether it reached PostgreSQL pending or settled.
+  const columns = 'request_id, status, cost_micros, audio_prompt_tokens, audio_completion_tokens, service_tier, tool_cost_micros';
+  const settledLocally = local.database.sqlite.prepare(`SELECT ${columns} FROM ledger ORDER BY request_id`).all();
+  expect(settledLocally.filter((row) => (row as { service_tier: string | null }).service_tier === 'priority').length).toBeGreaterThan(2);
+  expect((await pg.pool.query(`SELECT ${columns} FROM ledger ORDER BY request_id`)).rows).toEqual(settledLocally);
 });
 
 it('counts a row once however often, and in whatever order, its states are shipped', async () => {
