@@ -146,7 +146,17 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
 
-  const responses = createBackgroundResponses({ database, upstream, ledger, events, prices: config.prices, now, logger, settings: config.backgroundPoll });
+  const responses = createBackgroundResponses({
+    database,
+    upstream,
+    ledger,
+    events,
+    prices: config.prices,
+    now,
+    logger,
+    settings: config.backgroundPoll,
+    shared: replica?.pool,
+  });
   const pipeline: PipelineDeps = {
     keys,
     maxBodyBytes: config.maxBodyBytes,
