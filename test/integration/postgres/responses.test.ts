@@ -24,7 +24,9 @@ const paths = [tempDatabasePath().path, tempDatabasePath().path];
 beforeAll(async () => {
   pg = await createTempPostgres();
   fake = await startFakeUpstream({ apiKey: UPSTREAM_KEY });
-  [a, b] = await Promise.all(paths.map((path) => startHarness(fake, path, { TOLLGATE_DATABASE_URL: pg.url })));
+  const started = await Promise.all(paths.map((path) => startHarness(fake, path, { TOLLGATE_DATABASE_URL: pg.url })));
+  a = started[0]!;
+  b = started[1]!;
 }, 60_000);
 
 afterAll(async () => {
