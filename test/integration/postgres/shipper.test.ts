@@ -190,3 +190,35 @@ it('prunes raw rows older than the retention, keeps the rollups and pending rows
   expect(await rollups()).toEqual(before);
   expect(await pruneLedger(pg.pool, 7, now)).toBe(0);
 });
+
+it('ships who owns each stored response, and its deletion, which a stale copy shipped later never undoes', async () => {
+  const keyId = await setUpKey();
+  const sqlite = local.database.sqlite;
+  const remember = sqlite.prepare('INSERT INTO responses (id, key_id, request_id, created_at) VALUES (?, ?, ?, ?)');
+  // Remembered before the node became a replica: queued when it becomes one.
+  disableOutbox(local.database);
+  remember.run('resp_old', keyId, 'req_old', T0);
+  const shipper = new LedgerShipper(pg.pool, local.database);
+  remember.run('resp_new', keyId, 'req_new', T0 + 1);
+  expect(shipper.depth()).toBe(2);
+  await shipper.drain();
+  expect(shipper.depth()).toBe(0);
+  const shared = async () =>
+    (await pg.pool.query('SELECT id, key_id, request_id, created_at, deleted_at IS NOT NULL AS deleted FROM responses ORDER BY id')).rows;
+  expect(await shared()).toEqual([
+    { id: 'resp_new', key_id: keyId, request_id: 'req_new', created_at: T0 + 1, deleted: false },
+    { id: 'resp_old', key_id: keyId, request_id: 'req_old', created_at: T0, deleted: false },
+  ]);
+  sqlite.prepare('UPDATE responses SET deleted_at = ? WHERE id = ?').run(T0 + 5, 'resp_new');
+  await shipper.drain();
+  // A copy that never saw the deletion (another node's), shipped after it, and everything shipped twice: still deleted.
+  sqlite.prepare('UPDATE responses SET deleted_at = NULL WHERE id = ?').run('resp_new');
+  disableOutbox(local.database);
+  enableOutbox(local.database);
+  expect(shipper.depth()).toBe(2);
+  await shipper.drain();
+  expect((await shared()).map((row) => [row.id, row.deleted])).toEqual([
+    ['resp_new', true],
+    ['resp_old', false],
+  ]);
+});
