@@ -17,7 +17,8 @@
  * Needs a PostgreSQL server: TOLLGATE_BENCH_PG_URL (default
  * postgres://postgres@127.0.0.1:5432/postgres; trust auth, as on CI).
  *
- * Run: npx tsx bench/pg-scale.ts [--quick] [--rows N] [--keep]
+ * Run: npx tsx bench/pg-scale.ts [--quick] [--rows N] [--keep] [--reuse URL-of-a-kept-database]
+ * (`--reuse` measures again without loading; its prune then finds nothing left to delete).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -208,7 +209,8 @@ async function load(rows: number, label: string): Promise<Loaded> {
   const name = `tollgate_bench_${randomBytes(5).toString('hex')}`;
   await onServer((client) => client.query(`CREATE DATABASE ${name}`));
   const url = withDatabase(SERVER_URL, name);
-  const pool = openPg(url, { max: 8 });
+  // The pool a node opens (src/db/pg.ts: 4 connections), so the pages wait for connections as they would on a node.
+  const pool = openPg(url);
   await migratePg(pool);
   // One `now` for the rows and the pages; the CLI's own clock is a few seconds later (the same day, barring midnight).
   const now = Date.now();
@@ -285,6 +287,10 @@ async function load(rows: number, label: string): Promise<Loaded> {
   return { url, name, pool, now, timings };
 }
 
+function labelOf(rows: number): string {
+  return rows >= 1_000_000 ? `${(rows / 1_000_000).toFixed(rows % 1_000_000 === 0 ? 0 : 1)}M rows` : `${rows} rows`;
+}
+
 interface Target {
   readonly name: string;
   readonly path: string;
@@ -330,11 +336,19 @@ function runCli(url: string, args: readonly string[]): Promise<number> {
   });
 }
 
-export async function runPgScaleBench(options: { quick?: boolean; rows?: number; keep?: boolean } = {}): Promise<BenchResult[]> {
+/** A database kept by an earlier `--keep` run: measured again without loading (its `now` is just after its newest row). */
+async function reuse(url: string): Promise<Loaded> {
+  const pool = openPg(url);
+  await migratePg(pool);
+  const newest = (await pool.query<{ t: number }>('SELECT max(created_at) AS t FROM ledger')).rows[0]!.t;
+  return { url, name: new URL(url).pathname.slice(1), pool, now: newest + 1, timings: [] };
+}
+
+export async function runPgScaleBench(options: { quick?: boolean; rows?: number; keep?: boolean; reuse?: string } = {}): Promise<BenchResult[]> {
   const rows = options.rows ?? (options.quick ? 1_000_000 : 10_000_000);
   const runs = options.quick ? 10 : 25;
-  const label = rows >= 1_000_000 ? `${rows / 1_000_000}M rows` : `${rows} rows`;
-  const loaded = await load(rows, label);
+  const loaded = options.reuse === undefined ? await load(rows, labelOf(rows)) : await reuse(options.reuse);
+  const label = labelOf(options.reuse === undefined ? rows : (await loaded.pool.query<{ n: number }>('SELECT count(*) AS n FROM ledger')).rows[0]!.n);
   const results: BenchResult[] = [...loaded.timings];
   const { pool, now } = loaded;
   // The dashboard's own SQLite file is not read on a replica (a placeholder for the routes' other needs).
@@ -426,7 +440,7 @@ export async function runPgScaleBench(options: { quick?: boolean; rows?: number;
     database.close();
     for (const suffix of ['', '-wal', '-shm']) rmSync(scratch + suffix, { force: true });
     await pool.end();
-    if (options.keep) process.stderr.write(`pg-scale: kept ${loaded.url}\n`);
+    if (options.keep || options.reuse !== undefined) process.stderr.write(`pg-scale: kept ${loaded.url}\n`);
     else await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${loaded.name} WITH (FORCE)`));
   }
   return results;
@@ -435,7 +449,13 @@ export async function runPgScaleBench(options: { quick?: boolean; rows?: number;
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const rowsIndex = process.argv.indexOf('--rows');
   const rows = rowsIndex === -1 ? undefined : Number(process.argv[rowsIndex + 1]);
+  const reuseIndex = process.argv.indexOf('--reuse');
   printTable(
-    await runPgScaleBench({ quick: process.argv.includes('--quick'), keep: process.argv.includes('--keep'), ...(rows === undefined ? {} : { rows }) }),
+    await runPgScaleBench({
+      quick: process.argv.includes('--quick'),
+      keep: process.argv.includes('--keep'),
+      ...(rows === undefined ? {} : { rows }),
+      ...(reuseIndex === -1 ? {} : { reuse: process.argv[reuseIndex + 1]! }),
+    }),
   );
 }
