@@ -1,9 +1,9 @@
 /**
  * `npm run bench`: every benchmark in one run, printed as one table and saved
  * as JSON in bench/results/. `--quick` for fewer rounds; `--only a,b` to pick
- * sections (proxy, estimate, ledger, limits, redis, dashboard, streams), or name them:
- * `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) takes
- * minutes, so it runs only when named.
+ * sections (proxy, estimate, ledger, limits, redis, dashboard, streams, pg-scale), or name them:
+ * `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) and the
+ * PostgreSQL one at 10M rows (bench/pg-scale.ts) take minutes, so they run only when named.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -20,8 +20,9 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   redis: async () => (await import('./redis.js')).runRedisBench,
   dashboard: async () => (await import('./dashboard.js')).runDashboardBench,
   streams: async () => (await import('./streams.js')).runStreamsBench,
+  'pg-scale': async () => (await import('./pg-scale.js')).runPgScaleBench,
 };
-const OPT_IN = new Set(['streams']);
+const OPT_IN = new Set(['streams', 'pg-scale']);
 
 const quick = process.argv.includes('--quick');
 const onlyIndex = process.argv.indexOf('--only');

@@ -8,7 +8,7 @@ import { Hono } from 'hono';
 import type { AdminOps } from './admin/ops.js';
 import { createAdminRoutes, tokenMatches } from './admin/routes.js';
 import type { AppEnv } from './app-env.js';
-import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type LimitSnapshot } from './dashboard/index.js';
+import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type DashboardReads, type LimitSnapshot } from './dashboard/index.js';
 import type { TollgateDatabase } from './db/open.js';
 import { TollgateError, renderError } from './errors.js';
 import type { LedgerWriter } from './ledger/writer.js';
@@ -27,6 +27,8 @@ export interface AppDeps {
   readonly admin: { readonly ops: AdminOps; readonly token: string | undefined };
   /** The database the dashboard reads (rollups and the newest ledger rows). */
   readonly database: TollgateDatabase;
+  /** What the dashboard reads instead of `database` (PostgreSQL's, on a replica). */
+  readonly dashboardReads?: DashboardReads;
   /** The limiter's live view of a key's buckets, for the dashboard's key page. */
   readonly limitSnapshot?: LimitSnapshot;
   /** Flipped on SIGTERM: /readyz turns 503 and connections are closed after their response. */
@@ -60,6 +62,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   const dashboard = {
     database: deps.database,
+    reads: deps.dashboardReads,
     adminToken: deps.admin.token,
     limitSnapshot: deps.limitSnapshot,
     ...(deps.now ? { now: deps.now } : {}),

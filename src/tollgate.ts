@@ -17,7 +17,7 @@ import type { AppEnv } from './app-env.js';
 import { RedisBudgetStore } from './budgets/redis-budgets.js';
 import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config.js';
-import type { LimitSnapshot } from './dashboard/index.js';
+import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './db/open.js';
 import { createReplica, type Replica } from './db/replica.js';
@@ -146,7 +146,17 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
 
-  const responses = createBackgroundResponses({ database, upstream, ledger, events, prices: config.prices, now, logger, settings: config.backgroundPoll });
+  const responses = createBackgroundResponses({
+    database,
+    upstream,
+    ledger,
+    events,
+    prices: config.prices,
+    now,
+    logger,
+    settings: config.backgroundPoll,
+    shared: replica?.pool,
+  });
   const pipeline: PipelineDeps = {
     keys,
     maxBodyBytes: config.maxBodyBytes,
@@ -181,6 +191,8 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       token: config.adminToken,
     },
     database,
+    // A replica's dashboard shows every node (src/dashboard/pg-reads.ts).
+    ...(replica === undefined ? {} : { dashboardReads: new PgDashboardReads(replica.pool) }),
     ...('limitSnapshot' in overrides
       ? overrides.limitSnapshot
         ? { limitSnapshot: overrides.limitSnapshot }

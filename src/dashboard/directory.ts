@@ -47,12 +47,59 @@ export function keyStatusOf(key: Pick<KeyRecord, 'revokedAt' | 'expiresAt'>, now
 
 type ParsedPolicy = { readonly policy: Policy | undefined; readonly error: string | undefined };
 
-/** Reads the directory, keeping the last one while no key or tenant changed. */
-export class DirectoryReader {
-  private readonly statements;
+/** A key row as the directory's query returns it (policy as stored text). */
+export type StoredKeyRow = Omit<KeyRecord, 'policy' | 'policyError'> & { readonly policy: string };
+/** A tenant row as stored. */
+export type StoredTenantRow = { readonly id: string; readonly name: string; readonly policy: string };
+
+/**
+ * The parsed directory of one database, rebuilt only when the stored keys or
+ * tenants changed (their highest `version`s, the `signature`). The SQLite and
+ * PostgreSQL reads (reads.ts, pg-reads.ts) fetch the rows; this parses them.
+ */
+export class DirectoryCache {
   private cached: { signature: string; directory: Directory } | undefined;
   /** Parsed policies by their stored text. */
   private policies = new Map<string, ParsedPolicy>();
+
+  /** The directory read at `signature`, if nothing changed since. */
+  current(signature: string): Directory | undefined {
+    return this.cached?.signature === signature ? this.cached.directory : undefined;
+  }
+
+  /** Parses the rows read at `signature` (policy texts already parsed are not parsed again). */
+  build(signature: string, keyRows: readonly StoredKeyRow[], tenantRows: readonly StoredTenantRow[]): Directory {
+    const parsed = new Map<string, ParsedPolicy>();
+    const policyOf = (text: string): ParsedPolicy => {
+      let result = this.policies.get(text) ?? parsed.get(text);
+      if (result === undefined) {
+        const read = readStoredPolicy(text);
+        result = read instanceof PolicyError ? { policy: undefined, error: read.message } : { policy: read, error: undefined };
+      }
+      parsed.set(text, result);
+      return result;
+    };
+    const keys = keyRows.map((row): KeyRecord => {
+      const { policy, error } = policyOf(row.policy);
+      return { ...row, policy, policyError: error };
+    });
+    const tenants = tenantRows.map((row): TenantRecord => ({ id: row.id, name: row.name, policy: policyOf(row.policy).policy }));
+    this.policies = parsed;
+    const directory: Directory = {
+      keys,
+      keysById: new Map(keys.map((key) => [key.id, key])),
+      tenants,
+      tenantsById: new Map(tenants.map((tenant) => [tenant.id, tenant])),
+    };
+    this.cached = { signature, directory };
+    return directory;
+  }
+}
+
+/** Reads the directory from SQLite, keeping the last one while no key or tenant changed. */
+export class DirectoryReader {
+  private readonly statements;
+  private readonly cache = new DirectoryCache();
 
   constructor(sqlite: Database.Database) {
     this.statements = {
@@ -70,34 +117,9 @@ export class DirectoryReader {
   read(): Directory {
     const versions = this.statements.versions.get() as { keys: number; tenants: number };
     const signature = `${versions.keys}:${versions.tenants}`;
-    if (this.cached?.signature === signature) return this.cached.directory;
-    const parsed = new Map<string, ParsedPolicy>();
-    const policyOf = (text: string): ParsedPolicy => {
-      let result = this.policies.get(text) ?? parsed.get(text);
-      if (result === undefined) {
-        const read = readStoredPolicy(text);
-        result = read instanceof PolicyError ? { policy: undefined, error: read.message } : { policy: read, error: undefined };
-      }
-      parsed.set(text, result);
-      return result;
-    };
-    const keys = (this.statements.keys.all() as Array<Omit<KeyRecord, 'policy' | 'policyError'> & { policy: string }>).map((row): KeyRecord => {
-      const { policy, error } = policyOf(row.policy);
-      return { ...row, policy, policyError: error };
-    });
-    const tenants = (this.statements.tenants.all() as Array<{ id: string; name: string; policy: string }>).map((row): TenantRecord => ({
-      id: row.id,
-      name: row.name,
-      policy: policyOf(row.policy).policy,
-    }));
-    this.policies = parsed;
-    const directory: Directory = {
-      keys,
-      keysById: new Map(keys.map((key) => [key.id, key])),
-      tenants,
-      tenantsById: new Map(tenants.map((tenant) => [tenant.id, tenant])),
-    };
-    this.cached = { signature, directory };
-    return directory;
+    return (
+      this.cache.current(signature) ??
+      this.cache.build(signature, this.statements.keys.all() as StoredKeyRow[], this.statements.tenants.all() as StoredTenantRow[])
+    );
   }
 }

@@ -10,3 +10,5 @@ export type { LimitSnapshot } from './view-context.js';
 export type { OverviewView } from './overview.js';
 export type { KeysView } from './keys-page.js';
 export type { KeyPageView } from './key-page.js';
+export type { DashboardReads } from './reads.js';
+export { PgDashboardReads } from './pg-reads.js';

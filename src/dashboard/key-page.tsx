@@ -121,15 +121,25 @@ function limitItems(key: KeyRecord, snapshot: ReadonlyArray<LimitSnapshotEntry> 
 }
 
 /** One key's page, or undefined when there is no such key. */
-export function buildKeyPage(ctx: ViewContext, keyId: string): KeyPageView | undefined {
+export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<KeyPageView | undefined> {
   const { reads, now } = ctx;
-  const directory = reads.directory();
+  const directory = await reads.directory();
   const key = directory.keysById.get(keyId);
   if (key === undefined) return undefined;
   const { today: todayDay, monthStart } = periodDays(now);
-  const today = reads.keyTotals(key.id, todayDay, now);
-  const month = reads.keyTotals(key.id, monthStart, now);
-  const models = reads.keyModels(key.id, monthStart, now).map(({ model, totals }): ModelItem => {
+  const budgetSpec = key.policy?.budget;
+  // At once: on PostgreSQL each read is a round trip.
+  const [today, month, modelTotals, lifetimeCost, latestRows, recent429Rows, hourly, daily] = await Promise.all([
+    reads.keyTotals(key.id, todayDay, now),
+    reads.keyTotals(key.id, monthStart, now),
+    reads.keyModels(key.id, monthStart, now),
+    budgetSpec !== undefined && budgetSpec.period !== 'day' && budgetSpec.period !== 'month' ? reads.keyLifetimeCost(key.id, now) : 0,
+    reads.latestRequests(key.id, LATEST_ROWS),
+    reads.recent429s(key.id, RECENT_429_ROWS),
+    reads.hourlySeries(now, key.id),
+    reads.keyDailySeries(key.id, now),
+  ]);
+  const models = modelTotals.map(({ model, totals }): ModelItem => {
     const share = month.costMicros > 0 ? totals.costMicros / month.costMicros : 0;
     return {
       model,
@@ -143,13 +153,12 @@ export function buildKeyPage(ctx: ViewContext, keyId: string): KeyPageView | und
       },
     };
   });
-  const budgetSpec = key.policy?.budget;
   let budget: BudgetItem | null = null;
   if (budgetSpec !== undefined) {
-    const spent = budgetSpec.period === 'day' ? today.costMicros : budgetSpec.period === 'month' ? month.costMicros : reads.keyLifetimeCost(key.id, now);
+    const spent = budgetSpec.period === 'day' ? today.costMicros : budgetSpec.period === 'month' ? month.costMicros : lifetimeCost;
     budget = budgetItem('key', key.id, key.name, keyHref(key.id), budgetSpec, spent);
   }
-  const latest = reads.latestRequests(key.id, LATEST_ROWS).map((row) => requestItem(row, now));
+  const latest = latestRows.map((row) => requestItem(row, now));
   const lastUsedAt = latest[0]?.createdAt ?? null;
   const status = keyStatusOf(key, now);
   const snapshot = ctx.limitSnapshot?.(key.id);
@@ -173,10 +182,10 @@ export function buildKeyPage(ctx: ViewContext, keyId: string): KeyPageView | und
     limitsLive: ctx.limitSnapshot !== undefined,
     models,
     latest,
-    recent429: reads.recent429s(key.id, RECENT_429_ROWS).map((row) => requestItem(row, now)),
+    recent429: recent429Rows.map((row) => requestItem(row, now)),
     charts: {
-      hourly: chartOfHours(reads.hourlySeries(now, key.id), ['spend', 'tokens']),
-      daily: chartOfDays(reads.keyDailySeries(key.id, now), ['spend', 'tokens']),
+      hourly: chartOfHours(hourly, ['spend', 'tokens']),
+      daily: chartOfDays(daily, ['spend', 'tokens']),
     },
     text: {
       status,

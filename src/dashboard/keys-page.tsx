@@ -61,10 +61,9 @@ export interface KeysView {
 const STATUS_ORDER: Record<KeyStatus, number> = { active: 0, expired: 1, revoked: 2 };
 
 /** The keys table: filter, sort and one page, with each key's spend. */
-export function buildKeys(ctx: ViewContext, query: KeysQuery): KeysView {
+export async function buildKeys(ctx: ViewContext, query: KeysQuery): Promise<KeysView> {
   const { reads, now } = ctx;
-  const directory = reads.directory();
-  const spend = reads.spendByKey(now);
+  const [directory, spend] = await Promise.all([reads.directory(), reads.spendByKey(now)]);
   const tenantFilter =
     query.tenant === undefined
       ? undefined

@@ -64,10 +64,10 @@ const TOP_KEYS = 10;
 const TOP_BUDGETS = 12;
 
 /** The overview: today and this month over every key. */
-export function buildOverview(ctx: ViewContext): OverviewView {
+export async function buildOverview(ctx: ViewContext): Promise<OverviewView> {
   const { reads, now } = ctx;
-  const directory = reads.directory();
-  const spend = reads.spendByKey(now);
+  // At once: on PostgreSQL each read is a round trip.
+  const [directory, spend, hourly, daily] = await Promise.all([reads.directory(), reads.spendByKey(now), reads.hourlySeries(now), reads.dailySeries(now)]);
   const { todayTotal: today, monthTotal: month } = spend;
 
   const top = [...spend.monthByKey.entries()].sort((a, b) => b[1].costMicros - a[1].costMicros || a[0].localeCompare(b[0])).slice(0, TOP_KEYS);
@@ -139,8 +139,8 @@ export function buildOverview(ctx: ViewContext): OverviewView {
     topKeys,
     budgets: budgets.slice(0, TOP_BUDGETS),
     charts: {
-      hourly: chartOfHours(reads.hourlySeries(now), ['spend', 'requests', 'rejected']),
-      daily: chartOfDays(reads.dailySeries(now), ['spend', 'requests']),
+      hourly: chartOfHours(hourly, ['spend', 'requests', 'rejected']),
+      daily: chartOfDays(daily, ['spend', 'requests']),
     },
   };
 }

@@ -18,6 +18,11 @@
  *   and the 90-day chart).
  * - A key's page: querySpend for that key (a few hundred daily rows at most),
  *   the hourly rollups, and its newest ledger rows through an index.
+ *
+ * The pages read through {@link DashboardReads}: {@link SqliteDashboardReads}
+ * here (one host; prepared statements, answered at once inside the promise),
+ * or PostgreSQL's copy of the same tables on a replica (pg-reads.ts), so
+ * every node's dashboard shows the whole cluster.
  */
 import type { TollgateDatabase } from '../db/open.js';
 import { querySpend, type SpendReport, type SpendTotals } from '../reports/spend.js';
@@ -25,12 +30,12 @@ import { addDays, dayEndMs, dayStartMs, HOUR_MS, monthStartOf, calendarDay, peri
 import { DirectoryReader, type Directory } from './directory.js';
 
 /** Days of the long chart. */
-const CHART_DAYS = 90;
+export const CHART_DAYS = 90;
 /** Hours of the short chart. */
-const CHART_HOURS = 48;
+export const CHART_HOURS = 48;
 
 /** Nothing spent (days and keys without rollup rows). */
-const ZERO_TOTALS: SpendTotals = Object.freeze({
+export const ZERO_TOTALS: SpendTotals = Object.freeze({
   requests: 0,
   promptTokens: 0,
   cachedTokens: 0,
@@ -48,7 +53,7 @@ export interface PeriodTotals extends SpendTotals {
 }
 
 /** What the pages show of a key's month: its cost and requests. */
-interface KeySpend {
+export interface KeySpend {
   readonly requests: number;
   readonly costMicros: number;
 }
@@ -104,6 +109,30 @@ export interface RequestRow {
   readonly errorCode: string | null;
 }
 
+/** What the dashboard reads, from SQLite (one host) or PostgreSQL (replicas). */
+export interface DashboardReads {
+  /** Every key and tenant with parsed policies; re-read only when one of them changed. */
+  directory(): Promise<Directory>;
+  /** Spend of every key today, this month and in its lifetime, with the totals `tollgate spend` would print. */
+  spendByKey(now: number): Promise<SpendByKey>;
+  /** One key's cost from its first request to today (a budget "in total"). */
+  keyLifetimeCost(keyId: string, now: number): Promise<number>;
+  /** Spend per day over every key, the last {@link CHART_DAYS} days, oldest first. */
+  dailySeries(now: number): Promise<DayPoint[]>;
+  /** Spend per day of one key, the last {@link CHART_DAYS} days, oldest first. */
+  keyDailySeries(keyId: string, now: number): Promise<DayPoint[]>;
+  /** Spend per hour over every key (or one), the last {@link CHART_HOURS} hours. */
+  hourlySeries(now: number, keyId?: string): Promise<HourPoint[]>;
+  /** One key's totals from `since` to today (querySpend: the CLI's numbers). */
+  keyTotals(keyId: string, since: string, now: number): Promise<PeriodTotals>;
+  /** One key's spend by model since `since`, most expensive first. */
+  keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>>;
+  /** The newest ledger rows of a key. */
+  latestRequests(keyId: string, limit: number): Promise<RequestRow[]>;
+  /** The newest 429 answers of a key. */
+  recent429s(keyId: string, limit: number): Promise<RequestRow[]>;
+}
+
 /** A row as SQLite returns it (booleans are 0/1). */
 type RawRequestRow = Omit<RequestRow, 'stream'> & { readonly stream: number };
 
@@ -118,7 +147,7 @@ const REQUEST_COLUMNS = `request_id AS requestId, created_at AS createdAt, endpo
   coalesce(prompt_tokens, est_prompt_tokens) AS promptTokens, coalesce(completion_tokens, est_completion_tokens) AS completionTokens,
   coalesce(cost_micros, est_cost_micros) AS costMicros, latency_ms AS latencyMs, error_code AS errorCode`;
 
-function addTotals(a: SpendTotals, b: SpendTotals): SpendTotals {
+export function addTotals(a: SpendTotals, b: SpendTotals): SpendTotals {
   return {
     requests: a.requests + b.requests,
     promptTokens: a.promptTokens + b.promptTokens,
@@ -133,25 +162,25 @@ function addTotals(a: SpendTotals, b: SpendTotals): SpendTotals {
 }
 
 /** Only the SpendTotals fields (rows carry a group name or key id too). */
-function pickTotals(row: SpendTotals): SpendTotals {
+export function pickTotals(row: SpendTotals): SpendTotals {
   return addTotals(ZERO_TOTALS, row);
 }
 
-function withPending(totals: SpendTotals, pending: number): PeriodTotals {
+export function withPending(totals: SpendTotals, pending: number): PeriodTotals {
   return { ...pickTotals(totals), pending };
 }
 
-function byKey(report: SpendReport): Map<string, SpendTotals> {
+export function byKey(report: SpendReport): Map<string, SpendTotals> {
   const map = new Map<string, SpendTotals>();
   for (const row of report.rows) if (row.keyId !== undefined) map.set(row.keyId, pickTotals(row));
   return map;
 }
 
-/** The dashboard's reads over one database. */
-export class DashboardReads {
+/** The dashboard's reads over one SQLite database. */
+export class SqliteDashboardReads implements DashboardReads {
   private readonly database: TollgateDatabase;
   private readonly directoryReader: DirectoryReader;
-  private readonly statements: ReturnType<DashboardReads['prepare']>;
+  private readonly statements: ReturnType<SqliteDashboardReads['prepare']>;
 
   constructor(database: TollgateDatabase) {
     this.database = database;
@@ -196,12 +225,12 @@ export class DashboardReads {
   }
 
   /** Every key and tenant with parsed policies; re-read only when one of them changed. */
-  directory(): Directory {
+  async directory(): Promise<Directory> {
     return this.directoryReader.read();
   }
 
   /** Spend of every key today, this month and in its lifetime (in the deployment's time zone), with the totals `tollgate spend` would print. */
-  spendByKey(now: number): SpendByKey {
+  async spendByKey(now: number): Promise<SpendByKey> {
     const today = calendarDay(now);
     const monthStart = monthStartOf(today);
     const nextMonth = `${addDays(monthStart, 32).slice(0, 7)}-01`;
@@ -244,20 +273,20 @@ export class DashboardReads {
   }
 
   /** One key's cost from its first request to today (a budget "in total"). */
-  keyLifetimeCost(keyId: string, now: number): number {
+  async keyLifetimeCost(keyId: string, now: number): Promise<number> {
     const lifetime = (this.statements.keyLifetimeCost.get(keyId) as number | undefined) ?? 0;
     return lifetime - (this.statements.keyCostAfter.get(keyId, calendarDay(now)) as number);
   }
 
   /** Spend per UTC day over every key, oldest first, for the last {@link CHART_DAYS} days (days without rows are zero). */
-  dailySeries(now: number): DayPoint[] {
+  async dailySeries(now: number): Promise<DayPoint[]> {
     const today = calendarDay(now);
     const rows = this.statements.dayTotals.all(addDays(today, -(CHART_DAYS - 1)), today) as Array<SpendTotals & { day: string }>;
     return daysUntil(today, new Map(rows.map((row) => [row.day, pickTotals(row)])));
   }
 
   /** Spend per UTC day of one key for the last {@link CHART_DAYS} days (a few hundred rollup rows). */
-  keyDailySeries(keyId: string, now: number): DayPoint[] {
+  async keyDailySeries(keyId: string, now: number): Promise<DayPoint[]> {
     const today = calendarDay(now);
     const since = addDays(today, -(CHART_DAYS - 1));
     const rows = querySpend(this.database, { keyId, since, until: today, by: 'day' }, now).rows;
@@ -265,7 +294,7 @@ export class DashboardReads {
   }
 
   /** Spend per hour over every key (or one), the last {@link CHART_HOURS} hours including the current one. */
-  hourlySeries(now: number, keyId?: string): HourPoint[] {
+  async hourlySeries(now: number, keyId?: string): Promise<HourPoint[]> {
     const last = utcHour(now);
     const first = last - (CHART_HOURS - 1) * HOUR_MS;
     const rows = (keyId === undefined ? this.statements.hourlyAll.all(first, last) : this.statements.hourlyKey.all(keyId, first, last)) as HourPoint[];
@@ -278,29 +307,29 @@ export class DashboardReads {
   }
 
   /** One key's totals for a range of days (querySpend: the CLI's numbers). */
-  keyTotals(keyId: string, since: string, now: number): PeriodTotals {
+  async keyTotals(keyId: string, since: string, now: number): Promise<PeriodTotals> {
     const report = querySpend(this.database, { keyId, since, by: 'total' }, now);
     return withPending(report.total, report.pending);
   }
 
   /** One key's spend by model since `since`, most expensive first. */
-  keyModels(keyId: string, since: string, now: number): Array<{ model: string; totals: SpendTotals }> {
+  async keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>> {
     return querySpend(this.database, { keyId, since, by: 'model' }, now).rows.map((row) => ({ model: row.group, totals: pickTotals(row) }));
   }
 
   /** The newest ledger rows of a key. */
-  latestRequests(keyId: string, limit: number): RequestRow[] {
+  async latestRequests(keyId: string, limit: number): Promise<RequestRow[]> {
     return (this.statements.latest.all(keyId, limit) as RawRequestRow[]).map((row) => ({ ...row, stream: row.stream === 1 }));
   }
 
   /** The newest 429 answers of a key (refused by a limit or budget, or passed on from the upstream). */
-  recent429s(keyId: string, limit: number): RequestRow[] {
+  async recent429s(keyId: string, limit: number): Promise<RequestRow[]> {
     return (this.statements.recent429.all(keyId, limit) as RawRequestRow[]).map((row) => ({ ...row, stream: row.stream === 1 }));
   }
 }
 
 /** The {@link CHART_DAYS} days up to `today`, oldest first, zero where `totals` has none. */
-function daysUntil(today: string, totals: ReadonlyMap<string, SpendTotals>): DayPoint[] {
+export function daysUntil(today: string, totals: ReadonlyMap<string, SpendTotals>): DayPoint[] {
   const points: DayPoint[] = [];
   for (let i = CHART_DAYS - 1; i >= 0; i -= 1) {
     const day = addDays(today, -i);

@@ -23,12 +23,14 @@ import { buildKeys, KeysPage } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
 import { DisabledPage, LoginPage, NotFoundPage, renderDocument } from './layout.js';
 import { buildOverview, OverviewPage } from './overview.js';
-import { DashboardReads } from './reads.js';
+import { SqliteDashboardReads, type DashboardReads } from './reads.js';
 import { clearedCookieHeader, createSessionValue, hasValidSession, isHttps, sessionCookieHeader } from './session.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';
 
 export interface DashboardDeps {
   readonly database: TollgateDatabase;
+  /** What the pages read instead of `database` (PostgreSQL on a replica: src/dashboard/pg-reads.ts). */
+  readonly reads?: DashboardReads | undefined;
   /** TOLLGATE_ADMIN_TOKEN; the dashboard is disabled without one. */
   readonly adminToken: string | undefined;
   readonly now?: () => number;
@@ -55,20 +57,20 @@ const MAX_LOGIN_BODY = 8192;
 
 const NO_PROXIES: ReadonlySet<string> = new Set();
 
-const readsByDatabase = new WeakMap<TollgateDatabase, DashboardReads>();
+const readsByDatabase = new WeakMap<TollgateDatabase, SqliteDashboardReads>();
 
 /** One set of reads (prepared statements, the parsed key directory) per database, shared by the pages and the JSON. */
-function readsFor(database: TollgateDatabase): DashboardReads {
+function readsFor(database: TollgateDatabase): SqliteDashboardReads {
   let reads = readsByDatabase.get(database);
   if (reads === undefined) {
-    reads = new DashboardReads(database);
+    reads = new SqliteDashboardReads(database);
     readsByDatabase.set(database, reads);
   }
   return reads;
 }
 
 function contextOf(deps: DashboardDeps, now: () => number): ViewContext {
-  return { reads: readsFor(deps.database), now: now(), limitSnapshot: deps.limitSnapshot };
+  return { reads: deps.reads ?? readsFor(deps.database), now: now(), limitSnapshot: deps.limitSnapshot };
 }
 
 /** Where to go after logging in: a dashboard path, never another site. */
@@ -158,11 +160,11 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
     await next();
   });
 
-  const overview = (c: Context<AppEnv>) => page(c, <OverviewPage view={buildOverview(contextOf(deps, now))} />);
+  const overview = async (c: Context<AppEnv>) => page(c, <OverviewPage view={await buildOverview(contextOf(deps, now))} />);
   app.get('/', overview);
-  app.get('/keys', (c) => page(c, <KeysPage view={buildKeys(contextOf(deps, now), parseKeysQuery(c.req.query(), false))} />));
-  app.get('/keys/:id', (c) => {
-    const view = buildKeyPage(contextOf(deps, now), c.req.param('id'));
+  app.get('/keys', async (c) => page(c, <KeysPage view={await buildKeys(contextOf(deps, now), parseKeysQuery(c.req.query(), false))} />));
+  app.get('/keys/:id', async (c) => {
+    const view = await buildKeyPage(contextOf(deps, now), c.req.param('id'));
     if (view === undefined) return page(c, <NotFoundPage message={`There is no key with id "${c.req.param('id')}".`} signedIn={true} />, 404);
     return page(c, <KeyPage view={view} />);
   });
@@ -202,10 +204,10 @@ export function createDashboardApiRoutes(deps: DashboardDeps): Hono<AppEnv> {
     c.header('x-content-type-options', 'nosniff');
   });
 
-  api.get('/overview', (c) => c.json(buildOverview(contextOf(deps, now))));
-  api.get('/keys', (c) => c.json(buildKeys(contextOf(deps, now), parseKeysQuery(c.req.query(), true))));
-  api.get('/keys/:id', (c) => {
-    const view = buildKeyPage(contextOf(deps, now), c.req.param('id'));
+  api.get('/overview', async (c) => c.json(await buildOverview(contextOf(deps, now))));
+  api.get('/keys', async (c) => c.json(await buildKeys(contextOf(deps, now), parseKeysQuery(c.req.query(), true))));
+  api.get('/keys/:id', async (c) => {
+    const view = await buildKeyPage(contextOf(deps, now), c.req.param('id'));
     if (view === undefined) throw new TollgateError('not_found', `no key with id "${c.req.param('id')}"`, { param: 'id' });
     return c.json(view);
   });

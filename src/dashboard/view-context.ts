@@ -27,6 +27,7 @@ export type LimitSnapshot = (keyId: string) => ReadonlyArray<LimitSnapshotEntry>
 
 /** What the views need besides the reads. */
 export interface ViewContext {
+  /** SQLite's (one host) or PostgreSQL's (replicas). */
   readonly reads: DashboardReads;
   readonly now: number;
   readonly limitSnapshot?: LimitSnapshot | undefined;

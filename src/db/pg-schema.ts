@@ -83,6 +83,10 @@ export const ledger = pgTable(
     cachedTokens: big('cached_tokens'),
     completionTokens: big('completion_tokens'),
     reasoningTokens: big('reasoning_tokens'),
+    audioPromptTokens: big('audio_prompt_tokens'),
+    audioCompletionTokens: big('audio_completion_tokens'),
+    serviceTier: text('service_tier'),
+    toolCostMicros: big('tool_cost_micros'),
     costMicros: big('cost_micros'),
     priceKnown: boolean('price_known').notNull().default(true),
     usageSource: text('usage_source'),
@@ -167,6 +171,23 @@ export const lifetimeRollups = pgTable('rollups_lifetime', {
   keyId: text('key_id').primaryKey(),
   ...spendCounters(),
   lastRequestAt: big('last_request_at').notNull().default(0),
+});
+
+/**
+ * Which key created each stored response (POST /v1/responses), for every
+ * node: a response created through one node is retrieved, cancelled or
+ * deleted through any other. Shipped from each node's own `responses` table
+ * with the ledger (src/ledger/shipper.ts); polling a background job stays
+ * with the node that holds its ledger row (src/responses/store.ts).
+ */
+export const responses = pgTable('responses', {
+  id: text('id').primaryKey(),
+  keyId: text('key_id')
+    .notNull()
+    .references(() => apiKeys.id),
+  requestId: text('request_id').notNull(),
+  createdAt: big('created_at').notNull(),
+  deletedAt: big('deleted_at'),
 });
 
 /**

@@ -13,6 +13,9 @@
  *   settled, in the same transaction (rollup rows in key order, so nodes
  *   shipping at once never deadlock).
  *
+ * Owners of stored responses (src/responses/store.ts) ride along from their
+ * own small outbox, in the same loop.
+ *
  * Only after that commit are the batch's outbox entries deleted; a crash
  * between the two ships them again, which changes nothing. PostgreSQL down
  * or slow: the batch fails, the outbox grows, and the shipper retries with
@@ -53,6 +56,20 @@ export function enableOutbox(database: TollgateDatabase): void {
         );
         sqlite.exec(`INSERT INTO replica_state (name, value) VALUES ('outbox_enabled', 1)`);
       }
+      // Who owns each stored response, and its deletion, for every node (src/responses/store.ts).
+      sqlite.exec(`
+        CREATE TABLE IF NOT EXISTS responses_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL);
+        CREATE TRIGGER IF NOT EXISTS responses_outbox_insert AFTER INSERT ON responses BEGIN
+          INSERT INTO responses_outbox (id) VALUES (NEW.id);
+        END;
+        CREATE TRIGGER IF NOT EXISTS responses_outbox_delete AFTER UPDATE OF deleted_at ON responses WHEN NEW.deleted_at IS NOT OLD.deleted_at BEGIN
+          INSERT INTO responses_outbox (id) VALUES (NEW.id);
+        END;`);
+      // Its own flag: a node whose ledger outbox predates this one queues its responses too.
+      if (sqlite.prepare(`SELECT value FROM replica_state WHERE name = 'responses_outbox_enabled'`).get() === undefined) {
+        sqlite.exec(`INSERT INTO responses_outbox (id) SELECT id FROM responses ORDER BY created_at`);
+        sqlite.exec(`INSERT INTO replica_state (name, value) VALUES ('responses_outbox_enabled', 1)`);
+      }
     })
     .immediate();
 }
@@ -69,7 +86,9 @@ export function disableOutbox(database: TollgateDatabase): void {
   sqlite
     .transaction(() => {
       sqlite.exec(`DROP TRIGGER IF EXISTS ledger_outbox_insert; DROP TRIGGER IF EXISTS ledger_outbox_settle; DELETE FROM ledger_outbox;
-        DELETE FROM replica_state WHERE name = 'outbox_enabled';`);
+        DELETE FROM replica_state WHERE name = 'outbox_enabled';
+        DROP TRIGGER IF EXISTS responses_outbox_insert; DROP TRIGGER IF EXISTS responses_outbox_delete; DROP TABLE IF EXISTS responses_outbox;
+        DELETE FROM replica_state WHERE name = 'responses_outbox_enabled';`);
     })
     .immediate();
 }
@@ -203,7 +222,7 @@ async function upsertRollup(
 }
 
 export interface ShipResult {
-  /** Outbox entries handled (shipped or found already shipped). */
+  /** Outbox entries handled (shipped or found already shipped; response owners included). */
   readonly entries: number;
   /** Rows PostgreSQL did not have. */
   readonly inserted: number;
@@ -265,7 +284,9 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise
     if (toSettle.length > 0) {
       const result = await client.query<{ request_id: string }>(
         `UPDATE ledger AS l SET status = v.status, completed_at = v.completed_at, http_status = v.http_status, prompt_tokens = v.prompt_tokens,
-           cached_tokens = v.cached_tokens, completion_tokens = v.completion_tokens, reasoning_tokens = v.reasoning_tokens, cost_micros = v.cost_micros,
+           cached_tokens = v.cached_tokens, completion_tokens = v.completion_tokens, reasoning_tokens = v.reasoning_tokens,
+           audio_prompt_tokens = v.audio_prompt_tokens, audio_completion_tokens = v.audio_completion_tokens, service_tier = v.service_tier,
+           tool_cost_micros = v.tool_cost_micros, cost_micros = v.cost_micros,
            usage_source = v.usage_source, latency_ms = v.latency_ms, ttft_ms = v.ttft_ms, upstream_request_id = v.upstream_request_id, error_code = v.error_code
          FROM json_populate_recordset(null::ledger, $1::json) AS v
          WHERE l.request_id = v.request_id AND l.status = 'pending'
@@ -294,6 +315,34 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise
   }
 }
 
+/** A stored response's owner as the node holds it. */
+interface LocalResponse {
+  readonly seq: number;
+  readonly id: string | null;
+  readonly key_id: string;
+  readonly request_id: string;
+  readonly created_at: number;
+  readonly deleted_at: number | null;
+}
+
+/**
+ * Ships owners of stored responses: new ones are added, a deletion is kept
+ * (the first one wins), anything else already there is left alone — so
+ * shipping one twice changes nothing.
+ */
+async function shipResponses(pool: PgPool, rows: readonly LocalResponse[]): Promise<void> {
+  const byId = new Map<string, Omit<LocalResponse, 'seq'>>();
+  for (const { seq: _seq, ...row } of rows) if (row.id !== null) byId.set(row.id, row);
+  if (byId.size === 0) return;
+  await pool.query(
+    `INSERT INTO responses (id, key_id, request_id, created_at, deleted_at)
+     SELECT id, key_id, request_id, created_at, deleted_at FROM json_populate_recordset(null::responses, $1::json) ORDER BY id
+     ON CONFLICT (id) DO UPDATE SET deleted_at = coalesce(responses.deleted_at, excluded.deleted_at)
+     WHERE responses.deleted_at IS NULL AND excluded.deleted_at IS NOT NULL`,
+    [JSON.stringify([...byId.values()])],
+  );
+}
+
 export interface ShipperOptions {
   /** Most outbox entries per PostgreSQL transaction (default 1000). */
   readonly batch?: number;
@@ -314,6 +363,9 @@ export class LedgerShipper {
   private readonly readBatch;
   private readonly deleteShipped;
   private readonly bounds;
+  private readonly readResponses;
+  private readonly deleteShippedResponses;
+  private readonly responsesWaiting;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<ShipResult> | undefined;
   private stopped = true;
@@ -334,12 +386,18 @@ export class LedgerShipper {
     this.bounds = sqlite.prepare(
       'SELECT min(seq) AS first, max(seq) AS last, (SELECT queued_at FROM ledger_outbox ORDER BY seq LIMIT 1) AS oldest FROM ledger_outbox',
     );
+    this.readResponses = sqlite.prepare(
+      `SELECT o.seq AS seq, r.id AS id, r.key_id AS key_id, r.request_id AS request_id, r.created_at AS created_at, r.deleted_at AS deleted_at
+       FROM (SELECT seq, id FROM responses_outbox ORDER BY seq LIMIT ?) AS o LEFT JOIN responses AS r ON r.id = o.id ORDER BY o.seq`,
+    );
+    this.deleteShippedResponses = sqlite.prepare('DELETE FROM responses_outbox WHERE seq <= ?');
+    this.responsesWaiting = sqlite.prepare('SELECT count(*) FROM responses_outbox').pluck();
   }
 
-  /** Entries waiting (seqs are contiguous: the outbox only ever loses a prefix). */
+  /** Entries waiting: ledger changes (seqs are contiguous: the outbox only ever loses a prefix) and response owners (a few). */
   depth(): number {
     const b = this.bounds.get() as { first: number | null; last: number | null };
-    return b.first === null || b.last === null ? 0 : b.last - b.first + 1;
+    return (b.first === null || b.last === null ? 0 : b.last - b.first + 1) + (this.responsesWaiting.get() as number);
   }
 
   /** Age of the oldest entry waiting, ms (0 when nothing waits). */
@@ -353,10 +411,26 @@ export class LedgerShipper {
     if (this.running !== undefined) return this.running;
     const run = (async () => {
       const rows = this.readBatch.all(this.batch) as LocalRow[];
-      if (rows.length === 0) return { entries: 0, inserted: 0, settled: 0, changes: [] };
-      const changed = await shipRows(this.pool, rows);
-      this.deleteShipped.run(rows[rows.length - 1]!.seq);
-      const result = { entries: rows.length, ...changed };
+      const owners = this.readResponses.all(this.batch) as LocalResponse[];
+      if (rows.length === 0 && owners.length === 0) return { entries: 0, inserted: 0, settled: 0, changes: [] };
+      let changed: Omit<ShipResult, 'entries'> = { inserted: 0, settled: 0, changes: [] };
+      if (rows.length > 0) {
+        changed = await shipRows(this.pool, rows);
+        this.deleteShipped.run(rows[rows.length - 1]!.seq);
+      }
+      let ownersShipped = 0;
+      if (owners.length > 0) {
+        // Apart from the ledger's: owners PostgreSQL refuses wait and are retried, and never hold the ledger back.
+        try {
+          await shipResponses(this.pool, owners);
+          this.deleteShippedResponses.run(owners[owners.length - 1]!.seq);
+          ownersShipped = owners.length;
+        } catch (error) {
+          if (rows.length === 0) throw error;
+          this.options.onError?.(error);
+        }
+      }
+      const result = { entries: rows.length + ownersShipped, ...changed };
       this.options.onShipped?.(result);
       return result;
     })();
@@ -426,7 +500,7 @@ export class LedgerShipper {
 export function registerShipperMetrics(registry: Registry, shipper: LedgerShipper): void {
   new Gauge({
     name: 'tollgate_outbox_depth',
-    help: 'Ledger changes recorded locally and not yet shipped to PostgreSQL.',
+    help: 'Ledger changes (and owners of stored responses) recorded locally and not yet shipped to PostgreSQL.',
     registers: [registry],
     collect() {
       this.set(shipper.depth());

@@ -11,6 +11,7 @@
  *   upstream broke) — keeps its reservation and is settled by the poller.
  */
 import type { TollgateDatabase } from '../db/open.js';
+import type { PgPool } from '../db/pg.js';
 import type { PriceTable } from '../estimate/prices.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { Logger } from '../logger.js';
@@ -42,8 +43,11 @@ export function createBackgroundResponses(deps: {
   readonly now: () => number;
   readonly logger: Logger;
   readonly settings: PollSettings;
+  /** PostgreSQL on a replica: who owns a response is shared by every node (store.ts). */
+  readonly shared?: PgPool | undefined;
 }): BackgroundResponses {
   const store = new ResponseStore(deps.database, {
+    shared: deps.shared,
     // The answers still reach their clients; only looking them up through Tollgate waits for the retry.
     onError: (error) => deps.logger.error({ err: error }, 'stored responses could not be remembered; retrying'),
   });

@@ -51,7 +51,7 @@ async function lifecycleCall(c: Context<AppEnv>, call: LifecycleCall, deps: Pipe
   const request = authenticate(c, 'responses', deps);
   const id = c.req.param('id') ?? '';
   const limitHeaders = await countRequest(request, deps);
-  if (lifecycle.store.ownerOf(id) !== request.caller.key.id) throw withHeaders(responseNotFound(id), limitHeaders);
+  if ((await lifecycle.store.findOwner(id)) !== request.caller.key.id) throw withHeaders(responseNotFound(id), limitHeaders);
   if (call === 'retrieve' && new URL(request.url).searchParams.get('stream') === 'true') {
     throw new TollgateError(
       'invalid_value',

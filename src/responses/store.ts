@@ -12,9 +12,20 @@
  * renewed while it polls and released at a clean shutdown, so that processes
  * sharing the database poll each job once and a restarted process takes over
  * the jobs nobody claims any more.
+ *
+ * On a replica (TOLLGATE_DATABASE_URL) ownership is shared: each node's rows
+ * (and deletions) are shipped to PostgreSQL's `responses` with its ledger
+ * (src/ledger/shipper.ts), and an id this node does not hold is looked up
+ * there and kept locally from then on, so a response created through one
+ * node is retrieved, cancelled or deleted through any other. A background job
+ * is still polled and settled by the node that created it (its ledger row and
+ * reservation live there); a cancel through another node reaches the
+ * upstream at once, and the creating node's next poll settles the job.
  */
 import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from '../db/open.js';
+import type { PgPool } from '../db/pg.js';
+import { TollgateError } from '../errors.js';
 
 /** A background job nobody polls, with what its ledger row says about it. */
 export interface UnclaimedJob {
@@ -47,11 +58,14 @@ export class ResponseStore {
   /** Remembered, not committed yet. */
   private readonly queued = new Map<string, NewResponse>();
   private scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  /** PostgreSQL's shared table, on a replica. */
+  private readonly shared: PgPool | undefined;
 
-  constructor(database: TollgateDatabase, options: { onError?: (error: unknown) => void } = {}) {
+  constructor(database: TollgateDatabase, options: { onError?: (error: unknown) => void; shared?: PgPool | undefined } = {}) {
     this.sqlite = database.sqlite;
     this.statements = this.prepare(database.sqlite);
     this.onError = options.onError ?? (() => undefined);
+    this.shared = options.shared;
   }
 
   private prepare(s: Database.Database) {
@@ -125,10 +139,34 @@ export class ResponseStore {
   }
 
   /** The key that created a response, or undefined (unknown or deleted). */
-  ownerOf(id: string): string | undefined {
+  private ownerOf(id: string): string | undefined {
     const queued = this.queued.get(id);
     if (queued !== undefined) return queued.keyId;
     return (this.statements.owner.get(id) as { key_id: string } | undefined)?.key_id;
+  }
+
+  /**
+   * The key that created a response, here or (on a replica) on any node;
+   * undefined when unknown or deleted. PostgreSQL unreachable while an id is
+   * not held here: a 503 the SDKs retry, never a 404 that may be wrong.
+   */
+  async findOwner(id: string): Promise<string | undefined> {
+    const local = this.ownerOf(id);
+    if (local !== undefined || this.shared === undefined) return local;
+    let found;
+    try {
+      found = await this.shared.query<{ key_id: string; request_id: string; created_at: number }>(
+        'SELECT key_id, request_id, created_at FROM responses WHERE id = $1 AND deleted_at IS NULL',
+        [id],
+      );
+    } catch (error) {
+      throw new TollgateError('ledger_unavailable', 'Tollgate could not look this response up in its shared database; retry shortly.', { cause: error });
+    }
+    const row = found.rows[0];
+    if (row === undefined) return undefined;
+    // Kept here (owner only: the creating node polls it), so a delete through this node reaches every node.
+    this.remember({ id, keyId: row.key_id, requestId: row.request_id, createdAt: row.created_at, background: false, claimedUntil: 0 });
+    return row.key_id;
   }
 
   markDeleted(id: string, now: number): void {

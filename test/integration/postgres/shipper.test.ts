@@ -53,7 +53,9 @@ function completion(id: string, i: number): Completion {
     cachedTokens: i % 4,
     completionTokens: 20 + i,
     reasoningTokens: i % 3,
-    costMicros: 26 + i * 7,
+    // The priced dimensions (drizzle/0007), on some rows only, as the upstream reports them.
+    ...(i % 2 === 1 ? { audioPromptTokens: 5 + i, audioCompletionTokens: i, serviceTier: i % 4 === 1 ? 'priority' : 'flex', toolCostMicros: 10_000 + i } : {}),
+    costMicros: 26 + i * 7 + (i % 2 === 1 ? 10_000 + i : 0),
     usageSource: 'reported',
     latencyMs: 10,
     ttftMs: null,
@@ -118,8 +120,11 @@ it('ships pending rows, settlements and refusals with rollups equal to SQLite’
   await expectSameRollups();
   const rows = await pg.pool.query<{ n: number }>('SELECT count(*)::bigint AS n FROM ledger');
   expect(rows.rows[0]!.n).toBe(43);
-  const settledLocally = local.database.sqlite.prepare(`SELECT request_id, status, cost_micros FROM ledger ORDER BY request_id`).all();
-  expect((await pg.pool.query(`SELECT request_id, status, cost_micros FROM ledger ORDER BY request_id`)).rows).toEqual(settledLocally);
+  // Every row as SQLite holds it, priced dimensions included, whether it reached PostgreSQL pending or settled.
+  const columns = 'request_id, status, cost_micros, audio_prompt_tokens, audio_completion_tokens, service_tier, tool_cost_micros';
+  const settledLocally = local.database.sqlite.prepare(`SELECT ${columns} FROM ledger ORDER BY request_id`).all();
+  expect(settledLocally.filter((row) => (row as { service_tier: string | null }).service_tier === 'priority').length).toBeGreaterThan(2);
+  expect((await pg.pool.query(`SELECT ${columns} FROM ledger ORDER BY request_id`)).rows).toEqual(settledLocally);
 });
 
 it('counts a row once however often, and in whatever order, its states are shipped', async () => {
@@ -184,4 +189,36 @@ it('prunes raw rows older than the retention, keeps the rollups and pending rows
   await shipper.drain();
   expect(await rollups()).toEqual(before);
   expect(await pruneLedger(pg.pool, 7, now)).toBe(0);
+});
+
+it('ships who owns each stored response, and its deletion, which a stale copy shipped later never undoes', async () => {
+  const keyId = await setUpKey();
+  const sqlite = local.database.sqlite;
+  const remember = sqlite.prepare('INSERT INTO responses (id, key_id, request_id, created_at) VALUES (?, ?, ?, ?)');
+  // Remembered before the node became a replica: queued when it becomes one.
+  disableOutbox(local.database);
+  remember.run('resp_old', keyId, 'req_old', T0);
+  const shipper = new LedgerShipper(pg.pool, local.database);
+  remember.run('resp_new', keyId, 'req_new', T0 + 1);
+  expect(shipper.depth()).toBe(2);
+  await shipper.drain();
+  expect(shipper.depth()).toBe(0);
+  const shared = async () =>
+    (await pg.pool.query('SELECT id, key_id, request_id, created_at, deleted_at IS NOT NULL AS deleted FROM responses ORDER BY id')).rows;
+  expect(await shared()).toEqual([
+    { id: 'resp_new', key_id: keyId, request_id: 'req_new', created_at: T0 + 1, deleted: false },
+    { id: 'resp_old', key_id: keyId, request_id: 'req_old', created_at: T0, deleted: false },
+  ]);
+  sqlite.prepare('UPDATE responses SET deleted_at = ? WHERE id = ?').run(T0 + 5, 'resp_new');
+  await shipper.drain();
+  // A copy that never saw the deletion (another node's), shipped after it, and everything shipped twice: still deleted.
+  sqlite.prepare('UPDATE responses SET deleted_at = NULL WHERE id = ?').run('resp_new');
+  disableOutbox(local.database);
+  enableOutbox(local.database);
+  expect(shipper.depth()).toBe(2);
+  await shipper.drain();
+  expect((await shared()).map((row) => [row.id, row.deleted])).toEqual([
+    ['resp_new', true],
+    ['resp_old', false],
+  ]);
 });
