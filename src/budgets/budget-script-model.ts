@@ -8,7 +8,7 @@
  */
 
 /** A counter: micro-USD spent or reserved, and when it expires (ms; undefined = never, like a key without TTL). */
-export interface BudgetCounter {
+interface BudgetCounter {
   spent: number;
   expiresAt: number | undefined;
 }

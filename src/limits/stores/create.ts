@@ -61,7 +61,7 @@ function observerFor(logger: Logger, metrics: Metrics, ipc = false): LimiterObse
 }
 
 /** How long a worker waits for its primary, ms: as for a Redis on the same host (TOLLGATE_REDIS_WAIT, TOLLGATE_REDIS_TIMEOUT defaults). */
-export const IPC_WAIT_MS = 500;
+const IPC_WAIT_MS = 500;
 export const IPC_TIMEOUT_MS = 1000;
 
 /**

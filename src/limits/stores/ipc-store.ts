@@ -12,7 +12,7 @@ import type { LeaseOutcome, LeaseTransport } from './lease-script.js';
 import { createRedisLimiter, type RedisLimiter, type RedisLimiterOptions } from './redis-store.js';
 
 /** Lease calls answered by the primary. */
-export function ipcLeaseTransport(client: IpcClient): LeaseTransport {
+function ipcLeaseTransport(client: IpcClient): LeaseTransport {
   return {
     isClosed: () => client.isClosed(),
     async run(calls, timeoutMs): Promise<LeaseOutcome[]> {

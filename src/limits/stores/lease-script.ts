@@ -200,8 +200,7 @@ async function execScripts(redis: RedisClient, calls: readonly LeaseCallArgs[], 
   });
 }
 
-/** Resolves with the promise's value, or an Error after `ms`. */
-export async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | Error> {
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | Error> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<Error>((resolve) => {
     timer = setTimeout(() => afterPendingIo(() => resolve(new Error(`lease call timed out after ${ms} ms`))), ms);
