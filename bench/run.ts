@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark in one run, printed as one table and saved
  * as JSON in bench/results/. `--quick` for fewer rounds; `--only a,b` to pick
- * sections (proxy, estimate, ledger, limits, redis, dashboard, streams), or name them:
+ * sections (proxy, estimate, ledger, limits, redis, dashboard, streams, workers), or name them:
  * `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) takes
  * minutes, so it runs only when named.
  */
@@ -20,6 +20,7 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   redis: async () => (await import('./redis.js')).runRedisBench,
   dashboard: async () => (await import('./dashboard.js')).runDashboardBench,
   streams: async () => (await import('./streams.js')).runStreamsBench,
+  workers: async () => (await import('./workers.js')).runWorkersBench,
 };
 const OPT_IN = new Set(['streams']);
 
