@@ -4,6 +4,7 @@
  * a {@link Config}.
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { setTimeZone } from './calendar.js';
 import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from './estimate/prices.js';
@@ -33,6 +34,21 @@ const byteSize = z
     }
     return bytes;
   });
+
+/** Most workers accepted: far above any core count, low enough that a typo cannot fork a thousand processes. */
+const MAX_WORKERS = 128;
+
+/** "4" → 4, "auto" → one per core (`os.availableParallelism`). Also used by `serve --workers`. */
+export function parseWorkers(text: string, ctx?: z.RefinementCtx): number {
+  const value = text.trim().toLowerCase() === 'auto' ? availableParallelism() : Number(text);
+  if (!Number.isInteger(value) || value < 1 || value > MAX_WORKERS) {
+    const message = `"${text}" is not a worker count (1 to ${MAX_WORKERS}, or auto)`;
+    if (ctx === undefined) throw new Error(message);
+    ctx.addIssue({ code: 'custom', message });
+    return z.NEVER;
+  }
+  return value;
+}
 
 /** "30s", "250ms", "10m", "5000" (milliseconds) → milliseconds. */
 const duration = z
@@ -111,6 +127,12 @@ const envSchema = z.object({
   TOLLGATE_REQUEST_TIMEOUT: duration.default(60_000),
   /** Time in-flight requests and streams get to finish on SIGTERM/SIGINT. */
   TOLLGATE_SHUTDOWN_TIMEOUT: duration.default(30_000),
+  /** Processes serving the port (`serve --workers N`): a number, or `auto` for one per core. */
+  TOLLGATE_WORKERS: z
+    .string()
+    .trim()
+    .default('1')
+    .transform((text, ctx) => parseWorkers(text, ctx)),
   /** pino log level. */
   TOLLGATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** SQLite file for keys, tenants and the ledger (directory created). */
@@ -215,6 +237,8 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly requestTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
+  /** Processes serving the port; above 1 a primary forks them (main.ts, startCluster). */
+  readonly workers: number;
   readonly logLevel: z.infer<typeof envSchema>['TOLLGATE_LOG_LEVEL'];
   readonly dbPath: string;
   /** PostgreSQL for replicas; with it, `dbPath` is the node's key copy and ledger outbox. */
@@ -287,6 +311,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: e.TOLLGATE_MAX_BODY,
     requestTimeoutMs: e.TOLLGATE_REQUEST_TIMEOUT,
     shutdownTimeoutMs: e.TOLLGATE_SHUTDOWN_TIMEOUT,
+    workers: e.TOLLGATE_WORKERS,
     logLevel: e.TOLLGATE_LOG_LEVEL,
     dbPath: e.TOLLGATE_DB,
     databaseUrl: e.TOLLGATE_DATABASE_URL,

@@ -27,7 +27,9 @@ import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
 import { disableOutbox } from './ledger/shipper.js';
 import { LedgerWriter } from './ledger/writer.js';
-import { createLimiter, type CreatedLimiter } from './limits/stores/create.js';
+import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './limits/stores/create.js';
+import type { IpcClient } from './limits/stores/ipc-client.js';
+import { ipcBudgetCounters } from './limits/stores/ipc-store.js';
 import { InFlightLimits } from './limits/in-flight.js';
 import { LiveLimits } from './limits/live-view.js';
 import { createLogger, type Logger } from './logger.js';
@@ -51,6 +53,8 @@ export interface TollgateOverrides {
   readonly limiterClock?: () => number;
   /** The dashboard's live view of a key's buckets; present but undefined = none ("not available"). */
   readonly limitSnapshot?: LimitSnapshot | undefined;
+  /** A worker of `serve --workers N`: without Redis, limits and budgets are kept by the primary (main.ts). */
+  readonly ipc?: IpcClient;
 }
 
 export interface Tollgate {
@@ -101,20 +105,32 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   if (replica === undefined) disableOutbox(database);
   // On a replica, budgets count every node's spend (src/budgets/pg-spend.ts).
   const spend = new SpendTracker(database, replica === undefined ? {} : { refreshMs: 500, source: replica.spend });
-  const limiter = createLimiter(config, { logger, metrics, ...(overrides.limiterClock ? { clock: overrides.limiterClock } : {}) });
+  const limiter = createLimiter(config, {
+    logger,
+    metrics,
+    ...(overrides.limiterClock ? { clock: overrides.limiterClock } : {}),
+    ...(overrides.ipc ? { ipc: overrides.ipc } : {}),
+  });
+  // Budgets are shared wherever limits are: Redis, or the primary of `serve --workers N`.
+  const budgetCounters = limiter.redis ?? (limiter.store === 'ipc' ? ipcBudgetCounters(overrides.ipc!, IPC_TIMEOUT_MS) : undefined);
   const sharedBudgets =
-    limiter.redis === undefined
+    budgetCounters === undefined
       ? undefined
       : {
           failMode: config.failMode,
           ...(replica === undefined ? {} : { exactSeed: (check: BudgetCheck) => replica.spend.exact(check.scope, check.budget.period, now()) }),
-          store: new RedisBudgetStore(limiter.redis, {
-            timeoutMs: config.redis?.timeoutMs ?? 1000,
+          store: new RedisBudgetStore(budgetCounters, {
+            timeoutMs: config.redis?.timeoutMs ?? IPC_TIMEOUT_MS,
             onCall: (ok) => {
+              if (limiter.store !== 'redis') return;
               metrics.redisCalls.inc({ op: 'budget' });
               if (!ok) metrics.redisFailures.inc({ op: 'budget' });
             },
-            onError: (error) => logger.warn({ message: (error as Error).message }, 'budget reservation in Redis failed; budgets follow the fail mode'),
+            onError: (error) =>
+              logger.warn(
+                { message: (error as Error).message },
+                `budget reservation in ${limiter.store === 'redis' ? 'Redis' : 'the primary'} failed; budgets follow the fail mode`,
+              ),
           }),
         };
   const ledger = new LedgerWriter(database, {
