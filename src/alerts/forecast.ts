@@ -6,6 +6,8 @@
  */
 
 const DAY_MS = 86_400_000;
+/** Forecasts further out than this are this far out (a date in a century says "not soon" as well). */
+const HORIZON_MS = 100n * 365n * BigInt(DAY_MS);
 
 export interface ForecastInput {
   /** Spent in the budget's period so far. */
@@ -40,7 +42,10 @@ export function forecastRunOut(input: ForecastInput): Forecast {
   if (remaining <= 0) runsOutAt = input.now;
   else if (windowSpend === 0) runsOutAt = null;
   // The first instant at which spent + rate·t ≥ limit: ceil(remaining · window / windowSpend).
-  else runsOutAt = input.now + Number((BigInt(remaining) * BigInt(windowMs) + BigInt(windowSpend) - 1n) / BigInt(windowSpend));
+  else {
+    const delay = (BigInt(remaining) * BigInt(windowMs) + BigInt(windowSpend) - 1n) / BigInt(windowSpend);
+    runsOutAt = input.now + Number(delay < HORIZON_MS ? delay : HORIZON_MS);
+  }
   const beforePeriodEnd = runsOutAt === null ? null : input.periodEndsAt === undefined ? true : runsOutAt < input.periodEndsAt;
   return { ratePerDayMicros, runsOutAt, beforePeriodEnd };
 }
