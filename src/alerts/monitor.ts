@@ -19,10 +19,10 @@ import type { Logger } from '../logger.js';
 import type { FinishedListener } from '../pipeline/finished.js';
 import type { AlertClaims } from './claims.js';
 import { thresholdEvent, velocityEvent, type AlertEvent, type AlertOwner } from './events.js';
-import { forecastRunOut, type Forecast } from './forecast.js';
+import { forecastBudget } from './budget-forecast.js';
 import type { AlertOutbox } from './outbox.js';
 import type { AlertSettings } from './settings.js';
-import type { AlertSpendReads, SpendOwner } from './spend-reads.js';
+import type { AlertSpendReads } from './spend-reads.js';
 import { percentOf, reachedThresholds } from './thresholds.js';
 import { trailingAverage, velocityExceeded } from './velocity.js';
 
@@ -171,7 +171,7 @@ export class AlertMonitor {
         const claimId = `threshold:${ownerId}:${budget.period}:${periodId(budget.period, now)}:${budget.microUsd}:${threshold}`;
         if (this.decided.has(claimId)) continue;
         const ends = periodEnd(budget.period, now);
-        const forecast = this.forecast(owner, budget, spent, now);
+        const forecast = forecastBudget(this.deps.reads, owner, budget, spent, now);
         const event = thresholdEvent({
           claimId,
           now,
@@ -192,19 +192,6 @@ export class AlertMonitor {
     }
     if (this.deps.settings.velocity.enabled) failed = !(await this.checkVelocity(owner, ownerId, now)) || failed;
     return failed;
-  }
-
-  /** The burn-rate forecast of one budget, from the owner's last 24 hours (and the current one). */
-  forecast(owner: SpendOwner, budget: { microUsd: number; period: BudgetPeriod }, spent: number, now: number): Forecast {
-    const from = utcHour(now) - 24 * HOUR_MS;
-    return forecastRunOut({
-      spentMicros: spent,
-      limitMicros: budget.microUsd,
-      windowSpendMicros: this.deps.reads.hourSpend(owner, from, now + HOUR_MS),
-      windowMs: now - from,
-      now,
-      periodEndsAt: periodEnd(budget.period, now),
-    });
   }
 
   private async checkVelocity(owner: AlertOwner, ownerId: string, now: number): Promise<boolean> {

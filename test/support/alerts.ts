@@ -57,7 +57,7 @@ export async function startAlertsHarness(alerts: Record<string, unknown>): Promi
     db,
     configPath,
     issueKey: (name, policy, tenant) => harness.tollgate.keyStore.createKey({ name, policy, tenant }).key,
-    chat: (key, words) =>
+    chat: async (key, words) =>
       harness.tollgate.app.request('/v1/chat/completions', {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-fake-scenario': `words=${words}` },

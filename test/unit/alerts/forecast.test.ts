@@ -54,6 +54,6 @@ describe('forecastRunOut', () => {
     const base = { spentMicros: 10_000_000, limitMicros: 50_000_000, windowSpendMicros: 20_000_000, windowMs: DAY, now: NOW };
     expect(forecastRunOut({ ...base, periodEndsAt: NOW + 3 * DAY })).toEqual({ ratePerDayMicros: 20_000_000, runsOutAt: NOW + 2 * DAY, beforePeriodEnd: true });
     expect(forecastRunOut({ ...base, periodEndsAt: NOW + 2 * DAY }).beforePeriodEnd).toBe(false);
-    expect(forecastRunOut({ ...base, windowMs: DAY / 2 }).ratePerDayMicros).toBe(40_000_000);
+    expect(forecastRunOut({ ...base, windowMs: DAY / 2, periodEndsAt: undefined }).ratePerDayMicros).toBe(40_000_000);
   });
 });
