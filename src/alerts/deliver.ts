@@ -51,7 +51,7 @@ export async function sendToWebhook(
 }
 
 /** Wait before try `attempt + 1` after `attempt` failed tries: initial × 2^(attempt−1), at most `maxDelayMs`. */
-export function backoffMs(attempt: number, retry: AlertSettings['retry']): number {
+function backoffMs(attempt: number, retry: AlertSettings['retry']): number {
   const exponent = Math.min(30, Math.max(0, attempt - 1));
   return Math.min(retry.maxDelayMs, retry.initialDelayMs * 2 ** exponent);
 }

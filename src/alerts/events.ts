@@ -62,7 +62,7 @@ export interface AlertEvent {
 }
 
 /** A stable event id for a claim id: `evt_` and 24 hex digits. */
-export function eventIdOf(claimId: string): string {
+function eventIdOf(claimId: string): string {
   return `evt_${createHash('sha256').update(claimId).digest('hex').slice(0, 24)}`;
 }
 

@@ -51,7 +51,7 @@ export function forecastRunOut(input: ForecastInput): Forecast {
 }
 
 /** "2026-11-28 14:05 UTC": minutes are the forecast's precision. */
-export function forecastTime(ms: number): string {
+function forecastTime(ms: number): string {
   return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 

@@ -18,9 +18,6 @@ import { AlertOutbox } from './outbox.js';
 import type { AlertSettings } from './settings.js';
 import { AlertSpendReads } from './spend-reads.js';
 
-export { AlertOutbox } from './outbox.js';
-export { AlertSpendReads, type SpendOwner } from './spend-reads.js';
-
 export interface AlertsDeps {
   readonly settings: AlertSettings;
   readonly database: TollgateDatabase;

@@ -9,7 +9,7 @@ import { BUDGET_PERIODS, type BudgetPeriod } from '../calendar.js';
 import { usdToMicros } from '../money.js';
 
 /** What a webhook can be sent. */
-export const ALERT_EVENTS = ['budget.threshold', 'spend.velocity'] as const;
+const ALERT_EVENTS = ['budget.threshold', 'spend.velocity'] as const;
 export type AlertEventType = (typeof ALERT_EVENTS)[number];
 
 const webhookSchema = z.strictObject({
@@ -90,7 +90,7 @@ export interface AlertSettings {
 }
 
 /** Defaults of every optional field (the README's settings table lists the same). */
-export const ALERT_DEFAULTS = {
+const ALERT_DEFAULTS = {
   thresholds: [50, 80, 100],
   velocity: { enabled: true, factor: 3, trailingHours: 24, minimumMicros: 1_000_000 },
   retry: { attempts: 8, initialDelayMs: 1000, maxDelayMs: 3_600_000 },

@@ -2,7 +2,7 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export interface Delivery {
+interface Delivery {
   readonly headers: IncomingHttpHeaders;
   /** The raw body, as signed. */
   readonly body: string;
