@@ -1,15 +1,18 @@
 /**
  * "Once" across processes: two `tollgate serve` processes spend one key's
  * budget together and the receiver gets each threshold once — claimed in
- * the SQLite file they share, or in Redis when it is configured.
+ * the SQLite file they share, in Redis when it is configured, or in
+ * PostgreSQL for replicas (each node with its own SQLite file).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/db/open.js';
+import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
+import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 import { spawnServe, type TollgateProcess } from '../../support/process.js';
 import { startRedis, type RedisHandle } from '../../support/redis.js';
 import { waitFor } from '../../support/wait.js';
@@ -21,12 +24,14 @@ const SECRET = 'whsec-procs-0123456789abcdef';
 let fake: FakeUpstream;
 let receiver: WebhookReceiver;
 let redis: RedisHandle;
+let pg: TempPostgres;
 const procs: Array<TollgateProcess & { url: string }> = [];
 
 beforeAll(async () => {
   fake = await startFakeUpstream({ apiKey: UPSTREAM_KEY });
   receiver = await startWebhookReceiver();
   redis = await startRedis();
+  pg = await createTempPostgres();
 }, 30_000);
 
 afterAll(async () => {
@@ -35,6 +40,7 @@ afterAll(async () => {
     await proc.exited;
   }
   await redis.stop();
+  await pg.drop();
   await receiver.close();
   await fake.close();
 });
@@ -82,6 +88,7 @@ const thresholdsFor = (name: string) =>
 describe.each([
   ['sharing one SQLite file', 'sqlite', () => ({})],
   ['sharing Redis', 'redis', () => ({ TOLLGATE_REDIS_URL: redis.url })],
+  ['sharing PostgreSQL (replicas, one SQLite file each)', 'postgres', () => ({ TOLLGATE_DATABASE_URL: pg.url })],
 ])('two processes %s', (_label, store, env) => {
   it('send each threshold once', async () => {
     const { urls, key, name } = await twoProcesses(env());
