@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { alertsFileSchema, resolveAlertSettings, type AlertSettings } from './alerts/settings.js';
 import { setTimeZone } from './calendar.js';
 import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from './estimate/prices.js';
 import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './limits/algorithm/policy.js';
@@ -217,6 +218,8 @@ const fileSchema = z.strictObject({
   prices: priceTableOverrideSchema.optional(),
   /** Limits over all keys together, in the CLI's syntax: `["tokens:2000000/min", "usd:500/day"]`. */
   globalLimits: z.array(z.string()).optional(),
+  /** Budget alerts to webhooks (README "Alerts"): webhooks with their secrets' variable names, thresholds, velocity. */
+  alerts: alertsFileSchema.optional(),
 });
 
 /** Tollgate's configuration, validated and with defaults applied. */
@@ -268,6 +271,8 @@ export interface Config {
   readonly trustedProxies: ReadonlySet<string>;
   /** /metrics: the bearer token it requires (none = open) and its own port (none = the proxy's). */
   readonly metrics: { readonly token: string | undefined; readonly port: number | undefined };
+  /** Budget and velocity alerts to webhooks; undefined when the config file has no `alerts`. */
+  readonly alerts: AlertSettings | undefined;
 }
 
 export class ConfigError extends Error {
@@ -346,7 +351,15 @@ export function loadConfig(env: Env = process.env): Config {
     refusalRowsPerMinute: e.TOLLGATE_REFUSAL_ROWS,
     trustedProxies: parseTrustedProxies(e.TOLLGATE_TRUSTED_PROXIES),
     metrics: { token: e.TOLLGATE_METRICS_TOKEN, port: e.TOLLGATE_METRICS_PORT },
+    alerts: file.alerts === undefined ? undefined : alertSettings(file.alerts, env, e.TOLLGATE_CONFIG ?? ''),
   };
+}
+
+/** The file's alerts with each webhook's secret read from the variable it names. */
+function alertSettings(file: z.output<typeof alertsFileSchema>, env: Env, path: string): AlertSettings {
+  const resolved = resolveAlertSettings(file, env);
+  if (!resolved.ok) throw new ConfigError(`invalid configuration:\n${resolved.problems.map((problem) => `  ${path}: ${problem}`).join('\n')}`);
+  return resolved.settings;
 }
 
 function parseGlobalLimits(texts: readonly string[], path: string): LimitSpec[] {

@@ -11,6 +11,7 @@
 import type { BudgetCheck } from './budgets/check.js';
 import type { Hono } from 'hono';
 import { localAdminOps } from './admin/ops.js';
+import { createAlerts, type Alerts } from './alerts/index.js';
 import { pgAdminOps } from './admin/pg-ops.js';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-env.js';
@@ -75,6 +76,8 @@ export interface Tollgate {
   readonly upstream: Upstream;
   /** Stored and background Responses (their owners, the poller that settles background jobs). */
   readonly responses: BackgroundResponses;
+  /** Budget and velocity alerts (config file `alerts`), else undefined. */
+  readonly alerts: Alerts | undefined;
   /** What every stage of the request path is given. */
   readonly pipeline: PipelineDeps;
   /** Flipped when shutting down: /readyz answers 503, connections close after their response. */
@@ -161,6 +164,9 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe(warnAssumedPrices(logger));
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
+  const alerts =
+    config.alerts === undefined ? undefined : createAlerts({ settings: config.alerts, database, spend, logger, now, redis: limiter.redis, pg: replica?.pool });
+  if (alerts !== undefined) events.subscribe(alerts.listener);
 
   const responses = createBackgroundResponses({
     database,
@@ -237,6 +243,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     events,
     upstream,
     responses,
+    alerts,
     pipeline,
     lifecycle,
     async start() {
@@ -251,11 +258,14 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       await warmEstimator({ startWorkers: true, encodings: [...encodings] });
       // Background jobs left unsettled by an earlier process are polled again.
       responses.start();
+      alerts?.start();
     },
     async close() {
       // Unsettled background jobs stay pending in the ledger; the next start takes them over.
       responses.close();
       await upstream.close();
+      // Before Redis and the database close: the last requests' alerts are claimed and queued.
+      await alerts?.close();
       keys.stop();
       // Hand Redis leases back so other nodes can use them at once.
       await limiter.close();

@@ -2,6 +2,7 @@
 import { Option, type Command } from 'commander';
 import { parseSince, type SpendGrouping, type SpendRow, type SpendTotals } from '../reports/spend.js';
 import { spendReportCsv } from '../reports/export.js';
+import { forecastLines, localBudgetForecasts } from './alerts.js';
 import { print, printJson, withOps } from './context.js';
 import { count, table, usd } from './format.js';
 
@@ -40,8 +41,10 @@ export function registerSpendCommand(program: Command): void {
         const since = parseSince(options.since);
         const until = options.until === undefined ? undefined : parseSince(options.until);
         const report = await withOps(command, (ops) => ops.spend({ key: options.key, tenant: options.tenant, since, until, by: options.by }));
+        // The budgets of one key or tenant, with where they are heading (local database only).
+        const budgets = options.format === 'csv' ? undefined : localBudgetForecasts(command, options);
         if (options.json || options.format === 'json') {
-          printJson(report);
+          printJson(budgets === undefined ? report : { ...report, budgets });
           return;
         }
         if (options.format === 'csv') {
@@ -56,6 +59,7 @@ export function registerSpendCommand(program: Command): void {
           `Spend${scope}, ${report.since} to ${report.until} (UTC)${report.pending > 0 ? `; ${report.pending} request(s) in flight, counted at their estimate` : ''}\n\n`,
         );
         print(table(headers, rows, ['left', 'right', 'right', 'right', 'right', 'right', 'right']));
+        if (budgets !== undefined && budgets.length > 0) print(`\nBudgets\n${forecastLines(budgets)}`);
       },
     );
 }

@@ -10,6 +10,9 @@ import type { SpendTotals } from '../reports/spend.js';
 import { formatLimit, type LimitSpec } from '../limits/algorithm/policy.js';
 import type { KeyStatus } from '../keys/store.js';
 import { budgetItem, type BudgetItem } from './budget-view.js';
+import { describeForecast, forecastRunOut } from '../alerts/forecast.js';
+import { HOUR_MS, periodEnd, utcHour } from '../calendar.js';
+import { formatMicrosExact } from '../money.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
 import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
 import { keyStatusOf, type KeyRecord } from './directory.js';
@@ -82,6 +85,7 @@ type KeyPageText =
   | 'pending'
   | 'lastUsed'
   | 'lastUsedAt'
+  | 'budgetForecast'
   | 'updated';
 
 const LATEST_ROWS = 50;
@@ -158,6 +162,20 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
     const spent = budgetSpec.period === 'day' ? today.costMicros : budgetSpec.period === 'month' ? month.costMicros : lifetimeCost;
     budget = budgetItem('key', key.id, key.name, keyHref(key.id), budgetSpec, spent);
   }
+  // The burn-rate forecast the alerts carry (src/alerts/forecast.ts), from the chart's last 24 hours and this one.
+  let budgetForecast = '';
+  if (budgetSpec !== undefined && budget !== null) {
+    const from = utcHour(now) - 24 * HOUR_MS;
+    const forecast = forecastRunOut({
+      spentMicros: budget.spentMicros,
+      limitMicros: budgetSpec.microUsd,
+      windowSpendMicros: hourly.reduce((sum, point) => (point.hour >= from ? sum + point.costMicros : sum), 0),
+      windowMs: now - from,
+      now,
+      periodEndsAt: periodEnd(budgetSpec.period, now),
+    });
+    budgetForecast = describeForecast(forecast, formatMicrosExact, now);
+  }
   const latest = latestRows.map((row) => requestItem(row, now));
   const lastUsedAt = latest[0]?.createdAt ?? null;
   const status = keyStatusOf(key, now);
@@ -205,6 +223,7 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
       pending: inFlightText(today.pending),
       lastUsed: relativeTime(lastUsedAt, now),
       lastUsedAt: timestamp(lastUsedAt),
+      budgetForecast,
       updated: updatedText(now),
     },
   };
@@ -329,9 +348,14 @@ export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
           {view.budget === null ? (
             <p class="empty">No budget on this key.</p>
           ) : (
-            <table>
-              <tbody data-scope="budget">{budgetRow(view.budget)}</tbody>
-            </table>
+            <>
+              <table>
+                <tbody data-scope="budget">{budgetRow(view.budget)}</tbody>
+              </table>
+              <p class="muted forecast" data-bind="text.budgetForecast">
+                {view.text.budgetForecast}
+              </p>
+            </>
           )}
           <h2>
             Limits <span class="muted">{view.limitsLive ? 'live from the limiter' : 'live utilisation not available'}</span>

@@ -258,3 +258,52 @@ export const responses = sqliteTable(
 export type TenantRow = typeof tenants.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type LedgerRow = typeof ledger.$inferSelect;
+
+/**
+ * Alerts (src/alerts): each alert is claimed once — this table when neither
+ * PostgreSQL nor Redis is configured, so processes sharing the file do not
+ * both send — and every delivery goes through the outbox, retried with
+ * backoff by whichever process holds its short delivery claim.
+ */
+export const alertClaims = sqliteTable(
+  'alert_claims',
+  {
+    /** What was alerted: owner, budget, period and threshold, or owner and hour. */
+    id: text('id').primaryKey(),
+    claimedAt: integer('claimed_at').notNull(),
+    /** After this (ms) the row may be pruned: its period is long over. */
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [index('alert_claims_expires').on(t.expiresAt)],
+);
+
+export const alertOutbox = sqliteTable(
+  'alert_outbox',
+  {
+    /** The event id and the webhook name. */
+    id: text('id').primaryKey(),
+    eventId: text('event_id').notNull(),
+    eventType: text('event_type').notNull(),
+    webhook: text('webhook').notNull(),
+    /** The JSON body, exactly as signed and sent. */
+    body: text('body').notNull(),
+    createdAt: integer('created_at').notNull(),
+    /** pending | delivered | failed */
+    status: text('status').notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: integer('next_attempt_at').notNull(),
+    /** A process is delivering it until then (ms); 0 = nobody. */
+    claimedUntil: integer('claimed_until').notNull().default(0),
+    lastError: text('last_error'),
+    /** The receiver's last HTTP status. */
+    lastStatus: integer('last_status'),
+    deliveredAt: integer('delivered_at'),
+  },
+  (t) => [
+    // Deliveries still to make (a small index: rows leave it once delivered or failed).
+    index('alert_outbox_due')
+      .on(t.nextAttemptAt)
+      .where(sql`status = 'pending'`),
+    index('alert_outbox_created').on(t.createdAt),
+  ],
+);
