@@ -37,7 +37,9 @@ export function limitRefusal(
       ? 'the global limit'
       : result.refusedBy.hashTag.startsWith('tenant:')
         ? `tenant ${caller.tenant?.name ?? ''} limit`
-        : 'limit';
+        : result.refusedBy.hashTag.includes(':user:')
+          ? `end user "${result.refusedBy.hashTag.slice(result.refusedBy.hashTag.indexOf(':user:') + 6)}" limit`
+          : 'limit';
   const name = result.refusedBy.limitName;
   if (result.reason === 'never_fits') {
     const cost = demands[index]?.cost ?? 0;

@@ -77,7 +77,8 @@ function totalCells(row: SpendTotals): Cell[] {
 export function spendReportCsv(report: SpendReport): string {
   const period: Cell[] = [report.since, report.until];
   if (report.by === 'total') return csvLine(['since', 'until', ...TOTAL_COLUMNS]) + csvLine([...period, ...totalCells(report.total)]);
-  const byKey = report.by === 'key';
+  // End users and tags belong to a key, so their records name it too.
+  const byKey = report.by === 'key' || report.by === 'user' || report.by === 'tag';
   let text = csvLine(['since', 'until', report.by, ...(byKey ? ['key_id', 'key_prefix'] : []), ...TOTAL_COLUMNS]);
   for (const row of report.rows as SpendRow[]) {
     text += csvLine([...period, row.group, ...(byKey ? [row.keyId, row.prefix] : []), ...totalCells(row)]);
