@@ -37,6 +37,17 @@ interface ModelItem {
   readonly text: { readonly requests: string; readonly tokens: string; readonly spend: string; readonly share: string };
 }
 
+/** One of a key's top end users or tags this month. */
+interface TopItem {
+  readonly name: string;
+  readonly totals: SpendTotals;
+  readonly share: number;
+  readonly text: { readonly requests: string; readonly spend: string; readonly share: string; readonly rejected: string };
+}
+
+/** End users and tags listed on a key's page (the most spent first). */
+const TOP_ROWS = 10;
+
 /** A key's page and GET /admin/api/dashboard/keys/:id. */
 export interface KeyPageView {
   readonly page: 'key';
@@ -58,6 +69,9 @@ export interface KeyPageView {
   /** False when no limiter snapshot is wired in. */
   readonly limitsLive: boolean;
   readonly models: readonly ModelItem[];
+  /** The key's end users and tags that spent the most this month. */
+  readonly topUsers: readonly TopItem[];
+  readonly topTags: readonly TopItem[];
   readonly latest: readonly RequestItem[];
   readonly recent429: readonly RequestItem[];
   readonly charts: { readonly hourly: ChartData; readonly daily: ChartData };
@@ -143,6 +157,17 @@ export function buildKeyPage(ctx: ViewContext, keyId: string): KeyPageView | und
       },
     };
   });
+  const top = (by: 'user' | 'tag'): TopItem[] =>
+    reads.keyTop(key.id, by, monthStart, now, TOP_ROWS).map(({ name, totals }) => {
+      const share = month.costMicros > 0 ? totals.costMicros / month.costMicros : 0;
+      const rejected = totals.rejectedRateLimit + totals.rejectedBudget;
+      return {
+        name,
+        totals,
+        share,
+        text: { requests: count(totals.requests), spend: usd(totals.costMicros), share: percent(share), rejected: count(rejected) },
+      };
+    });
   const budgetSpec = key.policy?.budget;
   let budget: BudgetItem | null = null;
   if (budgetSpec !== undefined) {
@@ -172,6 +197,8 @@ export function buildKeyPage(ctx: ViewContext, keyId: string): KeyPageView | und
     limits: limitItems(key, snapshot),
     limitsLive: ctx.limitSnapshot !== undefined,
     models,
+    topUsers: top('user'),
+    topTags: top('tag'),
     latest,
     recent429: reads.recent429s(key.id, RECENT_429_ROWS).map((row) => requestItem(row, now)),
     charts: {
@@ -239,6 +266,52 @@ function modelRow(item: ModelItem | undefined): JSX.Element {
     </tr>
   );
 }
+
+function topRow(item: TopItem | undefined): JSX.Element {
+  return (
+    <tr data-item={item === undefined ? undefined : ''}>
+      <td class="mono" data-bind="name">
+        {item?.name}
+      </td>
+      <td class="num" data-bind="text.requests">
+        {item?.text.requests}
+      </td>
+      <td class="num" data-bind="text.spend">
+        {item?.text.spend}
+      </td>
+      <td class="num" data-bind="text.rejected">
+        {item?.text.rejected}
+      </td>
+      <td class="num">
+        <meter min={0} max={1} value={item?.share ?? 0} data-bind-value="share"></meter> <span data-bind="text.share">{item?.text.share}</span>
+      </td>
+    </tr>
+  );
+}
+
+/** A table of top end users or tags. */
+const TopTable: FC<{ title: string; path: 'topUsers' | 'topTags'; items: readonly TopItem[]; first: string; empty: string }> = (props) => (
+  <section class="panel" data-section={props.path}>
+    <h2>
+      {props.title} <span class="muted">this month, the {TOP_ROWS} that spent the most</span>
+    </h2>
+    <table>
+      <thead>
+        <tr>
+          <th>{props.first}</th>
+          <th class="num">Requests</th>
+          <th class="num">Spend</th>
+          <th class="num">Rejected</th>
+          <th class="num">Share of the key</th>
+        </tr>
+      </thead>
+      {listBody(props.path, props.items, topRow)}
+    </table>
+    <EmptyNote path={props.path} shown={props.items.length === 0}>
+      {props.empty}
+    </EmptyNote>
+  </section>
+);
 
 /** One key: facts, totals, charts, budget and limits, models, 429s and latest requests. */
 export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
@@ -361,6 +434,10 @@ export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
             No requests this month.
           </EmptyNote>
         </section>
+      </div>
+      <div class="grid2">
+        <TopTable title="Top end users" path="topUsers" items={view.topUsers} first="End user" empty="No requests named an end user this month." />
+        <TopTable title="Top tags" path="topTags" items={view.topTags} first="Tag" empty="No tagged requests this month." />
       </div>
       <section class="panel">
         <h2>

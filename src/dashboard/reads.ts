@@ -288,6 +288,11 @@ export class DashboardReads {
     return querySpend(this.database, { keyId, since, by: 'model' }, now).rows.map((row) => ({ model: row.group, totals: pickTotals(row) }));
   }
 
+  /** A key's end users or tags that spent the most since `since` (src/endusers), at most `limit`. */
+  keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number): Array<{ name: string; totals: SpendTotals }> {
+    return querySpend(this.database, { keyId, since, by, limit }, now).rows.map((row) => ({ name: row.group, totals: pickTotals(row) }));
+  }
+
   /** The newest ledger rows of a key. */
   latestRequests(keyId: string, limit: number): RequestRow[] {
     return (this.statements.latest.all(keyId, limit) as RawRequestRow[]).map((row) => ({ ...row, stream: row.stream === 1 }));

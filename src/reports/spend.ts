@@ -23,6 +23,8 @@ export interface SpendQuery {
   /** Last UTC day included, YYYY-MM-DD (default: today). */
   readonly until?: string | undefined;
   readonly by: SpendGrouping;
+  /** The first rows only (the most spent first; for `user` and `tag`: the dashboard's top lists). */
+  readonly limit?: number | undefined;
 }
 
 export interface SpendTotals {
@@ -113,7 +115,10 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
   const fromOf = (table: string) => `FROM ${table} r JOIN api_keys k ON k.id = r.key_id LEFT JOIN tenants t ON t.id = k.tenant_id WHERE ${where.join(' AND ')}`;
   const from = fromOf('rollups_daily');
   const shape = GROUP_COLUMNS[query.by];
-  const rows = database.sqlite.prepare(`SELECT ${shape.select}, ${SUMS} ${fromOf(rollupOf(query.by))} ${shape.group} ${shape.order}`).all(params) as SpendRow[];
+  const limit = query.limit === undefined ? '' : `LIMIT ${Math.max(0, Math.floor(query.limit))}`;
+  const rows = database.sqlite
+    .prepare(`SELECT ${shape.select}, ${SUMS} ${fromOf(rollupOf(query.by))} ${shape.group} ${shape.order} ${limit}`)
+    .all(params) as SpendRow[];
   // Over every key, the all-keys daily rollup holds the same sums in one row a day (every rollup row belongs to a key: keys are never deleted).
   const totalSql =
     query.keyId === undefined && query.tenantId === undefined
@@ -128,7 +133,7 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
     .get({ ...params, sinceMs: dayStartMs(query.since), untilMs: dayEndMs(until) }) as { n: number };
   // By end user, the requests that named none are one more row, so the rows sum to the total
   // (both sides move in the same transactions). Tags need not: a request may carry several.
-  if (query.by === 'user') {
+  if (query.by === 'user' && query.limit === undefined) {
     const rest = difference(total, rows);
     if (COUNTERS.some((counter) => rest[counter] !== 0)) rows.push({ group: NO_END_USER, ...rest });
   }
