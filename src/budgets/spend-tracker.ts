@@ -220,7 +220,7 @@ export class SpendTracker {
 
 function scopesOf(change: SpendChange): string[] {
   const scopes = change.tenantId === null ? [`key:${change.keyId}`] : [`key:${change.keyId}`, `tenant:${change.tenantId}`];
-  if (change.endUser != null) scopes.push(`user:${change.keyId}:${change.endUser}`);
+  if (change.endUser !== undefined && change.endUser !== null) scopes.push(`user:${change.keyId}:${change.endUser}`);
   for (const tag of change.tags ?? []) scopes.push(`tag:${change.keyId}:${tag}`);
   return scopes;
 }

@@ -29,8 +29,8 @@ export const MAX_TAGS = 10;
  */
 const END_USER = /^[A-Za-z0-9][A-Za-z0-9._:/@+=-]*$/;
 
-export const USER_HEADER = 'x-tollgate-user';
-export const TAGS_HEADER = 'x-tollgate-tags';
+const USER_HEADER = 'x-tollgate-user';
+const TAGS_HEADER = 'x-tollgate-tags';
 
 export interface Attribution {
   /** The end user, or undefined when the request names none. */
@@ -39,7 +39,7 @@ export interface Attribution {
   readonly tags: readonly string[];
 }
 
-export const NO_ATTRIBUTION: Attribution = Object.freeze({ endUser: undefined, tags: Object.freeze([]) as readonly string[] });
+const NO_ATTRIBUTION: Attribution = Object.freeze({ endUser: undefined, tags: Object.freeze([]) as readonly string[] });
 
 type HeaderValue = string | string[] | undefined;
 
@@ -64,7 +64,7 @@ function readEndUser(body: Record<string, unknown>, header: HeaderValue): string
 }
 
 /** Why an end-user id is refused, or undefined when it is acceptable. */
-export function endUserProblem(value: string): string | undefined {
+function endUserProblem(value: string): string | undefined {
   if (value.length > MAX_END_USER_CHARS) return `must be at most ${MAX_END_USER_CHARS} characters`;
   if (!END_USER.test(value)) return 'may contain only letters, digits and . _ : / @ + = - (starting with a letter or digit)';
   return undefined;
@@ -87,7 +87,7 @@ function readTags(body: Record<string, unknown>, header: HeaderValue): string[] 
 }
 
 /** `a, b,a` → [a, b]: trimmed, empty parts skipped, duplicates dropped; throws for bad tags or too many. */
-export function parseTags(text: string, param: string): string[] {
+function parseTags(text: string, param: string): string[] {
   const tags: string[] = [];
   for (const part of text.split(',')) {
     const tag = part.trim();

@@ -27,7 +27,7 @@ export function endUserBindings(caller: Caller, attribution: Attribution): Limit
 }
 
 /** The owner string of an end user's buckets: their hash tag is `key:<keyId>:user:<user>`. */
-export function endUserOwner(keyId: string, endUser: string): string {
+function endUserOwner(keyId: string, endUser: string): string {
   return `${keyId}:user:${endUser}`;
 }
 

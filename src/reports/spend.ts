@@ -13,7 +13,7 @@ export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'user' | 'tag' 
 export const SPEND_GROUPINGS: readonly SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'user', 'tag', 'total'];
 
 /** The `user` group of requests that named no end user. */
-export const NO_END_USER = '(no end user)';
+const NO_END_USER = '(no end user)';
 
 export interface SpendQuery {
   readonly keyId?: string | undefined;
