@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createUpstream, type Upstream } from '../../../src/upstreams/pool.js';
 import { parseLimit, type Policy } from '../../../src/limits/algorithm/policy.js';
+import { exportLedger, spendReportCsv } from '../../../src/reports/export.js';
 import { querySpend } from '../../../src/reports/spend.js';
+import { csvObjects } from '../../support/csv.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { captureLogs } from '../../support/logs.js';
@@ -278,5 +280,12 @@ describe('reports', () => {
     const keyId = ids.find((k) => k.name === 'reported')!.id;
     const scoped = querySpend(app.db.database, { keyId, since: '2026-11-21', by: 'user' }, wall);
     expect(scoped.rows.map((row) => row.group).sort()).toEqual(['(no end user)', 'alice', 'bob']);
+
+    // The spend CSV names the key beside each user; the ledger export carries each row's user and tags.
+    expect(csvObjects(spendReportCsv(byUser)).find((row) => row.user === 'bob')).toMatchObject({ key_prefix: expect.stringMatching(/^tg-/) });
+    let exported = '';
+    for await (const chunk of exportLedger(app.db.path, { sinceMs: 0, untilMs: wall + 86_400_000 }, 'csv')) exported += chunk;
+    const records = csvObjects(exported);
+    expect(records.map((row) => [row.end_user, row.tags])).toEqual(ledger.map((row) => [row.end_user ?? '', row.tags ?? '']));
   });
 });
