@@ -9,6 +9,7 @@ import type { JSX } from 'hono/jsx/jsx-runtime';
 import type { SpendTotals } from '../reports/spend.js';
 import { formatLimit, type LimitSpec } from '../limits/algorithm/policy.js';
 import type { KeyStatus } from '../keys/store.js';
+import { describeAttributedPolicy } from '../endusers/policy-options.js';
 import { budgetItem, type BudgetItem } from './budget-view.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
 import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
@@ -62,6 +63,8 @@ export interface KeyPageView {
     readonly expiresAt: number | null;
     readonly models: readonly string[] | null;
     readonly policyError: string | null;
+    /** What each end user gets, and the tag budgets (src/endusers), as label and text. */
+    readonly perUser: ReadonlyArray<readonly [string, string]>;
   };
   readonly totals: { readonly today: PeriodTotals; readonly month: PeriodTotals };
   readonly budget: BudgetItem | null;
@@ -191,6 +194,7 @@ export function buildKeyPage(ctx: ViewContext, keyId: string): KeyPageView | und
       expiresAt: key.expiresAt,
       models: key.policy?.models ?? null,
       policyError: key.policyError ?? null,
+      perUser: key.policy === undefined ? [] : describeAttributedPolicy(key.policy),
     },
     totals: { today, month },
     budget,
@@ -341,6 +345,12 @@ export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
           <dd>{view.text.created}</dd>
           <dt>Expires</dt>
           <dd data-bind="text.expires">{view.text.expires}</dd>
+          {key.perUser.map(([label, text]) => (
+            <>
+              <dt>{label === 'per user' ? 'Per end user' : 'Tag budgets'}</dt>
+              <dd class="mono">{text}</dd>
+            </>
+          ))}
           <dt>Last used</dt>
           <dd data-bind="text.lastUsed" data-bind-title="text.lastUsedAt" title={view.text.lastUsedAt}>
             {view.text.lastUsed}
