@@ -108,6 +108,13 @@ export const ledger = sqliteTable(
     ttftMs: integer('ttft_ms'),
     upstreamRequestId: text('upstream_request_id'),
     errorCode: text('error_code'),
+    /**
+     * The end user of the key's app the request was made for (the body's `user` or
+     * `safety_identifier`, or `x-tollgate-user`; src/endusers/attribution.ts), null when none.
+     */
+    endUser: text('end_user'),
+    /** The request's tags, comma-joined (`a,b`; tags cannot hold commas), null when none. */
+    tags: text('tags'),
   },
   (t) => [
     index('ledger_key_time').on(t.keyId, t.createdAt),
@@ -222,6 +229,42 @@ export const lifetimeRollups = sqliteTable('rollups_lifetime', {
   ...spendCounters(),
   lastRequestAt: integer('last_request_at').notNull().default(0),
 });
+
+/**
+ * Per key, per end user, per day (src/endusers): the end users' own budgets
+ * and `tollgate spend --by user`. The primary key starts with the key, so one
+ * user's period is a range of it; the day index serves reports over every key.
+ * Requests without an end user add nothing here.
+ */
+export const endUserRollups = sqliteTable(
+  'rollups_end_users',
+  {
+    keyId: text('key_id').notNull(),
+    endUser: text('end_user').notNull(),
+    /** YYYY-MM-DD (TOLLGATE_TIMEZONE). */
+    day: text('day').notNull(),
+    ...spendCounters(),
+    lastRequestAt: integer('last_request_at').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.endUser, t.day] }), index('rollups_end_users_day').on(t.day)],
+);
+
+/**
+ * Per key, per tag, per day: tag budgets and `tollgate spend --by tag`. A
+ * request with two tags counts in both (so tags do not sum to the total).
+ */
+export const tagRollups = sqliteTable(
+  'rollups_tags',
+  {
+    keyId: text('key_id').notNull(),
+    tag: text('tag').notNull(),
+    /** YYYY-MM-DD (TOLLGATE_TIMEZONE). */
+    day: text('day').notNull(),
+    ...spendCounters(),
+    lastRequestAt: integer('last_request_at').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.tag, t.day] }), index('rollups_tags_day').on(t.day)],
+);
 
 /**
  * Stored Responses (POST /v1/responses) and the key that created each: a key

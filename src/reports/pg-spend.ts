@@ -4,6 +4,7 @@
  * once they are shipped (src/ledger/shipper.ts).
  */
 import type { PgPool } from '../db/pg.js';
+import { TollgateError } from '../errors.js';
 import { calendarDay, dayEndMs, dayStartMs } from '../calendar.js';
 import type { SpendQuery, SpendReport, SpendRow, SpendTotals } from './spend.js';
 
@@ -17,7 +18,7 @@ const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
   coalesce(sum(r.rejected_rate_limit), 0) AS "rejectedRateLimit",
   coalesce(sum(r.rejected_budget), 0) AS "rejectedBudget"`;
 
-const GROUP_COLUMNS: Record<SpendQuery['by'], { select: string; group: string; order: string }> = {
+const GROUP_COLUMNS: Record<Exclude<SpendQuery['by'], 'user' | 'tag'>, { select: string; group: string; order: string }> = {
   day: { select: 'r.day AS "group"', group: 'GROUP BY r.day', order: 'ORDER BY r.day' },
   model: { select: 'r.model AS "group"', group: 'GROUP BY r.model', order: 'ORDER BY "costMicros" DESC, r.model' },
   key: { select: 'k.name AS "group", k.id AS "keyId", k.prefix AS "prefix"', group: 'GROUP BY k.id', order: 'ORDER BY "costMicros" DESC, k.name' },
@@ -27,6 +28,12 @@ const GROUP_COLUMNS: Record<SpendQuery['by'], { select: string; group: string; o
 
 /** Spend over a range of UTC days, grouped as asked, with the grand total (see spend.ts). */
 export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.now()): Promise<SpendReport> {
+  if (query.by === 'user' || query.by === 'tag') {
+    // PostgreSQL has no end-user or tag rollups yet (src/endusers): say so rather than answer wrongly.
+    throw new TollgateError('invalid_value', `Spend by ${query.by} is not available on replicas (TOLLGATE_DATABASE_URL) yet; ask a node's own database.`, {
+      param: 'by',
+    });
+  }
   const until = query.until ?? calendarDay(now);
   const params: unknown[] = [query.since, until];
   const where = ['r.day >= $1', 'r.day <= $2'];
