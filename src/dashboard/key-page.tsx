@@ -12,7 +12,7 @@ import type { KeyStatus } from '../keys/store.js';
 import { describeAttributedPolicy } from '../endusers/policy-options.js';
 import { budgetItem, type BudgetItem } from './budget-view.js';
 import { describeForecast, forecastRunOut } from '../alerts/forecast.js';
-import { HOUR_MS, periodEnd, utcHour } from '../calendar.js';
+import { HOUR_MS, periodEnd, periodStart, utcHour } from '../calendar.js';
 import { formatMicrosExact } from '../money.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
 import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
@@ -150,11 +150,16 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
   const { today: todayDay, monthStart } = periodDays(now);
   const budgetSpec = key.policy?.budget;
   // At once: on PostgreSQL each read is a round trip.
-  const [today, month, modelTotals, lifetimeCost, latestRows, recent429Rows, hourly, daily, topUserRows, topTagRows] = await Promise.all([
+  const [today, month, modelTotals, periodCost, latestRows, recent429Rows, hourly, daily, topUserRows, topTagRows] = await Promise.all([
     reads.keyTotals(key.id, todayDay, now),
     reads.keyTotals(key.id, monthStart, now),
     reads.keyModels(key.id, monthStart, now),
-    budgetSpec !== undefined && budgetSpec.period !== 'day' && budgetSpec.period !== 'month' ? reads.keyLifetimeCost(key.id, now) : 0,
+    // A week's spend is its days' totals; only a budget "in total" needs the lifetime.
+    budgetSpec?.period === 'week'
+      ? reads.keyTotals(key.id, periodStart('week', now), now).then((totals) => totals.costMicros)
+      : budgetSpec?.period === 'total'
+        ? reads.keyLifetimeCost(key.id, now)
+        : 0,
     reads.latestRequests(key.id, LATEST_ROWS),
     reads.recent429s(key.id, RECENT_429_ROWS),
     reads.hourlySeries(now, key.id),
@@ -189,7 +194,7 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
     });
   let budget: BudgetItem | null = null;
   if (budgetSpec !== undefined) {
-    const spent = budgetSpec.period === 'day' ? today.costMicros : budgetSpec.period === 'month' ? month.costMicros : lifetimeCost;
+    const spent = budgetSpec.period === 'day' ? today.costMicros : budgetSpec.period === 'month' ? month.costMicros : periodCost;
     budget = budgetItem('key', key.id, key.name, keyHref(key.id), budgetSpec, spent);
   }
   // The burn-rate forecast the alerts carry (src/alerts/forecast.ts), from the chart's last 24 hours and this one.
