@@ -19,8 +19,8 @@ import { relay } from '../pipeline/relay.js';
 import { countTokens } from './count-tokens.js';
 import { renderAnthropicError } from './errors.js';
 
-/** Paths served here, for the app's 405 answers. */
-export const MESSAGES_PATHS = ['/v1/messages', '/v1/messages/count_tokens'] as const;
+/** Paths served here (other methods get a 405 in Anthropic's shape). */
+const MESSAGES_PATHS = ['/v1/messages', '/v1/messages/count_tokens'] as const;
 
 export function createMessagesRoutes(deps: PipelineDeps, logger: Logger): Hono<AppEnv> {
   const routes = new Hono<AppEnv>();

@@ -1,8 +1,8 @@
 /**
  * Prompt tokens of an Anthropic Messages API body (`POST /v1/messages`), as an upper bound.
  *
- * Claude's tokenizer is not public, so text is counted with o200k_base and scaled by
- * {@link CLAUDE_TEXT_FACTOR}, never beyond the text's UTF-8 bytes (no byte-level tokenizer makes
+ * Claude's tokenizer is not public, so text is counted with o200k_base and scaled by 1.5,
+ * never beyond the text's UTF-8 bytes (no byte-level tokenizer makes
  * more tokens than bytes). Images use Anthropic's published rule, tools add the tool-use system
  * prompt, and every message and block a small framing allowance. The method, its constants and
  * why they bound the bill are in src/estimate/README.md ("Claude: an upper bound").
@@ -14,12 +14,9 @@ import { EstimateInputError } from './errors.js';
 import { MAX_NESTING_DEPTH, failDepth, failType, isJsonObject, readArray, readObject, readOptionalString, type JsonObject } from './read-body.js';
 import { renderCompactJson } from './render-functions.js';
 
-/** o200k_base tokens × 3/2 bounds Claude's tokens of the same text (README: measured ratios and margin). */
+/** o200k_base tokens × 3/2 bounds Claude's tokens of the same text (README: why 1.5). */
 const CLAUDE_TEXT_FACTOR_NUMERATOR = 3;
 const CLAUDE_TEXT_FACTOR_DENOMINATOR = 2;
-
-/** The factor, for documentation and tests: 1.5. */
-export const CLAUDE_TEXT_FACTOR = CLAUDE_TEXT_FACTOR_NUMERATOR / CLAUDE_TEXT_FACTOR_DENOMINATOR;
 
 /** Framing of the whole request (turn markers, the reply's start). */
 const REQUEST_OVERHEAD = 16;
@@ -34,12 +31,15 @@ const BLOCK_OVERHEAD = 4;
 const TOOL_SYSTEM_PROMPT = 500;
 /** An Anthropic-defined tool (bash, text editor, computer, web search …): its definition is theirs, up to ~735 tokens listed. */
 const SERVER_TOOL_DEFINITION = 1_000;
-/** Anthropic scales an image to fit 1568 px on its long edge and about 1.15 megapixels, then bills width × height / 750. */
+/**
+ * Anthropic's vision guide: an image is scaled down to fit 1568 px on its long edge and about
+ * 1,600 tokens (1.2 megapixels), then billed width × height / 750 tokens (1092×1092 ≈ 1,590).
+ */
 const IMAGE_LONG_EDGE = 1_568;
-const IMAGE_MAX_PIXELS = 1_150_000;
 const IMAGE_PIXELS_PER_TOKEN = 750;
 /** An image whose size cannot be read (URL, file id): the largest image after scaling. */
 const UNSEEN_IMAGE_TOKENS = 1_600;
+const IMAGE_MAX_PIXELS = UNSEEN_IMAGE_TOKENS * IMAGE_PIXELS_PER_TOKEN;
 
 /** Whether the request writes the prompt cache, and for how long at most. */
 export type CacheWrite = 'none' | '5m' | '1h';

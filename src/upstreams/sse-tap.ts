@@ -172,8 +172,10 @@ export class SseTap {
   usageSoFar(countText: (text: string) => number): Usage | undefined {
     const start = readAnthropicUsage(this.messageStartUsage);
     if (start === undefined) return undefined;
-    const text = this.completionText();
-    return { ...start, completionTokens: Math.max(start.completionTokens, text === '' ? 0 : countText(text)) };
+    // With an allowance, the count the cut used (and told the client in its message_delta).
+    const text = this.allowance === undefined ? this.completionText() : '';
+    const streamed = this.allowance === undefined ? (text === '' ? 0 : countText(text)) : this.streamedTokens();
+    return { ...start, completionTokens: Math.max(start.completionTokens, streamed) };
   }
 
   /** True once `[DONE]` (or the Responses API's terminal event) was seen. */

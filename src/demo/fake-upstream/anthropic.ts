@@ -8,6 +8,7 @@
  * breakAfter, hangAfter, errorAfter, words):
  *   cacheRead=N, cacheWrite=N, cacheWrite1h=N   that many prompt tokens read from / written to the cache
  *   thinking=N    N words of thinking before the answer (thinking_delta; billed as output)
+ *   ignoreLimit=1 generate past max_tokens (a misbehaving upstream)
  *   tool=NAME     end with a tool_use block calling NAME (input streamed as input_json_delta)
  *   status=529    overloaded_error (429 rate_limit_error with retry-after, 500 api_error, …)
  */
@@ -33,7 +34,7 @@ const ERRORS: Record<number, { type: string; message: string }> = {
   529: { type: 'overloaded_error', message: 'Overloaded' },
 };
 
-export function sendAnthropicJson(res: ServerResponse, status: number, payload: unknown, record: RecordedRequest): void {
+function sendAnthropicJson(res: ServerResponse, status: number, payload: unknown, record: RecordedRequest): void {
   if (res.destroyed) return;
   const text = JSON.stringify(payload);
   record.status = status;
@@ -84,7 +85,7 @@ function textOf(content: unknown): string {
  * 300 for the tool-use system prompt. An independent, simple model of the real API, deliberately
  * unlike src/estimate/count-messages.ts.
  */
-export function anthropicInputTokens(body: Record<string, unknown>, model: string): number {
+function anthropicInputTokens(body: Record<string, unknown>, model: string): number {
   let text = textOf(body.system);
   let framing = 3;
   let images = 0;
@@ -140,12 +141,14 @@ export async function handleAnthropic(
   const billPrompt = { promptTokens: prompt, cachedTokens: cacheRead, cacheWrite5mTokens: write5m, cacheWrite1hTokens: write1h, reasoningTokens: 0 };
   record.billed = { ...billPrompt, completionTokens: 0 };
 
-  // Output: thinking first, then the answer, then a tool call — all within max_tokens.
+  // Output: thinking first, then the answer, then a tool call — all within max_tokens
+  // (unless the scenario says ignoreLimit: a misbehaving upstream).
+  const limit = scenario.ignoreLimit === undefined ? maxTokens : Number.MAX_SAFE_INTEGER;
   const wantedThinking = num(scenario, 'thinking') ?? 0;
-  const thinking = answerWords({ words: String(wantedThinking) }, maxTokens).map((word) => word.toLowerCase());
-  const answer = answerWords(scenario, maxTokens - thinking.length);
-  const tool = scenario.tool !== undefined && thinking.length + answer.length < maxTokens ? scenario.tool : undefined;
-  const truncated = wantedThinking + (num(scenario, 'words') ?? 12) > maxTokens;
+  const thinking = answerWords({ words: String(wantedThinking) }, limit).map((word) => word.toLowerCase());
+  const answer = answerWords(scenario, limit - thinking.length);
+  const tool = scenario.tool !== undefined && thinking.length + answer.length < limit ? scenario.tool : undefined;
+  const truncated = wantedThinking + (num(scenario, 'words') ?? 12) > limit;
   const plan: MessagePlan = {
     id: `msg_${randomBytes(12).toString('hex')}`,
     model,
