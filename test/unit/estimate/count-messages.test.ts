@@ -90,6 +90,17 @@ describe('estimating a Messages body', () => {
     expect(bash - none).toBeGreaterThan(1500);
   });
 
+  it("reserves Anthropic's web searches ($10 / 1k): max_uses of each search tool, else 3", () => {
+    const base = { model: 'claude-opus-4-6', max_tokens: 10, messages: [{ role: 'user', content: 'Search.' }] };
+    const none = estimateRequestSync('messages', base, options);
+    const five = estimateRequestSync('messages', { ...base, tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 5 }] }, options);
+    const open = estimateRequestSync('messages', { ...base, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, options);
+    expect(none.toolCallsReserved).toEqual({});
+    expect(five.toolCallsReserved).toEqual({ webSearch: 5 });
+    expect(open.toolCallsReserved).toEqual({ webSearch: 3 });
+    expect(five.reservedMicroUsd - costMicroUsd({ promptTokens: five.promptTokens, completionTokens: 10 }, five.price)).toBe(5 * 10_000);
+  });
+
   it('refuses a body without max_tokens or messages, naming the field', () => {
     const attempt = (body: Record<string, unknown>) => () => estimateRequestSync('messages', { model: 'claude-opus-4-6', ...body }, options);
     expect(attempt({ messages: [] })).toThrow(EstimateInputError);
