@@ -42,17 +42,25 @@ function flexHalf(input: number, cachedInput: number, output: number): TokenPric
 const W400K = { window: 400_000, maxOutput: 128_000 };
 
 /**
- * A Claude model: input / output in USD per 1M tokens, cache reads at 0.1× input; cache writes
+ * A Claude model: input / output in USD per 1M tokens, cache reads at 0.1× input unless given
+ * (long-context cache reads at the same multiple); cache writes
  * are priced from the input price (1.25× for 5 minutes, 2× for 1 hour: prices.ts). No context
  * window is set: most Claude 4 models take 1M tokens with a beta header, and a window that is
  * too small would refuse valid requests.
  */
-function claude(input: number, output: number, maxOutput: number | undefined, longContext?: { input: number; output: number }): ModelPrice {
+function claude(
+  input: number,
+  output: number,
+  maxOutput: number | undefined,
+  longContext?: { input: number; output: number; above?: number },
+  cacheRead = input / 10,
+): ModelPrice {
+  const longCached = longContext === undefined ? 0 : (longContext.input * cacheRead) / input;
   return {
-    ...price(input, input / 10, output, maxOutput === undefined ? {} : { maxOutput }),
+    ...price(input, cacheRead, output, maxOutput === undefined ? {} : { maxOutput }),
     ...(longContext === undefined
       ? {}
-      : { longContext: { aboveTokens: 200_000, prices: tokens(longContext.input, longContext.input / 10, longContext.output) } }),
+      : { longContext: { aboveTokens: longContext.above ?? 200_000, prices: tokens(longContext.input, longCached, longContext.output) } }),
   };
 }
 
@@ -68,6 +76,19 @@ const SONNET_LONG = { input: 6, output: 22.5 };
  * their row through the undated name (models.ts).
  */
 const CLAUDE_MODELS: ReadonlyArray<readonly [string, ModelPrice]> = [
+  // Cache hits of the 5.1 models are $0.25 (0.025× input).
+  ['claude-fable-5-1', claude(10, 50, undefined, undefined, 0.25)],
+  ['claude-mythos-5-1', claude(10, 50, undefined, undefined, 0.25)],
+  ['claude-fable-5', claude(10, 50, undefined)],
+  ['claude-mythos-5', claude(10, 50, undefined)],
+  // UNCONFIRMED: Opus 5.5, Sonnet 5.5 / 5 and Haiku 5.5 from third-party summaries of the page
+  // (2026-10): cache hits 0.05× on the 5.5 models (Sonnet 5.5: $0.10 since 2026-10-07), and Haiku
+  // 5.5 billing a prompt over 100k tokens at $0.50 / $2.50.
+  ['claude-opus-5-5', claude(4, 20, undefined, undefined, 0.2)],
+  ['claude-opus-5', claude(5, 25, undefined)],
+  ['claude-sonnet-5-5', claude(2, 10, undefined, undefined, 0.1)],
+  ['claude-sonnet-5', claude(2, 10, undefined)],
+  ['claude-haiku-5-5', claude(0.1, 0.5, undefined, { input: 0.5, output: 2.5, above: 100_000 })],
   ['claude-opus-4-8', claude(5, 25, undefined)],
   ['claude-opus-4-7', claude(5, 25, undefined)],
   ['claude-opus-4-6', claude(5, 25, 128_000)],

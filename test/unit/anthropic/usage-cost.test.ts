@@ -11,6 +11,7 @@ import { readAnthropicUsage } from '../../../src/upstreams/anthropic-usage.js';
 
 /** USD per 1M: input, 5m write, 1h write, cache read, output — Anthropic's pricing table. */
 const PAGE: Record<string, readonly [number, number, number, number, number]> = {
+  'claude-fable-5-1': [10, 12.5, 20, 0.25, 50],
   'claude-opus-4-6': [5, 6.25, 10, 0.5, 25],
   'claude-opus-4-1-20250805': [15, 18.75, 30, 1.5, 75],
   'claude-sonnet-4-20250514': [3, 3.75, 6, 0.3, 15],
