@@ -103,6 +103,13 @@ const envSchema = z.object({
   /** The provider key Tollgate uses upstream; falls back to OPENAI_API_KEY. */
   TOLLGATE_UPSTREAM_KEY: z.string().trim().min(1).optional(),
   OPENAI_API_KEY: z.string().trim().min(1).optional(),
+  /** Base URL of Anthropic's API for /v1/messages, without the version path (as ANTHROPIC_BASE_URL). */
+  TOLLGATE_ANTHROPIC_URL: upstreamUrl.default('https://api.anthropic.com'),
+  /** The Anthropic key Tollgate uses upstream (sent as x-api-key); falls back to ANTHROPIC_API_KEY. */
+  TOLLGATE_ANTHROPIC_KEY: z.string().trim().min(1).optional(),
+  ANTHROPIC_API_KEY: z.string().trim().min(1).optional(),
+  /** `anthropic-version` sent upstream when a client sends none. */
+  TOLLGATE_ANTHROPIC_VERSION: z.string().trim().min(1).default('2023-06-01'),
   /** Time allowed to open a TCP/TLS connection to the upstream. */
   TOLLGATE_UPSTREAM_CONNECT_TIMEOUT: duration.default(10_000),
   /** Time allowed for the upstream to send response headers (non-streamed answers arrive whole, so this is long). */
@@ -237,6 +244,11 @@ export interface Config {
     readonly maxShare: number;
     readonly queueTimeoutMs: number;
   };
+  /**
+   * Anthropic's API behind /v1/messages: base URL, key and default `anthropic-version`; the
+   * connection settings are the upstream's. Until config-file upstreams replace it.
+   */
+  readonly anthropic: { readonly url: string; readonly apiKey: string | undefined; readonly version: string };
   readonly maxBodyBytes: number;
   readonly requestTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
@@ -312,6 +324,11 @@ export function loadConfig(env: Env = process.env): Config {
       connections: e.TOLLGATE_UPSTREAM_CONNECTIONS,
       maxShare: e.TOLLGATE_UPSTREAM_MAX_SHARE,
       queueTimeoutMs: e.TOLLGATE_QUEUE_TIMEOUT,
+    },
+    anthropic: {
+      url: e.TOLLGATE_ANTHROPIC_URL,
+      apiKey: e.TOLLGATE_ANTHROPIC_KEY ?? e.ANTHROPIC_API_KEY,
+      version: e.TOLLGATE_ANTHROPIC_VERSION,
     },
     maxBodyBytes: e.TOLLGATE_MAX_BODY,
     requestTimeoutMs: e.TOLLGATE_REQUEST_TIMEOUT,

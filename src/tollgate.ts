@@ -40,6 +40,7 @@ import { RequestEvents } from './pipeline/finished.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
 import { createUpstream, type Upstream } from './upstreams/pool.js';
+import { createAnthropicUpstream } from './anthropic/upstream.js';
 
 /** Parts a caller supplies instead of building them from the config. */
 export interface TollgateOverrides {
@@ -47,6 +48,8 @@ export interface TollgateOverrides {
   /** An open database (left open by `close()`); default: open `config.dbPath`. */
   readonly database?: TollgateDatabase;
   readonly upstream?: Upstream;
+  /** Where /v1/messages goes; default: Anthropic's API from `config.anthropic`. */
+  readonly anthropicUpstream?: Upstream;
   readonly metrics?: Metrics;
   /** Wall clock, ms since the epoch: ledger times, budget periods, the dashboard. */
   readonly now?: () => number;
@@ -164,6 +167,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     },
   });
   const upstream = overrides.upstream ?? createUpstream(config.upstream);
+  const anthropic = overrides.anthropicUpstream ?? createAnthropicUpstream({ ...config.upstream, ...config.anthropic });
 
   const events = new RequestEvents((error) => logger.error({ err: error }, 'a request observer failed'));
   const liveLimits = new LiveLimits(limiter.limiter, config.globalLimits, keys, (id) => keyStore.authKeyById(id));
@@ -203,6 +207,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     sharedBudgets,
     ledger,
     upstream,
+    anthropic,
     events,
     now,
     responses: responses.hooks,
@@ -274,6 +279,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       await upstream.close();
       // Before Redis and the database close: the last requests' alerts are claimed and queued.
       await alerts?.close();
+      await anthropic.close();
       keys.stop();
       // Hand Redis leases back so other nodes can use them at once.
       await limiter.close();

@@ -24,7 +24,7 @@
  *    out): nothing.
  */
 import type { TollgateError } from '../errors.js';
-import { countCompletionTokens, type Estimate } from '../estimate/index.js';
+import { countStreamedTokens, type Estimate } from '../estimate/index.js';
 import { costMicroUsd, toolCostMicroUsd } from '../estimate/prices.js';
 import type { Completion, RejectionReason, UsageSource } from '../ledger/writer.js';
 import type { Usage } from '../upstreams/usage.js';
@@ -108,7 +108,7 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
     // An error event inside a 200 stream is not an error status: what streamed before it was generated.
     upstreamError: ending.status !== null && (ending.status < 200 || ending.status >= 300),
     streamedText: ending.streamedText,
-    countTokens: (text) => countCompletionTokens(text, facts.model),
+    countTokens: (text) => countStreamedTokens(request.endpoint, text, facts.model),
   });
   const completion: Completion = {
     requestId: request.requestId,
