@@ -13,10 +13,16 @@ import { describeLimiterContract } from '../../support/limiter-contract.js';
 let primary: ChildProcess;
 let client: IpcClient;
 
-beforeAll(() => {
+beforeAll(async () => {
   primary = fork(fileURLToPath(new URL('./fixtures/primary.ts', import.meta.url)), { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
   client = new IpcClient(primary);
-});
+  await new Promise<void>((resolve, reject) => {
+    primary.on('message', (message) => {
+      if ((message as { ready?: boolean }).ready === true) resolve();
+    });
+    primary.once('exit', (code) => reject(new Error(`the primary exited (${String(code)}) before it was ready`)));
+  });
+}, 60_000);
 
 afterAll(async () => {
   const exited = new Promise((resolve) => primary.once('exit', resolve));
