@@ -11,9 +11,14 @@
  * - Tags: the `x-tollgate-tags: a,b` header, else `metadata.tags` in the body
  *   (`"a,b"`: OpenAI's `metadata` values are strings).
  *
- * Bad values are a 400 `invalid_value` naming the field, never truncated
- * silently: a user cut to its first 128 characters would share another's budget.
+ * A bad header or tag is a 400 `invalid_value` naming the field, never
+ * truncated silently: a user cut to its first 128 characters would share
+ * another's budget. The body's `user` is different: OpenAI accepts any string
+ * there and SDKs fill it from app data, so refusing one OpenAI takes would
+ * break clients; an odd or long one is recorded as its digest instead
+ * (`sha256:` and 32 hex digits: bounded, stable, distinct per user).
  */
+import { createHash } from 'node:crypto';
 import { TollgateError } from '../errors.js';
 import { TAG_PATTERN } from '../limits/algorithm/policy.js';
 
@@ -58,7 +63,7 @@ function readEndUser(body: Record<string, unknown>, header: HeaderValue): string
     if (value === undefined || value === null) continue;
     if (typeof value !== 'string') throw new TollgateError('invalid_type', `${field} must be a string.`, { param: field });
     if (value === '') continue; // an empty user is no user, as OpenAI treats it
-    return checkEndUser(value, field);
+    return endUserProblem(value) === undefined ? value : endUserDigest(value);
   }
   return undefined;
 }
@@ -68,6 +73,11 @@ function endUserProblem(value: string): string | undefined {
   if (value.length > MAX_END_USER_CHARS) return `must be at most ${MAX_END_USER_CHARS} characters`;
   if (!END_USER.test(value)) return 'may contain only letters, digits and . _ : / @ + = - (starting with a letter or digit)';
   return undefined;
+}
+
+/** The id recorded for a body `user` outside the alphabet or length. */
+export function endUserDigest(value: string): string {
+  return `sha256:${createHash('sha256').update(value).digest('hex').slice(0, 32)}`;
 }
 
 function checkEndUser(value: string, param: string): string {

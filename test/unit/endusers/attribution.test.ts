@@ -47,15 +47,30 @@ describe('readAttribution', () => {
         const ok = /^[A-Za-z0-9][A-Za-z0-9._:/@+=-]*$/.test(user) && user.length <= MAX_END_USER_CHARS;
         let accepted = true;
         try {
-          readAttribution({ user }, {});
+          readAttribution({}, { 'x-tollgate-user': user });
         } catch (error) {
           expect(error).toBeInstanceOf(TollgateError);
           expect((error as TollgateError).status).toBe(400);
           accepted = false;
         }
-        expect(accepted).toBe(ok);
+        // The header is trimmed first.
+        if (user === user.trim()) expect(accepted).toBe(ok);
       }),
     );
+  });
+
+  it('records any body user OpenAI would take: odd or long ones as a bounded, stable, distinct digest (property)', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 400 }), fc.string({ minLength: 1, maxLength: 400 }), (a, b) => {
+        const first = readAttribution({ user: a }, {}).endUser!;
+        expect(first.length).toBeLessThanOrEqual(MAX_END_USER_CHARS);
+        expect(first).toMatch(/^[A-Za-z0-9][A-Za-z0-9._:/@+=-]*$/);
+        expect(readAttribution({ user: a }, {}).endUser).toBe(first);
+        if (a !== b) expect(readAttribution({ user: b }, {}).endUser).not.toBe(first);
+      }),
+    );
+    expect(readAttribution({ user: 'alice smith' }, {}).endUser).toMatch(/^sha256:[0-9a-f]{32}$/);
+    expect(readAttribution({ safety_identifier: 'u'.repeat(129) }, {}).endUser).toMatch(/^sha256:[0-9a-f]{32}$/);
   });
 
   it('never returns more than the maximum number of tags, and round-trips them through the ledger column (property)', () => {

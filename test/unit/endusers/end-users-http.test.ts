@@ -135,9 +135,9 @@ describe('recording', () => {
 describe('bad input', () => {
   it.each([
     ['a space in the header', {}, { 'x-tollgate-user': 'alice smith' }, 'x-tollgate-user'],
-    ['a user over 128 characters', { user: 'u'.repeat(129) }, {}, 'user'],
+    ['a header user over 128 characters', {}, { 'x-tollgate-user': 'u'.repeat(129) }, 'x-tollgate-user'],
     ['a user that is not a string', { user: 42 }, {}, 'user'],
-    ['a brace in the user (it would split a Redis hash tag)', { user: 'a{b}' }, {}, 'user'],
+    ['a brace in the header user (it would split a Redis hash tag)', {}, { 'x-tollgate-user': 'a{b}' }, 'x-tollgate-user'],
     ['a tag with a space', {}, { 'x-tollgate-tags': 'ok,not ok' }, 'x-tollgate-tags'],
     ['eleven tags', {}, { 'x-tollgate-tags': 'a,b,c,d,e,f,g,h,i,j,k' }, 'x-tollgate-tags'],
     ['a tag of 65 characters', {}, { 'x-tollgate-tags': 't'.repeat(65) }, 'x-tollgate-tags'],
