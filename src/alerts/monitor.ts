@@ -118,6 +118,8 @@ export class AlertMonitor {
     const byOwner = new Map<string, { owner: AlertOwner; budgets: OwnerBudget[] }>();
     for (const check of budgetChecksFor(caller)) {
       const { scope } = check;
+      // Alerts are per key, tenant and global budget; an end user's or a tag's budget only refuses.
+      if (scope.level !== 'key' && scope.level !== 'tenant') continue;
       const name = scope.level === 'key' ? caller.key.name : (caller.tenant?.name ?? scope.id);
       const ownerKey = `${scope.level}:${scope.id}`;
       let entry = byOwner.get(ownerKey);
