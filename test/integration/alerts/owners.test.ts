@@ -24,7 +24,7 @@ describe('tenant and global budgets', () => {
   let h: AlertsHarness;
   beforeAll(async () => {
     h = await startAlertsHarness({ velocity: { enabled: false }, thresholds: [50], globalBudgets: [{ usd: 0.08, period: 'day' }] });
-  }, 30_000);
+  }, 90_000);
   afterAll(async () => {
     await h.close();
   });
@@ -55,7 +55,7 @@ describe('a dead webhook', () => {
   let h: AlertsHarness;
   beforeAll(async () => {
     h = await startAlertsHarness({ velocity: { enabled: false }, maxPending: 1, retry: { attempts: 50, initialDelayMs: 60_000 } });
-  }, 30_000);
+  }, 90_000);
   afterAll(async () => {
     await h.close();
   });

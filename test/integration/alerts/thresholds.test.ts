@@ -14,7 +14,7 @@ let h: AlertsHarness;
 
 beforeAll(async () => {
   h = await startAlertsHarness({ velocity: { enabled: false }, retry: { attempts: 4, initialDelayMs: 50 } });
-}, 30_000);
+}, 90_000);
 afterAll(async () => {
   await h.close();
 });
@@ -108,7 +108,7 @@ it('retries a delivery the receiver fails (500 twice, then 200), with the same b
   const row = h.tollgate.alerts!.outbox.list(0, 100).find((r) => r.body.includes('"retried"'))!;
   expect(row).toMatchObject({ status: 'delivered', attempts: 3, lastStatus: 200 });
   expect(h.logs.lines.filter((l) => l.msg === 'alert delivery failed; will retry' && l.eventId === row.eventId)).toHaveLength(2);
-}, 30_000);
+}, 90_000);
 
 it('gives up after the configured attempts and marks the delivery failed', async () => {
   const key = h.issueKey('unheard', { limits: [], budget: { microUsd: 100_000, period: 'week' } });
@@ -121,4 +121,4 @@ it('gives up after the configured attempts and marks the delivery failed', async
   expect(row).toMatchObject({ status: 'failed', attempts: 4, lastStatus: 503, lastError: 'HTTP 503' });
   // No log line carries the webhook's secret.
   expect(h.logs.raw.some((line) => line.includes(HOOK_SECRET))).toBe(false);
-}, 30_000);
+}, 90_000);
