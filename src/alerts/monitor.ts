@@ -33,6 +33,14 @@ const DECIDED_MAX = 50_000;
 /** A lifetime budget's claims never lapse. */
 const FOREVER_MS = 100 * 365 * 86_400_000;
 const DAY_MS = 86_400_000;
+/**
+ * An owner is looked at again on every tick for this long (wall clock) after its last request:
+ * spend this process learns later — other replicas' shipped rows, other processes' commits —
+ * can cross a threshold without another request here.
+ */
+const LINGER_MS = 15_000;
+/** Alerts claimed but not yet written to the outbox (the file was busy), kept for the next ticks at most. */
+const UNQUEUED_MAX = 1000;
 
 export interface MonitorDeps {
   readonly settings: AlertSettings;
@@ -52,6 +60,8 @@ interface Noted {
   readonly caller: Caller;
   /** A request of this caller was refused by a budget. */
   readonly refusedByBudget: boolean;
+  /** When its last request finished (wall clock). */
+  readonly lastAt: number;
 }
 
 interface OwnerBudget {
@@ -65,6 +75,8 @@ export class AlertMonitor {
   private readonly noted = new Map<string, Noted>();
   private globalNoted = false;
   private readonly decided = new Set<string>();
+  /** Claimed alerts whose outbox write failed (the file busy): written on a later tick. */
+  private readonly unqueued: Array<{ readonly event: AlertEvent; readonly now: number }> = [];
   /** Ticks run one after the other. */
   private queue: Promise<void> = Promise.resolve();
 
@@ -76,7 +88,11 @@ export class AlertMonitor {
     if (event.kind !== 'settled' && !refusedByBudget) return;
     // Bounded by the number of keys: one entry per key, replaced.
     const before = this.noted.get(event.caller.key.id);
-    this.noted.set(event.caller.key.id, { caller: event.caller, refusedByBudget: refusedByBudget || (before?.refusedByBudget ?? false) });
+    this.noted.set(event.caller.key.id, {
+      caller: event.caller,
+      refusedByBudget: refusedByBudget || (before?.refusedByBudget ?? false),
+      lastAt: (this.deps.wallClock ?? Date.now)(),
+    });
     if (event.kind === 'settled') this.globalNoted = true;
   };
 
@@ -94,6 +110,7 @@ export class AlertMonitor {
 
   private async run(): Promise<void> {
     const now = this.deps.now();
+    for (const { event, now: at } of this.unqueued.splice(0)) this.enqueue(event, at);
     const batch: Noted[] = [];
     for (const [id, noted] of this.noted) {
       if (batch.length >= OWNERS_PER_TICK) break;
@@ -101,10 +118,12 @@ export class AlertMonitor {
       batch.push(noted);
     }
     const seenTenants = new Set<string>();
+    const wallNow = (this.deps.wallClock ?? Date.now)();
     for (const noted of batch) {
       const failed = await this.evaluateCaller(noted, now, seenTenants);
-      // A claim store that could not be asked (Redis down): look again next tick.
-      if (failed && !this.noted.has(noted.caller.key.id)) this.noted.set(noted.caller.key.id, noted);
+      // A claim store that could not be asked (Redis down), or spend still arriving: look again next tick.
+      const again = failed || wallNow - noted.lastAt < LINGER_MS;
+      if (again && !this.noted.has(noted.caller.key.id)) this.noted.set(noted.caller.key.id, { ...noted, refusedByBudget: false });
     }
     if (this.globalNoted) {
       this.globalNoted = false;
@@ -230,9 +249,15 @@ export class AlertMonitor {
     }
     if (this.decided.size >= DECIDED_MAX) this.decided.clear();
     this.decided.add(claimId);
-    if (!won) return true;
+    if (won) this.enqueue(event, now);
+    return true;
+  }
+
+  /** One outbox row per webhook that takes the event's type; kept for a later tick when the file is busy. */
+  private enqueue(event: AlertEvent, now: number): void {
     const type = event.type;
     const webhooks = this.deps.settings.webhooks.filter((hook) => type !== 'test' && hook.events.includes(type));
+    if (webhooks.length === 0) return;
     const body = JSON.stringify(event);
     let added: number;
     try {
@@ -241,11 +266,16 @@ export class AlertMonitor {
         (this.deps.wallClock ?? Date.now)(),
       );
     } catch (error) {
-      this.deps.logger.error(
-        { eventId: event.id, event: type, owner: event.owner, message: (error as Error).message },
-        'alert could not be queued: alert dropped',
-      );
-      return true;
+      if (this.unqueued.length < UNQUEUED_MAX) {
+        this.unqueued.push({ event, now });
+        this.deps.logger.warn({ eventId: event.id, message: (error as Error).message }, 'alert could not be queued yet; will retry');
+      } else {
+        this.deps.logger.error(
+          { eventId: event.id, event: type, owner: event.owner, message: (error as Error).message },
+          'alert could not be queued: alert dropped',
+        );
+      }
+      return;
     }
     if (added < webhooks.length) {
       this.deps.logger.error({ eventId: event.id, event: type, owner: event.owner }, 'alert outbox is full: alert dropped');
@@ -253,6 +283,5 @@ export class AlertMonitor {
       this.deps.logger.info({ eventId: event.id, event: type, owner: event.owner, summary: event.summary }, 'alert');
       this.deps.onEnqueued();
     }
-    return true;
   }
 }

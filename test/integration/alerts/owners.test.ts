@@ -24,7 +24,7 @@ describe('tenant and global budgets', () => {
   let h: AlertsHarness;
   beforeAll(async () => {
     h = await startAlertsHarness({ velocity: { enabled: false }, thresholds: [50], globalBudgets: [{ usd: 0.08, period: 'day' }] });
-  }, 30_000);
+  }, 90_000);
   afterAll(async () => {
     await h.close();
   });
@@ -55,7 +55,7 @@ describe('a dead webhook', () => {
   let h: AlertsHarness;
   beforeAll(async () => {
     h = await startAlertsHarness({ velocity: { enabled: false }, maxPending: 1, retry: { attempts: 50, initialDelayMs: 60_000 } });
-  }, 30_000);
+  }, 90_000);
   afterAll(async () => {
     await h.close();
   });
@@ -66,6 +66,7 @@ describe('a dead webhook', () => {
     for (let i = 0; i < 2; i += 1) expect((await h.chat(key, 1000)).status).toBe(200);
     await settle(h);
     await waitFor(() => h.receiver.deliveries.length === 1, 'the first try');
+    await waitFor(() => h.tollgate.alerts!.outbox.list(0, 10)[0]?.attempts === 1, 'the outbox to record the failed try');
     for (let i = 0; i < 2; i += 1) expect((await h.chat(key, 1000)).status).toBe(200);
     await settle(h);
     const rows = h.tollgate.alerts!.outbox.list(0, 10);

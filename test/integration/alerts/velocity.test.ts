@@ -14,7 +14,7 @@ let h: AlertsHarness;
 beforeAll(async () => {
   // k = 3 over the 6 hours before, from $0.01 in the hour.
   h = await startAlertsHarness({ velocity: { factor: 3, trailingHours: 6, minimumUsd: 0.01 } });
-}, 30_000);
+}, 90_000);
 afterAll(async () => {
   await h.close();
 });

@@ -26,7 +26,7 @@ beforeAll(async () => {
   );
   vi.stubEnv('TOLLGATE_CONFIG', configPath);
   vi.stubEnv('TG_HOOK_SECRET', HOOK_SECRET);
-}, 30_000);
+}, 90_000);
 afterAll(async () => {
   vi.unstubAllEnvs();
   await h.close();
