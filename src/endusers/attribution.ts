@@ -76,7 +76,7 @@ function endUserProblem(value: string): string | undefined {
 }
 
 /** The id recorded for a body `user` outside the alphabet or length. */
-export function endUserDigest(value: string): string {
+function endUserDigest(value: string): string {
   return `sha256:${createHash('sha256').update(value).digest('hex').slice(0, 32)}`;
 }
 
