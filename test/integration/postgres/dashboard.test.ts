@@ -292,5 +292,6 @@ describe('two whole nodes', () => {
       expect(csv).toContain('north-team');
       expect(csv).toContain('south-team');
     }
-  });
+    // Two whole nodes, eight page loads and shipping: generous for a loaded 2-core machine.
+  }, 120_000);
 });
