@@ -1,8 +1,8 @@
 /**
  * `npm run bench`: every benchmark in one run, printed as one table and saved
  * as JSON in bench/results/. `--quick` for fewer rounds; `--only a,b` to pick
- * sections (proxy, estimate, ledger, limits, redis, dashboard, streams, pg-scale), or name them:
- * `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) and the
+ * sections (proxy, estimate, ledger, limits, redis, dashboard, streams, pg-scale, workers), or name
+ * them: `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) and the
  * PostgreSQL one at 10M rows (bench/pg-scale.ts) take minutes, so they run only when named.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -21,6 +21,7 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   dashboard: async () => (await import('./dashboard.js')).runDashboardBench,
   streams: async () => (await import('./streams.js')).runStreamsBench,
   'pg-scale': async () => (await import('./pg-scale.js')).runPgScaleBench,
+  workers: async () => (await import('./workers.js')).runWorkersBench,
 };
 const OPT_IN = new Set(['streams', 'pg-scale']);
 

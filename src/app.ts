@@ -16,6 +16,7 @@ import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
 import { createProxyRoutes } from './pipeline/routes.js';
+import { createMessagesRoutes } from './anthropic/routes.js';
 import { newRequestId } from './request-id.js';
 
 export interface AppDeps {
@@ -82,6 +83,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // After the admin API: its token check runs first for /admin/api/dashboard too.
   app.route('/admin/api/dashboard', createDashboardApiRoutes(dashboard));
   app.route('/dashboard', createDashboardRoutes(dashboard));
+  app.route('/', createMessagesRoutes(deps.pipeline, deps.logger));
   app.route('/', createProxyRoutes(deps.pipeline));
 
   app.notFound((c) => {

@@ -4,7 +4,9 @@
  * a {@link Config}.
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import { alertsFileSchema, resolveAlertSettings, type AlertSettings } from './alerts/settings.js';
 import { setTimeZone } from './calendar.js';
 import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from './estimate/prices.js';
 import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './limits/algorithm/policy.js';
@@ -33,6 +35,21 @@ const byteSize = z
     }
     return bytes;
   });
+
+/** Most workers accepted: far above any core count, low enough that a typo cannot fork a thousand processes. */
+const MAX_WORKERS = 128;
+
+/** "4" → 4, "auto" → one per core (`os.availableParallelism`). Also used by `serve --workers`. */
+export function parseWorkers(text: string, ctx?: z.RefinementCtx): number {
+  const value = text.trim().toLowerCase() === 'auto' ? availableParallelism() : Number(text);
+  if (!Number.isInteger(value) || value < 1 || value > MAX_WORKERS) {
+    const message = `"${text}" is not a worker count (1 to ${MAX_WORKERS}, or auto)`;
+    if (ctx === undefined) throw new Error(message);
+    ctx.addIssue({ code: 'custom', message });
+    return z.NEVER;
+  }
+  return value;
+}
 
 /** "30s", "250ms", "10m", "5000" (milliseconds) → milliseconds. */
 const duration = z
@@ -86,6 +103,13 @@ const envSchema = z.object({
   /** The provider key Tollgate uses upstream; falls back to OPENAI_API_KEY. */
   TOLLGATE_UPSTREAM_KEY: z.string().trim().min(1).optional(),
   OPENAI_API_KEY: z.string().trim().min(1).optional(),
+  /** Base URL of Anthropic's API for /v1/messages, without the version path (as ANTHROPIC_BASE_URL). */
+  TOLLGATE_ANTHROPIC_URL: upstreamUrl.default('https://api.anthropic.com'),
+  /** The Anthropic key Tollgate uses upstream (sent as x-api-key); falls back to ANTHROPIC_API_KEY. */
+  TOLLGATE_ANTHROPIC_KEY: z.string().trim().min(1).optional(),
+  ANTHROPIC_API_KEY: z.string().trim().min(1).optional(),
+  /** `anthropic-version` sent upstream when a client sends none. */
+  TOLLGATE_ANTHROPIC_VERSION: z.string().trim().min(1).default('2023-06-01'),
   /** Time allowed to open a TCP/TLS connection to the upstream. */
   TOLLGATE_UPSTREAM_CONNECT_TIMEOUT: duration.default(10_000),
   /** Time allowed for the upstream to send response headers (non-streamed answers arrive whole, so this is long). */
@@ -111,6 +135,12 @@ const envSchema = z.object({
   TOLLGATE_REQUEST_TIMEOUT: duration.default(60_000),
   /** Time in-flight requests and streams get to finish on SIGTERM/SIGINT. */
   TOLLGATE_SHUTDOWN_TIMEOUT: duration.default(30_000),
+  /** Processes serving the port (`serve --workers N`): a number, or `auto` for one per core. */
+  TOLLGATE_WORKERS: z
+    .string()
+    .trim()
+    .default('1')
+    .transform((text, ctx) => parseWorkers(text, ctx)),
   /** pino log level. */
   TOLLGATE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** SQLite file for keys, tenants and the ledger (directory created). */
@@ -195,6 +225,8 @@ const fileSchema = z.strictObject({
   prices: priceTableOverrideSchema.optional(),
   /** Limits over all keys together, in the CLI's syntax: `["tokens:2000000/min", "usd:500/day"]`. */
   globalLimits: z.array(z.string()).optional(),
+  /** Budget alerts to webhooks (README "Alerts"): webhooks with their secrets' variable names, thresholds, velocity. */
+  alerts: alertsFileSchema.optional(),
 });
 
 /** Tollgate's configuration, validated and with defaults applied. */
@@ -212,9 +244,16 @@ export interface Config {
     readonly maxShare: number;
     readonly queueTimeoutMs: number;
   };
+  /**
+   * Anthropic's API behind /v1/messages: base URL, key and default `anthropic-version`; the
+   * connection settings are the upstream's. Until config-file upstreams replace it.
+   */
+  readonly anthropic: { readonly url: string; readonly apiKey: string | undefined; readonly version: string };
   readonly maxBodyBytes: number;
   readonly requestTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
+  /** Processes serving the port; above 1 a primary forks them (main.ts, startCluster). */
+  readonly workers: number;
   readonly logLevel: z.infer<typeof envSchema>['TOLLGATE_LOG_LEVEL'];
   readonly dbPath: string;
   /** PostgreSQL for replicas; with it, `dbPath` is the node's key copy and ledger outbox. */
@@ -244,6 +283,8 @@ export interface Config {
   readonly trustedProxies: ReadonlySet<string>;
   /** /metrics: the bearer token it requires (none = open) and its own port (none = the proxy's). */
   readonly metrics: { readonly token: string | undefined; readonly port: number | undefined };
+  /** Budget and velocity alerts to webhooks; undefined when the config file has no `alerts`. */
+  readonly alerts: AlertSettings | undefined;
 }
 
 export class ConfigError extends Error {
@@ -284,9 +325,15 @@ export function loadConfig(env: Env = process.env): Config {
       maxShare: e.TOLLGATE_UPSTREAM_MAX_SHARE,
       queueTimeoutMs: e.TOLLGATE_QUEUE_TIMEOUT,
     },
+    anthropic: {
+      url: e.TOLLGATE_ANTHROPIC_URL,
+      apiKey: e.TOLLGATE_ANTHROPIC_KEY ?? e.ANTHROPIC_API_KEY,
+      version: e.TOLLGATE_ANTHROPIC_VERSION,
+    },
     maxBodyBytes: e.TOLLGATE_MAX_BODY,
     requestTimeoutMs: e.TOLLGATE_REQUEST_TIMEOUT,
     shutdownTimeoutMs: e.TOLLGATE_SHUTDOWN_TIMEOUT,
+    workers: e.TOLLGATE_WORKERS,
     logLevel: e.TOLLGATE_LOG_LEVEL,
     dbPath: e.TOLLGATE_DB,
     databaseUrl: e.TOLLGATE_DATABASE_URL,
@@ -321,7 +368,15 @@ export function loadConfig(env: Env = process.env): Config {
     refusalRowsPerMinute: e.TOLLGATE_REFUSAL_ROWS,
     trustedProxies: parseTrustedProxies(e.TOLLGATE_TRUSTED_PROXIES),
     metrics: { token: e.TOLLGATE_METRICS_TOKEN, port: e.TOLLGATE_METRICS_PORT },
+    alerts: file.alerts === undefined ? undefined : alertSettings(file.alerts, env, e.TOLLGATE_CONFIG ?? ''),
   };
+}
+
+/** The file's alerts with each webhook's secret read from the variable it names. */
+function alertSettings(file: z.output<typeof alertsFileSchema>, env: Env, path: string): AlertSettings {
+  const resolved = resolveAlertSettings(file, env);
+  if (!resolved.ok) throw new ConfigError(`invalid configuration:\n${resolved.problems.map((problem) => `  ${path}: ${problem}`).join('\n')}`);
+  return resolved.settings;
 }
 
 function parseGlobalLimits(texts: readonly string[], path: string): LimitSpec[] {

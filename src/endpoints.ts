@@ -4,10 +4,11 @@
  * and the metrics all name requests by it.
  */
 
+/** The OpenAI-compatible endpoints, served by one route each (src/pipeline/routes.ts). */
 export const ENDPOINTS = ['chat', 'completions', 'embeddings', 'responses'] as const;
 
-/** A billed endpoint of the OpenAI API. */
-export type Endpoint = (typeof ENDPOINTS)[number];
+/** A billed endpoint: one of OpenAI's, or Anthropic's Messages API (`messages`, src/anthropic). */
+export type Endpoint = (typeof ENDPOINTS)[number] | 'messages';
 
 /** Client paths of the billed endpoints. */
 export const ENDPOINT_PATHS: Readonly<Record<Endpoint, string>> = {
@@ -15,4 +16,5 @@ export const ENDPOINT_PATHS: Readonly<Record<Endpoint, string>> = {
   completions: '/v1/completions',
   embeddings: '/v1/embeddings',
   responses: '/v1/responses',
+  messages: '/v1/messages',
 };

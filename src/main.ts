@@ -2,13 +2,22 @@
  * Boots Tollgate: builds the parts from the config (tollgate.ts), serves the
  * app with @hono/node-server, and shuts down cleanly — stop accepting, let in-flight
  * requests and streams finish up to a deadline, then close what is left.
+ *
+ * With `serve --workers N` (startCluster) a primary forks N such servers on one
+ * port (node:cluster) and keeps, without Redis, the buckets and budget counters
+ * they lease from over IPC (src/limits/stores/ipc-primary.ts).
  */
 import { serve } from '@hono/node-server';
+import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { AggregatorRegistry } from 'prom-client';
 import type { Config } from './config.js';
-import { flushLogger, type Logger } from './logger.js';
+import { openDatabase } from './db/open.js';
+import { createLogger, flushLogger, type Logger } from './logger.js';
 import { createMetricsApp } from './app.js';
+import type { IpcClient } from './limits/stores/ipc-client.js';
+import { LimitsPrimary } from './limits/stores/ipc-primary.js';
 import { buildTollgate } from './tollgate.js';
 
 export interface RunningServer {
@@ -22,12 +31,24 @@ export interface RunningServer {
 
 export interface StartOptions {
   readonly logger?: Logger;
+  /** This process is a worker of `serve --workers N`: its channel to the primary. */
+  readonly ipc?: IpcClient;
 }
+
+/** How long a worker's /metrics waits for the primary's aggregate (prom-client gives up on workers after 5 s). */
+const METRICS_TIMEOUT_MS = 6000;
 
 /** Starts the proxy on `config.host:config.port` (port 0 picks a free one). */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const tollgate = buildTollgate(config, options.logger ? { logger: options.logger } : {});
+  const tollgate = buildTollgate(config, { ...(options.logger ? { logger: options.logger } : {}), ...(options.ipc ? { ipc: options.ipc } : {}) });
   const { app, logger, lifecycle } = tollgate;
+  const ipc = options.ipc;
+  if (ipc !== undefined) {
+    // /metrics lands on any worker: it answers for all of them, aggregated by the primary.
+    AggregatorRegistry.setRegistries([tollgate.metrics.registry]);
+    new AggregatorRegistry(); // answers the primary's requests for this worker's metrics
+    tollgate.metrics.renderWith(() => ipc.call('metrics', {}, METRICS_TIMEOUT_MS));
+  }
   await tollgate.start();
 
   const server = await new Promise<Server>((resolve, reject) => {
@@ -124,6 +145,126 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     url,
     port,
     metricsUrl,
+    close() {
+      closing ??= shutDown();
+      return closing;
+    },
+  };
+}
+
+export interface RunningCluster {
+  /** Where the workers listen (all on one port). */
+  readonly url: string;
+  readonly port: number;
+  /** Process ids of the workers now running. */
+  workerPids(): number[];
+  /** Drains every worker (each as a single server does on SIGTERM), then stops. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** The message a worker drains and exits on (serve.ts). */
+export const DRAIN_MESSAGE = { tollgate: 'drain' } as const;
+
+/** A worker that dies this soon after it started counts towards the restart back-off. */
+const QUICK_EXIT_MS = 5000;
+const MAX_RESTART_DELAY_MS = 30_000;
+
+/**
+ * The primary of `tollgate serve --workers N`: migrates the database once,
+ * forks N workers that serve one port, answers their lease and budget calls
+ * (unless Redis holds them), aggregates /metrics, restarts a worker that dies,
+ * and on close drains them all. Resolves once every worker listens.
+ */
+export async function startCluster(config: Config, options: { workers: number; logger?: Logger }): Promise<RunningCluster> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  // Migrate here, once, so workers starting together never race to.
+  openDatabase(config.dbPath).close();
+  const aggregator = new AggregatorRegistry();
+  const primary = new LimitsPrimary({ metrics: () => aggregator.clusterMetrics() });
+  let stopping = false;
+  let quickExits = 0;
+  let listening: ((address: { port: number }) => void) | undefined;
+  let failedToStart: ((error: Error) => void) | undefined;
+  const started = new Map<Worker, number>();
+
+  const fork = (): Worker => {
+    const worker = cluster.fork();
+    started.set(worker, Date.now());
+    primary.serve(worker);
+    worker.once('listening', (address) => {
+      logger.info({ worker: worker.id, pid: worker.process.pid }, 'worker listening');
+      listening?.(address);
+    });
+    return worker;
+  };
+
+  cluster.on('exit', (worker, code, signal) => {
+    const startedAt = started.get(worker) ?? 0;
+    started.delete(worker);
+    if (stopping) return;
+    if (failedToStart !== undefined) {
+      failedToStart(new Error(`worker ${worker.id} exited (${signal ?? code}) before it listened`));
+      return;
+    }
+    // Its leases lapse at expiry (under-admission only); its pending ledger rows stay for the ledger's own recovery.
+    quickExits = Date.now() - startedAt < QUICK_EXIT_MS ? quickExits + 1 : 0;
+    const delay = quickExits === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 1000 * 2 ** (quickExits - 1));
+    logger.error({ worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delay }, 'worker exited; starting another');
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, delay).unref();
+  });
+
+  const port = await new Promise<number>((resolve, reject) => {
+    let count = 0;
+    listening = (address) => {
+      count += 1;
+      if (count === options.workers) resolve(address.port);
+    };
+    failedToStart = reject;
+    for (let i = 0; i < options.workers; i++) fork();
+  }).catch(async (error: unknown) => {
+    stopping = true;
+    for (const worker of started.keys()) worker.process.kill('SIGKILL');
+    primary.close();
+    throw error;
+  });
+  listening = undefined;
+  failedToStart = undefined;
+
+  const hostPart = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${hostPart}:${port}`;
+  const workerPids = () => [...started.keys()].map((worker) => worker.process.pid!);
+  logger.info({ url, workers: options.workers, pids: workerPids(), limits: config.redis === undefined ? 'primary' : 'redis' }, 'tollgate workers listening');
+
+  let closing: Promise<void> | undefined;
+  async function shutDown(): Promise<void> {
+    stopping = true;
+    const workers = [...started.keys()];
+    logger.info({ workers: workers.length }, 'shutting down: draining every worker');
+    const exited = workers.map((worker) => new Promise<void>((resolve) => (worker.isDead() ? resolve() : worker.once('exit', () => resolve()))));
+    for (const worker of workers) {
+      try {
+        worker.send(DRAIN_MESSAGE);
+      } catch {
+        worker.process.kill('SIGTERM');
+      }
+    }
+    // A worker drains for up to the shutdown timeout, then closes; past a grace beyond that it is killed.
+    const grace = setTimeout(() => {
+      for (const worker of workers) if (!worker.isDead()) worker.process.kill('SIGKILL');
+    }, config.shutdownTimeoutMs + 10_000);
+    await Promise.all(exited);
+    clearTimeout(grace);
+    primary.close();
+    logger.info('shutdown complete');
+    await flushLogger(logger);
+  }
+
+  return {
+    url,
+    port,
+    workerPids,
     close() {
       closing ??= shutDown();
       return closing;

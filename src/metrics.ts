@@ -277,8 +277,20 @@ export class Metrics {
     return price.known ? this.modelLabels.value(price.model) : OTHER_LABEL;
   }
 
+  private exposition: (() => Promise<string>) | undefined;
+
+  /**
+   * Serves /metrics from `render` instead of this registry alone: a worker of
+   * `serve --workers N` asks its primary, which aggregates every worker's
+   * registry (prom-client's AggregatorRegistry; main.ts).
+   */
+  renderWith(render: () => Promise<string>): void {
+    this.exposition = render;
+  }
+
   /** The exposition text and its content type. */
   async render(): Promise<{ body: string; contentType: string }> {
-    return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+    const body = this.exposition === undefined ? await this.registry.metrics() : await this.exposition();
+    return { body, contentType: this.registry.contentType };
   }
 }

@@ -11,11 +11,12 @@
 import type { BudgetCheck } from './budgets/check.js';
 import type { Hono } from 'hono';
 import { localAdminOps } from './admin/ops.js';
+import { createAlerts, type Alerts } from './alerts/index.js';
 import { pgAdminOps } from './admin/pg-ops.js';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-env.js';
 import { RedisBudgetStore } from './budgets/redis-budgets.js';
-import { SpendTracker } from './budgets/spend-tracker.js';
+import { isAttributed, SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config.js';
 import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
@@ -27,7 +28,9 @@ import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
 import { disableOutbox } from './ledger/shipper.js';
 import { LedgerWriter } from './ledger/writer.js';
-import { createLimiter, type CreatedLimiter } from './limits/stores/create.js';
+import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './limits/stores/create.js';
+import type { IpcClient } from './limits/stores/ipc-client.js';
+import { ipcBudgetCounters } from './limits/stores/ipc-store.js';
 import { InFlightLimits } from './limits/in-flight.js';
 import { LiveLimits } from './limits/live-view.js';
 import { createLogger, type Logger } from './logger.js';
@@ -37,6 +40,7 @@ import { RequestEvents } from './pipeline/finished.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
 import { createUpstream, type Upstream } from './upstreams/pool.js';
+import { createAnthropicUpstream } from './anthropic/upstream.js';
 
 /** Parts a caller supplies instead of building them from the config. */
 export interface TollgateOverrides {
@@ -44,6 +48,8 @@ export interface TollgateOverrides {
   /** An open database (left open by `close()`); default: open `config.dbPath`. */
   readonly database?: TollgateDatabase;
   readonly upstream?: Upstream;
+  /** Where /v1/messages goes; default: Anthropic's API from `config.anthropic`. */
+  readonly anthropicUpstream?: Upstream;
   readonly metrics?: Metrics;
   /** Wall clock, ms since the epoch: ledger times, budget periods, the dashboard. */
   readonly now?: () => number;
@@ -51,6 +57,8 @@ export interface TollgateOverrides {
   readonly limiterClock?: () => number;
   /** The dashboard's live view of a key's buckets; present but undefined = none ("not available"). */
   readonly limitSnapshot?: LimitSnapshot | undefined;
+  /** A worker of `serve --workers N`: without Redis, limits and budgets are kept by the primary (main.ts). */
+  readonly ipc?: IpcClient;
 }
 
 export interface Tollgate {
@@ -71,6 +79,8 @@ export interface Tollgate {
   readonly upstream: Upstream;
   /** Stored and background Responses (their owners, the poller that settles background jobs). */
   readonly responses: BackgroundResponses;
+  /** Budget and velocity alerts (config file `alerts`), else undefined. */
+  readonly alerts: Alerts | undefined;
   /** What every stage of the request path is given. */
   readonly pipeline: PipelineDeps;
   /** Flipped when shutting down: /readyz answers 503, connections close after their response. */
@@ -101,20 +111,40 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   if (replica === undefined) disableOutbox(database);
   // On a replica, budgets count every node's spend (src/budgets/pg-spend.ts).
   const spend = new SpendTracker(database, replica === undefined ? {} : { refreshMs: 500, source: replica.spend });
-  const limiter = createLimiter(config, { logger, metrics, ...(overrides.limiterClock ? { clock: overrides.limiterClock } : {}) });
+  const limiter = createLimiter(config, {
+    logger,
+    metrics,
+    ...(overrides.limiterClock ? { clock: overrides.limiterClock } : {}),
+    ...(overrides.ipc ? { ipc: overrides.ipc } : {}),
+  });
+  // Budgets are shared wherever limits are: Redis, or the primary of `serve --workers N`.
+  const budgetCounters = limiter.redis ?? (limiter.store === 'ipc' ? ipcBudgetCounters(overrides.ipc!, IPC_TIMEOUT_MS) : undefined);
   const sharedBudgets =
-    limiter.redis === undefined
+    budgetCounters === undefined
       ? undefined
       : {
           failMode: config.failMode,
-          ...(replica === undefined ? {} : { exactSeed: (check: BudgetCheck) => replica.spend.exact(check.scope, check.budget.period, now()) }),
-          store: new RedisBudgetStore(limiter.redis, {
-            timeoutMs: config.redis?.timeoutMs ?? 1000,
+          ...(replica === undefined
+            ? {}
+            : {
+                // End users and tags have no rollups in PostgreSQL yet: their counters are seeded from this node's ledger.
+                exactSeed: async (check: BudgetCheck) =>
+                  isAttributed(check.scope)
+                    ? spend.spent(check.scope, check.budget.period, now())
+                    : replica.spend.exact(check.scope, check.budget.period, now()),
+              }),
+          store: new RedisBudgetStore(budgetCounters, {
+            timeoutMs: config.redis?.timeoutMs ?? IPC_TIMEOUT_MS,
             onCall: (ok) => {
+              if (limiter.store !== 'redis') return;
               metrics.redisCalls.inc({ op: 'budget' });
               if (!ok) metrics.redisFailures.inc({ op: 'budget' });
             },
-            onError: (error) => logger.warn({ message: (error as Error).message }, 'budget reservation in Redis failed; budgets follow the fail mode'),
+            onError: (error) =>
+              logger.warn(
+                { message: (error as Error).message },
+                `budget reservation in ${limiter.store === 'redis' ? 'Redis' : 'the primary'} failed; budgets follow the fail mode`,
+              ),
           }),
         };
   const ledger = new LedgerWriter(database, {
@@ -137,6 +167,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     },
   });
   const upstream = overrides.upstream ?? createUpstream(config.upstream);
+  const anthropic = overrides.anthropicUpstream ?? createAnthropicUpstream({ ...config.upstream, ...config.anthropic });
 
   const events = new RequestEvents((error) => logger.error({ err: error }, 'a request observer failed'));
   const liveLimits = new LiveLimits(limiter.limiter, config.globalLimits, keys, (id) => keyStore.authKeyById(id));
@@ -145,6 +176,9 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe(warnAssumedPrices(logger));
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
+  const alerts =
+    config.alerts === undefined ? undefined : createAlerts({ settings: config.alerts, database, spend, logger, now, redis: limiter.redis, pg: replica?.pool });
+  if (alerts !== undefined) events.subscribe(alerts.listener);
 
   const responses = createBackgroundResponses({
     database,
@@ -173,6 +207,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     sharedBudgets,
     ledger,
     upstream,
+    anthropic,
     events,
     now,
     responses: responses.hooks,
@@ -221,6 +256,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     events,
     upstream,
     responses,
+    alerts,
     pipeline,
     lifecycle,
     async start() {
@@ -235,11 +271,15 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       await warmEstimator({ startWorkers: true, encodings: [...encodings] });
       // Background jobs left unsettled by an earlier process are polled again.
       responses.start();
+      alerts?.start();
     },
     async close() {
       // Unsettled background jobs stay pending in the ledger; the next start takes them over.
       responses.close();
       await upstream.close();
+      // Before Redis and the database close: the last requests' alerts are claimed and queued.
+      await alerts?.close();
+      await anthropic.close();
       keys.stop();
       // Hand Redis leases back so other nodes can use them at once.
       await limiter.close();

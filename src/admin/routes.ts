@@ -7,8 +7,7 @@ import { Hono, type Context } from 'hono';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { z } from 'zod';
 import { TollgateError } from '../errors.js';
-import { parseSince } from '../reports/spend.js';
-import type { SpendGrouping } from '../reports/spend.js';
+import { parseSince, SPEND_GROUPINGS, type SpendGrouping } from '../reports/spend.js';
 import { exportLedger, parseExportRange, spendReportCsv, textStream, type LedgerExportFormat } from '../reports/export.js';
 import type { Policy } from '../limits/algorithm/policy.js';
 import type { AdminOps } from './ops.js';
@@ -33,8 +32,6 @@ function digest(text: string): Buffer {
 export function tokenMatches(presented: string, expected: string): boolean {
   return timingSafeEqual(digest(presented), digest(expected));
 }
-
-const GROUPINGS: readonly SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'total'];
 
 export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
   const api = new Hono<AppEnv>();
@@ -94,7 +91,7 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
 
   const spendRequest = (c: Context<AppEnv>) => {
     const by = (c.req.query('by') ?? 'day') as SpendGrouping;
-    if (!GROUPINGS.includes(by)) throw new TollgateError('invalid_value', `by must be one of ${GROUPINGS.join(', ')}`, { param: 'by' });
+    if (!SPEND_GROUPINGS.includes(by)) throw new TollgateError('invalid_value', `by must be one of ${SPEND_GROUPINGS.join(', ')}`, { param: 'by' });
     let since: string;
     let until: string | undefined;
     try {

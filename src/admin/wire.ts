@@ -1,7 +1,7 @@
 /** The admin API's request bodies, validated with zod (responses are the views as JSON). */
 import { z } from 'zod';
 import { BUDGET_PERIODS } from '../limits/algorithm/policy.js';
-import { limitSchema, policySchema } from '../limits/algorithm/policy.js';
+import { endUserPolicySchema, limitSchema, policySchema, tagBudgetSchema } from '../limits/algorithm/policy.js';
 
 const budgetSchema = z.object({ microUsd: z.number().int().positive(), period: z.enum(BUDGET_PERIODS) });
 
@@ -21,6 +21,10 @@ export const updateKeyBody = z.object({
   budgets: z.array(budgetSchema).nullable().optional(),
   models: z.array(z.string().min(1)).nullable().optional(),
   maxInFlight: z.number().int().positive().nullable().optional(),
+  /** Limits and budgets each end user of the key gets (`null` clears them). */
+  endUser: endUserPolicySchema.nullable().optional(),
+  /** Budgets per tag (`null` clears them). */
+  tagBudgets: z.array(tagBudgetSchema).nullable().optional(),
   expiresAt: z.number().int().positive().nullable().optional(),
   metadata: z.record(z.string(), z.string().nullable()).optional(),
 });

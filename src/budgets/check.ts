@@ -11,10 +11,10 @@
 import { periodEnd } from '../calendar.js';
 import type { Caller } from '../keys/caller.js';
 import { budgetsOf, type Budget } from '../limits/algorithm/policy.js';
-import type { SpendScope, SpendTracker } from './spend-tracker.js';
+import type { BudgetScope, SpendTracker } from './spend-tracker.js';
 
 export interface BudgetCheck {
-  readonly scope: SpendScope;
+  readonly scope: BudgetScope;
   /** Who owns it, for messages ("key alpha", "tenant acme"). */
   readonly label: string;
   readonly budget: Budget;

@@ -27,6 +27,28 @@ type BudgetClient = (Redis | Cluster) & {
   [COMMAND]?: (key: string, cap: number, amount: number, seed: number, ttlMs: number, least: number) => Promise<[number, number, number]>;
 };
 
+/**
+ * Where the counters live: Redis (`lua/budget.lua`), or the primary process of
+ * `tollgate serve --workers N` (src/limits/stores/ipc-primary.ts runs the same
+ * script, transcribed in budget-script-model.ts).
+ */
+export interface BudgetCounters {
+  /** One run of lua/budget.lua (its header documents the arguments): [admitted, spent before, granted]. */
+  reserve(key: string, cap: number, amount: number, seed: number, ttlMs: number, least: number): Promise<[number, number, number]>;
+  /** `INCRBY key delta`. */
+  adjust(key: string, delta: number): Promise<unknown>;
+}
+
+function redisBudgetCounters(redis: Redis | Cluster): BudgetCounters {
+  const client = redis as BudgetClient;
+  // EVALSHA with a fallback on NOSCRIPT, on every Cluster node: ioredis does it.
+  if (typeof client[COMMAND] !== 'function') client.defineCommand(COMMAND, { numberOfKeys: 1, lua: BUDGET_SCRIPT });
+  return {
+    reserve: (key, cap, amount, seed, ttlMs, least) => client[COMMAND]!(key, cap, amount, seed, ttlMs, least),
+    adjust: (key, delta) => client.incrby(key, delta),
+  };
+}
+
 /** Redis could not be asked; the fail mode decides. */
 class BudgetStoreUnavailable extends Error {
   override readonly name = 'BudgetStoreUnavailable';
@@ -54,7 +76,7 @@ export interface RedisBudgetOptions {
 }
 
 export class RedisBudgetStore {
-  private readonly redis: BudgetClient;
+  private readonly counters: BudgetCounters;
   private readonly prefix: string;
   private readonly timeoutMs: number;
   private readonly cooldownMs: number;
@@ -62,15 +84,13 @@ export class RedisBudgetStore {
   private readonly onCall: ((ok: boolean) => void) | undefined;
   private skipUntil = 0;
 
-  constructor(redis: Redis | Cluster, options: RedisBudgetOptions = {}) {
-    this.redis = redis as BudgetClient;
+  constructor(redis: Redis | Cluster | BudgetCounters, options: RedisBudgetOptions = {}) {
+    this.counters = 'defineCommand' in redis ? redisBudgetCounters(redis) : redis;
     this.prefix = options.keyPrefix ?? 'tg';
     this.timeoutMs = options.timeoutMs ?? 1000;
     this.cooldownMs = options.cooldownMs ?? 1000;
     this.onError = options.onError;
     this.onCall = options.onCall;
-    // EVALSHA with a fallback on NOSCRIPT, on every Cluster node: ioredis does it.
-    if (typeof this.redis[COMMAND] !== 'function') this.redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: BUDGET_SCRIPT });
   }
 
   /** The counter of one budget in one period. */
@@ -107,7 +127,7 @@ export class RedisBudgetStore {
         const key = this.counterKey(check, now);
         const end = periodEnd(check.budget.period, now);
         const ttl = end === undefined ? 0 : end - now + AFTER_PERIOD_MS;
-        const call = (seeded: number) => this.withTimeout(this.redis[COMMAND]!(key, check.budget.microUsd, ask, seeded, ttl, Math.min(least, ask)));
+        const call = (seeded: number) => this.withTimeout(this.counters.reserve(key, check.budget.microUsd, ask, seeded, ttl, Math.min(least, ask)));
         let [admitted, spentBefore, granted] = await call(exactSeed === undefined ? seed(check) : -1);
         if (Number(admitted) === 2) {
           // A new counter, and this node can read the exact spend (once per period and owner).
@@ -169,7 +189,7 @@ export class RedisBudgetStore {
   private adjust(keys: readonly string[], delta: number): void {
     if (delta === 0) return;
     for (const key of keys) {
-      this.redis.incrby(key, delta).catch((error: unknown) => this.onError?.(error));
+      this.counters.adjust(key, delta).catch((error: unknown) => this.onError?.(error));
     }
   }
 

@@ -17,6 +17,12 @@
  * from `rollups_monthly`, "total" from `rollups_lifetime` (one row per key,
  * where summing a tenant's days cost 1.7 ms at 90 days of 40 keys), less any
  * days filed after today (normally none), so it equals the sum of the days.
+ *
+ * End users and tags (src/endusers) are scopes too, within one key: their
+ * reads sum their own daily rollups. There can be very many of them, so the
+ * reads kept are bounded (`maxReads`, least recently refreshed dropped first:
+ * a dropped read is simply read again), and a scope's queued amounts leave
+ * memory once they are committed.
  */
 import type { TollgateDatabase } from '../db/open.js';
 import type Database from 'better-sqlite3';
@@ -27,6 +33,22 @@ export interface SpendScope {
   readonly id: string;
 }
 
+/** An end user's or a tag's spend within one key; `id` is `<keyId>:<name>`. */
+export interface AttributedScope {
+  readonly level: 'user' | 'tag';
+  readonly id: string;
+  readonly keyId: string;
+  readonly name: string;
+}
+
+/** Whatever a budget can belong to. */
+export type BudgetScope = SpendScope | AttributedScope;
+
+/** True for an end user's or a tag's scope. */
+export function isAttributed(scope: BudgetScope): scope is AttributedScope {
+  return scope.level === 'user' || scope.level === 'tag';
+}
+
 /** The change a ledger write makes to the spend of a key (and its tenant). */
 export interface SpendChange {
   readonly keyId: string;
@@ -34,6 +56,9 @@ export interface SpendChange {
   /** Calendar day the row is filed under (YYYY-MM-DD). */
   readonly day: string;
   readonly microUsd: number;
+  /** The request's end user and tags, when it had any. */
+  readonly endUser?: string | null | undefined;
+  readonly tags?: readonly string[] | undefined;
 }
 
 /** The UTC days a budget read covers. */
@@ -58,7 +83,7 @@ interface Cached {
 
 type DayAmounts = Map<string, number>;
 
-function scopeKey(scope: SpendScope): string {
+function scopeKey(scope: BudgetScope): string {
   return `${scope.level}:${scope.id}`;
 }
 
@@ -72,7 +97,12 @@ function add(map: Map<string, DayAmounts>, scope: string, day: string, amount: n
   const next = (days.get(day) ?? 0) + amount;
   if (next === 0) days.delete(day);
   else days.set(day, next);
+  // Scopes come and go (end users): an empty one leaves no trace.
+  if (days.size === 0) map.delete(scope);
 }
+
+/** Reads kept at most, by default: far more than keys, tenants and active end users in a period. */
+const MAX_READS = 100_000;
 
 export class SpendTracker {
   private readonly refreshMs: number;
@@ -85,12 +115,16 @@ export class SpendTracker {
   /** Queued in the ledger writer, not committed yet, per scope. */
   private readonly queued = new Map<string, DayAmounts>();
   private readonly statements: Readonly<Record<SpendScope['level'], Readonly<Record<BudgetPeriod, Database.Statement>>>>;
+  /** An end user's or a tag's days in [since, until]. */
+  private readonly attributed: Readonly<Record<AttributedScope['level'], Database.Statement>>;
 
   private readonly source: SpendSource | undefined;
+  private readonly maxReads: number;
 
-  constructor(database: TollgateDatabase, options: { refreshMs?: number; source?: SpendSource } = {}) {
+  constructor(database: TollgateDatabase, options: { refreshMs?: number; source?: SpendSource; maxReads?: number } = {}) {
     this.refreshMs = options.refreshMs ?? 1000;
     this.source = options.source;
+    this.maxReads = options.maxReads ?? MAX_READS;
     const s = database.sqlite;
     // A scope's rollup rows: one key's, or those of every key of a tenant.
     const of = (level: SpendScope['level'], table: string, where: string) =>
@@ -106,6 +140,14 @@ export class SpendTracker {
       total: s.prepare(`SELECT (${of(level, 'rollups_lifetime', '1')}) - (${of(level, 'rollups_daily', 'day > @until')}) AS spent`),
     });
     this.statements = { key: statementsOf('key'), tenant: statementsOf('tenant') };
+    const days = (table: string, column: string) =>
+      s.prepare(`SELECT coalesce(sum(cost_micros), 0) AS spent FROM ${table} WHERE key_id = @keyId AND ${column} = @name AND day >= @since AND day <= @until`);
+    this.attributed = { user: days('rollups_end_users', 'end_user'), tag: days('rollups_tags', 'tag') };
+  }
+
+  /** Reads held now (bounded by `maxReads`). */
+  get reads(): number {
+    return this.cache.size;
   }
 
   /** The ledger writer queued a change (synchronously, as the request is admitted or settled). */
@@ -127,20 +169,19 @@ export class SpendTracker {
   }
 
   /** Micro-USD spent by `scope` in the `period` containing `now`. */
-  spent(scope: SpendScope, period: BudgetPeriod, now: number): number {
+  spent(scope: BudgetScope, period: BudgetPeriod, now: number): number {
     const since = periodStart(period, now);
     const until = calendarDay(now);
     const key = scopeKey(scope);
     const read = `${key}|${period}|${since}`;
     let cached = this.cache.get(read);
     if (cached === undefined || now - cached.readAt >= this.refreshMs || now < cached.readAt) {
-      const params =
-        period === 'month'
-          ? { id: scope.id, since, until, month: since.slice(0, 7), nextMonth: `${addDays(since, 32).slice(0, 7)}-01` }
-          : { id: scope.id, since, until };
-      const value = this.source?.read(scope, period, { since, until }) ?? (this.statements[scope.level][period].get(params) as { spent: number }).spent;
+      const value = this.readSpent(scope, period, since, until);
       cached = { value, readAt: now };
+      // Most recently read last, so the oldest reads go first when there are too many.
+      this.cache.delete(read);
       this.cache.set(read, cached);
+      if (this.cache.size > this.maxReads) this.forget(this.cache.keys().next().value!);
       // The read includes everything committed until now: count commits afresh from here.
       this.committedSinceRead.delete(read);
       let reads = this.readsByScope.get(key);
@@ -152,10 +193,36 @@ export class SpendTracker {
     }
     return cached.value + sumDays(this.committedSinceRead.get(read), since, until) + sumDays(this.queued.get(key), since, until);
   }
+
+  private readSpent(scope: BudgetScope, period: BudgetPeriod, since: string, until: string): number {
+    if (!isAttributed(scope)) {
+      const params =
+        period === 'month'
+          ? { id: scope.id, since, until, month: since.slice(0, 7), nextMonth: `${addDays(since, 32).slice(0, 7)}-01` }
+          : { id: scope.id, since, until };
+      const { level, id } = scope;
+      return this.source?.read({ level, id }, period, { since, until }) ?? (this.statements[level][period].get(params) as { spent: number }).spent;
+    }
+    // Replicas: PostgreSQL has no end-user rollups yet, so this node's own ledger (README, "End users and tags").
+    return (this.attributed[scope.level].get({ keyId: scope.keyId, name: scope.name, since, until }) as { spent: number }).spent;
+  }
+
+  /** Drops one read (it is read again from the database when next asked for). */
+  private forget(read: string): void {
+    this.cache.delete(read);
+    this.committedSinceRead.delete(read);
+    const scope = read.slice(0, read.indexOf('|'));
+    const reads = this.readsByScope.get(scope);
+    reads?.delete(read);
+    if (reads?.size === 0) this.readsByScope.delete(scope);
+  }
 }
 
 function scopesOf(change: SpendChange): string[] {
-  return change.tenantId === null ? [`key:${change.keyId}`] : [`key:${change.keyId}`, `tenant:${change.tenantId}`];
+  const scopes = change.tenantId === null ? [`key:${change.keyId}`] : [`key:${change.keyId}`, `tenant:${change.tenantId}`];
+  if (change.endUser !== undefined && change.endUser !== null) scopes.push(`user:${change.keyId}:${change.endUser}`);
+  for (const tag of change.tags ?? []) scopes.push(`tag:${change.keyId}:${tag}`);
+  return scopes;
 }
 
 function sumDays(days: DayAmounts | undefined, since: string, until: string): number {

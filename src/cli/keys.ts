@@ -11,6 +11,7 @@ import {
   type LimitSpec,
   type Policy,
 } from '../limits/algorithm/policy.js';
+import { describeAttributedPolicy, endUserPolicyFrom, tagBudgetsFrom, type EndUserOptions } from '../endusers/policy-options.js';
 import { print, printJson, withOps } from './context.js';
 import { describeBudget, describeLimits, printable, table, when } from './format.js';
 
@@ -130,6 +131,21 @@ function withPolicyOptions(command: Command, mode: 'create' | 'update'): Command
   return command;
 }
 
+/** Keys only: what each end user of the key gets on its own, and budgets per tag (src/endusers). */
+function withEndUserOptions(command: Command, mode: 'create' | 'update'): Command {
+  command
+    .option('--user-limit <spec>', 'a limit every end user gets for itself, as --limit (repeatable; replaces them on update)', collect)
+    .option('--user-rpm <n>', 'shorthand for --user-limit requests:N/min')
+    .option('--user-tpm <n>', 'shorthand for --user-limit tokens:N/min')
+    .option('--user-budget-usd <dollars>', "every end user's own spend cap in USD")
+    .addOption(new Option('--user-budget-period <period>', "the end users' budget period (default month)").choices([...BUDGET_PERIODS]))
+    .option('--tag-budget <tag=dollars/period>', 'a budget on the requests with a tag, e.g. search=5/day (repeatable; replaces them on update)', collect);
+  if (mode === 'update') {
+    command.option('--no-user-policy', 'remove the per-end-user limits and budgets').option('--no-tag-budgets', 'remove every tag budget');
+  }
+  return command;
+}
+
 function describeKey(view: KeyView): string {
   const rows: Array<[string, string]> = [
     ['id', view.id],
@@ -145,6 +161,7 @@ function describeKey(view: KeyView): string {
     ['budget', describeBudget(view.policy)],
     ['models', view.policy.models?.join(', ') ?? 'all'],
     ...(view.policy.maxInFlight !== undefined ? ([['in flight', `at most ${view.policy.maxInFlight}`]] as Array<[string, string]>) : []),
+    ...describeAttributedPolicy(view.policy),
     ...(Object.keys(view.metadata).length > 0
       ? ([
           [
@@ -192,12 +209,15 @@ function describeTenant(view: TenantView): string {
 export function registerKeyCommands(program: Command): void {
   const keys = program.command('keys').description('issue and manage tenant keys');
 
-  withPolicyOptions(
-    keys
-      .command('create')
-      .description('issue a new key (printed once)')
-      .requiredOption('--name <name>', 'unique name for the key')
-      .option('--tenant <tenant>', 'tenant the key belongs to (created if new)'),
+  withEndUserOptions(
+    withPolicyOptions(
+      keys
+        .command('create')
+        .description('issue a new key (printed once)')
+        .requiredOption('--name <name>', 'unique name for the key')
+        .option('--tenant <tenant>', 'tenant the key belongs to (created if new)'),
+      'create',
+    ),
     'create',
   )
     .option('--models <list>', 'comma-separated models the key may use (prefix* allowed)')
@@ -206,28 +226,33 @@ export function registerKeyCommands(program: Command): void {
     .option('--json', 'print JSON (includes the key once)')
     .action(
       async (
-        options: LimitOptions & {
-          name: string;
-          tenant?: string;
-          budgetUsd?: string;
-          budgetPeriod?: string;
-          extraBudget?: string[];
-          models?: string;
-          expires?: string;
-          meta?: string[];
-          json?: boolean;
-        },
+        options: LimitOptions &
+          EndUserOptions & {
+            name: string;
+            tenant?: string;
+            budgetUsd?: string;
+            budgetPeriod?: string;
+            extraBudget?: string[];
+            models?: string;
+            expires?: string;
+            meta?: string[];
+            json?: boolean;
+          },
         command: Command,
       ) => {
         const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
         const budgets = extraBudgetsFrom(options.extraBudget);
         const models = modelsFrom(options.models);
+        const endUser = endUserPolicyFrom(options);
+        const tagBudgets = tagBudgetsFrom(options);
         const policy: Policy = {
           limits: limitsFrom(options) ?? [],
           ...(budget ? { budget } : {}),
           ...(budgets ? { budgets } : {}),
           ...(models ? { models } : {}),
           ...maxInFlightFrom(options),
+          ...(endUser ? { endUser } : {}),
+          ...(tagBudgets ? { tagBudgets } : {}),
         };
         const issued = await withOps(command, (ops) =>
           ops.createKey({
@@ -265,14 +290,17 @@ export function registerKeyCommands(program: Command): void {
       else print(describeKey(view));
     });
 
-  withPolicyOptions(
-    keys
-      .command('update')
-      .description('change a key; --limit/--rpm/--tpm replace all its limits')
-      .argument('<key>', 'key id, name or visible prefix')
-      .option('--name <name>', 'new name')
-      .option('--tenant <tenant>', 'move to this tenant (created if new)')
-      .option('--no-tenant', 'take the key out of its tenant'),
+  withEndUserOptions(
+    withPolicyOptions(
+      keys
+        .command('update')
+        .description('change a key; --limit/--rpm/--tpm replace all its limits')
+        .argument('<key>', 'key id, name or visible prefix')
+        .option('--name <name>', 'new name')
+        .option('--tenant <tenant>', 'move to this tenant (created if new)')
+        .option('--no-tenant', 'take the key out of its tenant'),
+      'update',
+    ),
     'update',
   )
     .option('--models <list>', 'comma-separated models the key may use')
@@ -285,22 +313,23 @@ export function registerKeyCommands(program: Command): void {
     .action(
       async (
         ref: string,
-        options: LimitOptions & {
-          name?: string;
-          tenant?: string | false;
-          clearLimits?: boolean;
-          budgetUsd?: string;
-          budgetPeriod?: string;
-          extraBudget?: string[];
-          budget?: boolean;
-          models?: string;
-          allModels?: boolean;
-          expires?: string;
-          expiry?: boolean;
-          meta?: string[];
-          unsetMeta?: string[];
-          json?: boolean;
-        },
+        options: LimitOptions &
+          EndUserOptions & {
+            name?: string;
+            tenant?: string | false;
+            clearLimits?: boolean;
+            budgetUsd?: string;
+            budgetPeriod?: string;
+            extraBudget?: string[];
+            budget?: boolean;
+            models?: string;
+            allModels?: boolean;
+            expires?: string;
+            expiry?: boolean;
+            meta?: string[];
+            unsetMeta?: string[];
+            json?: boolean;
+          },
         command: Command,
       ) => {
         const view = await withOps(command, async (ops) => {
@@ -321,6 +350,8 @@ export function registerKeyCommands(program: Command): void {
             budget,
             budgets,
             ...maxInFlightFrom(options),
+            endUser: endUserPolicyFrom(options, current.policy.endUser),
+            tagBudgets: tagBudgetsFrom(options),
             models: options.allModels ? null : modelsFrom(options.models),
             expiresAt: options.expiry === false ? null : options.expires === undefined ? undefined : parseExpiry(options.expires),
             metadata: Object.keys(metadata).length === 0 ? undefined : metadata,

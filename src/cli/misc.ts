@@ -7,7 +7,7 @@ import { applyMigrations, openDatabase } from '../db/open.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
 import { count, usd } from './format.js';
 
-const ENDPOINTS: Endpoint[] = ['chat', 'completions', 'embeddings', 'responses'];
+const ENDPOINTS: Endpoint[] = ['chat', 'completions', 'embeddings', 'responses', 'messages'];
 
 export function registerMiscCommands(program: Command): void {
   program
@@ -87,7 +87,8 @@ export function registerMiscCommands(program: Command): void {
 
 function guessEndpoint(body: unknown): Endpoint {
   const fields = body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : {};
-  if ('messages' in fields) return 'chat';
+  // A Claude model's messages are Anthropic's Messages API (chat bodies for Claude: --endpoint chat).
+  if ('messages' in fields) return typeof fields.model === 'string' && fields.model.toLowerCase().startsWith('claude') ? 'messages' : 'chat';
   if ('prompt' in fields) return 'completions';
   if ('input' in fields && typeof fields.model === 'string' && fields.model.includes('embedding')) return 'embeddings';
   return 'responses';

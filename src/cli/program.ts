@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { EXIT_USAGE, setOutput, toCliError, type Output } from './context.js';
+import { registerAlertCommands } from './alerts.js';
 import { registerKeyCommands } from './keys.js';
 import { registerLedgerCommands } from './ledger-export.js';
 import { registerMiscCommands } from './misc.js';
@@ -23,6 +24,7 @@ function buildProgram(output: Output): Command {
   registerSpendCommand(program);
   registerLedgerCommands(program);
   registerMiscCommands(program);
+  registerAlertCommands(program);
   configureEverywhere(program, output);
   return program;
 }

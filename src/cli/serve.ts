@@ -1,12 +1,14 @@
 /** `tollgate serve` and `tollgate demo`. */
+import cluster from 'node:cluster';
 import type { Command } from 'commander';
-import { loadConfig } from '../config.js';
+import { loadConfig, parseWorkers } from '../config.js';
 import { openDatabase } from '../db/open.js';
 import { KeyStore } from '../keys/store.js';
 import { TollgateError } from '../errors.js';
 import { print, type GlobalOptions } from './context.js';
 import { randomBytes } from 'node:crypto';
 import { parseLimit } from '../limits/algorithm/policy.js';
+import type { IpcChannel } from '../limits/stores/ipc-client.js';
 
 // The server and the fake upstream load only when a command needs them, so
 // the key and spend commands start quickly.
@@ -38,9 +40,21 @@ export function registerServeCommands(program: Command): void {
   program
     .command('serve')
     .description('run the proxy (configured by TOLLGATE_* environment variables)')
-    .action(async () => {
-      const { startServer } = await loadServer();
-      const server = await startServer(loadConfig());
+    .option('--workers <n>', 'processes serving the port, or auto for one per core (default: TOLLGATE_WORKERS, else 1)')
+    .action(async (options: { workers?: string }) => {
+      const config = loadConfig();
+      const main = await loadServer();
+      if (cluster.isWorker) {
+        await serveAsWorker(config, main);
+        return;
+      }
+      const workers = options.workers === undefined ? config.workers : parseWorkers(options.workers);
+      if (workers > 1) {
+        const running = await main.startCluster(config, { workers });
+        exitOnSignals(() => running.close());
+        return;
+      }
+      const server = await main.startServer(config);
       exitOnSignals(() => server.close());
     });
 
@@ -70,6 +84,32 @@ export function registerServeCommands(program: Command): void {
         await fake.close();
       });
     });
+}
+
+/**
+ * A worker of `serve --workers N` (forked by main.ts's startCluster with the
+ * same command line): leases from the primary over IPC, drains on the
+ * primary's word or a signal of its own, and stops when the primary is gone.
+ */
+async function serveAsWorker(config: ReturnType<typeof loadConfig>, main: Awaited<ReturnType<typeof loadServer>>): Promise<void> {
+  const [{ IpcClient }, { createLogger }] = await Promise.all([import('../limits/stores/ipc-client.js'), import('../logger.js')]);
+  const logger = createLogger(config.logLevel).child({ worker: cluster.worker?.id, pid: process.pid });
+  const server = await main.startServer(config, { logger, ipc: new IpcClient(process as unknown as IpcChannel) });
+  const drainAndExit = (): void => {
+    server.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`tollgate worker: shutdown failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('message', (message: unknown) => {
+    if (typeof message === 'object' && message !== null && (message as { tollgate?: unknown }).tollgate === main.DRAIN_MESSAGE.tollgate) drainAndExit();
+  });
+  // An orphan keeps no port and no leases worth holding.
+  process.on('disconnect', drainAndExit);
+  exitOnSignals(() => server.close());
 }
 
 /** A fresh secret for the demo key in the demo database (created on first run, rotated after). */

@@ -1,11 +1,11 @@
-/** `tollgate spend`: spend per day, model, key or tenant, from the rollups. */
+/** `tollgate spend`: spend per day, model, key, tenant, end user or tag, from the rollups. */
 import { Option, type Command } from 'commander';
-import { parseSince, type SpendGrouping, type SpendRow, type SpendTotals } from '../reports/spend.js';
+import { parseSince, SPEND_GROUPINGS, type SpendGrouping, type SpendRow, type SpendTotals } from '../reports/spend.js';
 import { spendReportCsv } from '../reports/export.js';
+import { forecastLines, localBudgetForecasts } from './alerts.js';
 import { print, printJson, withOps } from './context.js';
 import { count, table, usd } from './format.js';
 
-const GROUPINGS: SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'total'];
 type SpendFormat = 'table' | 'json' | 'csv';
 const FORMATS: SpendFormat[] = ['table', 'json', 'csv'];
 
@@ -29,7 +29,7 @@ export function registerSpendCommand(program: Command): void {
     .option('--tenant <tenant>', 'one tenant')
     .option('--since <when>', 'first day: 7d, today, month or YYYY-MM-DD', '7d')
     .option('--until <when>', 'last day (default today)')
-    .addOption(new Option('--by <grouping>', 'group rows by').choices(GROUPINGS).default('day'))
+    .addOption(new Option('--by <grouping>', 'group rows by').choices([...SPEND_GROUPINGS]).default('day'))
     .addOption(new Option('--format <format>', 'output: an aligned table, JSON, or CSV (RFC 4180, exact USD)').choices(FORMATS).default('table'))
     .option('--json', 'print JSON (same as --format json)')
     .action(
@@ -40,22 +40,36 @@ export function registerSpendCommand(program: Command): void {
         const since = parseSince(options.since);
         const until = options.until === undefined ? undefined : parseSince(options.until);
         const report = await withOps(command, (ops) => ops.spend({ key: options.key, tenant: options.tenant, since, until, by: options.by }));
+        // The budgets of one key or tenant, with where they are heading (local database only).
+        const budgets = options.format === 'csv' ? undefined : localBudgetForecasts(command, options);
         if (options.json || options.format === 'json') {
-          printJson(report);
+          printJson(budgets === undefined ? report : { ...report, budgets });
           return;
         }
         if (options.format === 'csv') {
           print(spendReportCsv(report));
           return;
         }
-        const headers = [options.by === 'total' ? '' : options.by, 'requests', 'prompt tokens', 'completion tokens', 'cost', 'rejected', 'errors'];
-        const rows = report.rows.map((row: SpendRow) => cells(row.group, row));
-        rows.push(cells('total', report.total));
+        // End users and tags belong to a key: name it beside them.
+        const withKey = options.by === 'user' || options.by === 'tag';
+        const headers = [
+          options.by === 'total' ? '' : options.by,
+          ...(withKey ? ['key'] : []),
+          'requests',
+          'prompt tokens',
+          'completion tokens',
+          'cost',
+          'rejected',
+          'errors',
+        ];
+        const rows = report.rows.map((row: SpendRow) => (withKey ? [row.group, row.key ?? '', ...cells(row.group, row).slice(1)] : cells(row.group, row)));
+        rows.push(withKey ? ['total', '', ...cells('total', report.total).slice(1)] : cells('total', report.total));
         const scope = options.key !== undefined ? ` for key ${options.key}` : options.tenant !== undefined ? ` for tenant ${options.tenant}` : '';
         print(
           `Spend${scope}, ${report.since} to ${report.until} (UTC)${report.pending > 0 ? `; ${report.pending} request(s) in flight, counted at their estimate` : ''}\n\n`,
         );
-        print(table(headers, rows, ['left', 'right', 'right', 'right', 'right', 'right', 'right']));
+        print(table(headers, rows, [...(withKey ? (['left'] as const) : []), 'left', 'right', 'right', 'right', 'right', 'right', 'right']));
+        if (budgets !== undefined && budgets.length > 0) print(`\nBudgets\n${forecastLines(budgets)}`);
       },
     );
 }

@@ -9,7 +9,11 @@ import type { JSX } from 'hono/jsx/jsx-runtime';
 import type { SpendTotals } from '../reports/spend.js';
 import { formatLimit, type LimitSpec } from '../limits/algorithm/policy.js';
 import type { KeyStatus } from '../keys/store.js';
+import { describeAttributedPolicy } from '../endusers/policy-options.js';
 import { budgetItem, type BudgetItem } from './budget-view.js';
+import { describeForecast, forecastRunOut } from '../alerts/forecast.js';
+import { HOUR_MS, periodEnd, periodStart, utcHour } from '../calendar.js';
+import { formatMicrosExact } from '../money.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
 import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
 import { keyStatusOf, type KeyRecord } from './directory.js';
@@ -37,6 +41,17 @@ interface ModelItem {
   readonly text: { readonly requests: string; readonly tokens: string; readonly spend: string; readonly share: string };
 }
 
+/** One of a key's top end users or tags this month. */
+interface TopItem {
+  readonly name: string;
+  readonly totals: SpendTotals;
+  readonly share: number;
+  readonly text: { readonly requests: string; readonly spend: string; readonly share: string; readonly rejected: string };
+}
+
+/** End users and tags listed on a key's page (the most spent first). */
+const TOP_ROWS = 10;
+
 /** A key's page and GET /admin/api/dashboard/keys/:id. */
 export interface KeyPageView {
   readonly page: 'key';
@@ -51,6 +66,8 @@ export interface KeyPageView {
     readonly expiresAt: number | null;
     readonly models: readonly string[] | null;
     readonly policyError: string | null;
+    /** What each end user gets, and the tag budgets (src/endusers), as label and text. */
+    readonly perUser: ReadonlyArray<readonly [string, string]>;
   };
   readonly totals: { readonly today: PeriodTotals; readonly month: PeriodTotals };
   readonly budget: BudgetItem | null;
@@ -58,6 +75,9 @@ export interface KeyPageView {
   /** False when no limiter snapshot is wired in. */
   readonly limitsLive: boolean;
   readonly models: readonly ModelItem[];
+  /** The key's end users and tags that spent the most this month. */
+  readonly topUsers: readonly TopItem[];
+  readonly topTags: readonly TopItem[];
   readonly latest: readonly RequestItem[];
   readonly recent429: readonly RequestItem[];
   readonly charts: { readonly hourly: ChartData; readonly daily: ChartData };
@@ -82,6 +102,7 @@ type KeyPageText =
   | 'pending'
   | 'lastUsed'
   | 'lastUsedAt'
+  | 'budgetForecast'
   | 'updated';
 
 const LATEST_ROWS = 50;
@@ -129,15 +150,22 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
   const { today: todayDay, monthStart } = periodDays(now);
   const budgetSpec = key.policy?.budget;
   // At once: on PostgreSQL each read is a round trip.
-  const [today, month, modelTotals, lifetimeCost, latestRows, recent429Rows, hourly, daily] = await Promise.all([
+  const [today, month, modelTotals, periodCost, latestRows, recent429Rows, hourly, daily, topUserRows, topTagRows] = await Promise.all([
     reads.keyTotals(key.id, todayDay, now),
     reads.keyTotals(key.id, monthStart, now),
     reads.keyModels(key.id, monthStart, now),
-    budgetSpec !== undefined && budgetSpec.period !== 'day' && budgetSpec.period !== 'month' ? reads.keyLifetimeCost(key.id, now) : 0,
+    // A week's spend is its days' totals; only a budget "in total" needs the lifetime.
+    budgetSpec?.period === 'week'
+      ? reads.keyTotals(key.id, periodStart('week', now), now).then((totals) => totals.costMicros)
+      : budgetSpec?.period === 'total'
+        ? reads.keyLifetimeCost(key.id, now)
+        : 0,
     reads.latestRequests(key.id, LATEST_ROWS),
     reads.recent429s(key.id, RECENT_429_ROWS),
     reads.hourlySeries(now, key.id),
     reads.keyDailySeries(key.id, now),
+    reads.keyTop(key.id, 'user', monthStart, now, TOP_ROWS),
+    reads.keyTop(key.id, 'tag', monthStart, now, TOP_ROWS),
   ]);
   const models = modelTotals.map(({ model, totals }): ModelItem => {
     const share = month.costMicros > 0 ? totals.costMicros / month.costMicros : 0;
@@ -153,10 +181,35 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
       },
     };
   });
+  const top = (rows: ReadonlyArray<{ name: string; totals: SpendTotals }>): TopItem[] =>
+    rows.map(({ name, totals }) => {
+      const share = month.costMicros > 0 ? totals.costMicros / month.costMicros : 0;
+      const rejected = totals.rejectedRateLimit + totals.rejectedBudget;
+      return {
+        name,
+        totals,
+        share,
+        text: { requests: count(totals.requests), spend: usd(totals.costMicros), share: percent(share), rejected: count(rejected) },
+      };
+    });
   let budget: BudgetItem | null = null;
   if (budgetSpec !== undefined) {
-    const spent = budgetSpec.period === 'day' ? today.costMicros : budgetSpec.period === 'month' ? month.costMicros : lifetimeCost;
+    const spent = budgetSpec.period === 'day' ? today.costMicros : budgetSpec.period === 'month' ? month.costMicros : periodCost;
     budget = budgetItem('key', key.id, key.name, keyHref(key.id), budgetSpec, spent);
+  }
+  // The burn-rate forecast the alerts carry (src/alerts/forecast.ts), from the chart's last 24 hours and this one.
+  let budgetForecast = '';
+  if (budgetSpec !== undefined && budget !== null) {
+    const from = utcHour(now) - 24 * HOUR_MS;
+    const forecast = forecastRunOut({
+      spentMicros: budget.spentMicros,
+      limitMicros: budgetSpec.microUsd,
+      windowSpendMicros: hourly.reduce((sum, point) => (point.hour >= from ? sum + point.costMicros : sum), 0),
+      windowMs: now - from,
+      now,
+      periodEndsAt: periodEnd(budgetSpec.period, now),
+    });
+    budgetForecast = describeForecast(forecast, formatMicrosExact, now);
   }
   const latest = latestRows.map((row) => requestItem(row, now));
   const lastUsedAt = latest[0]?.createdAt ?? null;
@@ -175,12 +228,15 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
       expiresAt: key.expiresAt,
       models: key.policy?.models ?? null,
       policyError: key.policyError ?? null,
+      perUser: key.policy === undefined ? [] : describeAttributedPolicy(key.policy),
     },
     totals: { today, month },
     budget,
     limits: limitItems(key, snapshot),
     limitsLive: ctx.limitSnapshot !== undefined,
     models,
+    topUsers: top(topUserRows),
+    topTags: top(topTagRows),
     latest,
     recent429: recent429Rows.map((row) => requestItem(row, now)),
     charts: {
@@ -205,6 +261,7 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
       pending: inFlightText(today.pending),
       lastUsed: relativeTime(lastUsedAt, now),
       lastUsedAt: timestamp(lastUsedAt),
+      budgetForecast,
       updated: updatedText(now),
     },
   };
@@ -249,6 +306,52 @@ function modelRow(item: ModelItem | undefined): JSX.Element {
   );
 }
 
+function topRow(item: TopItem | undefined): JSX.Element {
+  return (
+    <tr data-item={item === undefined ? undefined : ''}>
+      <td class="mono" data-bind="name">
+        {item?.name}
+      </td>
+      <td class="num" data-bind="text.requests">
+        {item?.text.requests}
+      </td>
+      <td class="num" data-bind="text.spend">
+        {item?.text.spend}
+      </td>
+      <td class="num" data-bind="text.rejected">
+        {item?.text.rejected}
+      </td>
+      <td class="num">
+        <meter min={0} max={1} value={item?.share ?? 0} data-bind-value="share"></meter> <span data-bind="text.share">{item?.text.share}</span>
+      </td>
+    </tr>
+  );
+}
+
+/** A table of top end users or tags. */
+const TopTable: FC<{ title: string; path: 'topUsers' | 'topTags'; items: readonly TopItem[]; first: string; empty: string }> = (props) => (
+  <section class="panel" data-section={props.path}>
+    <h2>
+      {props.title} <span class="muted">this month, the {TOP_ROWS} that spent the most</span>
+    </h2>
+    <table>
+      <thead>
+        <tr>
+          <th>{props.first}</th>
+          <th class="num">Requests</th>
+          <th class="num">Spend</th>
+          <th class="num">Rejected</th>
+          <th class="num">Share of the key</th>
+        </tr>
+      </thead>
+      {listBody(props.path, props.items, topRow)}
+    </table>
+    <EmptyNote path={props.path} shown={props.items.length === 0}>
+      {props.empty}
+    </EmptyNote>
+  </section>
+);
+
 /** One key: facts, totals, charts, budget and limits, models, 429s and latest requests. */
 export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
   const key = view.key;
@@ -277,6 +380,12 @@ export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
           <dd>{view.text.created}</dd>
           <dt>Expires</dt>
           <dd data-bind="text.expires">{view.text.expires}</dd>
+          {key.perUser.map(([label, text]) => (
+            <>
+              <dt>{label === 'per user' ? 'Per end user' : 'Tag budgets'}</dt>
+              <dd class="mono">{text}</dd>
+            </>
+          ))}
           <dt>Last used</dt>
           <dd data-bind="text.lastUsed" data-bind-title="text.lastUsedAt" title={view.text.lastUsedAt}>
             {view.text.lastUsed}
@@ -329,9 +438,14 @@ export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
           {view.budget === null ? (
             <p class="empty">No budget on this key.</p>
           ) : (
-            <table>
-              <tbody data-scope="budget">{budgetRow(view.budget)}</tbody>
-            </table>
+            <>
+              <table>
+                <tbody data-scope="budget">{budgetRow(view.budget)}</tbody>
+              </table>
+              <p class="muted forecast" data-bind="text.budgetForecast">
+                {view.text.budgetForecast}
+              </p>
+            </>
           )}
           <h2>
             Limits <span class="muted">{view.limitsLive ? 'live from the limiter' : 'live utilisation not available'}</span>
@@ -370,6 +484,10 @@ export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
             No requests this month.
           </EmptyNote>
         </section>
+      </div>
+      <div class="grid2">
+        <TopTable title="Top end users" path="topUsers" items={view.topUsers} first="End user" empty="No requests named an end user this month." />
+        <TopTable title="Top tags" path="topTags" items={view.topTags} first="Tag" empty="No tagged requests this month." />
       </div>
       <section class="panel">
         <h2>

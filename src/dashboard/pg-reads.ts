@@ -210,6 +210,11 @@ export class PgDashboardReads implements DashboardReads {
     return (await this.spend({ keyId, since, by: 'model' }, now)).rows.map((row) => ({ model: row.group, totals: pickTotals(row) }));
   }
 
+  /** PostgreSQL holds no end users or tags yet (src/endusers): the key's page shows none there. */
+  async keyTop(): Promise<Array<{ name: string; totals: SpendTotals }>> {
+    return [];
+  }
+
   /** Through ledger_key_time, newest first. */
   latestRequests(keyId: string, limit: number): Promise<RequestRow[]> {
     return this.rows<RequestRow>(`SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = $1 ORDER BY created_at DESC LIMIT $2`, [keyId, limit]);

@@ -127,6 +127,8 @@ export interface DashboardReads {
   keyTotals(keyId: string, since: string, now: number): Promise<PeriodTotals>;
   /** One key's spend by model since `since`, most expensive first. */
   keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>>;
+  /** A key's end users or tags that spent the most since `since` (src/endusers), at most `limit`. */
+  keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number): Promise<Array<{ name: string; totals: SpendTotals }>>;
   /** The newest ledger rows of a key. */
   latestRequests(keyId: string, limit: number): Promise<RequestRow[]>;
   /** The newest 429 answers of a key. */
@@ -315,6 +317,11 @@ export class SqliteDashboardReads implements DashboardReads {
   /** One key's spend by model since `since`, most expensive first. */
   async keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>> {
     return querySpend(this.database, { keyId, since, by: 'model' }, now).rows.map((row) => ({ model: row.group, totals: pickTotals(row) }));
+  }
+
+  /** A key's end users or tags that spent the most since `since` (src/endusers), at most `limit`. */
+  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number): Promise<Array<{ name: string; totals: SpendTotals }>> {
+    return querySpend(this.database, { keyId, since, by, limit }, now).rows.map((row) => ({ name: row.group, totals: pickTotals(row) }));
   }
 
   /** The newest ledger rows of a key. */

@@ -200,3 +200,14 @@ export const ledgerRetention = pgTable('ledger_retention', {
   id: integer('id').primaryKey(),
   prunedBefore: big('pruned_before').notNull().default(0),
 });
+
+/** Alerts claimed by any node (src/alerts/claims.ts): a unique row, so each alert is sent once. */
+export const alertClaims = pgTable(
+  'alert_claims',
+  {
+    id: text('id').primaryKey(),
+    claimedAt: big('claimed_at').notNull(),
+    expiresAt: big('expires_at').notNull(),
+  },
+  (t) => [index('alert_claims_expires').on(t.expiresAt)],
+);

@@ -108,6 +108,13 @@ export const ledger = sqliteTable(
     ttftMs: integer('ttft_ms'),
     upstreamRequestId: text('upstream_request_id'),
     errorCode: text('error_code'),
+    /**
+     * The end user of the key's app the request was made for (the body's `user` or
+     * `safety_identifier`, or `x-tollgate-user`; src/endusers/attribution.ts), null when none.
+     */
+    endUser: text('end_user'),
+    /** The request's tags, comma-joined (`a,b`; tags cannot hold commas), null when none. */
+    tags: text('tags'),
   },
   (t) => [
     index('ledger_key_time').on(t.keyId, t.createdAt),
@@ -224,6 +231,42 @@ export const lifetimeRollups = sqliteTable('rollups_lifetime', {
 });
 
 /**
+ * Per key, per end user, per day (src/endusers): the end users' own budgets
+ * and `tollgate spend --by user`. The primary key starts with the key, so one
+ * user's period is a range of it; the day index serves reports over every key.
+ * Requests without an end user add nothing here.
+ */
+export const endUserRollups = sqliteTable(
+  'rollups_end_users',
+  {
+    keyId: text('key_id').notNull(),
+    endUser: text('end_user').notNull(),
+    /** YYYY-MM-DD (TOLLGATE_TIMEZONE). */
+    day: text('day').notNull(),
+    ...spendCounters(),
+    lastRequestAt: integer('last_request_at').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.endUser, t.day] }), index('rollups_end_users_day').on(t.day)],
+);
+
+/**
+ * Per key, per tag, per day: tag budgets and `tollgate spend --by tag`. A
+ * request with two tags counts in both (so tags do not sum to the total).
+ */
+export const tagRollups = sqliteTable(
+  'rollups_tags',
+  {
+    keyId: text('key_id').notNull(),
+    tag: text('tag').notNull(),
+    /** YYYY-MM-DD (TOLLGATE_TIMEZONE). */
+    day: text('day').notNull(),
+    ...spendCounters(),
+    lastRequestAt: integer('last_request_at').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.tag, t.day] }), index('rollups_tags_day').on(t.day)],
+);
+
+/**
  * Stored Responses (POST /v1/responses) and the key that created each: a key
  * sees only its own through the lifecycle routes. Background jobs also carry
  * a claim, so that one process polls a job until its ledger row is settled
@@ -258,3 +301,52 @@ export const responses = sqliteTable(
 export type TenantRow = typeof tenants.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type LedgerRow = typeof ledger.$inferSelect;
+
+/**
+ * Alerts (src/alerts): each alert is claimed once — this table when neither
+ * PostgreSQL nor Redis is configured, so processes sharing the file do not
+ * both send — and every delivery goes through the outbox, retried with
+ * backoff by whichever process holds its short delivery claim.
+ */
+export const alertClaims = sqliteTable(
+  'alert_claims',
+  {
+    /** What was alerted: owner, budget, period and threshold, or owner and hour. */
+    id: text('id').primaryKey(),
+    claimedAt: integer('claimed_at').notNull(),
+    /** After this (ms) the row may be pruned: its period is long over. */
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [index('alert_claims_expires').on(t.expiresAt)],
+);
+
+export const alertOutbox = sqliteTable(
+  'alert_outbox',
+  {
+    /** The event id and the webhook name. */
+    id: text('id').primaryKey(),
+    eventId: text('event_id').notNull(),
+    eventType: text('event_type').notNull(),
+    webhook: text('webhook').notNull(),
+    /** The JSON body, exactly as signed and sent. */
+    body: text('body').notNull(),
+    createdAt: integer('created_at').notNull(),
+    /** pending | delivered | failed */
+    status: text('status').notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: integer('next_attempt_at').notNull(),
+    /** A process is delivering it until then (ms); 0 = nobody. */
+    claimedUntil: integer('claimed_until').notNull().default(0),
+    lastError: text('last_error'),
+    /** The receiver's last HTTP status. */
+    lastStatus: integer('last_status'),
+    deliveredAt: integer('delivered_at'),
+  },
+  (t) => [
+    // Deliveries still to make (a small index: rows leave it once delivered or failed).
+    index('alert_outbox_due')
+      .on(t.nextAttemptAt)
+      .where(sql`status = 'pending'`),
+    index('alert_outbox_created').on(t.createdAt),
+  ],
+);

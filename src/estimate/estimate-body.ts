@@ -4,6 +4,7 @@
  */
 import type { Endpoint } from '../endpoints.js';
 import { countChatPrompt } from './count-chat.js';
+import { countMessagesPrompt, type CacheWrite } from './count-messages.js';
 import { countTextInputs } from './count-completions.js';
 import type { CountContext, PromptTally } from './count-parts.js';
 import { countResponsesPrompt } from './count-responses.js';
@@ -133,6 +134,8 @@ interface Counted {
   readonly promptParam: string;
   /** Per-item prompt tokens when each item must fit the window on its own (embeddings, completions). */
   readonly perItem?: number[];
+  /** The longest prompt-cache write the request asks for (Anthropic's `cache_control`). */
+  readonly cacheWrite?: CacheWrite;
 }
 
 function readChoices(body: JsonObject): number {
@@ -177,6 +180,13 @@ function countEndpoint(endpoint: Endpoint, body: JsonObject, context: CountConte
       const maxOutputTokens = readOptionalPositiveInteger(body['max_output_tokens'], 'max_output_tokens');
       const tally = countResponsesPrompt(body, context);
       return { tally, maxCompletion: maxOutputTokens, n: 1, promptCount: 1, promptParam: 'input' };
+    }
+    case 'messages': {
+      // Anthropic requires max_tokens: the completion is bounded by it, never by a default.
+      const maxTokens = readOptionalPositiveInteger(body['max_tokens'], 'max_tokens');
+      if (maxTokens === undefined) throw new EstimateInputError('max_tokens: Field required', 'max_tokens', 'missing_required_parameter');
+      const { cacheWrite, ...tally } = countMessagesPrompt(body, context);
+      return { tally, maxCompletion: maxTokens, n: 1, promptCount: 1, promptParam: 'messages', cacheWrite };
     }
     default:
       throw new EstimateInputError(`Unknown endpoint '${String(endpoint)}'.`, null, 'invalid_value');
@@ -260,6 +270,8 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     serviceTier: extras.serviceTier,
     toolCalls: extras.toolCalls,
     audioCompletion: audioDearer,
+    // A request that writes the prompt cache may write all of its prompt, at the write price.
+    ...(counted.cacheWrite === '1h' ? { cacheWrite1hTokens: promptTokens } : counted.cacheWrite === '5m' ? { cacheWrite5mTokens: promptTokens } : {}),
   };
   const reservedMicroUsd = reservationCost(reservationBase, completionTokensReserved, price, extras.toolRates);
   const completionMicroUsdPer1M = audioDearer ? price.audio.outputMicroUsdPer1M : tierPrices.outputMicroUsdPer1M;

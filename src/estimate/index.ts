@@ -10,6 +10,7 @@
  * Both give the same result. Repeated texts (system prompts, tools, earlier turns) are counted
  * once per process and then come from a bounded LRU.
  */
+import { claudeTextTokens } from './count-messages.js';
 import { DEFAULT_CACHE_LIMITS, TokenCountCache, type TokenCountCacheLimits } from './count-cache.js';
 import type { Endpoint } from '../endpoints.js';
 import { encodingForBody, estimateBody, type Estimate, type EstimateOptions } from './estimate-body.js';
@@ -164,4 +165,15 @@ export async function closeEstimator(): Promise<void> {
  */
 export function countCompletionTokens(text: string, model: string): number {
   return countTextTokens(text, loadEncodingSync(encodingForModel(model)));
+}
+
+/**
+ * Tokens of streamed completion text as an endpoint charges it: for Anthropic's Messages API,
+ * whose tokenizer is not public, the same upper bound as its prompts (count-messages.ts);
+ * otherwise {@link countCompletionTokens}.
+ */
+export function countStreamedTokens(endpoint: Endpoint, text: string, model: string): number {
+  if (endpoint !== 'messages') return countCompletionTokens(text, model);
+  const encoding = loadEncodingSync(encodingForModel(model));
+  return claudeTextTokens(text, (piece) => countTextTokens(piece, encoding));
 }

@@ -40,11 +40,14 @@ export function baseModelOf(model: string): string {
 
 /**
  * Removes a dated snapshot suffix: `gpt-4o-2024-08-06` → `gpt-4o`, `gpt-4-0613` → `gpt-4`,
- * `gpt-4-1106-preview` → `gpt-4`, `o3-mini-2025-01-31` → `o3-mini`. Returns the name unchanged if
- * it has none.
+ * `gpt-4-1106-preview` → `gpt-4`, `o3-mini-2025-01-31` → `o3-mini`, and Anthropic's
+ * `claude-sonnet-4-5-20250929` → `claude-sonnet-4-5`. Returns the name unchanged if it has none.
  */
 export function stripSnapshotSuffix(model: string): string {
-  return model.replace(/-\d{4}-\d{2}-\d{2}$/, '').replace(/-(?:\d{4})(?:-preview)?$/, '');
+  return model
+    .replace(/-\d{4}-\d{2}-\d{2}$/, '')
+    .replace(/-20\d{6}$/, '')
+    .replace(/-(?:\d{4})(?:-preview)?$/, '');
 }
 
 /**

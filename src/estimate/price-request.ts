@@ -12,6 +12,7 @@
  *   tool; one container per Code Interpreter tool.
  * - Chat Completions search models (`gpt-4o-search-preview` …) search once per request: one web
  *   search call, reserved and billed whatever the answer says ({@link RequestExtras.toolCallsPerRequest}).
+ * - Anthropic's Messages API: its server-side web search tool, `max_uses` searches each.
  */
 import { baseModelOf, isReasoningModel } from './models.js';
 import { defaultToolRates } from './prices.js';
@@ -83,6 +84,24 @@ function containerRate(tool: JsonObject, prices: ToolPrices): number {
   return rate ?? maxValue(Object.values(prices.codeInterpreterContainer));
 }
 
+/**
+ * Anthropic's server-side web search (`tools: [{type: "web_search_20250305", max_uses}]`), billed per
+ * search at the table's `webSearchCall` ($10 / 1k, Anthropic's price too): `max_uses` searches per
+ * tool, else {@link DEFAULT_TOOL_CALLS}. Settlement bills `usage.server_tool_use.web_search_requests`.
+ */
+function anthropicSearches(body: JsonObject): Pick<RequestExtras, 'toolCalls' | 'toolCallsPerRequest'> {
+  const tools = body['tools'];
+  let searches = 0;
+  if (Array.isArray(tools)) {
+    for (const tool of tools) {
+      if (!isJsonObject(tool) || typeof tool['type'] !== 'string' || !tool['type'].startsWith('web_search')) continue;
+      const maxUses = tool['max_uses'];
+      searches += typeof maxUses === 'number' && Number.isSafeInteger(maxUses) && maxUses > 0 ? maxUses : DEFAULT_TOOL_CALLS;
+    }
+  }
+  return { toolCalls: searches > 0 ? { webSearch: searches } : {}, toolCallsPerRequest: {} };
+}
+
 /** Reads `service_tier`, audio output and built-in tools of a request (validated loosely: the upstream judges). */
 export function readRequestExtras(endpoint: string, body: JsonObject, model: string, prices: ToolPrices): RequestExtras {
   const base = defaultToolRates(prices);
@@ -92,6 +111,7 @@ export function readRequestExtras(endpoint: string, body: JsonObject, model: str
     const webSearchCall = isReasoningModel(model) ? prices.webSearchCall : prices.webSearchPreviewCall;
     return { ...extras, toolCalls: search, toolRates: { ...base, webSearchCall }, toolCallsPerRequest: search };
   }
+  if (endpoint === 'messages') return { ...extras, toolRates: base, ...anthropicSearches(body) };
   const tools = endpoint === 'responses' ? body['tools'] : undefined;
   if (!Array.isArray(tools)) return { ...extras, toolCalls: {}, toolRates: base, toolCallsPerRequest: {} };
 

@@ -42,6 +42,77 @@ function flexHalf(input: number, cachedInput: number, output: number): TokenPric
 const W400K = { window: 400_000, maxOutput: 128_000 };
 
 /**
+ * A Claude model: input / output in USD per 1M tokens, cache reads at 0.1× input unless given
+ * (long-context cache reads at the same multiple); cache writes
+ * are priced from the input price (1.25× for 5 minutes, 2× for 1 hour: prices.ts). No context
+ * window is set: most Claude 4 models take 1M tokens with a beta header, and a window that is
+ * too small would refuse valid requests.
+ */
+function claude(
+  input: number,
+  output: number,
+  maxOutput: number | undefined,
+  longContext?: { input: number; output: number; above?: number },
+  cacheRead = input / 10,
+): ModelPrice {
+  const longCached = longContext === undefined ? 0 : (longContext.input * cacheRead) / input;
+  return {
+    ...price(input, cacheRead, output, maxOutput === undefined ? {} : { maxOutput }),
+    ...(longContext === undefined
+      ? {}
+      : { longContext: { aboveTokens: longContext.above ?? 200_000, prices: tokens(longContext.input, longCached, longContext.output) } }),
+  };
+}
+
+/** Sonnet 4 and 4.5 bill a prompt over 200k tokens (1M-context beta) at $6 / $22.50 per 1M, every token of the request. */
+const SONNET_LONG = { input: 6, output: 22.5 };
+
+/**
+ * Claude models, Anthropic's pricing page (platform.claude.com/docs/en/about-claude/pricing,
+ * "Model pricing" and "Long context pricing"), read 2026-11-22 through stored copies of the page.
+ * Rows marked UNCONFIRMED were not on the copies of Anthropic's page at hand and come from
+ * third-party summaries of it (2026-03/04): check them against the page and override them in
+ * the config's `prices` if they differ. Dated snapshots (`claude-sonnet-4-5-20250929`) find
+ * their row through the undated name (models.ts).
+ */
+const CLAUDE_MODELS: ReadonlyArray<readonly [string, ModelPrice]> = [
+  // Cache hits of the 5.1 models are $0.25 (0.025× input).
+  ['claude-fable-5-1', claude(10, 50, undefined, undefined, 0.25)],
+  ['claude-mythos-5-1', claude(10, 50, undefined, undefined, 0.25)],
+  ['claude-fable-5', claude(10, 50, undefined)],
+  ['claude-mythos-5', claude(10, 50, undefined)],
+  // UNCONFIRMED: Opus 5.5, Sonnet 5.5 / 5 and Haiku 5.5 from third-party summaries of the page
+  // (2026-10): cache hits 0.05× on the 5.5 models (Sonnet 5.5: $0.10 since 2026-10-07), and Haiku
+  // 5.5 billing a prompt over 100k tokens at $0.50 / $2.50.
+  ['claude-opus-5-5', claude(4, 20, undefined, undefined, 0.2)],
+  ['claude-opus-5', claude(5, 25, undefined)],
+  ['claude-sonnet-5-5', claude(2, 10, undefined, undefined, 0.1)],
+  ['claude-sonnet-5', claude(2, 10, undefined)],
+  ['claude-haiku-5-5', claude(0.1, 0.5, undefined, { input: 0.5, output: 2.5, above: 100_000 })],
+  ['claude-opus-4-8', claude(5, 25, undefined)],
+  ['claude-opus-4-7', claude(5, 25, undefined)],
+  ['claude-opus-4-6', claude(5, 25, 128_000)],
+  ['claude-opus-4-5', claude(5, 25, 64_000)],
+  ['claude-opus-4-1', claude(15, 75, 32_000)],
+  ['claude-opus-4', claude(15, 75, 32_000)],
+  ['claude-opus-4-0', claude(15, 75, 32_000)],
+  // UNCONFIRMED: Sonnet 4.6 at Sonnet 4.5's prices, and with its long-context prices (an upper bound).
+  ['claude-sonnet-4-6', claude(3, 15, 64_000, SONNET_LONG)],
+  // UNCONFIRMED: Sonnet 4.5 at $3 / $15 (third-party summaries; Sonnet 4's row on Anthropic's page).
+  ['claude-sonnet-4-5', claude(3, 15, 64_000, SONNET_LONG)],
+  ['claude-sonnet-4', claude(3, 15, 64_000, SONNET_LONG)],
+  ['claude-sonnet-4-0', claude(3, 15, 64_000, SONNET_LONG)],
+  ['claude-3-7-sonnet', claude(3, 15, 64_000)],
+  ['claude-3-7-sonnet-latest', claude(3, 15, 64_000)],
+  // UNCONFIRMED: Haiku 4.5 at $1 / $5 (third-party summaries).
+  ['claude-haiku-4-5', claude(1, 5, 64_000)],
+  ['claude-3-5-haiku', claude(0.8, 4, 8_192)],
+  ['claude-3-5-haiku-latest', claude(0.8, 4, 8_192)],
+  // Haiku 3's cache reads are $0.03 (not 0.1×); its 5-minute writes ($0.30) bill here at 1.25× ($0.3125).
+  ['claude-3-haiku', price(0.25, 0.03, 1.25, { maxOutput: 4_096 })],
+];
+
+/**
  * Built-in model prices (USD per 1M tokens: input / cached input / output).
  * - Standard tier: taken 2026-04-13 from OpenAI's pricing page as summarised by benchlm.ai
  *   ("OpenAI API Pricing: GPT-5.4, GPT-5.2, and GPT-5.1", April 2026) for the GPT-5.x rows, GPT-5.5
@@ -113,6 +184,7 @@ export const BUILTIN_MODELS: Readonly<Record<string, ModelPrice>> = Object.freez
     ['text-embedding-3-small', price(0.02, null, 0, { window: 8_191 })],
     ['text-embedding-3-large', price(0.13, null, 0, { window: 8_191 })],
     ['text-embedding-ada-002', price(0.1, null, 0, { window: 8_191 })],
+    ...CLAUDE_MODELS,
   ]),
 );
 
@@ -144,4 +216,4 @@ export const BUILTIN_TOOLS: ToolPrices = Object.freeze({
 });
 
 export const BUILTIN_SOURCE =
-  'OpenAI pricing page (GPT-5.x via benchlm.ai summary 2026-04-13, older models 2025); priority, flex, audio and tools read 2026-11-22';
+  "OpenAI pricing page (GPT-5.x via benchlm.ai summary 2026-04-13, older models 2025); priority, flex, audio and tools read 2026-11-22; Claude models from Anthropic's pricing page read 2026-11-22";

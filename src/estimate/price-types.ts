@@ -27,6 +27,11 @@ export interface ModelPrice extends TokenPrices {
    * for billing and kept for the record.
    */
   readonly audio?: TokenPrices;
+  /**
+   * Prices of a request whose prompt (input, cache reads and writes) exceeds `aboveTokens`: every
+   * token of it, output included, bills at these (Anthropic's long-context pricing).
+   */
+  readonly longContext?: { readonly aboveTokens: number; readonly prices: TokenPrices };
 }
 
 /** Prices of the Responses API's built-in tools, integer µUSD per unit. */
@@ -76,7 +81,7 @@ export interface ToolRates {
 }
 
 /**
- * Usage to price. `cachedTokens` and `audioPromptTokens` are part of `promptTokens`;
+ * Usage to price. `cachedTokens`, `audioPromptTokens` and the cache writes are part of `promptTokens`;
  * reasoning and `audioCompletionTokens` are part of `completionTokens`. `serviceTier` is the
  * tier the upstream says it used (`priority`, `flex`; anything else is the standard price).
  */
@@ -88,4 +93,8 @@ export interface TokenUsage {
   readonly audioCompletionTokens?: number;
   readonly serviceTier?: string | undefined;
   readonly toolCalls?: ToolCalls | undefined;
+  /** Prompt tokens written to the prompt cache for 5 minutes (Anthropic: 1.25× the input price). */
+  readonly cacheWrite5mTokens?: number;
+  /** Prompt tokens written to the prompt cache for 1 hour (Anthropic: 2× the input price). */
+  readonly cacheWrite1hTokens?: number;
 }

@@ -224,6 +224,20 @@ function tierPrices(price: ModelPrice, serviceTier: string | undefined): TokenPr
 }
 
 /**
+ * Anthropic's prompt-cache writes, as multiples of the input price (its pricing page, "Prompt
+ * caching"): 1.25× for the 5-minute TTL, 2× for the 1-hour TTL; cache reads are the table's
+ * cached-input price (0.1× for Claude). Rounded up per 1M tokens, so never below the exact price.
+ */
+function cacheWrite5mPrice(tier: TokenPrices): number {
+  return Math.ceil((tier.inputMicroUsdPer1M * 5) / 4);
+}
+
+/** See {@link cacheWrite5mPrice}. */
+function cacheWrite1hPrice(tier: TokenPrices): number {
+  return tier.inputMicroUsdPer1M * 2;
+}
+
+/**
  * Which of a request's dimensions were priced by a rule instead of a listed price (for a log
  * line): a priority answer on a model without priority prices, audio tokens on a model without
  * audio prices, a model not in the table.
@@ -238,8 +252,9 @@ export function assumedFor(usage: TokenUsage, price: ResolvedPrice): PriceAssump
 
 /**
  * Cost in integer micro-USD, at the prices of the tier the usage reports.
- * - prompt: cached tokens at the cached price, audio tokens (not cached) at the audio input price,
- *   the rest at the input price;
+ * - prompt: cached tokens at the cached price, cache writes at their multiples of the input price
+ *   ({@link cacheWrite5mPrice}), audio tokens (not cached) at the audio input price, the rest at
+ *   the input price;
  * - completion (reasoning included): audio tokens at the audio output price, the rest at the output
  *   price;
  * - built-in tool calls at `toolRates` (the request's; the standard rates by default).
@@ -252,17 +267,22 @@ export function assumedFor(usage: TokenUsage, price: ResolvedPrice): PriceAssump
 export function costMicroUsd(usage: TokenUsage, modelPrice: ModelPrice, toolRates: ToolRates = BUILTIN_TOOL_RATES): number {
   const prompt = sanitizeCount(usage.promptTokens);
   const cached = Math.min(sanitizeCount(usage.cachedTokens), prompt);
-  const audioIn = Math.min(sanitizeCount(usage.audioPromptTokens), prompt - cached);
-  const textIn = prompt - cached - audioIn;
+  const write1h = Math.min(sanitizeCount(usage.cacheWrite1hTokens), prompt - cached);
+  const write5m = Math.min(sanitizeCount(usage.cacheWrite5mTokens), prompt - cached - write1h);
+  const audioIn = Math.min(sanitizeCount(usage.audioPromptTokens), prompt - cached - write1h - write5m);
+  const textIn = prompt - cached - write1h - write5m - audioIn;
   const completion = sanitizeCount(usage.completionTokens);
   const audioOut = Math.min(sanitizeCount(usage.audioCompletionTokens), completion);
   const textOut = completion - audioOut;
-  const tier = tierPrices(modelPrice, usage.serviceTier);
+  const long = modelPrice.longContext;
+  const tier = long !== undefined && prompt > long.aboveTokens ? long.prices : tierPrices(modelPrice, usage.serviceTier);
   const audio = modelPrice.audio ?? BUILTIN_HIGHEST_AUDIO;
   const calls: ToolCalls = usage.toolCalls ?? {};
   const perMillion: Array<readonly [number, number]> = [
     [textIn, tier.inputMicroUsdPer1M],
     [cached, tier.cachedInputMicroUsdPer1M],
+    [write5m, cacheWrite5mPrice(tier)],
+    [write1h, cacheWrite1hPrice(tier)],
     [audioIn, audio.inputMicroUsdPer1M],
     [textOut, tier.outputMicroUsdPer1M],
     [audioOut, audio.outputMicroUsdPer1M],
@@ -341,6 +361,10 @@ const modelPriceOverrideSchema = z
     flex: tokenPricesSchema.optional(),
     /** Audio tokens (USD per 1M audio tokens); default: the table's highest audio prices. */
     audio: tokenPricesSchema.optional(),
+    /** Prices of a request whose prompt exceeds `aboveTokens` (every token of it): `{"aboveTokens": 200000, "input": 6, "cachedInput": 0.6, "output": 22.5}`. */
+    longContext: z
+      .strictObject({ aboveTokens: z.number().int().positive(), input: usdAmountSchema, cachedInput: usdAmountSchema.optional(), output: usdAmountSchema })
+      .optional(),
   })
   .transform((entry): ModelPrice => ({
     inputMicroUsdPer1M: entry.input,
@@ -351,6 +375,18 @@ const modelPriceOverrideSchema = z
     ...(entry.priority === undefined ? {} : { priority: entry.priority }),
     ...(entry.flex === undefined ? {} : { flex: entry.flex }),
     ...(entry.audio === undefined ? {} : { audio: entry.audio }),
+    ...(entry.longContext === undefined
+      ? {}
+      : {
+          longContext: {
+            aboveTokens: entry.longContext.aboveTokens,
+            prices: {
+              inputMicroUsdPer1M: entry.longContext.input,
+              cachedInputMicroUsdPer1M: entry.longContext.cachedInput ?? entry.longContext.input,
+              outputMicroUsdPer1M: entry.longContext.output,
+            },
+          },
+        }),
   }));
 
 const toolPricesOverrideSchema = z.strictObject({

@@ -37,6 +37,9 @@ const DROP_TO_UPSTREAM = new Set([
   'x-real-ip',
   // Tollgate's own request header (a per-request cost cap) is not the upstream's business.
   'x-tollgate-max-cost-usd',
+  // Who the request is for and its tags (src/endusers): Tollgate's bookkeeping.
+  'x-tollgate-user',
+  'x-tollgate-tags',
 ]);
 
 /** Upstream headers never sent to clients. */

@@ -10,7 +10,7 @@ import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { TollgateError } from '../errors.js';
 import type { TollgateDatabase } from '../db/open.js';
 import { apiKeys, tenants, type ApiKeyRow, type TenantRow } from '../db/schema.js';
-import { PolicyError, validatePolicy, type Budget, type LimitSpec, type Policy } from '../limits/algorithm/policy.js';
+import { PolicyError, validatePolicy, type Budget, type EndUserPolicy, type LimitSpec, type Policy, type TagBudget } from '../limits/algorithm/policy.js';
 import { generateKey, hashKey, newId, visiblePrefix } from './key-format.js';
 import { readStoredPolicy } from './policy-json.js';
 
@@ -376,8 +376,12 @@ export function mergePolicy(
     budgets?: readonly Budget[] | null | undefined;
     models?: readonly string[] | null | undefined;
     maxInFlight?: number | null | undefined;
+    endUser?: EndUserPolicy | null | undefined;
+    tagBudgets?: readonly TagBudget[] | null | undefined;
   },
 ): Policy {
+  const endUser = patch.endUser === undefined ? current.endUser : (patch.endUser ?? undefined);
+  const tagBudgets = patch.tagBudgets === undefined ? current.tagBudgets : (patch.tagBudgets ?? undefined);
   const limits = patch.limits ?? current.limits;
   const budget = patch.budget === undefined ? current.budget : (patch.budget ?? undefined);
   const budgets = patch.budgets === undefined ? current.budgets : (patch.budgets ?? undefined);
@@ -389,5 +393,7 @@ export function mergePolicy(
     ...(budgets && budgets.length > 0 ? { budgets } : {}),
     ...(models ? { models } : {}),
     ...(maxInFlight === undefined ? {} : { maxInFlight }),
+    ...(endUser === undefined || (endUser.limits.length === 0 && (endUser.budgets ?? []).length === 0) ? {} : { endUser }),
+    ...(tagBudgets && tagBudgets.length > 0 ? { tagBudgets } : {}),
   };
 }

@@ -1,5 +1,5 @@
 /** Keys and tenants as the CLI, the admin API and the proxy's key cache see them. */
-import type { Budget, LimitSpec, Policy, PolicyError } from '../limits/algorithm/policy.js';
+import type { Budget, EndUserPolicy, LimitSpec, Policy, PolicyError, TagBudget } from '../limits/algorithm/policy.js';
 
 export type KeyStatus = 'active' | 'revoked' | 'expired';
 
@@ -53,6 +53,10 @@ export interface KeyPatch {
   readonly budgets?: readonly Budget[] | null | undefined;
   /** Requests in flight at once (`null`: back to the default). */
   readonly maxInFlight?: number | null | undefined;
+  /** Limits and budgets every end user of the key gets for itself (replaces them; `null` clears). */
+  readonly endUser?: EndUserPolicy | null | undefined;
+  /** Budgets per tag (replaces the list; `null` clears it). */
+  readonly tagBudgets?: readonly TagBudget[] | null | undefined;
   readonly models?: readonly string[] | null | undefined;
   readonly expiresAt?: number | null | undefined;
   readonly metadata?: Readonly<Record<string, string | null>> | undefined;

@@ -25,13 +25,26 @@ export interface Contribution {
   readonly estPromptTokens: number;
   readonly estCompletionTokens: number;
   readonly estCostMicros: number;
+  /** The request's end user and tags: their own rollups move too (src/endusers). */
+  readonly endUser: string | undefined;
+  readonly tags: readonly string[];
 }
 
 /** The fields of a ledger write that place it in the rollups. */
-export type ContributionSource = Pick<Contribution, 'keyId' | 'tenantId' | 'createdAt' | 'model' | 'estPromptTokens' | 'estCompletionTokens' | 'estCostMicros'>;
+export type ContributionSource = Pick<
+  Contribution,
+  'keyId' | 'tenantId' | 'createdAt' | 'model' | 'estPromptTokens' | 'estCompletionTokens' | 'estCostMicros'
+> & {
+  readonly endUser?: string | undefined;
+  readonly tags?: readonly string[] | undefined;
+};
+
+const NO_TAGS: readonly string[] = Object.freeze([]);
 
 export function contributionOf(entry: ContributionSource): Contribution {
   return {
+    endUser: entry.endUser,
+    tags: entry.tags ?? NO_TAGS,
     keyId: entry.keyId,
     tenantId: entry.tenantId,
     day: calendarDay(entry.createdAt),
@@ -134,6 +147,28 @@ export function prepareRollupStatements(sqlite: Database.Database) {
       hourly,
       false,
     ),
+    endUsers: rollupTable(
+      sqlite,
+      'rollups_end_users',
+      [
+        ['key_id', 'keyId'],
+        ['end_user', 'name'],
+        ['day', 'day'],
+      ],
+      COUNTER_COLUMNS,
+      true,
+    ),
+    tags: rollupTable(
+      sqlite,
+      'rollups_tags',
+      [
+        ['key_id', 'keyId'],
+        ['tag', 'name'],
+        ['day', 'day'],
+      ],
+      COUNTER_COLUMNS,
+      true,
+    ),
   };
 }
 
@@ -207,9 +242,14 @@ function groupCells(cells: Iterable<Cell>, idOf: (cell: Cell) => string, keysOf:
  */
 export class RollupDeltas {
   private readonly cells = new Map<string, Cell>();
+  /** Per key·end user·day and key·tag·day (only for requests that have them). */
+  private readonly endUsers = new Map<string, Delta>();
+  private readonly tags = new Map<string, Delta>();
 
   /** Adds `counts` to every rollup row the request at `at` is filed under. */
   add(at: Contribution, counts: RollupCounts): void {
+    if (at.endUser !== undefined) addNamed(this.endUsers, at, at.endUser, counts);
+    for (const tag of at.tags) addNamed(this.tags, at, tag, counts);
     const id = `${at.keyId}\u0000${at.hour}\u0000${at.model}`;
     let cell = this.cells.get(id);
     if (cell === undefined) {
@@ -253,5 +293,18 @@ export class RollupDeltas {
         (c) => ({ keyId: c.keyId, hour: c.hour }),
       ),
     );
+    if (this.endUsers.size > 0) upsert(statements.endUsers, this.endUsers.values());
+    if (this.tags.size > 0) upsert(statements.tags, this.tags.values());
   }
+}
+
+/** Adds `counts` to the key·name·day row of an end user's or tag's rollup. */
+function addNamed(rows: Map<string, Delta>, at: Contribution, name: string, counts: RollupCounts): void {
+  const id = `${at.keyId}\u0000${name}\u0000${at.day}`;
+  let row = rows.get(id);
+  if (row === undefined) {
+    row = zero({ keyId: at.keyId, name, day: at.day });
+    rows.set(id, row);
+  }
+  addCounts(row, counts);
 }

@@ -26,6 +26,7 @@ import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from '../db/open.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
 import { calendarDay } from '../calendar.js';
+import { decodeTags, encodeTags } from '../endusers/attribution.js';
 import { truncateForStorage } from '../http/client-strings.js';
 import { RefusalAllowance } from './refusal-allowance.js';
 import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './rollups.js';
@@ -49,6 +50,9 @@ export interface PendingEntry {
   readonly estCompletionTokens: number;
   readonly estCostMicros: number;
   readonly priceKnown: boolean;
+  /** The end user the request was made for, and its tags (src/endusers/attribution.ts). */
+  readonly endUser?: string | undefined;
+  readonly tags?: readonly string[] | undefined;
 }
 
 /** `cut_at_cost_cap`: Tollgate ended a stream whose completion reached what its budget or cost cap allows. */
@@ -99,6 +103,9 @@ export interface Rejection {
   readonly estPromptTokens: number;
   readonly estCompletionTokens: number;
   readonly estCostMicros: number;
+  /** When known (refusals after the body was read): counted in the end user's and tags' rollups too. */
+  readonly endUser?: string | undefined;
+  readonly tags?: readonly string[] | undefined;
 }
 
 interface WriterStats {
@@ -201,9 +208,9 @@ export class LedgerWriter {
     return {
       insertPending: s.prepare(
         `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, endpoint, model, stream, status,
-           est_prompt_tokens, est_completion_tokens, est_cost_micros, price_known)
+           est_prompt_tokens, est_completion_tokens, est_cost_micros, price_known, end_user, tags)
          VALUES (@requestId, @keyId, @tenantId, @createdAt, @endpoint, @model, @stream, 'pending',
-           @estPromptTokens, @estCompletionTokens, @estCostMicros, @priceKnown)`,
+           @estPromptTokens, @estCompletionTokens, @estCostMicros, @priceKnown, @endUser, @tags)`,
       ),
       complete: s.prepare(
         `UPDATE ledger SET status = @status, http_status = @httpStatus, completed_at = @completedAt,
@@ -217,13 +224,13 @@ export class LedgerWriter {
       insertRejection: s.prepare(
         `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, completed_at, endpoint, model, stream, status,
            http_status, est_prompt_tokens, est_completion_tokens, est_cost_micros, prompt_tokens, cached_tokens,
-           completion_tokens, reasoning_tokens, cost_micros, usage_source, latency_ms, error_code)
+           completion_tokens, reasoning_tokens, cost_micros, usage_source, latency_ms, error_code, end_user, tags)
          VALUES (@requestId, @keyId, @tenantId, @createdAt, @createdAt, @endpoint, @model, @stream, @status,
-           @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode)
+           @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode, @endUser, @tags)
          ON CONFLICT(request_id) DO NOTHING`,
       ),
       contributionOf: s.prepare(
-        'SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros FROM ledger WHERE request_id = ?',
+        'SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros, end_user, tags FROM ledger WHERE request_id = ?',
       ),
     };
   }
@@ -251,7 +258,7 @@ export class LedgerWriter {
     const contribution = this.contributions.get(completion.requestId);
     if (contribution === undefined || this.settling.has(completion.requestId)) return undefined;
     this.settling.add(completion.requestId);
-    return { keyId: contribution.keyId, tenantId: contribution.tenantId, day: contribution.day, microUsd: completion.costMicros - contribution.estCostMicros };
+    return spendOfContribution(contribution, completion.costMicros - contribution.estCostMicros);
   }
 
   /** Request ids whose settlement is queued (a duplicate must not count twice). */
@@ -339,7 +346,13 @@ export class LedgerWriter {
       this.sqlite
         .transaction(() => {
           for (const { entry } of begins) {
-            this.statements.insertPending.run({ ...entry, stream: entry.stream ? 1 : 0, priceKnown: entry.priceKnown ? 1 : 0 });
+            this.statements.insertPending.run({
+              ...entry,
+              stream: entry.stream ? 1 : 0,
+              priceKnown: entry.priceKnown ? 1 : 0,
+              endUser: entry.endUser ?? null,
+              tags: encodeTags(entry.tags ?? []),
+            });
             rollups.add(contributionOf(entry), {
               requests: 1,
               promptTokens: entry.estPromptTokens,
@@ -372,7 +385,12 @@ export class LedgerWriter {
           for (const rejection of rejections) {
             if (rejection.raw) {
               const { rollupModel: _model, raw: _raw, ...row } = rejection;
-              const result = this.statements.insertRejection.run({ ...row, stream: rejection.stream ? 1 : 0 });
+              const result = this.statements.insertRejection.run({
+                ...row,
+                stream: rejection.stream ? 1 : 0,
+                endUser: rejection.endUser ?? null,
+                tags: encodeTags(rejection.tags ?? []),
+              });
               if (result.changes === 0) continue;
             }
             const counts = {
@@ -381,7 +399,13 @@ export class LedgerWriter {
               errors: rejection.reason === 'other' ? 1 : 0,
               lastRequestAt: rejection.createdAt,
             };
-            rollups.add(contributionOf({ ...rejection, model: rejection.rollupModel, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 }), counts);
+            // A refusal past the key's allowance adds no end-user or tag rollup row either: a flood of
+            // refusals naming a new user each must not grow the file (README, "Hostile tenants").
+            const attributed = rejection.raw ? {} : { endUser: undefined, tags: undefined };
+            rollups.add(
+              contributionOf({ ...rejection, ...attributed, model: rejection.rollupModel, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 }),
+              counts,
+            );
           }
           rollups.write(this.rollupStatements);
         })
@@ -426,12 +450,7 @@ export class LedgerWriter {
     for (const completion of completions) {
       const contribution = this.contributions.get(completion.requestId);
       if (spend !== undefined && contribution !== undefined && this.settling.has(completion.requestId)) {
-        spend.committedChange({
-          keyId: contribution.keyId,
-          tenantId: contribution.tenantId,
-          day: contribution.day,
-          microUsd: completion.costMicros - contribution.estCostMicros,
-        });
+        spend.committedChange(spendOfContribution(contribution, completion.costMicros - contribution.estCostMicros));
       }
       this.settling.delete(completion.requestId);
     }
@@ -468,6 +487,8 @@ export class LedgerWriter {
           est_prompt_tokens: number;
           est_completion_tokens: number;
           est_cost_micros: number;
+          end_user: string | null;
+          tags: string | null;
         }
       | undefined;
     if (row === undefined) return undefined;
@@ -479,6 +500,8 @@ export class LedgerWriter {
       estPromptTokens: row.est_prompt_tokens,
       estCompletionTokens: row.est_completion_tokens,
       estCostMicros: row.est_cost_micros,
+      endUser: row.end_user ?? undefined,
+      tags: decodeTags(row.tags),
     });
   }
 }
@@ -490,5 +513,23 @@ interface QueuedRejection extends Rejection {
 }
 
 function spendOfBegin(entry: PendingEntry): SpendChange {
-  return { keyId: entry.keyId, tenantId: entry.tenantId, day: calendarDay(entry.createdAt), microUsd: entry.estCostMicros };
+  return {
+    keyId: entry.keyId,
+    tenantId: entry.tenantId,
+    day: calendarDay(entry.createdAt),
+    microUsd: entry.estCostMicros,
+    endUser: entry.endUser,
+    tags: entry.tags,
+  };
+}
+
+function spendOfContribution(contribution: Contribution, microUsd: number): SpendChange {
+  return {
+    keyId: contribution.keyId,
+    tenantId: contribution.tenantId,
+    day: contribution.day,
+    microUsd,
+    endUser: contribution.endUser,
+    tags: contribution.tags,
+  };
 }

@@ -23,6 +23,7 @@
 import { affordable, budgetChecksFor, checkBudgets, type BudgetDecision } from '../budgets/check.js';
 import { planOutput, reservationOf, usefulMinimum, type OutputPlan } from '../budgets/output-cap.js';
 import { reserveSharedBudgets, type SharedOutcome } from '../budgets/redis-budgets.js';
+import { attributedBudgetChecks, endUserBindings } from '../endusers/checks.js';
 import { TollgateError } from '../errors.js';
 import { bindingsFor } from '../keys/caller.js';
 import { buildRateLimitHeaders, computeSettlement, createDemands, type Demand, type LimitBinding, type Ticket } from '../limits/index.js';
@@ -50,7 +51,12 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
   const limits = await takeLimits(request, deps);
   const { decisionMs } = limits;
   const refuse = (refusal: AdmissionRefused): never => {
-    settleRefused(request, refusal, { model: facts.model, stream: facts.stream, status: 'rejected', reason: refusal.reason, estimate, decisionMs }, deps);
+    settleRefused(
+      request,
+      refusal,
+      { model: facts.model, stream: facts.stream, status: 'rejected', reason: refusal.reason, estimate, decisionMs, attribution: request.attribution },
+      deps,
+    );
     throw refusal;
   };
   if (!limits.ok) return refuse(limits.refusal);
@@ -64,7 +70,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
 
   // 2. Budgets and the client's cost cap hold the request at its worst case,
   //    or at a smaller output limit when that is all they can pay for.
-  const checks = budgetChecksFor(caller);
+  const checks = [...budgetChecksFor(caller), ...attributedBudgetChecks(caller, request.attribution)];
   const bounded = checks.length > 0 || request.maxCostMicroUsd !== undefined;
   const costCap = request.maxCostMicroUsd ?? Number.MAX_SAFE_INTEGER;
   const minOutput = deps.minOutputTokens;
@@ -127,6 +133,8 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
     estCompletionTokens: plan?.completionTokens ?? estimate.completionTokensReserved,
     estCostMicros: reservedMicroUsd,
     priceKnown: estimate.price.known,
+    endUser: request.attribution.endUser,
+    tags: request.attribution.tags,
   });
   const reservation = shared.kind === 'reserved' ? shared.reservation : undefined;
   let done = false;
@@ -165,7 +173,8 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
 /** Takes the request's cost from every bucket it belongs to, or returns the refusal (nothing taken). */
 async function takeLimits(request: EstimatedRequest, deps: PipelineDeps): Promise<TakenLimits> {
   const { caller, estimate, client } = request;
-  const bindings = bindingsFor(caller, deps.globalLimits);
+  // The end user's own buckets join the key's, tenant's and global ones: all or none.
+  const bindings = [...bindingsFor(caller, deps.globalLimits), ...endUserBindings(caller, request.attribution)];
   if (bindings.length === 0) return { ok: true, bindings, demands: [], ticket: undefined, headers: {}, decisionMs: undefined };
   let query: URLSearchParams | undefined;
   const demands = createDemands(bindings, {

@@ -8,6 +8,7 @@
  *   forward      → UpstreamResponse   (or settled at once if the upstream failed)
  *   relay        → Response           settled when the answer ends, however it ends
  */
+import type { Attribution } from '../endusers/attribution.js';
 import type { Endpoint } from '../endpoints.js';
 import type { Estimate } from '../estimate/index.js';
 import type { ClientRequest } from '../http/client-request.js';
@@ -36,6 +37,8 @@ export interface EstimatedRequest extends RequestContext {
   readonly estimate: Estimate;
   /** The client's own cap on this request's cost (`x-tollgate-max-cost-usd`), µUSD. */
   readonly maxCostMicroUsd: number | undefined;
+  /** The end user and tags the request names (src/endusers). */
+  readonly attribution: Attribution;
 }
 
 /** What admission took for a request, and how to give it back. */

@@ -42,6 +42,8 @@ export interface PipelineDeps {
   readonly sharedBudgets: SharedBudgets | undefined;
   readonly ledger: LedgerWriter;
   readonly upstream: Upstream;
+  /** Where Anthropic's Messages API goes (src/anthropic/upstream.ts); absent = /v1/messages answers 502. */
+  readonly anthropic?: Upstream;
   readonly events: RequestEvents;
   /** Requests in flight per key and tenant (absent: no cap, as in tests that build deps by hand). */
   readonly inFlight?: InFlightLimits;

@@ -6,6 +6,8 @@
  */
 import { TollgateError, type ErrorCode } from '../errors.js';
 import { budgetChecksFor } from '../budgets/check.js';
+import { readAttribution } from '../endusers/attribution.js';
+import { hasAttributedUsdCap } from '../endusers/checks.js';
 import { estimateRequest, EstimateInputError, resolvePrice, type Estimate } from '../estimate/index.js';
 import { parseJsonObject } from '../http/body.js';
 import { bindingsFor, checkModelAllowed } from '../keys/caller.js';
@@ -27,10 +29,11 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     checkModelAllowed(request.caller.policy, facts.model);
     checkModelPriced(facts.model, deps);
     const maxCostMicroUsd = readCostCap(request.client.headers[COST_CAP_HEADER]);
+    const attribution = readAttribution(body, request.client.headers);
     // Only a configured fallback can be below the highest prices; otherwise nothing to decide per key.
     const options = deps.estimate.prices.fallbackExplicit === true && hasUsdCap(request, deps) ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
     const estimated: Estimate = await estimateRequest(request.endpoint, body, options);
-    return { ...request, bytes, body, facts, estimate: estimated, maxCostMicroUsd };
+    return { ...request, bytes, body, facts, estimate: estimated, maxCostMicroUsd, attribution };
   } catch (error) {
     // Refusals count against the key's request limits too (charge-refusal.ts).
     const refusal = await chargeRefusal(request, asRefusal(error), deps);
@@ -82,7 +85,7 @@ function checkModelPriced(model: string, deps: PipelineDeps): void {
  * let their spend pass the cap.
  */
 function hasUsdCap(request: RequestContext, deps: PipelineDeps): boolean {
-  if (budgetChecksFor(request.caller).length > 0) return true;
+  if (budgetChecksFor(request.caller).length > 0 || hasAttributedUsdCap(request.caller.policy)) return true;
   return bindingsFor(request.caller, deps.globalLimits).some((binding) => binding.limit.unit === 'usd');
 }
 

@@ -8,7 +8,8 @@
  */
 import { TollgateError } from '../errors.js';
 import { toUpstreamHeaders } from '../http/headers.js';
-import { failedBeforeSending, toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
+import type { Endpoint } from '../endpoints.js';
+import { failedBeforeSending, toUpstreamError, type Upstream, type UpstreamResponse } from '../upstreams/pool.js';
 import { needsUsageInjection, withUsageRequested } from '../upstreams/request-facts.js';
 import type { AdmittedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
@@ -21,9 +22,9 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
   request.sentAt = deps.now();
   if (client.abort.signal.aborted) return clientLeftFirst(request, deps);
   try {
-    return await deps.upstream.send({
+    return await forwardedUpstream(endpoint, deps).send({
       method: 'POST',
-      path: upstreamPath(request.url),
+      path: upstreamPath(request.url, endpoint === 'messages' ? MESSAGES_QUERY : []),
       headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': request.requestId },
       body,
       signal: client.abort.signal,
@@ -49,6 +50,20 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     );
     throw failure ?? new TollgateError('client_closed_request', 'The client closed the request.');
   }
+}
+
+/** Query parameters Anthropic's Messages API defines (its SDKs' beta client sends `?beta=true`). */
+export const MESSAGES_QUERY: readonly string[] = ['beta'];
+
+/**
+ * The upstream an endpoint's requests go to: Anthropic's Messages API to the Anthropic upstream
+ * (src/anthropic/upstream.ts), everything else to the OpenAI-compatible one. The seam that
+ * config-file routing by model (issue 14, part A) replaces.
+ */
+export function forwardedUpstream(endpoint: Endpoint, deps: Pick<PipelineDeps, 'upstream' | 'anthropic'>): Upstream {
+  if (endpoint !== 'messages') return deps.upstream;
+  if (deps.anthropic === undefined) throw new TollgateError('upstream_unreachable', 'No Anthropic upstream is configured for /v1/messages.');
+  return deps.anthropic;
 }
 
 /** The client went away while the request was being admitted: it is never sent, and costs nothing. */

@@ -10,7 +10,7 @@ import { microsToUsd } from '../money.js';
 import type { FinishedListener } from './finished.js';
 
 /** Counts every finished request in the metrics. */
-export function recordMetrics(metrics: Metrics, store: 'local' | 'redis'): FinishedListener {
+export function recordMetrics(metrics: Metrics, store: 'local' | 'redis' | 'ipc'): FinishedListener {
   return function recordRequestMetrics(event) {
     const key = metrics.keyLabel(event.caller.key);
     if (event.decisionMs !== undefined) metrics.observeDecision(store, event.decisionMs / 1000);

@@ -37,7 +37,9 @@ export function limitRefusal(
       ? 'the global limit'
       : result.refusedBy.hashTag.startsWith('tenant:')
         ? `tenant ${caller.tenant?.name ?? ''} limit`
-        : 'limit';
+        : result.refusedBy.hashTag.includes(':user:')
+          ? `end user "${result.refusedBy.hashTag.slice(result.refusedBy.hashTag.indexOf(':user:') + 6)}" limit`
+          : 'limit';
   const name = result.refusedBy.limitName;
   if (result.reason === 'never_fits') {
     const cost = demands[index]?.cost ?? 0;
@@ -76,7 +78,7 @@ export function limiterUnavailable(what: 'Rate limits' | 'Budgets', headers: Rea
 export function budgetRefusal(decision: Extract<BudgetDecision, { ok: false }>, limitHeaders: Readonly<Record<string, string>>): AdmissionRefused {
   const { refusedBy, reservationMicroUsd } = decision;
   const { budget } = refusedBy.check;
-  const per = budget.period === 'total' ? 'total' : budget.period === 'day' ? 'daily' : 'monthly';
+  const per = budget.period === 'total' ? 'total' : budget.period === 'day' ? 'daily' : budget.period === 'week' ? 'weekly' : 'monthly';
   const resets = refusedBy.resetsAt === undefined ? 'It does not reset.' : `It resets at ${new Date(refusedBy.resetsAt).toISOString()}.`;
   const message =
     reservationMicroUsd > budget.microUsd

@@ -19,7 +19,8 @@ import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import { needsUsageInjection } from '../upstreams/request-facts.js';
 import { SseTap } from '../upstreams/sse-tap.js';
 import { completionTextOfJson, usageFromJsonBytes } from '../upstreams/usage.js';
-import { countCompletionTokens } from '../estimate/index.js';
+import { anthropicUsageFromJson, completionTextOfMessage } from '../upstreams/anthropic-usage.js';
+import { countStreamedTokens } from '../estimate/index.js';
 import { responseIdOfJson } from '../responses/wire.js';
 import type { AdmittedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
@@ -33,11 +34,12 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
   const abort = request.client.abort;
   if (isEventStream(response.headers)) {
     const allowance = request.completionAllowance;
+    const countText = (text: string): number => countStreamedTokens(endpoint, text, request.facts.model);
     const tap = new SseTap({
       endpoint,
       stripUsageChunk: needsUsageInjection(endpoint, request.facts),
       now: deps.now,
-      ...(allowance === undefined ? {} : { allowance: { tokens: allowance, count: (text: string) => countCompletionTokens(text, request.facts.model) } }),
+      ...(allowance === undefined ? {} : { allowance: { tokens: allowance, count: countText } }),
     });
     const cutEnding = (): Uint8Array => tap.cutEnding(request.estimate.promptTokens, request.facts.clientWantsUsage);
     // A stored Response is its key's from its first event on (the client may look it up at once).
@@ -47,23 +49,25 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       remembered = true;
       deps.responses?.created(request, tap.responseId);
     };
-    const stream = relayStream(response, tap, endpoint, abort, onChunk, cutEnding, (outcome, errorCode) =>
+    const stream = relayStream(response, tap, endpoint, abort, onChunk, cutEnding, (outcome, errorCode) => {
+      // A Messages stream reports its exact prompt usage first: kept even when the stream ends early.
+      const usage = tap.usage ?? (endpoint === 'messages' ? tap.usageSoFar(countText) : undefined);
       settleForwarded(
         request,
         {
           outcome: ok ? outcome : 'upstream_error',
           status: response.status,
           accepted: ok,
-          usage: tap.usage,
-          streamedText: tap.usage === undefined ? tap.completionText() : '',
+          usage,
+          streamedText: usage === undefined ? tap.completionText() : '',
           firstTokenAt: tap.firstTokenTime,
           upstreamRequestId,
           errorCode,
           responseId: tap.responseId,
         },
         deps,
-      ),
-    );
+      );
+    });
     return new Response(stream, {
       status: response.status,
       headers: { ...toClientHeaders(response.headers, requestId, true, response.status), ...request.admission.headers },
@@ -92,7 +96,8 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     );
     throw clientGone ? new TollgateError('client_closed_request', 'The client closed the request.') : failure;
   }
-  const usage = ok ? usageFromJsonBytes(answer) : undefined;
+  const messages = endpoint === 'messages';
+  const usage = ok ? (messages ? anthropicUsageFromJson(answer) : usageFromJsonBytes(answer)) : undefined;
   const responseId = ok && endpoint === 'responses' && deps.responses !== undefined ? responseIdOfJson(answer) : undefined;
   if (responseId !== undefined) deps.responses?.created(request, responseId);
   settleForwarded(
@@ -102,10 +107,10 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       status: response.status,
       accepted: ok,
       usage,
-      streamedText: ok && usage === undefined ? completionTextOfJson(answer) : '',
+      streamedText: ok && usage === undefined ? (messages ? completionTextOfMessage(answer) : completionTextOfJson(answer)) : '',
       firstTokenAt: undefined,
       upstreamRequestId,
-      errorCode: ok ? undefined : upstreamErrorCode(answer),
+      errorCode: ok ? undefined : upstreamErrorCode(answer, endpoint),
       responseId,
     },
     deps,
@@ -200,6 +205,11 @@ function relayStream(
 
 /** An error event in the stream's own dialect, so the client's SDK raises an APIError. */
 function streamErrorEvent(endpoint: Endpoint, code: ErrorCode, message: string): Uint8Array {
+  if (endpoint === 'messages') {
+    // Anthropic's own error event, which its SDKs raise as an APIError.
+    const type = code === 'upstream_timeout' ? 'timeout_error' : 'api_error';
+    return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message } })}\n\n`);
+  }
   const error = { message, type: 'upstream_error', param: null, code };
   const text =
     endpoint === 'responses'
@@ -219,9 +229,11 @@ export function asBody(bytes: Buffer): Uint8Array<ArrayBuffer> {
   return new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength);
 }
 
-function upstreamErrorCode(bytes: Buffer): string {
+function upstreamErrorCode(bytes: Buffer, endpoint: Endpoint): string {
   try {
-    const code = (JSON.parse(bytes.toString('utf8')) as { error?: { code?: unknown } }).error?.code;
+    const error = (JSON.parse(bytes.toString('utf8')) as { error?: { code?: unknown; type?: unknown } }).error;
+    // OpenAI names the error by `code`, Anthropic by `type` (rate_limit_error, overloaded_error …).
+    const code = endpoint === 'messages' ? error?.type : error?.code;
     return typeof code === 'string' ? code : 'upstream_error';
   } catch {
     return 'upstream_error';

@@ -24,11 +24,12 @@
  *    out): nothing.
  */
 import type { TollgateError } from '../errors.js';
-import { countCompletionTokens, type Estimate } from '../estimate/index.js';
+import { countStreamedTokens, type Estimate } from '../estimate/index.js';
 import { costMicroUsd, toolCostMicroUsd } from '../estimate/prices.js';
 import type { Completion, RejectionReason, UsageSource } from '../ledger/writer.js';
 import type { Usage } from '../upstreams/usage.js';
 import type { AdmittedRequest, Ending, RequestContext } from './context.js';
+import type { Attribution } from '../endusers/attribution.js';
 import type { PipelineDeps } from './deps.js';
 
 export interface Settlement {
@@ -107,7 +108,7 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
     // An error event inside a 200 stream is not an error status: what streamed before it was generated.
     upstreamError: ending.status !== null && (ending.status < 200 || ending.status >= 300),
     streamedText: ending.streamedText,
-    countTokens: (text) => countCompletionTokens(text, facts.model),
+    countTokens: (text) => countStreamedTokens(request.endpoint, text, facts.model),
   });
   const completion: Completion = {
     requestId: request.requestId,
@@ -163,6 +164,8 @@ export interface RefusalRecord {
   readonly reason: RejectionReason;
   readonly estimate?: Estimate | undefined;
   readonly decisionMs?: number | undefined;
+  /** Known once the body was read (refusals by admission): the end user's and tags' rollups count it too. */
+  readonly attribution?: Attribution | undefined;
 }
 
 /** Records a request refused before it went upstream: one ledger row with no cost. */
@@ -183,6 +186,8 @@ export function settleRefused(request: RequestContext, refusal: TollgateError, r
     estPromptTokens: record.estimate?.promptTokens ?? 0,
     estCompletionTokens: record.estimate?.completionTokensReserved ?? 0,
     estCostMicros: record.estimate?.reservedMicroUsd ?? 0,
+    endUser: record.attribution?.endUser,
+    tags: record.attribution?.tags,
   });
   deps.events.emit({
     kind: 'refused',

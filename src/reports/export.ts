@@ -77,7 +77,8 @@ function totalCells(row: SpendTotals): Cell[] {
 export function spendReportCsv(report: SpendReport): string {
   const period: Cell[] = [report.since, report.until];
   if (report.by === 'total') return csvLine(['since', 'until', ...TOTAL_COLUMNS]) + csvLine([...period, ...totalCells(report.total)]);
-  const byKey = report.by === 'key';
+  // End users and tags belong to a key, so their records name it too.
+  const byKey = report.by === 'key' || report.by === 'user' || report.by === 'tag';
   let text = csvLine(['since', 'until', report.by, ...(byKey ? ['key_id', 'key_prefix'] : []), ...TOTAL_COLUMNS]);
   for (const row of report.rows as SpendRow[]) {
     text += csvLine([...period, row.group, ...(byKey ? [row.keyId, row.prefix] : []), ...totalCells(row)]);
@@ -135,7 +136,7 @@ const LEDGER_SELECT = `SELECT l.request_id, l.created_at, l.completed_at, l.key_
   l.tenant_id, t.name AS tenant_name, l.endpoint, l.model, l.stream, l.status, l.http_status,
   l.est_prompt_tokens, l.est_completion_tokens, l.est_cost_micros,
   l.prompt_tokens, l.cached_tokens, l.completion_tokens, l.reasoning_tokens, l.cost_micros,
-  l.price_known, l.usage_source, l.latency_ms, l.ttft_ms, l.upstream_request_id, l.error_code`;
+  l.price_known, l.usage_source, l.latency_ms, l.ttft_ms, l.upstream_request_id, l.error_code, l.end_user, l.tags`;
 
 interface LedgerExportRow {
   request_id: string;
@@ -165,6 +166,8 @@ interface LedgerExportRow {
   ttft_ms: number | null;
   upstream_request_id: string | null;
   error_code: string | null;
+  end_user: string | null;
+  tags: string | null;
 }
 
 /** The exported record's fields, in column order. */
@@ -196,6 +199,9 @@ const LEDGER_EXPORT_COLUMNS = [
   'ttft_ms',
   'upstream_request_id',
   'error_code',
+  // The end user and tags the request named (src/endusers): what finance splits costs by.
+  'end_user',
+  'tags',
 ] as const;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -231,6 +237,8 @@ function exportRecord(row: LedgerExportRow): Record<(typeof LEDGER_EXPORT_COLUMN
     ttft_ms: row.ttft_ms,
     upstream_request_id: row.upstream_request_id,
     error_code: row.error_code,
+    end_user: row.end_user,
+    tags: row.tags,
   };
 }
 

@@ -10,6 +10,7 @@
  * all its days that have rows).
  */
 import type { PgPool } from '../db/pg.js';
+import { TollgateError } from '../errors.js';
 import { addDays, calendarDay, dayEndMs, dayStartMs, monthStartOf } from '../calendar.js';
 import type { SpendQuery, SpendReport, SpendRow, SpendTotals } from './spend.js';
 
@@ -23,7 +24,7 @@ const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
   coalesce(sum(r.rejected_rate_limit), 0) AS "rejectedRateLimit",
   coalesce(sum(r.rejected_budget), 0) AS "rejectedBudget"`;
 
-const GROUP_COLUMNS: Record<SpendQuery['by'], { select: string; group: string; order: string }> = {
+const GROUP_COLUMNS: Record<Exclude<SpendQuery['by'], 'user' | 'tag'>, { select: string; group: string; order: string }> = {
   day: { select: 'r.day AS "group"', group: 'GROUP BY r.day', order: 'ORDER BY r.day' },
   model: { select: 'r.model AS "group"', group: 'GROUP BY r.model', order: 'ORDER BY "costMicros" DESC, r.model' },
   key: { select: 'k.name AS "group", k.id AS "keyId", k.prefix AS "prefix"', group: 'GROUP BY k.id', order: 'ORDER BY "costMicros" DESC, k.name' },
@@ -61,8 +62,14 @@ async function rangeRows(pool: PgPool, since: string, until: string, params: unk
 
 /** Spend over a range of UTC days, grouped as asked, with the grand total (see spend.ts). */
 export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.now()): Promise<SpendReport> {
+  if (query.by === 'user' || query.by === 'tag') {
+    // PostgreSQL has no end-user or tag rollups yet (src/endusers): say so rather than answer wrongly.
+    throw new TollgateError('invalid_value', `Spend by ${query.by} is not available on replicas (TOLLGATE_DATABASE_URL) yet; ask a node's own database.`, {
+      param: 'by',
+    });
+  }
   const until = query.until ?? calendarDay(now);
-  if (query.by !== 'day' && query.since <= until) return queryByMonths(pool, query, until);
+  if (query.by !== 'day' && query.since <= until) return queryByMonths(pool, { ...query, by: query.by }, until);
   const params: unknown[] = [query.since, until];
   const where = ['r.day >= $1', 'r.day <= $2'];
   if (query.keyId !== undefined) {
@@ -101,7 +108,7 @@ export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.n
 }
 
 /** Grouped by model, key, tenant or not at all: whole months read from the monthly rollup (see the header). */
-async function queryByMonths(pool: PgPool, query: SpendQuery, until: string): Promise<SpendReport> {
+async function queryByMonths(pool: PgPool, query: SpendQuery & { by: keyof typeof GROUP_COLUMNS }, until: string): Promise<SpendReport> {
   const params: unknown[] = [query.since, until];
   const source = await rangeRows(pool, query.since, until, params);
   const where: string[] = [];

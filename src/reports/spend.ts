@@ -7,7 +7,13 @@
 import type { TollgateDatabase } from '../db/open.js';
 import { addDays, calendarDay, dayEndMs, dayStartMs, isCalendarDay, monthStartOf } from '../calendar.js';
 
-export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'total';
+export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'user' | 'tag' | 'total';
+
+/** Every grouping, in the order the CLI and the admin API list them. */
+export const SPEND_GROUPINGS: readonly SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'user', 'tag', 'total'];
+
+/** The `user` group of requests that named no end user. */
+const NO_END_USER = '(no end user)';
 
 export interface SpendQuery {
   readonly keyId?: string | undefined;
@@ -17,6 +23,8 @@ export interface SpendQuery {
   /** Last UTC day included, YYYY-MM-DD (default: today). */
   readonly until?: string | undefined;
   readonly by: SpendGrouping;
+  /** The first rows only (the most spent first; for `user` and `tag`: the dashboard's top lists). */
+  readonly limit?: number | undefined;
 }
 
 export interface SpendTotals {
@@ -34,9 +42,11 @@ export interface SpendTotals {
 export interface SpendRow extends SpendTotals {
   /** The day, model, key name or tenant name this row sums (absent for `total`). */
   readonly group: string;
-  /** For `by: key`, the key's id and prefix. */
+  /** For `by: key`, `user` and `tag`: the key's id and prefix (end users and tags belong to a key). */
   readonly keyId?: string;
   readonly prefix?: string;
+  /** For `by: user` and `tag`: the key's name. */
+  readonly key?: string;
 }
 
 export interface SpendReport {
@@ -65,7 +75,35 @@ const GROUP_COLUMNS: Record<SpendGrouping, { select: string; group: string; orde
   key: { select: 'k.name AS "group", k.id AS keyId, k.prefix AS prefix', group: 'GROUP BY k.id', order: 'ORDER BY costMicros DESC, k.name' },
   tenant: { select: `coalesce(t.name, '(no tenant)') AS "group"`, group: 'GROUP BY k.tenant_id', order: 'ORDER BY costMicros DESC' },
   total: { select: `'total' AS "group"`, group: '', order: '' },
+  user: {
+    select: 'r.end_user AS "group", k.id AS keyId, k.prefix AS prefix, k.name AS key',
+    group: 'GROUP BY r.key_id, r.end_user',
+    order: 'ORDER BY costMicros DESC, r.end_user, k.name',
+  },
+  tag: {
+    select: 'r.tag AS "group", k.id AS keyId, k.prefix AS prefix, k.name AS key',
+    group: 'GROUP BY r.key_id, r.tag',
+    order: 'ORDER BY costMicros DESC, r.tag, k.name',
+  },
 };
+
+/** The rollup a grouping reads: end users and tags have their own (src/endusers). */
+function rollupOf(by: SpendGrouping): string {
+  return by === 'user' ? 'rollups_end_users' : by === 'tag' ? 'rollups_tags' : 'rollups_daily';
+}
+
+/** The totals' counters, for sums and differences in code. */
+const COUNTERS = [
+  'requests',
+  'promptTokens',
+  'cachedTokens',
+  'completionTokens',
+  'reasoningTokens',
+  'costMicros',
+  'errors',
+  'rejectedRateLimit',
+  'rejectedBudget',
+] as const;
 
 /** Spend over a range of UTC days, grouped as asked, with the grand total. */
 export function querySpend(database: TollgateDatabase, query: SpendQuery, now = Date.now()): SpendReport {
@@ -74,9 +112,13 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
   if (query.keyId !== undefined) where.push('r.key_id = @keyId');
   if (query.tenantId !== undefined) where.push('k.tenant_id = @tenantId');
   const params = { since: query.since, until, keyId: query.keyId, tenantId: query.tenantId };
-  const from = `FROM rollups_daily r JOIN api_keys k ON k.id = r.key_id LEFT JOIN tenants t ON t.id = k.tenant_id WHERE ${where.join(' AND ')}`;
+  const fromOf = (table: string) => `FROM ${table} r JOIN api_keys k ON k.id = r.key_id LEFT JOIN tenants t ON t.id = k.tenant_id WHERE ${where.join(' AND ')}`;
+  const from = fromOf('rollups_daily');
   const shape = GROUP_COLUMNS[query.by];
-  const rows = database.sqlite.prepare(`SELECT ${shape.select}, ${SUMS} ${from} ${shape.group} ${shape.order}`).all(params) as SpendRow[];
+  const limit = query.limit === undefined ? '' : `LIMIT ${Math.max(0, Math.floor(query.limit))}`;
+  const rows = database.sqlite
+    .prepare(`SELECT ${shape.select}, ${SUMS} ${fromOf(rollupOf(query.by))} ${shape.group} ${shape.order} ${limit}`)
+    .all(params) as SpendRow[];
   // Over every key, the all-keys daily rollup holds the same sums in one row a day (every rollup row belongs to a key: keys are never deleted).
   const totalSql =
     query.keyId === undefined && query.tenantId === undefined
@@ -89,7 +131,20 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
   const pending = database.sqlite
     .prepare(`SELECT count(*) AS n FROM ledger l WHERE ${pendingWhere.join(' AND ')}`)
     .get({ ...params, sinceMs: dayStartMs(query.since), untilMs: dayEndMs(until) }) as { n: number };
+  // By end user, the requests that named none are one more row, so the rows sum to the total
+  // (both sides move in the same transactions). Tags need not: a request may carry several.
+  if (query.by === 'user' && query.limit === undefined) {
+    const rest = difference(total, rows);
+    if (COUNTERS.some((counter) => rest[counter] !== 0)) rows.push({ group: NO_END_USER, ...rest });
+  }
   return { since: query.since, until, by: query.by, rows: query.by === 'total' ? [] : rows, total, pending: pending.n };
+}
+
+/** `total` less the sum of `rows`, counter by counter. */
+function difference(total: SpendTotals, rows: readonly SpendTotals[]): SpendTotals {
+  const rest = { ...total } as Record<(typeof COUNTERS)[number], number>;
+  for (const row of rows) for (const counter of COUNTERS) rest[counter] -= row[counter];
+  return rest;
 }
 
 /**

@@ -67,7 +67,7 @@ export function withUsageRequested(bytes: Buffer, body: Record<string, unknown>)
 /** The field that limits a request's completion per choice, per endpoint. */
 function outputLimitField(endpoint: Endpoint, body: Record<string, unknown>): string | undefined {
   if (endpoint === 'responses') return 'max_output_tokens';
-  if (endpoint === 'completions') return 'max_tokens';
+  if (endpoint === 'completions' || endpoint === 'messages') return 'max_tokens';
   if (endpoint !== 'chat') return undefined;
   // A client that limits with the older `max_tokens` keeps it (some models accept only one of the two).
   return body.max_completion_tokens === undefined && body.max_tokens !== undefined && body.max_tokens !== null ? 'max_tokens' : 'max_completion_tokens';

@@ -10,6 +10,7 @@
  * event until its terminating blank line arrives.
  */
 import type { Endpoint } from '../endpoints.js';
+import { mergeStreamUsage, readAnthropicUsage } from './anthropic-usage.js';
 import { usageOfAnswer, type Usage } from './usage.js';
 
 const LF = 0x0a;
@@ -65,6 +66,9 @@ export class SseTap {
   private responseShell: Record<string, unknown> | undefined;
   private lastSequence = -1;
   private responseIdSeen: string | undefined;
+  /** Anthropic Messages: `message_start`'s raw usage, and its content blocks not stopped yet. */
+  private messageStartUsage: unknown;
+  private readonly openBlocks = new Set<number>();
 
   constructor(options: SseTapOptions) {
     this.endpoint = options.endpoint;
@@ -85,6 +89,11 @@ export class SseTap {
    */
   cutEnding(promptTokens: number, clientWantsUsage: boolean): Uint8Array {
     const completionTokens = this.streamedTokens();
+    if (this.endpoint === 'messages')
+      return messagesCutEnding(
+        [...this.openBlocks].sort((a, b) => a - b),
+        completionTokens,
+      );
     const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
     if (this.endpoint === 'responses') {
       const response = {
@@ -153,6 +162,20 @@ export class SseTap {
   /** The usage the upstream reported, once its usage chunk or completion event arrived. */
   get usage(): Usage | undefined {
     return this.usageSeen;
+  }
+
+  /**
+   * Anthropic Messages streams that ended before their final `message_delta`: the exact prompt
+   * usage `message_start` reported, with the output counted from the text streamed (never below
+   * the count `message_start` gave). Undefined before `message_start` or for other endpoints.
+   */
+  usageSoFar(countText: (text: string) => number): Usage | undefined {
+    const start = readAnthropicUsage(this.messageStartUsage);
+    if (start === undefined) return undefined;
+    // With an allowance, the count the cut used (and told the client in its message_delta).
+    const text = this.allowance === undefined ? this.completionText() : '';
+    const streamed = this.allowance === undefined ? (text === '' ? 0 : countText(text)) : this.streamedTokens();
+    return { ...start, completionTokens: Math.max(start.completionTokens, streamed) };
   }
 
   /** True once `[DONE]` (or the Responses API's terminal event) was seen. */
@@ -233,7 +256,56 @@ export class SseTap {
     }
     if (payload === null || typeof payload !== 'object') return false;
     const event = payload as Record<string, unknown>;
+    if (this.endpoint === 'messages') return this.readMessagesEvent(eventName, event);
     return this.endpoint === 'responses' ? this.readResponsesEvent(eventName, event) : this.readChunk(event);
+  }
+
+  /** Anthropic's Messages events (message_start … message_stop); nothing is ever withheld. */
+  private readMessagesEvent(eventName: string, event: Record<string, unknown>): boolean {
+    const type = typeof event.type === 'string' ? event.type : eventName;
+    const index = typeof event.index === 'number' ? event.index : undefined;
+    switch (type) {
+      case 'message_start':
+        this.messageStartUsage = (event.message as { usage?: unknown } | null | undefined)?.usage;
+        break;
+      case 'content_block_start': {
+        if (index !== undefined) this.openBlocks.add(index);
+        const block = event.content_block as Record<string, unknown> | null | undefined;
+        if (typeof block?.name === 'string') this.collect(block.name);
+        if (typeof block?.text === 'string') this.collect(block.text);
+        break;
+      }
+      case 'content_block_delta': {
+        const delta = (event.delta ?? {}) as Record<string, unknown>;
+        for (const name of ['text', 'thinking', 'partial_json'] as const) {
+          const value = delta[name];
+          if (typeof value === 'string') this.collect(value);
+        }
+        break;
+      }
+      case 'content_block_stop':
+        if (index !== undefined) this.openBlocks.delete(index);
+        break;
+      case 'message_delta': {
+        const usage = readAnthropicUsage(mergeStreamUsage(this.messageStartUsage, event.usage));
+        if (usage !== undefined) this.usageSeen = usage;
+        break;
+      }
+      case 'message_stop':
+        this.done = true;
+        break;
+      case 'error': {
+        const error = (event.error ?? {}) as Record<string, unknown>;
+        this.upstreamError = {
+          message: typeof error.message === 'string' ? error.message : 'upstream stream error',
+          code: typeof error.type === 'string' ? error.type : null,
+        };
+        break;
+      }
+      default:
+        break;
+    }
+    return false;
   }
 
   private readChunk(chunk: Record<string, unknown>): boolean {
@@ -318,6 +390,19 @@ export class SseTap {
     this.countUp();
     if (this.countedTokens >= allowance.tokens) this.reachedAllowance = true;
   }
+}
+
+/**
+ * How Anthropic ends a message that reached `max_tokens`: its open content blocks stopped, a
+ * `message_delta` with `stop_reason: "max_tokens"` and the output count, then `message_stop`.
+ */
+function messagesCutEnding(openBlocks: readonly number[], outputTokens: number): Uint8Array {
+  const event = (type: string, payload: Record<string, unknown>): string => `event: ${type}\ndata: ${JSON.stringify({ type, ...payload })}\n\n`;
+  let text = '';
+  for (const index of openBlocks) text += event('content_block_stop', { index });
+  text += event('message_delta', { delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: outputTokens } });
+  text += event('message_stop', {});
+  return Buffer.from(text);
 }
 
 function describeStreamError(error: unknown): StreamError {

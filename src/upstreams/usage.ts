@@ -21,6 +21,10 @@ export interface Usage {
   readonly serviceTier?: string;
   /** Built-in tool calls in a Responses answer's `output`. */
   readonly toolCalls?: ToolCalls;
+  /** Part of promptTokens written to Anthropic's prompt cache with the 5-minute TTL (billed 1.25× input). */
+  readonly cacheWrite5mTokens?: number;
+  /** Part of promptTokens written to Anthropic's prompt cache with the 1-hour TTL (billed 2× input). */
+  readonly cacheWrite1hTokens?: number;
 }
 
 function count(value: unknown): number | undefined {

@@ -3,6 +3,7 @@
  * in-memory limiter) and hand-built request contexts, so a guarantee can be
  * tested in the one function that holds it.
  */
+import { readAttribution } from '../../src/endusers/attribution.js';
 import { ENDPOINT_PATHS } from '../../src/endpoints.js';
 import { estimateRequestSync } from '../../src/estimate/index.js';
 import type { ClientRequest } from '../../src/http/client-request.js';
@@ -20,7 +21,7 @@ export interface PipelineHarness {
   /** Every finished event, in order. */
   readonly finished: RequestFinished[];
   /** A chat request of a key, estimated and ready for admit. */
-  request(keySecret: string, body?: Record<string, unknown>, options?: { maxCostMicroUsd?: number }): EstimatedRequest;
+  request(keySecret: string, body?: Record<string, unknown>, options?: { maxCostMicroUsd?: number; headers?: Record<string, string> }): EstimatedRequest;
   /** The ledger row of a request, read from the database file. */
   row(requestId: string): { status: string; cost_micros: number | null; est_cost_micros: number; prompt_tokens: number | null } | undefined;
   close(): void;
@@ -62,6 +63,7 @@ export function startHarness(options: { now?: () => number; limiterClock?: () =>
         facts: { model: json.model, stream: false, clientWantsUsage: false },
         estimate: estimateRequestSync('chat', json, test.tollgate.pipeline.estimate),
         maxCostMicroUsd: options.maxCostMicroUsd,
+        attribution: readAttribution(json, options.headers ?? {}),
       };
     },
     row(requestId) {

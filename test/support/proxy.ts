@@ -21,6 +21,8 @@ export interface TestProxy {
   readonly config: Config;
   /** Base URL for SDKs: http://127.0.0.1:<port>/v1 */
   readonly baseURL: string;
+  /** Base URL for Anthropic's SDK (no /v1): http://127.0.0.1:<port> */
+  readonly anthropicBaseURL: string;
   /** The SQLite file the proxy writes. */
   readonly dbPath: string;
   /** A key issued before start (name "default", no limits). */
@@ -37,6 +39,9 @@ export async function startTestProxy(env: Record<string, string> = {}): Promise<
     TOLLGATE_PORT: '0',
     TOLLGATE_UPSTREAM_URL: fake.url,
     TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
+    // The fake answers Anthropic's Messages API too, at its origin (the SDKs' base URL form).
+    TOLLGATE_ANTHROPIC_URL: `http://127.0.0.1:${fake.port}`,
+    TOLLGATE_ANTHROPIC_KEY: UPSTREAM_KEY,
     TOLLGATE_SHUTDOWN_TIMEOUT: '5s',
     TOLLGATE_DB: path,
     TOLLGATE_KEY_REFRESH: '50ms',
@@ -54,6 +59,7 @@ export async function startTestProxy(env: Record<string, string> = {}): Promise<
     logs,
     config,
     baseURL: `${server.url}/v1`,
+    anthropicBaseURL: server.url,
     dbPath: config.dbPath,
     key,
     issueKey,

@@ -32,7 +32,9 @@
  *                      (codeInterpreter: N calls in N distinct containers)
  *
  * Responses are stored and have their lifecycle (retrieve, cancel, delete,
- * input items, background jobs): see stored-responses.ts.
+ * input items, background jobs): see stored-responses.ts. Anthropic's
+ * Messages API (`/v1/messages`, `/v1/messages/count_tokens`) is answered in
+ * its own dialect: see anthropic.ts (the server's origin is its base URL).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -40,6 +42,7 @@ import { randomBytes } from 'node:crypto';
 import { modelObject, responseObject, toolCallItems, usageBlock } from './openai-objects.js';
 import { streamAnswer } from './openai-stream.js';
 import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
+import { handleAnthropic, isAnthropicPath, sendAnthropicError } from './anthropic.js';
 import { StoredResponses } from './stored-responses.js';
 import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
 import { answerWords, billedExtras, extrasFor, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
@@ -69,6 +72,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
+    if (isAnthropicPath((req.url ?? '/').split('?')[0]!)) return handleAnthropicRequest(req, res, raw);
     let body: Record<string, unknown> = {};
     if (raw !== '') {
       try {
@@ -252,6 +256,30 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     };
     stored.keep(body, response, record);
     return sendJson(res, 200, response, record);
+  }
+
+  /** Anthropic's dialect (anthropic.ts): its own auth, errors and events. */
+  async function handleAnthropicRequest(req: IncomingMessage, res: ServerResponse, raw: string): Promise<void> {
+    const scenario: Scenario = req.headers['x-fake-scenario'] !== undefined ? parseScenario(String(req.headers['x-fake-scenario'])) : defaultScenario;
+    const record: RecordedRequest = {
+      id: `req_${randomBytes(12).toString('hex')}`,
+      method: req.method ?? 'GET',
+      path: (req.url ?? '/').split('?')[0]!,
+      headers: req.headers,
+      body: {},
+      startedAt: Date.now(),
+      status: 0,
+      billed: { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 },
+      chunksSent: 0,
+      closedEarly: false,
+      finished: false,
+    };
+    requests.push(record);
+    res.on('close', () => {
+      if (!record.finished) record.closedEarly = true;
+    });
+    if (req.method !== 'POST') return sendAnthropicError(res, 405, record, `Method ${req.method} not allowed.`);
+    return handleAnthropic(req, res, raw, scenario, record, options.apiKey);
   }
 
   await new Promise<void>((resolve, reject) => {

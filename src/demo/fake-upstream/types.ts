@@ -8,6 +8,9 @@ export interface FakeBilling {
   /** Parts of promptTokens / completionTokens that were audio. */
   readonly audioPromptTokens?: number;
   readonly audioCompletionTokens?: number;
+  /** Parts of promptTokens written to the prompt cache (Anthropic), by TTL. */
+  readonly cacheWrite5mTokens?: number;
+  readonly cacheWrite1hTokens?: number;
   /** The service tier the fake says it used. */
   readonly serviceTier?: string;
   /** Built-in tool calls in a Responses answer (containers: distinct ones). */

@@ -61,6 +61,33 @@ const budgetSchema = z
   })
   .readonly();
 
+/**
+ * Tags: letters, digits and `. _ : / @ + = -`, starting with a letter or digit,
+ * at most 64 characters (src/endusers/attribution.ts reads them from requests).
+ */
+export const TAG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,63}$/;
+
+/**
+ * What applies to every end user of a key on its own (src/endusers): each
+ * user has its own buckets of these limits and its own budgets, with their
+ * own periods.
+ */
+const endUserPolicySchema = z
+  .object({
+    limits: z.array(limitSchema).readonly().default([]),
+    budgets: z.array(budgetSchema).readonly().optional(),
+  })
+  .readonly();
+
+/** A budget on the requests of a key that carry one tag. */
+const tagBudgetSchema = z
+  .object({
+    tag: z.string().regex(TAG_PATTERN),
+    microUsd: z.number().int().positive(),
+    period: z.enum(BUDGET_PERIODS),
+  })
+  .readonly();
+
 /** A key's, tenant's or the global policy: limits, budget, allowed models. */
 export const policySchema = z
   .object({
@@ -72,8 +99,16 @@ export const policySchema = z
     models: z.array(z.string().min(1)).readonly().optional(),
     /** Requests of this key (or tenant) in flight at once; absent = the proxy's default (keys) or none (tenants). */
     maxInFlight: z.number().int().positive().optional(),
+    /** Keys only: limits and budgets each end user of the key gets for itself. */
+    endUser: endUserPolicySchema.optional(),
+    /** Keys only: budgets per tag. */
+    tagBudgets: z.array(tagBudgetSchema).readonly().optional(),
   })
   .readonly();
+
+export type EndUserPolicy = z.output<typeof endUserPolicySchema>;
+export type TagBudget = z.output<typeof tagBudgetSchema>;
+export { endUserPolicySchema, tagBudgetSchema };
 
 export type LimitSpec = z.output<typeof limitSchema>;
 export type Budget = z.output<typeof budgetSchema>;
@@ -236,15 +271,35 @@ export function validatePolicy(policy: Policy): void {
   if (policy.maxInFlight !== undefined && !(Number.isSafeInteger(policy.maxInFlight) && policy.maxInFlight > 0)) {
     throw new PolicyError('max in flight must be a whole number of requests greater than zero');
   }
+  validateBudgets([...(policy.budget ? [policy.budget] : []), ...(policy.budgets ?? [])], '');
+  if (policy.endUser !== undefined) {
+    const userNames = new Set<string>();
+    for (const limit of policy.endUser.limits) {
+      validateLimit(limit);
+      if (userNames.has(limit.name)) throw new PolicyError(`two end-user limits are named "${limit.name}"; add ,name=… to tell them apart`);
+      userNames.add(limit.name);
+    }
+    validateBudgets(policy.endUser.budgets ?? [], 'end-user ');
+  }
+  const byTag = new Map<string, Budget[]>();
+  for (const { tag, microUsd, period } of policy.tagBudgets ?? []) {
+    if (!TAG_PATTERN.test(tag)) throw new PolicyError(`tag "${tag}" may hold only letters, digits and . _ : / @ + = - (at most 64)`);
+    byTag.set(tag, [...(byTag.get(tag) ?? []), { microUsd, period }]);
+  }
+  for (const [tag, budgets] of byTag) validateBudgets(budgets, `tag "${tag}" `);
+}
+
+/** Positive budgets in known periods, at most one per period. */
+function validateBudgets(budgets: readonly Budget[], owner: string): void {
   const periods = new Set<string>();
-  for (const budget of [...(policy.budget ? [policy.budget] : []), ...(policy.budgets ?? [])]) {
+  for (const budget of budgets) {
     if (!(Number.isSafeInteger(budget.microUsd) && budget.microUsd > 0)) {
-      throw new PolicyError('budget must be a positive amount of dollars');
+      throw new PolicyError(`${owner}budget must be a positive amount of dollars`);
     }
     if (!(BUDGET_PERIODS as readonly string[]).includes(budget.period)) {
-      throw new PolicyError(`unknown budget period "${String(budget.period)}" (expected day, week, month or total)`);
+      throw new PolicyError(`unknown ${owner}budget period "${String(budget.period)}" (expected day, week, month or total)`);
     }
-    if (periods.has(budget.period)) throw new PolicyError(`two budgets per ${budget.period}; give each period one budget`);
+    if (periods.has(budget.period)) throw new PolicyError(`two ${owner}budgets per ${budget.period}; give each period one budget`);
     periods.add(budget.period);
   }
 }

@@ -8,10 +8,13 @@ import type { Config } from '../../config.js';
 import type { Logger } from '../../logger.js';
 import type { Metrics } from '../../metrics.js';
 import { createLocalLimiter, createRedisLimiter, type Limiter, type LimiterObserver } from '../index.js';
+import type { IpcClient } from './ipc-client.js';
+import { createIpcLimiter } from './ipc-store.js';
 
 export interface CreatedLimiter {
   readonly limiter: Limiter;
-  readonly store: 'local' | 'redis';
+  /** `ipc`: a worker of `serve --workers N` leasing from its primary (ipc-store.ts). */
+  readonly store: 'local' | 'redis' | 'ipc';
   /** The Redis connection (budgets share it), when limits run on Redis. */
   readonly redis?: Redis | Cluster;
   /** Opens the Redis connection (if any); a Redis that is down starts the limiter in its fail mode. */
@@ -20,7 +23,23 @@ export interface CreatedLimiter {
   close(): Promise<void>;
 }
 
-function observerFor(logger: Logger, metrics: Metrics): LimiterObserver {
+function observerFor(logger: Logger, metrics: Metrics, ipc = false): LimiterObserver {
+  if (ipc) {
+    // The same lease protocol, with the primary in Redis' place: no Redis calls to count.
+    return {
+      leaseTopUp(_bucketId, granted) {
+        metrics.leaseTopUps.inc({ result: granted > 0 ? 'granted' : 'empty' });
+      },
+      failMode(entered, reason) {
+        metrics.failMode.set({ reason: 'primary_unavailable' }, entered ? 1 : 0);
+        if (entered) logger.error({ reason }, 'the primary does not answer: rate limits run in the configured fail mode');
+        else logger.warn({ reason }, 'the primary answers again: rate limits use leases again');
+      },
+      decision(limitName, allowed) {
+        metrics.decisions.inc({ limit: limitName, result: allowed ? 'allowed' : 'limited' });
+      },
+    };
+  }
   return {
     redisCall(op, _ms, ok) {
       metrics.redisCalls.inc({ op });
@@ -41,8 +60,29 @@ function observerFor(logger: Logger, metrics: Metrics): LimiterObserver {
   };
 }
 
-/** Builds the limiter without touching the network; `connect()` opens Redis. */
-export function createLimiter(config: Pick<Config, 'redis' | 'failMode'>, deps: { logger: Logger; metrics: Metrics; clock?: () => number }): CreatedLimiter {
+/** How long a worker waits for its primary, ms: as for a Redis on the same host (TOLLGATE_REDIS_WAIT, TOLLGATE_REDIS_TIMEOUT defaults). */
+const IPC_WAIT_MS = 500;
+export const IPC_TIMEOUT_MS = 1000;
+
+/**
+ * Builds the limiter without touching the network; `connect()` opens Redis.
+ * `ipc`: this process is a worker of `serve --workers N`; without Redis it
+ * leases from the primary.
+ */
+export function createLimiter(
+  config: Pick<Config, 'redis' | 'failMode'>,
+  deps: { logger: Logger; metrics: Metrics; clock?: () => number; ipc?: IpcClient },
+): CreatedLimiter {
+  if (config.redis === undefined && deps.ipc !== undefined) {
+    const limiter = createIpcLimiter(deps.ipc, {
+      failMode: config.failMode,
+      observer: observerFor(deps.logger, deps.metrics, true),
+      maxWaitMs: IPC_WAIT_MS,
+      callTimeoutMs: IPC_TIMEOUT_MS,
+      ...(deps.clock ? { now: deps.clock } : {}),
+    });
+    return { limiter, store: 'ipc', connect: async () => undefined, close: () => limiter.close() };
+  }
   const observer = observerFor(deps.logger, deps.metrics);
   if (config.redis === undefined) {
     return {

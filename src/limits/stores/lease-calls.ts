@@ -8,7 +8,7 @@
 import type { CircuitBreaker } from '../algorithm/circuit-breaker.js';
 import type { BucketLease } from '../algorithm/lease.js';
 import type { LeaseCallPlan } from '../algorithm/lease-call.js';
-import { afterPendingIo, runLeaseCalls, type LeaseCallArgs, type RedisClient } from './lease-script.js';
+import { afterPendingIo, type LeaseCallArgs, type LeaseTransport } from './lease-script.js';
 import type { LimiterObserver } from '../limiter.js';
 
 interface Deferred {
@@ -44,7 +44,8 @@ export class LeaseSlot {
 
 /** What the queue needs from its owner. */
 export interface LeaseCallerOptions {
-  readonly redis: RedisClient;
+  /** Where `lua/lease.lua` runs: Redis, or the primary of `serve --workers` (ipc-store.ts). */
+  readonly transport: LeaseTransport;
   readonly nodeId: string;
   readonly leaseTtlMs: number;
   readonly callTimeoutMs: number;
@@ -68,7 +69,7 @@ export class LeaseCaller {
 
   /** True when a request should not even wait: the client is closed or the breaker open. */
   isUnreachable(now: number): boolean {
-    return this.options.redis.status === 'end' || this.options.breaker.isOpen(now);
+    return this.options.transport.isClosed() || this.options.breaker.isOpen(now);
   }
 
   /** Ms until the breaker lets a probe through (0 when closed). */
@@ -111,14 +112,15 @@ export class LeaseCaller {
 
   /** Sends every queued call in one batch. */
   flush(now: number): Promise<void> {
-    const { redis, breaker } = this.options;
+    const { transport, breaker } = this.options;
     const ready: LeaseSlot[] = [];
     const waiting: LeaseSlot[] = [];
     for (const slot of this.pending) (slot.lease.inflight ? waiting : ready).push(slot);
     this.pending = waiting;
     if (ready.length === 0) return Promise.resolve();
-    if (redis.status === 'end' || !breaker.allowCall(now)) {
-      this.options.onUnreachable(redis.status === 'end' ? 'redis connection closed' : 'circuit breaker open');
+    const closed = transport.isClosed();
+    if (closed || !breaker.allowCall(now)) {
+      this.options.onUnreachable(closed ? 'lease store connection closed' : 'circuit breaker open');
       for (const slot of ready) {
         slot.scheduled = false;
         slot.lastCallOk = false;
@@ -147,7 +149,7 @@ export class LeaseCaller {
   private async runBatch(slots: LeaseSlot[], plans: LeaseCallPlan[], calls: LeaseCallArgs[]): Promise<void> {
     const { clock, observer, breaker } = this.options;
     const started = clock();
-    const outcomes = await runLeaseCalls(this.options.redis, calls, this.options.callTimeoutMs);
+    const outcomes = await this.options.transport.run(calls, this.options.callTimeoutMs);
     const done = clock();
     let succeeded = 0;
     let failed = 0;

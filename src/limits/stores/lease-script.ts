@@ -48,6 +48,26 @@ export interface LeaseCallArgs {
 
 export type LeaseOutcome = { readonly ok: true; readonly reply: LeaseReply } | { readonly ok: false; readonly error: Error };
 
+/**
+ * Where lease calls run: Redis ({@link redisLeaseTransport}), or the primary
+ * process of `tollgate serve --workers N` (ipc-store.ts), which runs the same
+ * script transcribed in lease-script-model.ts.
+ */
+export interface LeaseTransport {
+  /** True once calls can never succeed again (connection ended). */
+  isClosed(): boolean;
+  /** Runs the calls; one outcome per call, never rejecting; each batch bounded by `timeoutMs`. */
+  run(calls: readonly LeaseCallArgs[], timeoutMs: number): Promise<LeaseOutcome[]>;
+}
+
+/** Lease calls on Redis (a single node or a Cluster). */
+export function redisLeaseTransport(redis: RedisClient): LeaseTransport {
+  return {
+    isClosed: () => redis.status === 'end',
+    run: (calls, timeoutMs) => runLeaseCalls(redis, calls, timeoutMs),
+  };
+}
+
 /** Builds the Redis key of a bucket. */
 export function formatBucketKey(prefix: string, hashTag: string, limitName: string): string {
   return `${prefix}:{${hashTag}}:${limitName}`;

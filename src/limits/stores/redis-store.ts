@@ -25,7 +25,7 @@ import { takeLocalShare, type FailMode } from './fail-mode.js';
 import { BucketLease, CallNumbers } from '../algorithm/lease.js';
 import type { LeaseSettings } from '../algorithm/lease-call.js';
 import { LeaseCaller, LeaseSlot, waitWithin } from './lease-calls.js';
-import { formatBucketKey, preloadLeaseScript, type RedisClient } from './lease-script.js';
+import { formatBucketKey, preloadLeaseScript, redisLeaseTransport, type LeaseTransport, type RedisClient } from './lease-script.js';
 import {
   assertDistinctBuckets,
   normalizeCost,
@@ -44,7 +44,12 @@ import { chargeTokens, createBucketShape, refundTokens } from '../algorithm/toke
 /** Options of {@link RedisLimiter}; every field but `redis` has a default. */
 export interface RedisLimiterOptions {
   /** A connected ioredis `Redis` or `Cluster`. The limiter never closes it. */
-  readonly redis: RedisClient;
+  readonly redis?: RedisClient;
+  /**
+   * Instead of `redis`: where the lease script runs (the primary of
+   * `serve --workers N`, ipc-store.ts). The protocol and its guarantee are the same.
+   */
+  readonly transport?: LeaseTransport;
   /** Identifies this process in lease fields; default a random UUID. Must be unique per process. */
   readonly nodeId?: string;
   /** Default `local`. */
@@ -92,7 +97,6 @@ class RedisTicket implements Ticket {
 export class RedisLimiter implements Limiter {
   /** This process's id in lease fields. */
   readonly nodeId: string;
-  private readonly redis: RedisClient;
   private readonly failMode: FailMode;
   private readonly settings: LeaseSettings;
   private readonly maxWaitMs: number;
@@ -111,7 +115,9 @@ export class RedisLimiter implements Limiter {
   private readonly timer: NodeJS.Timeout;
 
   constructor(options: RedisLimiterOptions) {
-    this.redis = options.redis;
+    const redis = options.redis;
+    const transport = options.transport ?? (redis === undefined ? undefined : redisLeaseTransport(redis));
+    if (transport === undefined) throw new TypeError('the lease limiter needs `redis` or `transport`');
     this.nodeId = options.nodeId ?? randomUUID();
     this.failMode = options.failMode ?? 'local';
     const leaseTtlMs = options.leaseTtlMs ?? 5000;
@@ -128,7 +134,7 @@ export class RedisLimiter implements Limiter {
     this.clock = options.now ?? (() => performance.now());
     this.observer = options.observer;
     this.caller = new LeaseCaller({
-      redis: this.redis,
+      transport,
       nodeId: this.nodeId,
       leaseTtlMs,
       callTimeoutMs: this.callTimeoutMs,
@@ -138,9 +144,11 @@ export class RedisLimiter implements Limiter {
       onUnreachable: (reason) => this.enterDegraded(reason),
       onReachable: () => this.leaveDegraded(),
     });
-    if (this.redis.status === 'wait') this.redis.connect().catch(() => undefined);
-    // Best effort: the first call then needs no NOSCRIPT round trip.
-    void preloadLeaseScript(this.redis);
+    if (redis !== undefined) {
+      if (redis.status === 'wait') redis.connect().catch(() => undefined);
+      // Best effort: the first call then needs no NOSCRIPT round trip.
+      void preloadLeaseScript(redis);
+    }
     this.tickMs = options.tickMs ?? 100;
     this.timer = setInterval(() => this.maintain(), this.tickMs);
     this.timer.unref();

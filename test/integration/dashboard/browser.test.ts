@@ -218,6 +218,8 @@ describe('the dashboard in Chromium', () => {
     expect(await page.locator('tbody[data-list="limits"]').innerText()).toMatch(/\d+ of \d+|\d+ left|%/);
     await page.waitForSelector('main[data-generated-at]');
     expect(await page.locator('tbody[data-scope="budget"]').innerText()).toMatch(/\$0\.000\d+ of \$0\.05 per day/);
+    // The burn-rate forecast under the budget (the alerts' sentence): this test's spend is all in the last 24 h.
+    expect(await page.locator('[data-bind="text.budgetForecast"]').innerText()).toMatch(/^at the last 24 h's rate \(\$[\d.]+\/day\) lasts the period|runs out/);
     const before = await text(page, 'text.requestsToday');
     await page.screenshot({ path: `${ARTIFACTS}key.png`, fullPage: true });
 

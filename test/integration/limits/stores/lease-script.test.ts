@@ -17,7 +17,7 @@ import {
 } from '../../../../src/limits/stores/lease-script.js';
 import { createBucketShape } from '../../../../src/limits/algorithm/token-bucket.js';
 import { startRedis, type RedisHandle } from '../../../support/redis.js';
-import { runLeaseModel, type ModelHash } from '../../../support/lease-script-model.js';
+import { runLeaseModel, type ModelHash } from '../../../../src/limits/stores/lease-script-model.js';
 
 let server: RedisHandle;
 let redis: Redis;

@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { BucketLease, CallNumbers } from '../../../../src/limits/algorithm/lease.js';
 import type { LeaseSettings } from '../../../../src/limits/algorithm/lease-call.js';
 import { createBucketShape } from '../../../../src/limits/algorithm/token-bucket.js';
-import { runLeaseModel, type ModelHash } from '../../../support/lease-script-model.js';
+import { runLeaseModel, type ModelHash } from '../../../../src/limits/stores/lease-script-model.js';
 import { actionArb, simulate, type Action } from './lease-sim.js';
 
 describe('lease protocol model', () => {

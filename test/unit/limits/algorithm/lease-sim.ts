@@ -8,7 +8,7 @@ import { BucketLease } from '../../../../src/limits/algorithm/lease.js';
 import type { LeaseCallPlan, LeaseSettings } from '../../../../src/limits/algorithm/lease-call.js';
 import type { LeaseCallArgs } from '../../../../src/limits/stores/lease-script.js';
 import type { BucketShape } from '../../../../src/limits/algorithm/token-bucket.js';
-import { inspectModel, runLeaseModel, type ModelHash } from '../../../support/lease-script-model.js';
+import { inspectModel, runLeaseModel, type ModelHash } from '../../../../src/limits/stores/lease-script-model.js';
 
 const CALL_TIMEOUT = 40;
 

@@ -1,10 +1,15 @@
 /**
  * lua/lease.lua, transcribed line for line into TypeScript with the clock as
- * an argument. The differential test proves it agrees with the real script on
- * real Redis; the model test then runs many nodes against it on a virtual
- * clock. Hash values are strings, as in Redis.
+ * an argument. The differential test
+ * (test/integration/limits/stores/lease-script.test.ts) proves it agrees with
+ * the real script on real Redis; the model test then runs many nodes against
+ * it on a virtual clock. Hash values are strings, as in Redis.
+ *
+ * It is also what the primary of `tollgate serve --workers N` runs for its
+ * workers (ipc-primary.ts): one implementation of the script's logic besides
+ * the script itself, so the guarantee and its tests carry over. Pure: no I/O.
  */
-import type { LeaseCallArgs, LeaseReply } from '../../src/limits/stores/lease-script.js';
+import type { LeaseCallArgs, LeaseReply } from './lease-script.js';
 
 export type ModelHash = Map<string, string>;
 

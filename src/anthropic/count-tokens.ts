@@ -1,0 +1,127 @@
+/**
+ * `POST /v1/messages/count_tokens`: Anthropic counts a Messages body's input tokens for free, so
+ * the request is passed to the upstream rather than estimated (Claude's tokenizer is not public).
+ * Not billed, but a request of its key like any other (as `GET /v1/models`, src/pipeline/models.ts):
+ * the key's model allow-list applies, it takes from the `requests` limits, and it is one ledger
+ * row with no cost, recorded before it is forwarded.
+ */
+import type { Context } from 'hono';
+import type { AppEnv } from '../app-env.js';
+import { TollgateError } from '../errors.js';
+import { parseJsonObject } from '../http/body.js';
+import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
+import { checkModelAllowed } from '../keys/caller.js';
+import type { FinalStatus } from '../ledger/writer.js';
+import { authenticate } from '../pipeline/authenticate.js';
+import { chargeRefusal, chargeRequestLimits } from '../pipeline/charge-refusal.js';
+import type { PipelineDeps } from '../pipeline/deps.js';
+import { forwardedUpstream, MESSAGES_QUERY, upstreamPath } from '../pipeline/forward.js';
+import { AdmissionRefused } from '../pipeline/refusals.js';
+import { asBody, readAll } from '../pipeline/relay.js';
+import { toUpstreamError } from '../upstreams/pool.js';
+import { readRequestFacts } from '../upstreams/request-facts.js';
+import { redactProviderAccount } from '../upstreams/redact.js';
+
+/** The ledger's endpoint name for these requests. */
+const ENDPOINT = 'count_tokens';
+
+export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promise<Response> {
+  const request = authenticate(c, 'messages', deps);
+  const { caller, client, requestId, startedAt } = request;
+  let model = '(unknown)';
+  let bytes: Buffer;
+  try {
+    bytes = await client.readBody(deps.maxBodyBytes);
+    const body = parseJsonObject(bytes);
+    model = readRequestFacts('messages', body).model;
+    checkModelAllowed(caller.policy, model);
+  } catch (error) {
+    const refusal = await chargeRefusal(
+      request,
+      error instanceof TollgateError ? error : new TollgateError('invalid_request', 'The request could not be read.'),
+      deps,
+    );
+    return refuse(refusal, model);
+  }
+  const limited = await chargeRequestLimits(request, deps);
+  if (limited !== undefined) return refuse(limited, model);
+
+  try {
+    await deps.ledger.begin({
+      requestId,
+      keyId: caller.key.id,
+      tenantId: caller.key.tenantId,
+      createdAt: startedAt,
+      endpoint: ENDPOINT,
+      model,
+      stream: false,
+      estPromptTokens: 0,
+      estCompletionTokens: 0,
+      estCostMicros: 0,
+      priceKnown: true,
+    });
+  } catch (error) {
+    throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
+  }
+  const settle = (status: number | null, outcome: FinalStatus, upstreamRequestId: string | undefined): void => {
+    const completedAt = deps.now();
+    deps.ledger.complete({
+      requestId,
+      completedAt,
+      status: outcome,
+      httpStatus: status,
+      promptTokens: 0,
+      cachedTokens: 0,
+      completionTokens: 0,
+      reasoningTokens: 0,
+      costMicros: 0,
+      usageSource: 'none',
+      latencyMs: completedAt - startedAt,
+      ttftMs: null,
+      upstreamRequestId: upstreamRequestId ?? null,
+      errorCode: outcome === 'ok' ? null : outcome,
+    });
+  };
+  let response;
+  let answer: Buffer;
+  try {
+    response = await forwardedUpstream('messages', deps).send({
+      method: 'POST',
+      path: upstreamPath(request.url, MESSAGES_QUERY),
+      headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': requestId },
+      body: bytes,
+      signal: client.abort.signal,
+      owner: caller.key.id,
+    });
+    answer = await readAll(response.body);
+  } catch (error) {
+    settle(null, client.abort.signal.aborted ? 'client_aborted' : 'upstream_interrupted', undefined);
+    throw toUpstreamError(error);
+  }
+  const upstreamId = response.headers['x-request-id'];
+  settle(response.status, response.status < 400 ? 'ok' : 'upstream_error', typeof upstreamId === 'string' ? upstreamId : undefined);
+  if (response.status >= 400) answer = redactProviderAccount(answer);
+  const headers = toClientHeaders(response.headers, requestId, false, response.status);
+  delete headers['content-length'];
+  return new Response(asBody(answer), { status: response.status, headers });
+
+  function refuse(refusal: TollgateError, name: string): never {
+    deps.ledger.reject({
+      requestId,
+      keyId: caller.key.id,
+      tenantId: caller.key.tenantId,
+      createdAt: startedAt,
+      endpoint: ENDPOINT,
+      model: name,
+      stream: false,
+      status: refusal.status === 400 ? 'invalid_request' : 'rejected',
+      httpStatus: refusal.status,
+      errorCode: refusal.code,
+      reason: refusal instanceof AdmissionRefused ? refusal.reason : 'other',
+      estPromptTokens: 0,
+      estCompletionTokens: 0,
+      estCostMicros: 0,
+    });
+    throw refusal;
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * The fake upstream's Anthropic dialect: `POST /v1/messages` (JSON and SSE) and
+ * `POST /v1/messages/count_tokens`, authenticated the way Anthropic's API is (`x-api-key` and
+ * `anthropic-version`), with Anthropic's error shape, usage fields (cache reads, 5-minute and
+ * 1-hour cache writes), `max_tokens` honoured and its own bill for tests to compare.
+ *
+ * Scenario settings (`x-fake-scenario`), besides the shared ones (status, delay, headersDelay,
+ * breakAfter, hangAfter, errorAfter, words):
+ *   cacheRead=N, cacheWrite=N, cacheWrite1h=N   that many prompt tokens read from / written to the cache
+ *   thinking=N    N words of thinking before the answer (thinking_delta; billed as output)
+ *   ignoreLimit=1 generate past max_tokens (a misbehaving upstream)
+ *   tool=NAME     end with a tool_use block calling NAME (input streamed as input_json_delta)
+ *   status=529    overloaded_error (429 rate_limit_error with retry-after, 500 api_error, …)
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { outputTokens, streamMessage, TOOL_INPUT, usageObject, type MessagePlan } from './anthropic-stream.js';
+import { answerWords, num, sleep, tokens, type Scenario } from './scenario.js';
+import type { RecordedRequest } from './types.js';
+
+/** Paths the Anthropic dialect answers. */
+export function isAnthropicPath(path: string): boolean {
+  return path === '/v1/messages' || path === '/v1/messages/count_tokens';
+}
+
+const ERRORS: Record<number, { type: string; message: string }> = {
+  400: { type: 'invalid_request_error', message: 'The fake upstream was told to reject this request.' },
+  401: { type: 'authentication_error', message: 'invalid x-api-key' },
+  403: { type: 'permission_error', message: 'Your API key does not have permission to use the specified resource.' },
+  404: { type: 'not_found_error', message: 'The requested resource could not be found.' },
+  413: { type: 'request_too_large', message: 'Request exceeds the maximum allowed number of bytes.' },
+  429: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit.' },
+  500: { type: 'api_error', message: 'Internal server error' },
+  529: { type: 'overloaded_error', message: 'Overloaded' },
+};
+
+function sendAnthropicJson(res: ServerResponse, status: number, payload: unknown, record: RecordedRequest): void {
+  if (res.destroyed) return;
+  const text = JSON.stringify(payload);
+  record.status = status;
+  record.finished = true;
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'request-id': record.id,
+    'anthropic-organization-id': 'fake-anthropic-org-do-not-leak',
+    'anthropic-ratelimit-requests-limit': '4000',
+    'anthropic-ratelimit-requests-remaining': '3999',
+  });
+  res.end(text);
+}
+
+export function sendAnthropicError(res: ServerResponse, status: number, record: RecordedRequest, message?: string): void {
+  if (res.destroyed) return;
+  const error = ERRORS[status] ?? { type: 'api_error', message: `Fake error ${status}.` };
+  const text = JSON.stringify({ type: 'error', error: { type: error.type, message: message ?? error.message }, request_id: record.id });
+  record.status = status;
+  record.finished = true;
+  const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'request-id': record.id };
+  if (status === 429) {
+    headers['retry-after'] = '1';
+    headers['anthropic-ratelimit-requests-remaining'] = '0';
+  }
+  res.writeHead(status, headers);
+  res.end(text);
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let text = '';
+  for (const block of content as Array<Record<string, unknown> | null>) {
+    if (block === null || typeof block !== 'object') continue;
+    if (typeof block.text === 'string') text += block.text;
+    if (typeof block.thinking === 'string') text += block.thinking;
+    if (block.type === 'tool_use') text += String(block.name ?? '') + JSON.stringify(block.input ?? {});
+    if (block.type === 'tool_result') text += textOf(block.content);
+  }
+  return text;
+}
+
+/**
+ * Input tokens as the fake bills them: o200k_base tokens of the text × 1.2 (Claude's tokenizer
+ * makes more tokens than OpenAI's), 4 per message, 100 per image, tools as their JSON text plus
+ * 300 for the tool-use system prompt. An independent, simple model of the real API, deliberately
+ * unlike src/estimate/count-messages.ts.
+ */
+function anthropicInputTokens(body: Record<string, unknown>, model: string): number {
+  let text = textOf(body.system);
+  let framing = 3;
+  let images = 0;
+  for (const message of Array.isArray(body.messages) ? body.messages : []) {
+    const content = (message as { content?: unknown } | null)?.content;
+    text += textOf(content);
+    framing += 4;
+    if (Array.isArray(content)) images += content.filter((block) => (block as { type?: unknown } | null)?.type === 'image').length;
+  }
+  if (Array.isArray(body.tools) && body.tools.length > 0) {
+    text += JSON.stringify(body.tools);
+    framing += 300;
+  }
+  return Math.ceil(tokens(model, text) * 1.2) + framing + images * 100;
+}
+
+/** Answers an Anthropic request; `requests` receives its record. */
+export async function handleAnthropic(
+  req: IncomingMessage,
+  res: ServerResponse,
+  raw: string,
+  scenario: Scenario,
+  record: RecordedRequest,
+  apiKey: string | undefined,
+): Promise<void> {
+  if (apiKey !== undefined && req.headers['x-api-key'] !== apiKey) return sendAnthropicError(res, 401, record);
+  if (typeof req.headers['anthropic-version'] !== 'string') return sendAnthropicError(res, 400, record, 'anthropic-version: header is required');
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(raw) as Record<string, unknown>;
+  } catch {
+    return sendAnthropicError(res, 400, record, 'There was an error parsing the body of your request.');
+  }
+  (record as { body: unknown }).body = body;
+  const status = num(scenario, 'status');
+  if (status !== undefined && status >= 400) {
+    await sleep(num(scenario, 'headersDelay') ?? 0);
+    return sendAnthropicError(res, status, record);
+  }
+  const model = typeof body.model === 'string' ? body.model : '';
+  if (model === '') return sendAnthropicError(res, 400, record, 'model: Field required');
+  if (!Array.isArray(body.messages)) return sendAnthropicError(res, 400, record, 'messages: Field required');
+  const prompt = anthropicInputTokens(body, model);
+  if ((req.url ?? '').split('?')[0] === '/v1/messages/count_tokens') return sendAnthropicJson(res, 200, { input_tokens: prompt }, record);
+  const maxTokens = body.max_tokens;
+  if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) return sendAnthropicError(res, 400, record, 'max_tokens: Field required');
+
+  // The prompt splits into cache reads, cache writes and the rest, as the scenario says.
+  const cacheRead = Math.min(prompt, num(scenario, 'cacheRead') ?? 0);
+  const write1h = Math.min(prompt - cacheRead, num(scenario, 'cacheWrite1h') ?? 0);
+  const write5m = Math.min(prompt - cacheRead - write1h, num(scenario, 'cacheWrite') ?? 0);
+  const input = prompt - cacheRead - write1h - write5m;
+  const billPrompt = { promptTokens: prompt, cachedTokens: cacheRead, cacheWrite5mTokens: write5m, cacheWrite1hTokens: write1h, reasoningTokens: 0 };
+  record.billed = { ...billPrompt, completionTokens: 0 };
+
+  // Output: thinking first, then the answer, then a tool call — all within max_tokens
+  // (unless the scenario says ignoreLimit: a misbehaving upstream).
+  const limit = scenario.ignoreLimit === undefined ? maxTokens : Number.MAX_SAFE_INTEGER;
+  const wantedThinking = num(scenario, 'thinking') ?? 0;
+  const thinking = answerWords({ words: String(wantedThinking) }, limit).map((word) => word.toLowerCase());
+  const answer = answerWords(scenario, limit - thinking.length);
+  const tool = scenario.tool !== undefined && thinking.length + answer.length < limit ? scenario.tool : undefined;
+  const truncated = wantedThinking + (num(scenario, 'words') ?? 12) > limit;
+  const plan: MessagePlan = {
+    id: `msg_${randomBytes(12).toString('hex')}`,
+    model,
+    thinking,
+    answer,
+    tool,
+    stopReason: truncated ? 'max_tokens' : tool !== undefined ? 'tool_use' : 'end_turn',
+    usage: { input, cacheRead, write5m, write1h },
+    scenario,
+  };
+
+  await sleep(num(scenario, 'headersDelay') ?? 0);
+  if (res.destroyed) return;
+  if (body.stream === true) return streamMessage(res, plan, record, billPrompt);
+  await sleep(num(scenario, 'delay') ?? 0);
+  if (res.destroyed) return;
+  const content: unknown[] = [];
+  if (thinking.length > 0) content.push({ type: 'thinking', thinking: thinking.join(''), signature: 'fake-signature' });
+  if (answer.length > 0) content.push({ type: 'text', text: answer.join('') });
+  if (tool !== undefined) content.push({ type: 'tool_use', id: 'toolu_fake', name: tool, input: TOOL_INPUT });
+  const output = outputTokens(plan);
+  record.billed = { ...billPrompt, completionTokens: output };
+  return sendAnthropicJson(
+    res,
+    200,
+    { id: plan.id, type: 'message', role: 'assistant', model, content, stop_reason: plan.stopReason, stop_sequence: null, usage: usageObject(plan, output) },
+    record,
+  );
+}

@@ -1,0 +1,123 @@
+/**
+ * Who a request was made for, and under which tags: read from the request,
+ * bounded and validated (like the model name, src/http/client-strings.ts:
+ * these strings become ledger fields, rollup keys, Redis keys and bucket ids,
+ * so an unbounded or odd one would grow all of them). Pure.
+ *
+ * - The end user: the `x-tollgate-user` header, else the body's `user` (chat,
+ *   completions, responses, embeddings), else its `safety_identifier` (the
+ *   field OpenAI introduced in place of `user`). The header wins so an app's
+ *   server can name the user without changing bodies it forwards.
+ * - Tags: the `x-tollgate-tags: a,b` header, else `metadata.tags` in the body
+ *   (`"a,b"`: OpenAI's `metadata` values are strings).
+ *
+ * Bad values are a 400 `invalid_value` naming the field, never truncated
+ * silently: a user cut to its first 128 characters would share another's budget.
+ */
+import { TollgateError } from '../errors.js';
+import { TAG_PATTERN } from '../limits/algorithm/policy.js';
+
+/** Longest end-user id accepted (OpenAI's `safety_identifier` is at most 64; hashed emails fit). */
+export const MAX_END_USER_CHARS = 128;
+/** Most tags one request may carry. */
+export const MAX_TAGS = 10;
+
+/**
+ * End-user ids: letters, digits and `. _ : / @ + = -` (emails, UUIDs,
+ * hashes, `org/user`), starting with a letter or digit. No spaces, commas, `|`,
+ * braces (Redis hash tags) or control characters.
+ */
+const END_USER = /^[A-Za-z0-9][A-Za-z0-9._:/@+=-]*$/;
+
+const USER_HEADER = 'x-tollgate-user';
+const TAGS_HEADER = 'x-tollgate-tags';
+
+export interface Attribution {
+  /** The end user, or undefined when the request names none. */
+  readonly endUser: string | undefined;
+  /** Distinct tags, in the order given. */
+  readonly tags: readonly string[];
+}
+
+const NO_ATTRIBUTION: Attribution = Object.freeze({ endUser: undefined, tags: Object.freeze([]) as readonly string[] });
+
+type HeaderValue = string | string[] | undefined;
+
+/** The request's end user and tags; throws TollgateError 400 for malformed ones. */
+export function readAttribution(body: Record<string, unknown>, headers: Readonly<Record<string, HeaderValue>>): Attribution {
+  const endUser = readEndUser(body, headers[USER_HEADER]);
+  const tags = readTags(body, headers[TAGS_HEADER]);
+  if (endUser === undefined && tags.length === 0) return NO_ATTRIBUTION;
+  return { endUser, tags };
+}
+
+function readEndUser(body: Record<string, unknown>, header: HeaderValue): string | undefined {
+  if (header !== undefined) return checkEndUser(single(header, USER_HEADER).trim(), USER_HEADER);
+  for (const field of ['user', 'safety_identifier'] as const) {
+    const value = body[field];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'string') throw new TollgateError('invalid_type', `${field} must be a string.`, { param: field });
+    if (value === '') continue; // an empty user is no user, as OpenAI treats it
+    return checkEndUser(value, field);
+  }
+  return undefined;
+}
+
+/** Why an end-user id is refused, or undefined when it is acceptable. */
+function endUserProblem(value: string): string | undefined {
+  if (value.length > MAX_END_USER_CHARS) return `must be at most ${MAX_END_USER_CHARS} characters`;
+  if (!END_USER.test(value)) return 'may contain only letters, digits and . _ : / @ + = - (starting with a letter or digit)';
+  return undefined;
+}
+
+function checkEndUser(value: string, param: string): string {
+  const problem = endUserProblem(value);
+  if (problem !== undefined) throw new TollgateError('invalid_value', `${param} ${problem}.`, { param });
+  return value;
+}
+
+function readTags(body: Record<string, unknown>, header: HeaderValue): string[] {
+  if (header !== undefined) return parseTags(single(header, TAGS_HEADER), TAGS_HEADER);
+  const metadata = body.metadata;
+  if (metadata === undefined || metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) return [];
+  const tags = (metadata as Record<string, unknown>).tags;
+  if (tags === undefined || tags === null) return [];
+  if (typeof tags !== 'string') throw new TollgateError('invalid_type', 'metadata.tags must be a string of comma-separated tags.', { param: 'metadata.tags' });
+  return parseTags(tags, 'metadata.tags');
+}
+
+/** `a, b,a` → [a, b]: trimmed, empty parts skipped, duplicates dropped; throws for bad tags or too many. */
+function parseTags(text: string, param: string): string[] {
+  const tags: string[] = [];
+  for (const part of text.split(',')) {
+    const tag = part.trim();
+    if (tag === '' || tags.includes(tag)) continue;
+    if (!TAG_PATTERN.test(tag)) {
+      const shown = tag.length > 32 ? `${tag.slice(0, 32)}…` : tag;
+      throw new TollgateError(
+        'invalid_value',
+        `${param}: tag ${JSON.stringify(shown)} may contain only letters, digits and . _ : / @ + = - (starting with a letter or digit, at most 64 characters).`,
+        { param },
+      );
+    }
+    tags.push(tag);
+    if (tags.length > MAX_TAGS) throw new TollgateError('invalid_value', `${param}: at most ${MAX_TAGS} tags per request.`, { param });
+  }
+  return tags;
+}
+
+function single(value: string | string[], param: string): string {
+  if (!Array.isArray(value)) return value;
+  if (value.length === 1) return value[0]!;
+  throw new TollgateError('invalid_value', `Send the ${param} header once.`, { param });
+}
+
+/** The ledger's `tags` column: comma-joined, or null. */
+export function encodeTags(tags: readonly string[]): string | null {
+  return tags.length === 0 ? null : tags.join(',');
+}
+
+/** The ledger's `tags` column back to a list. */
+export function decodeTags(text: string | null): string[] {
+  return text === null || text === '' ? [] : text.split(',');
+}

@@ -1,0 +1,103 @@
+/**
+ * The command line's per-end-user and per-tag policy options (`tollgate keys
+ * create|update`), parsed into the policy's `endUser` and `tagBudgets`. Pure;
+ * errors are PolicyErrors with the option's name (exit code 2).
+ */
+import {
+  BUDGET_PERIODS,
+  formatLimit,
+  parseLimit,
+  parseUsdToMicros,
+  PolicyError,
+  TAG_PATTERN,
+  type Budget,
+  type BudgetPeriod,
+  type EndUserPolicy,
+  type Policy,
+  type TagBudget,
+} from '../limits/algorithm/policy.js';
+import { formatMicrosExact } from '../money.js';
+
+export interface EndUserOptions {
+  userLimit?: string[];
+  userRpm?: string;
+  userTpm?: string;
+  userBudgetUsd?: string;
+  userBudgetPeriod?: string;
+  tagBudget?: string[];
+  /** `--no-user-policy` (update): remove the per-user limits and budgets. */
+  userPolicy?: boolean;
+  /** `--no-tag-budgets` (update). */
+  tagBudgets?: boolean;
+}
+
+/**
+ * The key's new `endUser` policy from the options: undefined when no option
+ * names it (keep the current one), null to clear it. Limits and budgets given
+ * replace the current ones of their kind; the others are kept.
+ */
+export function endUserPolicyFrom(options: EndUserOptions, current?: EndUserPolicy): EndUserPolicy | null | undefined {
+  const texts = [...(options.userLimit ?? [])];
+  if (options.userRpm !== undefined) texts.push(`requests:${options.userRpm}/min`);
+  if (options.userTpm !== undefined) texts.push(`tokens:${options.userTpm}/min`);
+  const budgetGiven = options.userBudgetUsd !== undefined || options.userBudgetPeriod !== undefined;
+  if (options.userPolicy === false) {
+    if (texts.length > 0 || budgetGiven) throw new PolicyError('--no-user-policy cannot be combined with other --user-… options');
+    return null;
+  }
+  if (texts.length === 0 && !budgetGiven) return undefined;
+  const limits = texts.length > 0 ? texts.map(parseLimit) : (current?.limits ?? []);
+  const budgets = budgetGiven ? [userBudgetFrom(options.userBudgetUsd, options.userBudgetPeriod, current?.budgets?.[0])] : (current?.budgets ?? []);
+  return { limits, ...(budgets.length > 0 ? { budgets } : {}) };
+}
+
+function userBudgetFrom(usdText: string | undefined, periodText: string | undefined, current: Budget | undefined): Budget {
+  if (periodText !== undefined && !(BUDGET_PERIODS as readonly string[]).includes(periodText)) {
+    throw new PolicyError(`--user-budget-period must be one of ${BUDGET_PERIODS.join(', ')} (got "${periodText}")`);
+  }
+  if (usdText === undefined) {
+    if (current === undefined) throw new PolicyError('--user-budget-period needs --user-budget-usd (the key has no end-user budget yet)');
+    return { microUsd: current.microUsd, period: periodText as BudgetPeriod };
+  }
+  const microUsd = parseUsdToMicros(usdText);
+  if (microUsd <= 0) throw new PolicyError('--user-budget-usd must be greater than zero');
+  return { microUsd, period: (periodText ?? current?.period ?? 'month') as BudgetPeriod };
+}
+
+/** Repeated `--tag-budget TAG=DOLLARS/PERIOD`: undefined when none was given, null for `--no-tag-budgets`. */
+export function tagBudgetsFrom(options: EndUserOptions): TagBudget[] | null | undefined {
+  if (options.tagBudgets === false) {
+    if (options.tagBudget !== undefined) throw new PolicyError('--no-tag-budgets cannot be combined with --tag-budget');
+    return null;
+  }
+  if (options.tagBudget === undefined) return undefined;
+  return options.tagBudget.map(parseTagBudget);
+}
+
+/** `search=5/day` → a budget of $5 a day on the requests tagged `search`. */
+export function parseTagBudget(text: string): TagBudget {
+  const match = /^([^=]+)=([^/]+)\/([a-z]+)$/.exec(text.trim());
+  if (!match) throw new PolicyError(`--tag-budget "${text}" is not TAG=DOLLARS/PERIOD (e.g. search=5/day)`);
+  const [, tag = '', usd = '', period = ''] = match;
+  if (!TAG_PATTERN.test(tag.trim())) throw new PolicyError(`--tag-budget: tag "${tag}" may hold only letters, digits and . _ : / @ + = - (at most 64)`);
+  if (!(BUDGET_PERIODS as readonly string[]).includes(period)) {
+    throw new PolicyError(`--tag-budget "${text}": PERIOD must be one of ${BUDGET_PERIODS.join(', ')}`);
+  }
+  const microUsd = parseUsdToMicros(usd);
+  if (microUsd <= 0) throw new PolicyError('--tag-budget must be greater than zero');
+  return { tag: tag.trim(), microUsd, period: period as BudgetPeriod };
+}
+
+/** Lines for `keys show`: what each end user gets, and the tag budgets; none when the key has neither. */
+export function describeAttributedPolicy(policy: Policy): Array<[string, string]> {
+  const rows: Array<[string, string]> = [];
+  const endUser = policy.endUser;
+  if (endUser !== undefined) {
+    const parts = [...endUser.limits.map(formatLimit), ...(endUser.budgets ?? []).map((b) => `${formatMicrosExact(b.microUsd)}/${b.period}`)];
+    rows.push(['per user', parts.join(', ')]);
+  }
+  if ((policy.tagBudgets ?? []).length > 0) {
+    rows.push(['tag budgets', policy.tagBudgets!.map((b) => `${b.tag} ${formatMicrosExact(b.microUsd)}/${b.period}`).join(', ')]);
+  }
+  return rows;
+}

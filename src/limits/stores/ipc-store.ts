@@ -1,0 +1,41 @@
+/**
+ * The limiter and the budget counters of a worker of `tollgate serve
+ * --workers N` when no Redis is configured: the Redis store's escrow leases
+ * (redis-store.ts, docs/leases.md) with the primary in Redis' place
+ * (ipc-primary.ts). Same node code, same protocol, same guarantee; only the
+ * transport differs, and the contract tests run over it
+ * (test/integration/workers/ipc-store.contract.test.ts).
+ */
+import type { BudgetCounters } from '../../budgets/redis-budgets.js';
+import type { IpcClient } from './ipc-client.js';
+import type { LeaseOutcome, LeaseTransport } from './lease-script.js';
+import { createRedisLimiter, type RedisLimiter, type RedisLimiterOptions } from './redis-store.js';
+
+/** Lease calls answered by the primary. */
+function ipcLeaseTransport(client: IpcClient): LeaseTransport {
+  return {
+    isClosed: () => client.isClosed(),
+    async run(calls, timeoutMs): Promise<LeaseOutcome[]> {
+      try {
+        const replies = await client.call('lease', { calls }, timeoutMs);
+        return replies.map((reply) => ({ ok: true, reply }));
+      } catch (error) {
+        const fault = error instanceof Error ? error : new Error(String(error));
+        return calls.map(() => ({ ok: false, error: fault }));
+      }
+    },
+  };
+}
+
+/** Budget counters kept by the primary (`reserve` bounded like a Redis call; see redis-budgets.ts). */
+export function ipcBudgetCounters(client: IpcClient, timeoutMs: number): BudgetCounters {
+  return {
+    reserve: (key, cap, amount, seed, ttlMs, least) => client.call('budget-reserve', { args: [key, cap, amount, seed, ttlMs, least] }, timeoutMs),
+    adjust: (key, delta) => client.call('budget-adjust', { key, delta }, timeoutMs),
+  };
+}
+
+/** A lease limiter whose leases come from the primary. */
+export function createIpcLimiter(client: IpcClient, options: Omit<RedisLimiterOptions, 'redis' | 'transport'> = {}): RedisLimiter {
+  return createRedisLimiter({ ...options, transport: ipcLeaseTransport(client) });
+}
