@@ -2,10 +2,16 @@
  * Spend from PostgreSQL's rollups, for replicas: the same report, from the
  * same kind of rows, as spend.ts reads from SQLite — every node's requests
  * once they are shipped (src/ledger/shipper.ts).
+ *
+ * Fewer rows than SQLite's reads, for a ledger of every node (bench/pg-scale.ts):
+ * days over every key come from the all-keys daily rollup, and each whole
+ * month of the range from the monthly rollup instead of its ~30 daily rows
+ * per key and model (a month is whole when the range covers all its days, or
+ * all its days that have rows).
  */
 import type { PgPool } from '../db/pg.js';
 import { TollgateError } from '../errors.js';
-import { calendarDay, dayEndMs, dayStartMs } from '../calendar.js';
+import { addDays, calendarDay, dayEndMs, dayStartMs, monthStartOf } from '../calendar.js';
 import type { SpendQuery, SpendReport, SpendRow, SpendTotals } from './spend.js';
 
 const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
@@ -26,6 +32,34 @@ const GROUP_COLUMNS: Record<Exclude<SpendQuery['by'], 'user' | 'tag'>, { select:
   total: { select: `'total' AS "group"`, group: '', order: '' },
 };
 
+const COUNTER_COLUMNS =
+  'key_id, model, requests, prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, cost_micros, errors, rejected_rate_limit, rejected_budget';
+
+/** The last day of `day`'s month. */
+function monthEndOf(day: string): string {
+  return addDays(`${addDays(monthStartOf(day), 32).slice(0, 7)}-01`, -1);
+}
+
+/**
+ * The rollup rows of [since, until] as one relation of (key_id, model,
+ * counters): whole months from rollups_monthly, the days around them from
+ * rollups_daily. `$1`/`$2` are since/until; the rest are appended to `params`.
+ */
+async function rangeRows(pool: PgPool, since: string, until: string, params: unknown[]): Promise<string> {
+  const firstWhole = since === monthStartOf(since) ? since : addDays(monthEndOf(since), 1);
+  let lastWhole = monthEndOf(until) === until ? until : addDays(monthStartOf(until), -1);
+  if (lastWhole < until && firstWhole <= until) {
+    // The month of `until` is whole too when none of its later days has rows (normally: `until` is today).
+    const later = await pool.query('SELECT 1 FROM rollups_daily WHERE day > $1 AND day <= $2 LIMIT 1', [until, monthEndOf(until)]);
+    if (later.rows.length === 0) lastWhole = monthEndOf(until);
+  }
+  if (firstWhole > lastWhole || firstWhole > until) return `(SELECT ${COUNTER_COLUMNS} FROM rollups_daily WHERE day >= $1 AND day <= $2)`;
+  params.push(firstWhole.slice(0, 7), lastWhole.slice(0, 7), firstWhole, lastWhole);
+  const n = params.length;
+  return `(SELECT ${COUNTER_COLUMNS} FROM rollups_monthly WHERE month >= $${n - 3} AND month <= $${n - 2}
+    UNION ALL SELECT ${COUNTER_COLUMNS} FROM rollups_daily WHERE day >= $1 AND day <= $2 AND (day < $${n - 1} OR day > $${n}))`;
+}
+
 /** Spend over a range of UTC days, grouped as asked, with the grand total (see spend.ts). */
 export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.now()): Promise<SpendReport> {
   if (query.by === 'user' || query.by === 'tag') {
@@ -35,6 +69,7 @@ export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.n
     });
   }
   const until = query.until ?? calendarDay(now);
+  if (query.by !== 'day' && query.since <= until) return queryByMonths(pool, { ...query, by: query.by }, until);
   const params: unknown[] = [query.since, until];
   const where = ['r.day >= $1', 'r.day <= $2'];
   if (query.keyId !== undefined) {
@@ -47,7 +82,12 @@ export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.n
   }
   const from = `FROM rollups_daily r JOIN api_keys k ON k.id = r.key_id LEFT JOIN tenants t ON t.id = k.tenant_id WHERE ${where.join(' AND ')}`;
   const shape = GROUP_COLUMNS[query.by];
-  const rows = query.by === 'total' ? [] : (await pool.query<SpendRow>(`SELECT ${shape.select}, ${SUMS} ${from} ${shape.group} ${shape.order}`, params)).rows;
+  // Days over every key: one row a day of the all-keys rollup, no join (every rollup row belongs to a key: keys are never deleted).
+  const allKeys = query.keyId === undefined && query.tenantId === undefined;
+  const rowsSql = allKeys
+    ? `SELECT r.day AS "group", ${SUMS} FROM rollups_daily_total r WHERE r.day >= $1 AND r.day <= $2 GROUP BY r.day ORDER BY r.day`
+    : `SELECT ${shape.select}, ${SUMS} ${from} ${shape.group} ${shape.order}`;
+  const rows = (await pool.query<SpendRow>(rowsSql, allKeys ? [query.since, until] : params)).rows;
   const totalSql =
     query.keyId === undefined && query.tenantId === undefined
       ? `SELECT ${SUMS} FROM rollups_daily_total r WHERE r.day >= $1 AND r.day <= $2`
@@ -65,4 +105,57 @@ export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.n
   }
   const pending = (await pool.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM ledger l WHERE ${pendingWhere.join(' AND ')}`, pendingParams)).rows[0]!;
   return { since: query.since, until, by: query.by, rows, total, pending: pending.n };
+}
+
+/** Grouped by model, key, tenant or not at all: whole months read from the monthly rollup (see the header). */
+async function queryByMonths(pool: PgPool, query: SpendQuery & { by: keyof typeof GROUP_COLUMNS }, until: string): Promise<SpendReport> {
+  const params: unknown[] = [query.since, until];
+  const source = await rangeRows(pool, query.since, until, params);
+  const where: string[] = [];
+  if (query.keyId !== undefined) {
+    params.push(query.keyId);
+    where.push(`r.key_id = $${params.length}`);
+  }
+  if (query.tenantId !== undefined) {
+    params.push(query.tenantId);
+    where.push(`k.tenant_id = $${params.length}`);
+  }
+  const from = `FROM ${source} r JOIN api_keys k ON k.id = r.key_id LEFT JOIN tenants t ON t.id = k.tenant_id${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`;
+  const shape = GROUP_COLUMNS[query.by];
+  const rows = query.by === 'total' ? [] : (await pool.query<SpendRow>(`SELECT ${shape.select}, ${SUMS} ${from} ${shape.group} ${shape.order}`, params)).rows;
+  const allKeys = query.keyId === undefined && query.tenantId === undefined;
+  const total = allKeys
+    ? (await pool.query<SpendTotals>(`SELECT ${SUMS} FROM rollups_daily_total r WHERE r.day >= $1 AND r.day <= $2`, [query.since, until])).rows[0]!
+    : query.by === 'total'
+      ? (await pool.query<SpendTotals>(`SELECT ${SUMS} ${from}`, params)).rows[0]!
+      : sumRows(rows);
+  const pendingParams: unknown[] = [dayStartMs(query.since), dayEndMs(until)];
+  const pendingWhere = ["l.status = 'pending'", 'l.created_at >= $1', 'l.created_at < $2'];
+  if (query.keyId !== undefined) {
+    pendingParams.push(query.keyId);
+    pendingWhere.push(`l.key_id = $${pendingParams.length}`);
+  }
+  if (query.tenantId !== undefined) {
+    pendingParams.push(query.tenantId);
+    pendingWhere.push(`l.tenant_id = $${pendingParams.length}`);
+  }
+  const pending = (await pool.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM ledger l WHERE ${pendingWhere.join(' AND ')}`, pendingParams)).rows[0]!;
+  return { since: query.since, until, by: query.by, rows, total, pending: pending.n };
+}
+
+/** The grand total of grouped rows (each row a disjoint part of the range's rows). */
+function sumRows(rows: readonly SpendTotals[]): SpendTotals {
+  const total = {
+    requests: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    completionTokens: 0,
+    reasoningTokens: 0,
+    costMicros: 0,
+    errors: 0,
+    rejectedRateLimit: 0,
+    rejectedBudget: 0,
+  };
+  for (const row of rows) for (const name of Object.keys(total) as Array<keyof SpendTotals>) total[name] += row[name];
+  return total;
 }

@@ -28,6 +28,7 @@ import { LedgerShipper } from '../../../src/ledger/shipper.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { Metrics } from '../../../src/metrics.js';
 import { queryPgSpend } from '../../../src/reports/pg-spend.js';
+import { querySpend } from '../../../src/reports/spend.js';
 import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';
 import { recordRejection, recordRequest, settleRequest } from '../../support/dashboard.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
@@ -84,6 +85,27 @@ describe('reads on PostgreSQL', () => {
     };
   }
 
+  /** `tollgate spend` on PostgreSQL (whole months from the monthly rollup) equals it on SQLite, for every grouping and ranges in and across months. */
+  async function expectSameSpend(file: TempDatabase, keys: Record<string, string>): Promise<void> {
+    const ranges: Array<[string, string]> = [
+      ['2026-11-01', '2026-11-18'],
+      ['2026-10-01', '2026-11-18'],
+      ['2026-10-15', '2026-11-30'],
+      ['2026-10-30', '2026-10-30'],
+      ['2026-09-01', '2026-12-31'],
+      ['2026-10-31', '2026-12-01'],
+    ];
+    const scopes = [{}, { keyId: keys.beta }, { tenantId: (await pg.pool.query<{ id: string }>("SELECT id FROM tenants WHERE name = 'acme'")).rows[0]!.id }];
+    for (const [since, until] of ranges) {
+      for (const scope of scopes) {
+        for (const by of ['day', 'model', 'key', 'tenant', 'total'] as const) {
+          const query = { ...scope, since, until, by };
+          expect(await queryPgSpend(pg.pool, query, NOW), JSON.stringify(query)).toEqual(querySpend(file.database, query, NOW));
+        }
+      }
+    }
+  }
+
   it('builds every page with the same numbers as SQLite holding the same rows', async () => {
     const keys = await createKeys();
     const a = await node(files[0]!);
@@ -108,6 +130,7 @@ describe('reads on PostgreSQL', () => {
     const ids = Object.values(keys);
     const pgViews = await everyView(onPg, NOW, ids);
     expect(pgViews).toEqual(await everyView(a.reads, NOW, ids));
+    await expectSameSpend(files[0]!, keys);
     // Not two empty pages: the numbers a person reads.
     const overview = (pgViews as { overview: OverviewView }).overview;
     expect(overview.totals.today.costMicros).toBe(800 + 450 + 3_333);
@@ -122,6 +145,7 @@ describe('reads on PostgreSQL', () => {
     for (const later of [NOW, at('2026-11-19T00:30:00Z'), at('2026-12-01T09:00:00Z')]) {
       expect(await everyView(onPg, later, ids)).toEqual(await everyView(a.reads, later, ids));
     }
+    await expectSameSpend(files[0]!, keys);
   });
 
   it('shows the spend of both nodes, where each node’s own file holds only its share', async () => {
@@ -268,5 +292,6 @@ describe('two whole nodes', () => {
       expect(csv).toContain('north-team');
       expect(csv).toContain('south-team');
     }
-  });
+    // Two whole nodes, eight page loads and shipping: generous for a loaded 2-core machine.
+  }, 120_000);
 });
