@@ -11,6 +11,8 @@ import { parseJsonObject } from '../http/body.js';
 import { bindingsFor, checkModelAllowed } from '../keys/caller.js';
 import { usdToMicros } from '../money.js';
 import { readRequestFacts, type RequestFacts } from '../upstreams/request-facts.js';
+import { reservationPricing } from '../upstreams/route-prices.js';
+import type { Route } from '../upstreams/router.js';
 import { chargeRefusal } from './charge-refusal.js';
 import type { EstimatedRequest, RequestContext } from './context.js';
 import type { PipelineDeps } from './deps.js';
@@ -25,12 +27,14 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     const body = parseJsonObject(bytes);
     facts = readRequestFacts(request.endpoint, body);
     checkModelAllowed(request.caller.policy, facts.model);
-    checkModelPriced(facts.model, deps);
+    const route = routeOf(facts.model, deps);
+    checkModelPriced(facts.model, route, deps);
     const maxCostMicroUsd = readCostCap(request.client.headers[COST_CAP_HEADER]);
     // Only a configured fallback can be below the highest prices; otherwise nothing to decide per key.
-    const options = deps.estimate.prices.fallbackExplicit === true && hasUsdCap(request, deps) ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
-    const estimated: Estimate = await estimateRequest(request.endpoint, body, options);
-    return { ...request, bytes, body, facts, estimate: estimated, maxCostMicroUsd };
+    const highestForUnknown = deps.estimate.prices.fallbackExplicit === true && hasUsdCap(request, deps);
+    const base = highestForUnknown ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
+    const estimated: Estimate = await estimateRequest(request.endpoint, body, withRoutePricing(base, route, highestForUnknown));
+    return { ...request, bytes, body, facts, estimate: estimated, maxCostMicroUsd, ...(route === undefined ? {} : { route }) };
   } catch (error) {
     // Refusals count against the key's request limits too (charge-refusal.ts).
     const refusal = await chargeRefusal(request, asRefusal(error), deps);
@@ -52,6 +56,27 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
 
 const COST_CAP_HEADER = 'x-tollgate-max-cost-usd';
 
+/** The upstreams that serve the model, in order; a model none serves is refused (400 model_not_found). */
+function routeOf(model: string, deps: PipelineDeps): Route | undefined {
+  if (deps.router === undefined) return undefined;
+  const route = deps.router.route(model);
+  if (route !== undefined) return route;
+  throw new TollgateError('model_not_found', `The model "${model}" is not served by any upstream of this proxy.`, { param: 'model' });
+}
+
+/** Estimate options for a routed request: its route's prices and prompt margin (src/upstreams/route-prices.ts). */
+function withRoutePricing(options: PipelineDeps['estimate'], route: Route | undefined, highestForUnknown: boolean): PipelineDeps['estimate'] {
+  if (route === undefined) return options;
+  const pricing = reservationPricing(route, highestForUnknown);
+  const single = route.candidates.length === 1 ? route.candidates[0]!.upstream.spec.prices : undefined;
+  return {
+    ...options,
+    ...(single === undefined ? {} : { prices: single }),
+    ...(pricing.price === undefined ? {} : { price: pricing.price }),
+    ...(pricing.promptTokenFactor > 1 ? { promptTokenFactor: pricing.promptTokenFactor } : {}),
+  };
+}
+
 /** The client's own cap on what this request may cost (`x-tollgate-max-cost-usd: 0.25`), in µUSD. */
 function readCostCap(value: string | string[] | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -64,9 +89,11 @@ function readCostCap(value: string | string[] | undefined): number | undefined {
   return micros;
 }
 
-/** With `TOLLGATE_UNKNOWN_MODELS=refuse`, a model the price table lacks is refused (400 model_not_found). */
-function checkModelPriced(model: string, deps: PipelineDeps): void {
-  if (deps.estimate.unknownModels !== 'refuse' || resolvePrice(model, deps.estimate.prices).known) return;
+/** With `TOLLGATE_UNKNOWN_MODELS=refuse`, a model the price table (of any upstream it may go to) lacks is refused (400 model_not_found). */
+function checkModelPriced(model: string, route: Route | undefined, deps: PipelineDeps): void {
+  if (deps.estimate.unknownModels !== 'refuse') return;
+  const tables = route === undefined ? [deps.estimate.prices] : route.candidates.map((c) => c.upstream.spec.prices);
+  if (tables.every((table) => resolvePrice(model, table).known)) return;
   throw new TollgateError(
     'model_not_found',
     `The model "${model}" has no price in Tollgate's price table, so it cannot be billed. Add it to the config's prices.`,
