@@ -80,7 +80,8 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     const outcome = status < 400 ? 'ok' : status === 429 ? 'rate_limited' : status >= 500 ? 'server_error' : 'client_error';
     attempts.push({ upstream: upstream.name, outcome, billed });
     if (failing && !last) {
-      // Nothing of this answer reached the client: try the next upstream.
+      // Nothing of this answer reached the client: drop it (undici reports the destroy as an error) and try the next upstream.
+      response.body.once('error', () => undefined);
       response.body.destroy();
       continue;
     }

@@ -98,10 +98,8 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
     const routed = single === undefined ? undefined : router.route(single);
     const list =
       single === undefined
-        ? await listRoutedModels(
-            router,
-            { headers: { 'x-client-request-id': requestId }, signal: client.abort.signal, owner: caller.key.id },
-            (id) => isModelAllowed(caller.policy, id),
+        ? await listRoutedModels(router, { headers: { 'x-client-request-id': requestId }, signal: client.abort.signal, owner: caller.key.id }, (id) =>
+            isModelAllowed(caller.policy, id),
           )
         : [];
     const served = single === undefined || routed !== undefined;
@@ -110,9 +108,7 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
       throw new TollgateError('model_not_found', `The model "${single}" is not served by any upstream of this proxy.`, { param: 'model' });
     }
     const payload =
-      single === undefined
-        ? { object: 'list', data: list }
-        : { id: single, object: 'model', created: 0, owned_by: routed!.candidates[0]!.upstream.name };
+      single === undefined ? { object: 'list', data: list } : { id: single, object: 'model', created: 0, owned_by: routed!.candidates[0]!.upstream.name };
     return c.json(payload, 200, { 'x-request-id': requestId });
   }
   let bytes: Buffer;

@@ -207,13 +207,24 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       }
     }
     if (body.stream === true) {
-      return streamAnswer(res, { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason, extras, cost: kind.cost }, record);
+      return streamAnswer(
+        res,
+        { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason, extras, cost: kind.cost },
+        record,
+      );
     }
     await sleep(num(scenario, 'delay') ?? 0);
     if (res.destroyed) return;
     const completionTokens = perChoiceTokens * n + reasoning + extras.audioCompletionTokens;
     const costUsd = kind.cost(promptTokens, completionTokens);
-    record.billed = { promptTokens, cachedTokens, completionTokens, reasoningTokens: reasoning, ...billedExtras(extras), ...(costUsd === undefined ? {} : { costUsd }) };
+    record.billed = {
+      promptTokens,
+      cachedTokens,
+      completionTokens,
+      reasoningTokens: reasoning,
+      ...billedExtras(extras),
+      ...(costUsd === undefined ? {} : { costUsd }),
+    };
     const usage = {
       ...usageBlock(endpoint, promptTokens, cachedTokens, completionTokens, reasoning, {
         prompt: extras.audioPromptTokens,
