@@ -77,6 +77,7 @@ export function retryAfterMs(headers: Readonly<Record<string, string | string[] 
   const text = first(headers['retry-after'])?.trim();
   if (text === undefined || text === '') return undefined;
   if (/^\d+(\.\d+)?$/.test(text)) return Math.min(maxMs, Math.ceil(Number(text) * 1000));
-  const at = Date.parse(text);
+  // An HTTP date names its day and month; Date.parse alone would read "-5" as a year.
+  const at = /^[A-Za-z]{3},/.test(text) ? Date.parse(text) : Number.NaN;
   return Number.isNaN(at) ? undefined : Math.min(maxMs, Math.max(0, at - now));
 }
