@@ -21,6 +21,8 @@ export const updateKeyBody = z.object({
   budgets: z.array(budgetSchema).nullable().optional(),
   models: z.array(z.string().min(1)).nullable().optional(),
   maxInFlight: z.number().int().positive().nullable().optional(),
+  /** Budget-aware downgrade: `{"atPercent": 80, "models": {"gpt-4o": "gpt-4o-mini"}}`; null removes it. */
+  downgrade: policySchema.unwrap().shape.downgrade.unwrap().nullable().optional(),
   expiresAt: z.number().int().positive().nullable().optional(),
   metadata: z.record(z.string(), z.string().nullable()).optional(),
 });

@@ -376,6 +376,7 @@ export function mergePolicy(
     budgets?: readonly Budget[] | null | undefined;
     models?: readonly string[] | null | undefined;
     maxInFlight?: number | null | undefined;
+    downgrade?: Policy['downgrade'] | null | undefined;
   },
 ): Policy {
   const limits = patch.limits ?? current.limits;
@@ -383,11 +384,13 @@ export function mergePolicy(
   const budgets = patch.budgets === undefined ? current.budgets : (patch.budgets ?? undefined);
   const models = patch.models === undefined ? current.models : (patch.models ?? undefined);
   const maxInFlight = patch.maxInFlight === undefined ? current.maxInFlight : (patch.maxInFlight ?? undefined);
+  const downgrade = patch.downgrade === undefined ? current.downgrade : (patch.downgrade ?? undefined);
   return {
     limits,
     ...(budget ? { budget } : {}),
     ...(budgets && budgets.length > 0 ? { budgets } : {}),
     ...(models ? { models } : {}),
     ...(maxInFlight === undefined ? {} : { maxInFlight }),
+    ...(downgrade === undefined ? {} : { downgrade }),
   };
 }

@@ -54,6 +54,8 @@ export interface KeyPatch {
   /** Requests in flight at once (`null`: back to the default). */
   readonly maxInFlight?: number | null | undefined;
   readonly models?: readonly string[] | null | undefined;
+  /** Budget-aware downgrade (`null` removes it). */
+  readonly downgrade?: Policy['downgrade'] | null | undefined;
   readonly expiresAt?: number | null | undefined;
   readonly metadata?: Readonly<Record<string, string | null>> | undefined;
 }

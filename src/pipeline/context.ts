@@ -40,6 +40,8 @@ export interface EstimatedRequest extends RequestContext {
   readonly maxCostMicroUsd: number | undefined;
   /** The upstreams that may answer, in order (absent in tests that build requests by hand: the one upstream). */
   readonly route?: Route;
+  /** The model the client asked for, when the key's budget-aware downgrade sent the request to `facts.model` instead. */
+  readonly downgradedFrom?: string;
 }
 
 /** How one try of one upstream ended (the `outcome` label of tollgate_upstream_attempts_total). */

@@ -6,6 +6,7 @@
  */
 import { TollgateError, type ErrorCode } from '../errors.js';
 import { budgetChecksFor } from '../budgets/check.js';
+import { downgradeTarget } from '../budgets/downgrade.js';
 import { estimateRequest, EstimateInputError, resolvePrice, type Estimate } from '../estimate/index.js';
 import { parseJsonObject } from '../http/body.js';
 import { bindingsFor, checkModelAllowed } from '../keys/caller.js';
@@ -23,10 +24,17 @@ import { settleRefused } from './settle.js';
 export async function estimate(request: RequestContext, deps: PipelineDeps): Promise<EstimatedRequest> {
   let facts: RequestFacts | undefined;
   try {
-    const bytes = await request.client.readBody(deps.maxBodyBytes);
-    const body = parseJsonObject(bytes);
+    let bytes = await request.client.readBody(deps.maxBodyBytes);
+    let body = parseJsonObject(bytes);
     facts = readRequestFacts(request.endpoint, body);
     checkModelAllowed(request.caller.policy, facts.model);
+    const asked = facts.model;
+    const cheaper = downgradeOf(request, asked, deps);
+    if (cheaper !== undefined) {
+      body = { ...body, model: cheaper };
+      bytes = Buffer.from(JSON.stringify(body));
+      facts = readRequestFacts(request.endpoint, body);
+    }
     const route = routeOf(facts.model, deps);
     checkModelPriced(facts.model, route, deps);
     const maxCostMicroUsd = readCostCap(request.client.headers[COST_CAP_HEADER]);
@@ -34,7 +42,16 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     const highestForUnknown = deps.estimate.prices.fallbackExplicit === true && hasUsdCap(request, deps);
     const base = highestForUnknown ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
     const estimated: Estimate = await estimateRequest(request.endpoint, body, withRoutePricing(base, route, highestForUnknown));
-    return { ...request, bytes, body, facts, estimate: estimated, maxCostMicroUsd, ...(route === undefined ? {} : { route }) };
+    return {
+      ...request,
+      bytes,
+      body,
+      facts,
+      estimate: estimated,
+      maxCostMicroUsd,
+      ...(route === undefined ? {} : { route }),
+      ...(cheaper === undefined ? {} : { downgradedFrom: asked }),
+    };
   } catch (error) {
     // Refusals count against the key's request limits too (charge-refusal.ts).
     const refusal = await chargeRefusal(request, asRefusal(error), deps);
@@ -55,6 +72,14 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
 }
 
 const COST_CAP_HEADER = 'x-tollgate-max-cost-usd';
+
+/** The cheaper model a key's downgrade sends this request to, now that its budgets are spent so far (src/budgets/downgrade.ts). */
+function downgradeOf(request: RequestContext, model: string, deps: PipelineDeps): string | undefined {
+  const downgrade = request.caller.policy.downgrade;
+  if (downgrade === undefined || !Object.hasOwn(downgrade.models, model)) return undefined;
+  const shares = budgetChecksFor(request.caller).map((check) => deps.spend.spent(check.scope, check.budget.period, request.startedAt) / check.budget.microUsd);
+  return downgradeTarget(downgrade, model, shares);
+}
 
 /** The upstreams that serve the model, in order; a model none serves is refused (400 model_not_found). */
 function routeOf(model: string, deps: PipelineDeps): Route | undefined {

@@ -72,6 +72,17 @@ export const policySchema = z
     models: z.array(z.string().min(1)).readonly().optional(),
     /** Requests of this key (or tenant) in flight at once; absent = the proxy's default (keys) or none (tenants). */
     maxInFlight: z.number().int().positive().optional(),
+    /**
+     * Budget-aware downgrade (keys): once any budget of the key or its tenant has spent `atPercent`%
+     * of its cap this period, a request for a model in `models` goes to the model it names.
+     */
+    downgrade: z
+      .object({
+        atPercent: z.number().gt(0).max(100),
+        models: z.record(z.string().min(1).max(200), z.string().min(1).max(200)),
+      })
+      .readonly()
+      .optional(),
   })
   .readonly();
 
@@ -235,6 +246,12 @@ export function validatePolicy(policy: Policy): void {
   }
   if (policy.maxInFlight !== undefined && !(Number.isSafeInteger(policy.maxInFlight) && policy.maxInFlight > 0)) {
     throw new PolicyError('max in flight must be a whole number of requests greater than zero');
+  }
+  if (policy.downgrade !== undefined) {
+    const { atPercent, models } = policy.downgrade;
+    if (!(atPercent > 0 && atPercent <= 100)) throw new PolicyError('the downgrade threshold must be a percentage above 0 and at most 100');
+    if (Object.keys(models).length === 0) throw new PolicyError('a downgrade needs at least one FROM=TO model pair');
+    for (const [from, to] of Object.entries(models)) if (from === to) throw new PolicyError(`downgrade ${from}=${to} names the same model twice`);
   }
   const periods = new Set<string>();
   for (const budget of [...(policy.budget ? [policy.budget] : []), ...(policy.budgets ?? [])]) {
