@@ -45,7 +45,7 @@ export interface EstimatedRequest extends RequestContext {
 }
 
 /** How one try of one upstream ended (the `outcome` label of tollgate_upstream_attempts_total). */
-export type AttemptOutcome = 'ok' | 'client_error' | 'rate_limited' | 'server_error' | 'connect_error' | 'timeout' | 'skipped' | 'client_aborted';
+type AttemptOutcome = 'ok' | 'client_error' | 'rate_limited' | 'server_error' | 'connect_error' | 'timeout' | 'skipped' | 'client_aborted';
 
 export interface Attempt {
   readonly upstream: string;
@@ -55,7 +55,7 @@ export interface Attempt {
 }
 
 /** Which upstream answered a forwarded request, what it bills at, and every attempt made. */
-export interface Answered {
+interface Answered {
   readonly upstream: string;
   /** The answering upstream's price for the model (the reservation used the dearest candidate's). */
   readonly price: ResolvedPrice | undefined;

@@ -7,13 +7,12 @@
  * upstream's own URL shape — Azure deployment URLs, extra query parameters —
  * with the upstream's own auth headers.
  */
-import type { PriceTable } from '../estimate/prices.js';
 import { UpstreamBreaker } from './breaker.js';
 import { createUpstream, type Upstream, type UpstreamRequest, type UpstreamResponse } from './pool.js';
 import { candidatesFor, type Dialect, type RoutingTable } from './routing.js';
 import type { UpstreamsConfig, UpstreamSpec } from './upstream-config.js';
 
-export interface RoutedUpstream {
+interface RoutedUpstream {
   readonly name: string;
   readonly spec: UpstreamSpec;
   readonly breaker: UpstreamBreaker;
@@ -105,9 +104,4 @@ export function upstreamPathFor(spec: Pick<UpstreamSpec, 'azureDeployments' | 'q
   const full = perDeployment ? `/deployments/${encodeURIComponent(model)}${bare}` : bare;
   const query = params.toString();
   return query === '' ? full : `${full}?${query}`;
-}
-
-/** The price table requests answered by `upstream` are billed with. */
-export function pricesOf(upstream: RoutedUpstream): PriceTable {
-  return upstream.spec.prices;
 }

@@ -18,7 +18,7 @@ import type { UpstreamKind } from './upstream-config.js';
 /** The API a request speaks: OpenAI's routes, or Anthropic's `/v1/messages`. */
 export type Dialect = 'openai' | 'anthropic';
 
-export interface RoutingUpstream {
+interface RoutingUpstream {
   readonly name: string;
   readonly kind: UpstreamKind;
   readonly models: readonly string[];
@@ -54,13 +54,13 @@ export function matchesPattern(pattern: string, name: string): boolean {
 }
 
 /** The name `upstream` knows `model` by, or undefined when it does not serve it. */
-export function servedAs(upstream: RoutingUpstream, model: string): string | undefined {
+function servedAs(upstream: RoutingUpstream, model: string): string | undefined {
   const alias = upstream.aliases[model];
   if (alias !== undefined && Object.hasOwn(upstream.aliases, model)) return alias;
   return upstream.models.some((pattern) => matchesPattern(pattern, model)) ? model : undefined;
 }
 
-export function dialectOf(kind: UpstreamKind): Dialect {
+function dialectOf(kind: UpstreamKind): Dialect {
   return kind === 'anthropic' ? 'anthropic' : 'openai';
 }
 

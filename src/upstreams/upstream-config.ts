@@ -11,17 +11,16 @@
  */
 import { z } from 'zod';
 import { mergePriceTable, priceTableOverrideSchema, type PriceTable } from '../estimate/prices.js';
-import type { RoutingTable } from './routing.js';
 
-export const UPSTREAM_KINDS = ['openai', 'azure', 'openai-compatible', 'anthropic'] as const;
+const UPSTREAM_KINDS = ['openai', 'azure', 'openai-compatible', 'anthropic'] as const;
 export type UpstreamKind = (typeof UPSTREAM_KINDS)[number];
 
 /** How the provider key is sent: `Authorization: Bearer`, Azure's `api-key`, Anthropic's `x-api-key`, or not at all. */
-export const AUTH_STYLES = ['bearer', 'api-key', 'x-api-key', 'none'] as const;
-export type AuthStyle = (typeof AUTH_STYLES)[number];
+const AUTH_STYLES = ['bearer', 'api-key', 'x-api-key', 'none'] as const;
+type AuthStyle = (typeof AUTH_STYLES)[number];
 
 /** Anthropic's API version header when the config names none. */
-export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
+const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
 const httpUrl = z
   .string()
@@ -132,7 +131,8 @@ export interface UpstreamSpec {
 
 export interface UpstreamsConfig {
   readonly list: readonly UpstreamSpec[];
-  readonly routes: RoutingTable['routes'];
+  /** Ordered upstream names per model or pattern, in the file's order. */
+  readonly routes: readonly { readonly pattern: string; readonly upstreams: readonly string[] }[];
   readonly maxRetryAfterMs: number;
   readonly breaker: { readonly failures: number; readonly cooldownMs: number };
   /** True when no `upstreams` list was given: the one upstream of TOLLGATE_UPSTREAM_URL. */
@@ -262,7 +262,7 @@ export function resolveUpstreams(
  * and Llama-family tokenizers produce up to about a third more tokens than o200k_base for English
  * and code (src/estimate/README.md, "Models without a public tokenizer").
  */
-export const DEFAULT_FOREIGN_TOKEN_FACTOR = 1.35;
+const DEFAULT_FOREIGN_TOKEN_FACTOR = 1.35;
 
 function connectionDefaults(
   d: UpstreamDefaults,

@@ -14,14 +14,14 @@
 import type { IncomingMessage } from 'node:http';
 import type { FakeUpstreamOptions } from './types.js';
 
-export interface FakeTarget {
+interface FakeTarget {
   /** The OpenAI path the request stands for (`/v1/chat/completions`). */
   readonly path: string;
   /** Azure deployment URLs: the deployment named in the path (it replaces the body's model). */
   readonly deployment?: string;
 }
 
-export type TargetResult = { ok: true; target: FakeTarget } | { ok: false; status: number; code: string; message: string };
+type TargetResult = { ok: true; target: FakeTarget } | { ok: false; status: number; code: string; message: string };
 
 export interface FakeKind {
   authorized(req: IncomingMessage): boolean;
