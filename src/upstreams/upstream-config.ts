@@ -258,9 +258,8 @@ export function resolveUpstreams(
 }
 
 /**
- * Prompt tokens reserved per tiktoken token on upstreams whose tokenizers are not public: Claude
- * and Llama-family tokenizers produce up to about a third more tokens than o200k_base for English
- * and code (src/estimate/README.md, "Models without a public tokenizer").
+ * Prompt tokens reserved per tiktoken token on upstreams whose tokenizers are not public: a margin,
+ * not a measured bound (src/estimate/README.md, "Models without a public tokenizer").
  */
 const DEFAULT_FOREIGN_TOKEN_FACTOR = 1.35;
 
