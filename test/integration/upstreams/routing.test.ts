@@ -27,6 +27,7 @@ const AZURE_PRICES = { models: { 'gpt-4o-mini': { input: 0.2, cachedInput: 0.1, 
 let primary: FakeUpstream;
 let azure: FakeUpstream;
 let openrouter: FakeUpstream;
+let slow: FakeUpstream;
 let proxy: TestProxy;
 let client: OpenAI;
 let database: TollgateDatabase;
@@ -45,6 +46,7 @@ beforeAll(async () => {
   primary = await startFakeUpstream({ apiKey: PRIMARY_KEY });
   azure = await startFakeUpstream({ apiKey: AZURE_KEY, kind: 'azure', apiVersion: '2024-10-21' });
   openrouter = await startFakeUpstream({ apiKey: ROUTER_KEY, kind: 'openrouter', costPer1M: { input: 0.05, output: 0.25 } });
+  slow = await startFakeUpstream({});
   dir = mkdtempSync(join(tmpdir(), 'tollgate-upstreams-'));
   const config = {
     upstreams: [
@@ -61,8 +63,9 @@ beforeAll(async () => {
       { name: 'azure-v1', kind: 'azure', baseUrl: `http://127.0.0.1:${azure.port}/openai/v1`, keyEnv: 'AZURE_KEY', models: ['gpt-4.1-mini'] },
       { name: 'openrouter', kind: 'openai-compatible', baseUrl: openrouter.url, keyEnv: 'ROUTER_KEY', models: ['meta-llama/*'], usageCost: true },
       { name: 'dead', kind: 'openai-compatible', baseUrl: `http://127.0.0.1:${await deadPort()}/v1`, models: ['gpt-4.1-nano'] },
+      { name: 'slow', kind: 'openai-compatible', baseUrl: slow.url, models: ['gpt-4.1'], headersTimeoutMs: 300, billsErrors: true },
     ],
-    routes: { 'gpt-4o-mini': ['primary', 'azure'], 'gpt-4.1-nano': ['dead', 'primary'] },
+    routes: { 'gpt-4o-mini': ['primary', 'azure'], 'gpt-4.1-nano': ['dead', 'primary'], 'gpt-4.1': ['slow', 'primary'] },
     fallback: { maxRetryAfterMs: 60_000, breakerFailures: 100 },
   };
   const path = join(dir, 'tollgate.json');
@@ -75,7 +78,7 @@ beforeAll(async () => {
 afterAll(async () => {
   database.close();
   await proxy.close();
-  await Promise.all([primary.close(), azure.close(), openrouter.close()]);
+  await Promise.all([primary.close(), azure.close(), openrouter.close(), slow.close()]);
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -209,6 +212,20 @@ describe('fallbacks before the first byte', () => {
     const row = await rowOf(response.headers.get('x-request-id')!);
     expect(row).toMatchObject({ status: 'ok', upstream: 'primary', attempts: 2, billed_attempts: 0 });
     expect(row.cost_micros).toBe(priced(primary.requests[p]!.billed, 'gpt-4.1-nano'));
+  });
+
+  it('records a try the upstream may bill: a timeout after the request was sent, a 5xx of an upstream that bills errors', async () => {
+    for (const scenario of ['headersDelay=3000', 'status=502']) {
+      slow.setScenario(scenario);
+      const s = slow.requests.length;
+      const p = primary.requests.length;
+      const { response } = await client.chat.completions.create({ model: 'gpt-4.1', messages }).withResponse();
+      expect(slow.requests.length).toBe(s + 1);
+      const row = await rowOf(response.headers.get('x-request-id')!);
+      expect(row).toMatchObject({ status: 'ok', upstream: 'primary', attempts: 2, billed_attempts: 1 });
+      // The client pays once, for the answer it got.
+      expect(row.cost_micros).toBe(priced(primary.requests[p]!.billed, 'gpt-4.1'));
+    }
   });
 
   it('never falls back once the answer has begun: a stream that breaks ends in an error and no other upstream is asked', async () => {
