@@ -36,10 +36,29 @@ export interface Candidate {
   readonly upstreamModel: string;
 }
 
+/** A pattern split at its stars once: the request path only compares strings. */
+interface CompiledPattern {
+  readonly exact: boolean;
+  readonly parts: readonly string[];
+}
+
+const compiled = new Map<string, CompiledPattern>();
+
+function compile(pattern: string): CompiledPattern {
+  let found = compiled.get(pattern);
+  if (found === undefined) {
+    found = { exact: !pattern.includes('*'), parts: pattern.split('*') };
+    // Patterns come from the config and routes; the bound only guards against a caller passing names.
+    if (compiled.size >= 10_000) compiled.clear();
+    compiled.set(pattern, found);
+  }
+  return found;
+}
+
 /** True when `name` matches `pattern`, where `*` stands for any run of characters (none included). */
 export function matchesPattern(pattern: string, name: string): boolean {
-  if (!pattern.includes('*')) return pattern === name;
-  const parts = pattern.split('*');
+  const { exact, parts } = compile(pattern);
+  if (exact) return pattern === name;
   const first = parts[0]!;
   const last = parts[parts.length - 1]!;
   if (name.length < first.length + last.length || !name.startsWith(first) || !name.endsWith(last)) return false;
@@ -66,7 +85,7 @@ function dialectOf(kind: UpstreamKind): Dialect {
 
 /** The upstreams to try for `model`, in order; empty when none of the dialect serves it. */
 export function candidatesFor(table: RoutingTable, model: string, dialect: Dialect): Candidate[] {
-  const byName = new Map(table.upstreams.map((upstream) => [upstream.name, upstream]));
+  const byName = upstreamsByName(table);
   const route = table.routes.find((r) => r.pattern === model) ?? table.routes.find((r) => r.pattern.includes('*') && matchesPattern(r.pattern, model));
   if (route !== undefined) {
     const listed: Candidate[] = [];
@@ -83,6 +102,17 @@ export function candidatesFor(table: RoutingTable, model: string, dialect: Diale
     if (upstreamModel !== undefined) return [{ upstream: upstream.name, upstreamModel }];
   }
   return [];
+}
+
+const indexes = new WeakMap<RoutingTable, ReadonlyMap<string, RoutingUpstream>>();
+
+function upstreamsByName(table: RoutingTable): ReadonlyMap<string, RoutingUpstream> {
+  let index = indexes.get(table);
+  if (index === undefined) {
+    index = new Map(table.upstreams.map((upstream) => [upstream.name, upstream]));
+    indexes.set(table, index);
+  }
+  return index;
 }
 
 /**
