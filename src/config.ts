@@ -13,6 +13,7 @@ import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './limit
 import { FAIL_MODES, type FailMode } from './limits/stores/fail-mode.js';
 import { parseTrustedProxies } from './http/client-address.js';
 import { KEY_LABEL_MODES, type KeyLabelMode } from './metrics.js';
+import { resolveUpstreams, upstreamsFileFields, type UpstreamsConfig } from './upstreams/upstream-config.js';
 
 const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
@@ -227,12 +228,17 @@ const fileSchema = z.strictObject({
   globalLimits: z.array(z.string()).optional(),
   /** Budget alerts to webhooks (README "Alerts"): webhooks with their secrets' variable names, thresholds, velocity. */
   alerts: alertsFileSchema.optional(),
+  /** Upstreams, routes and fallback settings (README, "Upstreams"; src/upstreams/upstream-config.ts). */
+  ...upstreamsFileFields,
 });
 
 /** Tollgate's configuration, validated and with defaults applied. */
 export interface Config {
   readonly port: number;
   readonly host: string;
+  /** Every upstream (the config file's list, or the one of TOLLGATE_UPSTREAM_URL), its routes and fallback settings. */
+  readonly upstreams: UpstreamsConfig;
+  /** The environment's one upstream (TOLLGATE_UPSTREAM_*): the shorthand, and the list's connection defaults. */
   readonly upstream: {
     readonly url: string;
     /** Absent only when no key was configured; the upstream will then answer 401. */
@@ -312,19 +318,27 @@ export function loadConfig(env: Env = process.env): Config {
   // Process-wide: every calendar day the ledger, budgets and reports use is a day in this zone.
   setTimeZone(e.TOLLGATE_TIMEZONE);
   const file = e.TOLLGATE_CONFIG === undefined ? {} : readConfigFile(e.TOLLGATE_CONFIG);
+  const upstream = {
+    url: e.TOLLGATE_UPSTREAM_URL,
+    apiKey: e.TOLLGATE_UPSTREAM_KEY ?? e.OPENAI_API_KEY,
+    connectTimeoutMs: e.TOLLGATE_UPSTREAM_CONNECT_TIMEOUT,
+    headersTimeoutMs: e.TOLLGATE_UPSTREAM_HEADERS_TIMEOUT,
+    idleTimeoutMs: e.TOLLGATE_UPSTREAM_IDLE_TIMEOUT,
+    connections: e.TOLLGATE_UPSTREAM_CONNECTIONS,
+    maxShare: e.TOLLGATE_UPSTREAM_MAX_SHARE,
+    queueTimeoutMs: e.TOLLGATE_QUEUE_TIMEOUT,
+  };
+  const prices = file.prices === undefined ? builtinPriceTable : mergePriceTable(builtinPriceTable, file.prices);
+  const upstreams = resolveUpstreams(file, env, upstream, prices);
+  if (!upstreams.ok) {
+    const lines = upstreams.problems.map((problem) => `  ${e.TOLLGATE_CONFIG ?? 'TOLLGATE_CONFIG'}: ${problem.path}: ${problem.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
   return {
     port: e.TOLLGATE_PORT,
     host: e.TOLLGATE_HOST,
-    upstream: {
-      url: e.TOLLGATE_UPSTREAM_URL,
-      apiKey: e.TOLLGATE_UPSTREAM_KEY ?? e.OPENAI_API_KEY,
-      connectTimeoutMs: e.TOLLGATE_UPSTREAM_CONNECT_TIMEOUT,
-      headersTimeoutMs: e.TOLLGATE_UPSTREAM_HEADERS_TIMEOUT,
-      idleTimeoutMs: e.TOLLGATE_UPSTREAM_IDLE_TIMEOUT,
-      connections: e.TOLLGATE_UPSTREAM_CONNECTIONS,
-      maxShare: e.TOLLGATE_UPSTREAM_MAX_SHARE,
-      queueTimeoutMs: e.TOLLGATE_QUEUE_TIMEOUT,
-    },
+    upstreams: upstreams.value,
+    upstream,
     anthropic: {
       url: e.TOLLGATE_ANTHROPIC_URL,
       apiKey: e.TOLLGATE_ANTHROPIC_KEY ?? e.ANTHROPIC_API_KEY,
@@ -344,7 +358,7 @@ export function loadConfig(env: Env = process.env): Config {
     fallbackMaxOutputTokens: e.TOLLGATE_UNKNOWN_MAX_OUTPUT_TOKENS,
     keyRefreshMs: e.TOLLGATE_KEY_REFRESH,
     metricsKeyLabel: e.TOLLGATE_METRICS_KEY_LABEL,
-    prices: file.prices === undefined ? builtinPriceTable : mergePriceTable(builtinPriceTable, file.prices),
+    prices,
     unknownModels: e.TOLLGATE_UNKNOWN_MODELS,
     redis:
       e.TOLLGATE_REDIS_URL === undefined

@@ -49,7 +49,9 @@ export class Metrics {
   readonly spend: Counter<'key' | 'model'>;
   readonly upstreamDuration: Histogram<'endpoint' | 'stream'>;
   readonly timeToFirstToken: Histogram<'endpoint'>;
-  readonly estimateRatio: Histogram<'endpoint'>;
+  readonly estimateRatio: Histogram<'endpoint' | 'upstream'>;
+  /** Tries of each upstream by how they ended (labels: the config's upstream names, a fixed set of outcomes). */
+  readonly upstreamAttempts: Counter<'upstream' | 'outcome'>;
   readonly rejections: Counter<'key' | 'reason'>;
   readonly decisions: Counter<'limit' | 'result'>;
   readonly decisionDuration: Histogram<'store'>;
@@ -122,9 +124,15 @@ export class Metrics {
     });
     this.estimateRatio = new Histogram({
       name: 'tollgate_prompt_estimate_ratio',
-      help: 'Actual prompt tokens divided by the estimate (1 = exact).',
-      labelNames: ['endpoint'],
+      help: 'Actual prompt tokens divided by the estimate (1 = exact), per upstream that answered.',
+      labelNames: ['endpoint', 'upstream'],
       buckets: [0.5, 0.8, 0.9, 0.95, 0.99, 1, 1.01, 1.05, 1.1, 1.25, 1.5, 2],
+      registers,
+    });
+    this.upstreamAttempts = new Counter({
+      name: 'tollgate_upstream_attempts_total',
+      help: 'Tries of an upstream, by outcome: ok, client_error, rate_limited, server_error, connect_error, timeout, skipped (breaker open or Retry-After), client_aborted.',
+      labelNames: ['upstream', 'outcome'],
       registers,
     });
     this.rejections = new Counter({
@@ -251,8 +259,13 @@ export class Metrics {
     this.histogram('ttft', this.timeToFirstToken, endpoint).observe(seconds);
   }
 
-  observeEstimateRatio(endpoint: string, ratio: number): void {
-    this.histogram('ratio', this.estimateRatio, endpoint).observe(ratio);
+  observeEstimateRatio(endpoint: string, ratio: number, upstream = 'default'): void {
+    this.histogram('ratio', this.estimateRatio, endpoint, upstream).observe(ratio);
+  }
+
+  /** One try of an upstream (names come from the config, outcomes from a fixed set: bounded labels). */
+  countAttempt(upstream: string, outcome: string): void {
+    this.counter('attempt', this.upstreamAttempts, upstream, outcome).inc();
   }
 
   observeDecision(store: string, seconds: number): void {

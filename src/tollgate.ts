@@ -39,7 +39,8 @@ import type { PipelineDeps } from './pipeline/deps.js';
 import { RequestEvents } from './pipeline/finished.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
-import { createUpstream, type Upstream } from './upstreams/pool.js';
+import type { Upstream } from './upstreams/pool.js';
+import { createRouter, type Router } from './upstreams/router.js';
 import { createAnthropicUpstream } from './anthropic/upstream.js';
 
 /** Parts a caller supplies instead of building them from the config. */
@@ -76,7 +77,10 @@ export interface Tollgate {
   /** PostgreSQL's side of a replica (TOLLGATE_DATABASE_URL), else undefined. */
   readonly replica: Replica | undefined;
   readonly events: RequestEvents;
+  /** The first upstream (TOLLGATE_UPSTREAM_URL's, or the config's first): background Responses are polled there. */
   readonly upstream: Upstream;
+  /** Every upstream, routed by model (README, "Upstreams"). */
+  readonly router: Router;
   /** Stored and background Responses (their owners, the poller that settles background jobs). */
   readonly responses: BackgroundResponses;
   /** Budget and velocity alerts (config file `alerts`), else undefined. */
@@ -166,7 +170,10 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       metrics.ledgerWriteDuration.observe(stats.durationMs / 1000);
     },
   });
-  const upstream = overrides.upstream ?? createUpstream(config.upstream);
+  // An override replaces the shorthand's one upstream (tests, the demo); with a config's list, each upstream has its own pool.
+  const router = createRouter(config.upstreams, overrides.upstream);
+  const first = router.upstreams.find((u) => u.spec.kind !== 'anthropic') ?? router.upstreams[0]!;
+  const upstream: Upstream = { send: (request) => first.send(request), close: () => router.close() };
   const anthropic = overrides.anthropicUpstream ?? createAnthropicUpstream({ ...config.upstream, ...config.anthropic });
 
   const events = new RequestEvents((error) => logger.error({ err: error }, 'a request observer failed'));
@@ -208,6 +215,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     ledger,
     upstream,
     anthropic,
+    router,
     events,
     now,
     responses: responses.hooks,
@@ -255,6 +263,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     replica,
     events,
     upstream,
+    router,
     responses,
     alerts,
     pipeline,

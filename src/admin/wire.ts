@@ -25,6 +25,8 @@ export const updateKeyBody = z.object({
   endUser: endUserPolicySchema.nullable().optional(),
   /** Budgets per tag (`null` clears them). */
   tagBudgets: z.array(tagBudgetSchema).nullable().optional(),
+  /** Budget-aware downgrade: `{"atPercent": 80, "models": {"gpt-4o": "gpt-4o-mini"}}`; null removes it. */
+  downgrade: policySchema.unwrap().shape.downgrade.unwrap().nullable().optional(),
   expiresAt: z.number().int().positive().nullable().optional(),
   metadata: z.record(z.string(), z.string().nullable()).optional(),
 });

@@ -18,9 +18,10 @@ import type { PipelineDeps } from '../pipeline/deps.js';
 import { forwardedUpstream, MESSAGES_QUERY, upstreamPath } from '../pipeline/forward.js';
 import { AdmissionRefused } from '../pipeline/refusals.js';
 import { asBody, readAll } from '../pipeline/relay.js';
-import { toUpstreamError } from '../upstreams/pool.js';
+import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import { readRequestFacts } from '../upstreams/request-facts.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
+import type { RouteCandidate } from '../upstreams/router.js';
 
 /** The ledger's endpoint name for these requests. */
 const ENDPOINT = 'count_tokens';
@@ -85,14 +86,19 @@ export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promi
   let response;
   let answer: Buffer;
   try {
-    response = await forwardedUpstream('messages', deps).send({
-      method: 'POST',
+    const send = {
+      method: 'POST' as const,
       path: upstreamPath(request.url, MESSAGES_QUERY),
       headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': requestId },
       body: bytes,
       signal: client.abort.signal,
       owner: caller.key.id,
-    });
+    };
+    // The model's configured Anthropic upstreams in order, past any that cannot answer now (as forward.ts
+    // does, without breakers: counting is free), else TOLLGATE_ANTHROPIC_URL.
+    const candidates = deps.router?.route(model, 'anthropic')?.candidates ?? [];
+    if (candidates.length === 0) response = await forwardedUpstream('messages', deps).send(send);
+    else response = await firstAnswer(candidates, send);
     answer = await readAll(response.body);
   } catch (error) {
     settle(null, client.abort.signal.aborted ? 'client_aborted' : 'upstream_interrupted', undefined);
@@ -123,5 +129,23 @@ export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promi
       estCostMicros: 0,
     });
     throw refusal;
+  }
+}
+
+/** The first answer of the candidates that is not a failure to try past (connect error, 429, 5xx); the last one's whatever it is. */
+async function firstAnswer(candidates: readonly RouteCandidate[], send: Parameters<RouteCandidate['upstream']['send']>[0]): Promise<UpstreamResponse> {
+  for (let i = 0; ; i += 1) {
+    const { upstream, upstreamModel } = candidates[i]!;
+    const last = i === candidates.length - 1;
+    let response: UpstreamResponse;
+    try {
+      response = await upstream.send(send, upstreamModel);
+    } catch (error) {
+      if (last || send.signal.aborted) throw error;
+      continue;
+    }
+    if (last || (response.status !== 429 && response.status < 500)) return response;
+    response.body.once('error', () => undefined);
+    response.body.destroy();
   }
 }

@@ -37,7 +37,7 @@ export function createAnthropicUpstream(options: AnthropicUpstreamOptions): Upst
 }
 
 /** Anthropic's answer headers as the relay reads them (see the module comment). */
-function fromAnthropicHeaders(headers: Record<string, string | string[] | undefined>, status: number): Record<string, string | string[] | undefined> {
+export function fromAnthropicHeaders(headers: Record<string, string | string[] | undefined>, status: number): Record<string, string | string[] | undefined> {
   const out: Record<string, string | string[] | undefined> = {};
   const ok = status < 400;
   for (const [name, value] of Object.entries(headers)) {

@@ -70,6 +70,38 @@ function extraBudgetsFrom(texts: readonly string[] | undefined): Budget[] | unde
   });
 }
 
+/**
+ * `--downgrade gpt-4o=gpt-4o-mini,o3=o4-mini [--downgrade-at 80]`: once a budget of the key (or
+ * its tenant) has spent that share, requests for each FROM model go to its TO model.
+ */
+function downgradeFrom(text: string | undefined, at: string | undefined, current?: Policy['downgrade']): Policy['downgrade'] | undefined {
+  if (text === undefined && at === undefined) return undefined;
+  const atPercent = at === undefined ? (current?.atPercent ?? 80) : Number(at.replace(/%$/, ''));
+  if (!(atPercent > 0 && atPercent <= 100)) throw new PolicyError('--downgrade-at takes a percentage above 0 and at most 100, e.g. 80');
+  if (text === undefined) {
+    if (current === undefined) throw new PolicyError('--downgrade-at needs --downgrade FROM=TO (the key has none)');
+    return { ...current, atPercent };
+  }
+  const models: Record<string, string> = {};
+  for (const pair of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')) {
+    const [from = '', to = '', extra] = pair.split('=').map((part) => part.trim());
+    if (from === '' || to === '' || extra !== undefined) throw new PolicyError(`--downgrade takes FROM=TO pairs, e.g. gpt-4o=gpt-4o-mini (got "${pair}")`);
+    models[from] = to;
+  }
+  if (Object.keys(models).length === 0) throw new PolicyError('--downgrade needs at least one FROM=TO pair');
+  return { atPercent, models };
+}
+
+function describeDowngrade(policy: Policy): string {
+  const downgrade = policy.downgrade;
+  if (downgrade === undefined) return '-';
+  const pairs = Object.entries(downgrade.models).map(([from, to]) => `${from} -> ${to}`);
+  return `at ${downgrade.atPercent}% of a budget: ${pairs.join(', ')}`;
+}
+
 function modelsFrom(text: string | undefined): string[] | undefined {
   if (text === undefined) return undefined;
   const models = text
@@ -160,6 +192,7 @@ function describeKey(view: KeyView): string {
     ['limits', describeLimits(view.policy)],
     ['budget', describeBudget(view.policy)],
     ['models', view.policy.models?.join(', ') ?? 'all'],
+    ...(view.policy.downgrade !== undefined ? ([['downgrade', describeDowngrade(view.policy)]] as Array<[string, string]>) : []),
     ...(view.policy.maxInFlight !== undefined ? ([['in flight', `at most ${view.policy.maxInFlight}`]] as Array<[string, string]>) : []),
     ...describeAttributedPolicy(view.policy),
     ...(Object.keys(view.metadata).length > 0
@@ -221,6 +254,8 @@ export function registerKeyCommands(program: Command): void {
     'create',
   )
     .option('--models <list>', 'comma-separated models the key may use (prefix* allowed)')
+    .option('--downgrade <pairs>', 'FROM=TO models (comma-separated): once a budget passes --downgrade-at, FROM goes to TO')
+    .option('--downgrade-at <percent>', 'share of a budget spent that starts the downgrade (default 80)')
     .option('--expires <when>', 'expiry: 30d, 12h, 90m or a date')
     .option('--meta <label=value>', 'metadata label (repeatable)', collect)
     .option('--json', 'print JSON (includes the key once)')
@@ -234,12 +269,15 @@ export function registerKeyCommands(program: Command): void {
             budgetPeriod?: string;
             extraBudget?: string[];
             models?: string;
+            downgrade?: string;
+            downgradeAt?: string;
             expires?: string;
             meta?: string[];
             json?: boolean;
           },
         command: Command,
       ) => {
+        const downgrade = downgradeFrom(options.downgrade, options.downgradeAt);
         const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
         const budgets = extraBudgetsFrom(options.extraBudget);
         const models = modelsFrom(options.models);
@@ -250,6 +288,7 @@ export function registerKeyCommands(program: Command): void {
           ...(budget ? { budget } : {}),
           ...(budgets ? { budgets } : {}),
           ...(models ? { models } : {}),
+          ...(downgrade ? { downgrade } : {}),
           ...maxInFlightFrom(options),
           ...(endUser ? { endUser } : {}),
           ...(tagBudgets ? { tagBudgets } : {}),
@@ -305,6 +344,9 @@ export function registerKeyCommands(program: Command): void {
   )
     .option('--models <list>', 'comma-separated models the key may use')
     .option('--all-models', 'allow every model')
+    .option('--downgrade <pairs>', 'FROM=TO models (comma-separated) to downgrade to past --downgrade-at')
+    .option('--downgrade-at <percent>', 'share of a budget spent that starts the downgrade')
+    .option('--no-downgrade', 'remove the downgrade')
     .option('--expires <when>', 'new expiry: 30d, 12h, 90m or a date')
     .option('--no-expiry', 'never expire')
     .option('--meta <label=value>', 'set a metadata label (repeatable)', collect)
@@ -324,6 +366,8 @@ export function registerKeyCommands(program: Command): void {
             budget?: boolean;
             models?: string;
             allModels?: boolean;
+            downgrade?: string | false;
+            downgradeAt?: string;
             expires?: string;
             expiry?: boolean;
             meta?: string[];
@@ -341,6 +385,8 @@ export function registerKeyCommands(program: Command): void {
           const budget = options.budget === false ? null : budgetFrom(options.budgetUsd, options.budgetPeriod, current.policy.budget);
           const budgets = options.budget === false ? null : extraBudgetsFrom(options.extraBudget);
           if (options.allModels && options.models !== undefined) throw new PolicyError('--all-models cannot be combined with --models');
+          if (options.downgrade === false && options.downgradeAt !== undefined) throw new PolicyError('--no-downgrade cannot be combined with --downgrade-at');
+          const downgrade = options.downgrade === false ? null : downgradeFrom(options.downgrade, options.downgradeAt, current.policy.downgrade);
           const metadata: Record<string, string | null> = { ...metadataFrom(options.meta) };
           for (const label of options.unsetMeta ?? []) metadata[label] = null;
           const patch: KeyPatch = {
@@ -353,6 +399,7 @@ export function registerKeyCommands(program: Command): void {
             endUser: endUserPolicyFrom(options, current.policy.endUser),
             tagBudgets: tagBudgetsFrom(options),
             models: options.allModels ? null : modelsFrom(options.models),
+            downgrade,
             expiresAt: options.expiry === false ? null : options.expires === undefined ? undefined : parseExpiry(options.expires),
             metadata: Object.keys(metadata).length === 0 ? undefined : metadata,
           };

@@ -115,6 +115,12 @@ export const ledger = sqliteTable(
     endUser: text('end_user'),
     /** The request's tags, comma-joined (`a,b`; tags cannot hold commas), null when none. */
     tags: text('tags'),
+    /** The config's name of the upstream that answered (or was tried last); null when never forwarded. */
+    upstream: text('upstream'),
+    /** Upstreams tried for the request, fallbacks included (1 when the first answered). */
+    attempts: integer('attempts'),
+    /** Failed tries an upstream may bill although another answered (a timeout after sending; 5xx of an upstream that bills errors). */
+    billedAttempts: integer('billed_attempts'),
   },
   (t) => [
     index('ledger_key_time').on(t.keyId, t.createdAt),

@@ -36,6 +36,16 @@ export interface EstimateOptions {
   readonly highestForUnknown?: boolean;
   /** Models the table lacks: priced at the fallback (default), or refused before estimating. */
   readonly unknownModels?: 'fallback' | 'refuse';
+  /**
+   * The price to reserve at instead of the table's: a request that may be answered by several
+   * upstreams is reserved at the dearest of their prices (src/upstreams/route-prices.ts).
+   */
+  readonly price?: ResolvedPrice;
+  /**
+   * Prompt tokens reserved per token counted, ≥ 1: the safety margin for a model whose tokenizer
+   * is not public (src/estimate/README.md, "Models without a public tokenizer"). Default 1.
+   */
+  readonly promptTokenFactor?: number;
 }
 
 /** Worst-case completion of a model with no known output limit: the largest common limit today. */
@@ -95,6 +105,16 @@ export interface ReservationBase extends Omit<TokenUsage, 'completionTokens' | '
 /** What a reservation of `completionTokens` (all choices) costs, µUSD: the one pricing of estimates and output plans. */
 export function reservationCost(base: ReservationBase, completionTokens: number, price: ModelPrice, toolRates: ToolRates): number {
   return costMicroUsd({ ...base, completionTokens, audioCompletionTokens: base.audioCompletion ? completionTokens : 0 }, price, toolRates);
+}
+
+/** A count with every prompt's tokens multiplied by `factor` (rounded up), for tokenizers Tollgate can only approximate. */
+function scaled<T extends { tally: { tokens: number }; perItem?: readonly number[] | undefined }>(counted: T, factor: number): T {
+  if (!(factor > 1)) return counted;
+  return {
+    ...counted,
+    tally: { ...counted.tally, tokens: Math.ceil(counted.tally.tokens * factor) },
+    ...(counted.perItem === undefined ? {} : { perItem: counted.perItem.map((tokens) => Math.ceil(tokens * factor)) }),
+  };
 }
 
 /** Creates the counter for an encoding (sync: the encoding must be loadable right now). */
@@ -211,13 +231,14 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
   const model = readModel(body);
   const object = body as JsonObject;
   const encoding = encodingForModel(model);
-  const price = resolvePrice(model, options.prices, { highestForUnknown: options.highestForUnknown === true });
+  const price = options.price ?? resolvePrice(model, options.prices, { highestForUnknown: options.highestForUnknown === true });
   const context: CountContext = {
     counter: createCounter(encoding),
     model,
     ...(options.remoteImageTokens === undefined ? {} : { remoteImageTokens: options.remoteImageTokens }),
   };
-  const counted = countEndpoint(endpoint, object, context);
+  // A Messages body is already counted as an upper bound of Claude's tokens (count-messages.ts): no second margin.
+  const counted = scaled(countEndpoint(endpoint, object, context), endpoint === 'messages' ? 1 : (options.promptTokenFactor ?? 1));
   const promptTokens = Math.max(0, counted.tally.tokens);
   const window = price.contextWindow;
   // Several prompts in one completions request are separate generations: each must fit alone.

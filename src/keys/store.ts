@@ -378,6 +378,7 @@ export function mergePolicy(
     maxInFlight?: number | null | undefined;
     endUser?: EndUserPolicy | null | undefined;
     tagBudgets?: readonly TagBudget[] | null | undefined;
+    downgrade?: Policy['downgrade'] | null | undefined;
   },
 ): Policy {
   const endUser = patch.endUser === undefined ? current.endUser : (patch.endUser ?? undefined);
@@ -387,6 +388,7 @@ export function mergePolicy(
   const budgets = patch.budgets === undefined ? current.budgets : (patch.budgets ?? undefined);
   const models = patch.models === undefined ? current.models : (patch.models ?? undefined);
   const maxInFlight = patch.maxInFlight === undefined ? current.maxInFlight : (patch.maxInFlight ?? undefined);
+  const downgrade = patch.downgrade === undefined ? current.downgrade : (patch.downgrade ?? undefined);
   return {
     limits,
     ...(budget ? { budget } : {}),
@@ -395,5 +397,6 @@ export function mergePolicy(
     ...(maxInFlight === undefined ? {} : { maxInFlight }),
     ...(endUser === undefined || (endUser.limits.length === 0 && (endUser.budgets ?? []).length === 0) ? {} : { endUser }),
     ...(tagBudgets && tagBudgets.length > 0 ? { tagBudgets } : {}),
+    ...(downgrade === undefined ? {} : { downgrade }),
   };
 }

@@ -58,6 +58,8 @@ export interface KeyPatch {
   /** Budgets per tag (replaces the list; `null` clears it). */
   readonly tagBudgets?: readonly TagBudget[] | null | undefined;
   readonly models?: readonly string[] | null | undefined;
+  /** Budget-aware downgrade (`null` removes it). */
+  readonly downgrade?: Policy['downgrade'] | null | undefined;
   readonly expiresAt?: number | null | undefined;
   readonly metadata?: Readonly<Record<string, string | null>> | undefined;
 }

@@ -83,6 +83,12 @@ export interface Completion {
   readonly ttftMs: number | null;
   readonly upstreamRequestId: string | null;
   readonly errorCode: string | null;
+  /** The upstream that answered (or was tried last); null when not routed. */
+  readonly upstream?: string | null;
+  /** Upstreams actually tried (fallbacks included). */
+  readonly attempts?: number | null;
+  /** Of those, the failed tries the upstream may bill although another answered. */
+  readonly billedAttempts?: number | null;
 }
 
 export type RejectionReason = 'rate_limit' | 'budget' | 'other';
@@ -218,7 +224,8 @@ export class LedgerWriter {
            reasoning_tokens = @reasoningTokens, audio_prompt_tokens = @audioPromptTokens,
            audio_completion_tokens = @audioCompletionTokens, service_tier = @serviceTier, tool_cost_micros = @toolCostMicros,
            cost_micros = @costMicros, usage_source = @usageSource,
-           latency_ms = @latencyMs, ttft_ms = @ttftMs, upstream_request_id = @upstreamRequestId, error_code = @errorCode
+           latency_ms = @latencyMs, ttft_ms = @ttftMs, upstream_request_id = @upstreamRequestId, error_code = @errorCode,
+           upstream = @upstream, attempts = @attempts, billed_attempts = @billedAttempts
          WHERE request_id = @requestId AND status = 'pending'`,
       ),
       insertRejection: s.prepare(
@@ -368,6 +375,9 @@ export class LedgerWriter {
               audioCompletionTokens: completion.audioCompletionTokens ?? 0,
               serviceTier: completion.serviceTier ?? null,
               toolCostMicros: completion.toolCostMicros ?? 0,
+              upstream: completion.upstream ?? null,
+              attempts: completion.attempts ?? null,
+              billedAttempts: completion.billedAttempts ?? null,
             });
             const contribution = this.contributions.get(completion.requestId) ?? this.loadContribution(completion.requestId);
             settled.push(completion.requestId);

@@ -139,7 +139,12 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
   const reservation = shared.kind === 'reserved' ? shared.reservation : undefined;
   let done = false;
   const admission: Admission = {
-    headers: { ...limits.headers, ...budgetHeaders(decision.tightest), ...(plan?.capped ? { 'x-tollgate-output-capped': String(plan.perChoice) } : {}) },
+    headers: {
+      ...limits.headers,
+      ...budgetHeaders(decision.tightest),
+      ...(plan?.capped ? { 'x-tollgate-output-capped': String(plan.perChoice) } : {}),
+      ...(request.downgradedFrom === undefined ? {} : { 'x-tollgate-downgraded': `${request.downgradedFrom}->${facts.model}` }),
+    },
     decisionMs,
     settle(usage) {
       if (done) return;

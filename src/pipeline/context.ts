@@ -14,7 +14,9 @@ import type { Estimate } from '../estimate/index.js';
 import type { ClientRequest } from '../http/client-request.js';
 import type { Caller } from '../keys/caller.js';
 import type { FinalStatus } from '../ledger/writer.js';
+import type { ResolvedPrice } from '../estimate/prices.js';
 import type { RequestFacts } from '../upstreams/request-facts.js';
+import type { Route } from '../upstreams/router.js';
 import type { Usage } from '../upstreams/usage.js';
 
 /** An authenticated request. */
@@ -39,6 +41,30 @@ export interface EstimatedRequest extends RequestContext {
   readonly maxCostMicroUsd: number | undefined;
   /** The end user and tags the request names (src/endusers). */
   readonly attribution: Attribution;
+  /** The upstreams that may answer, in order (absent in tests that build requests by hand: the one upstream). */
+  readonly route?: Route;
+  /** The model the client asked for, when the key's budget-aware downgrade sent the request to `facts.model` instead. */
+  readonly downgradedFrom?: string;
+}
+
+/** How one try of one upstream ended (the `outcome` label of tollgate_upstream_attempts_total). */
+type AttemptOutcome = 'ok' | 'client_error' | 'rate_limited' | 'server_error' | 'connect_error' | 'timeout' | 'skipped' | 'client_aborted';
+
+export interface Attempt {
+  readonly upstream: string;
+  readonly outcome: AttemptOutcome;
+  /** The upstream may bill this attempt although another one answered (a timeout after sending, a 5xx of an upstream that bills errors). */
+  readonly billed: boolean;
+}
+
+/** Which upstream answered a forwarded request, what it bills at, and every attempt made. */
+interface Answered {
+  readonly upstream: string;
+  /** The answering upstream's price for the model (the reservation used the dearest candidate's). */
+  readonly price: ResolvedPrice | undefined;
+  /** Bill at the `usage.cost` the upstream reports (OpenRouter). */
+  readonly usageCost: boolean;
+  readonly attempts: readonly Attempt[];
 }
 
 /** What admission took for a request, and how to give it back. */
@@ -65,6 +91,8 @@ export interface AdmittedRequest extends EstimatedRequest {
   sentAt: number;
   /** Set by settle: a request is settled exactly once. */
   settled: boolean;
+  /** Set by forward: the upstream that answered (or was tried last) and the attempts. */
+  answered?: Answered;
 }
 
 /** How a forwarded request ended, as forward or relay saw it. */

@@ -11,6 +11,7 @@ import type { Limiter } from '../limits/index.js';
 import type { LimitSpec } from '../limits/algorithm/policy.js';
 import type { InFlightLimits } from '../limits/in-flight.js';
 import type { Upstream } from '../upstreams/pool.js';
+import type { Router } from '../upstreams/router.js';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';
 import type { AdmittedRequest, Ending } from './context.js';
@@ -41,9 +42,12 @@ export interface PipelineDeps {
   /** With Redis: budgets shared by every node, and what to do when Redis cannot be asked. */
   readonly sharedBudgets: SharedBudgets | undefined;
   readonly ledger: LedgerWriter;
+  /** The first upstream (the shorthand's one): background Responses polls, model listings of one upstream. */
   readonly upstream: Upstream;
   /** Where Anthropic's Messages API goes (src/anthropic/upstream.ts); absent = /v1/messages answers 502. */
   readonly anthropic?: Upstream;
+  /** Every upstream and the routes to them (absent in tests that build deps by hand: `upstream` serves all). */
+  readonly router?: Router;
   readonly events: RequestEvents;
   /** Requests in flight per key and tenant (absent: no cap, as in tests that build deps by hand). */
   readonly inFlight?: InFlightLimits;

@@ -4,8 +4,10 @@
  * request: prompt tokens counted with the model's tokenizer, the completion
  * reserved, both priced. A request refused here is filed as a refusal.
  */
+import type { Endpoint } from '../endpoints.js';
 import { TollgateError, type ErrorCode } from '../errors.js';
 import { budgetChecksFor } from '../budgets/check.js';
+import { downgradeTarget } from '../budgets/downgrade.js';
 import { readAttribution } from '../endusers/attribution.js';
 import { hasAttributedUsdCap } from '../endusers/checks.js';
 import { estimateRequest, EstimateInputError, resolvePrice, type Estimate } from '../estimate/index.js';
@@ -13,6 +15,8 @@ import { parseJsonObject } from '../http/body.js';
 import { bindingsFor, checkModelAllowed } from '../keys/caller.js';
 import { usdToMicros } from '../money.js';
 import { readRequestFacts, type RequestFacts } from '../upstreams/request-facts.js';
+import { reservationPricing } from '../upstreams/route-prices.js';
+import type { Route } from '../upstreams/router.js';
 import { chargeRefusal } from './charge-refusal.js';
 import type { EstimatedRequest, RequestContext } from './context.js';
 import type { PipelineDeps } from './deps.js';
@@ -23,17 +27,36 @@ import { settleRefused } from './settle.js';
 export async function estimate(request: RequestContext, deps: PipelineDeps): Promise<EstimatedRequest> {
   let facts: RequestFacts | undefined;
   try {
-    const bytes = await request.client.readBody(deps.maxBodyBytes);
-    const body = parseJsonObject(bytes);
+    let bytes = await request.client.readBody(deps.maxBodyBytes);
+    let body = parseJsonObject(bytes);
     facts = readRequestFacts(request.endpoint, body);
     checkModelAllowed(request.caller.policy, facts.model);
-    checkModelPriced(facts.model, deps);
+    const asked = facts.model;
+    const cheaper = downgradeOf(request, asked, deps);
+    if (cheaper !== undefined) {
+      body = { ...body, model: cheaper };
+      bytes = Buffer.from(JSON.stringify(body));
+      facts = readRequestFacts(request.endpoint, body);
+    }
+    const route = routeOf(facts.model, request.endpoint, deps);
+    checkModelPriced(facts.model, route, deps);
     const maxCostMicroUsd = readCostCap(request.client.headers[COST_CAP_HEADER]);
     const attribution = readAttribution(body, request.client.headers);
     // Only a configured fallback can be below the highest prices; otherwise nothing to decide per key.
-    const options = deps.estimate.prices.fallbackExplicit === true && hasUsdCap(request, deps) ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
-    const estimated: Estimate = await estimateRequest(request.endpoint, body, options);
-    return { ...request, bytes, body, facts, estimate: estimated, maxCostMicroUsd, attribution };
+    const highestForUnknown = deps.estimate.prices.fallbackExplicit === true && hasUsdCap(request, deps);
+    const base = highestForUnknown ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
+    const estimated: Estimate = await estimateRequest(request.endpoint, body, withRoutePricing(base, route, highestForUnknown));
+    return {
+      ...request,
+      bytes,
+      body,
+      facts,
+      estimate: estimated,
+      maxCostMicroUsd,
+      attribution,
+      ...(route === undefined ? {} : { route }),
+      ...(cheaper === undefined ? {} : { downgradedFrom: asked }),
+    };
   } catch (error) {
     // Refusals count against the key's request limits too (charge-refusal.ts).
     const refusal = await chargeRefusal(request, asRefusal(error), deps);
@@ -55,6 +78,38 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
 
 const COST_CAP_HEADER = 'x-tollgate-max-cost-usd';
 
+/** The cheaper model a key's downgrade sends this request to, now that its budgets are spent so far (src/budgets/downgrade.ts). */
+function downgradeOf(request: RequestContext, model: string, deps: PipelineDeps): string | undefined {
+  const downgrade = request.caller.policy.downgrade;
+  if (downgrade === undefined || !Object.hasOwn(downgrade.models, model)) return undefined;
+  const shares = budgetChecksFor(request.caller).map((check) => deps.spend.spent(check.scope, check.budget.period, request.startedAt) / check.budget.microUsd);
+  return downgradeTarget(downgrade, model, shares);
+}
+
+/** The upstreams that serve the model, in order; a model none serves is refused (400 model_not_found). */
+function routeOf(model: string, endpoint: Endpoint, deps: PipelineDeps): Route | undefined {
+  if (deps.router === undefined) return undefined;
+  const dialect = endpoint === 'messages' ? 'anthropic' : 'openai';
+  const route = deps.router.route(model, dialect);
+  if (route !== undefined) return route;
+  // Without anthropic upstreams in the config, Messages go to TOLLGATE_ANTHROPIC_URL (forward.ts).
+  if (dialect === 'anthropic' && !deps.router.upstreams.some((upstream) => upstream.spec.kind === 'anthropic')) return undefined;
+  throw new TollgateError('model_not_found', `The model "${model}" is not served by any upstream of this proxy.`, { param: 'model' });
+}
+
+/** Estimate options for a routed request: its route's prices and prompt margin (src/upstreams/route-prices.ts). */
+function withRoutePricing(options: PipelineDeps['estimate'], route: Route | undefined, highestForUnknown: boolean): PipelineDeps['estimate'] {
+  if (route === undefined) return options;
+  const pricing = reservationPricing(route, highestForUnknown);
+  const single = route.candidates.length === 1 ? route.candidates[0]!.upstream.spec.prices : undefined;
+  return {
+    ...options,
+    ...(single === undefined ? {} : { prices: single }),
+    ...(pricing.price === undefined ? {} : { price: pricing.price }),
+    ...(pricing.promptTokenFactor > 1 ? { promptTokenFactor: pricing.promptTokenFactor } : {}),
+  };
+}
+
 /** The client's own cap on what this request may cost (`x-tollgate-max-cost-usd: 0.25`), in µUSD. */
 function readCostCap(value: string | string[] | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -67,9 +122,11 @@ function readCostCap(value: string | string[] | undefined): number | undefined {
   return micros;
 }
 
-/** With `TOLLGATE_UNKNOWN_MODELS=refuse`, a model the price table lacks is refused (400 model_not_found). */
-function checkModelPriced(model: string, deps: PipelineDeps): void {
-  if (deps.estimate.unknownModels !== 'refuse' || resolvePrice(model, deps.estimate.prices).known) return;
+/** With `TOLLGATE_UNKNOWN_MODELS=refuse`, a model the price table (of any upstream it may go to) lacks is refused (400 model_not_found). */
+function checkModelPriced(model: string, route: Route | undefined, deps: PipelineDeps): void {
+  if (deps.estimate.unknownModels !== 'refuse') return;
+  const tables = route === undefined ? [deps.estimate.prices] : route.candidates.map((c) => c.upstream.spec.prices);
+  if (tables.every((table) => resolvePrice(model, table).known)) return;
   throw new TollgateError(
     'model_not_found',
     `The model "${model}" has no price in Tollgate's price table, so it cannot be billed. Add it to the config's prices.`,

@@ -9,6 +9,7 @@ import type { Estimate } from '../estimate/index.js';
 import type { Caller } from '../keys/caller.js';
 import type { FinalStatus, RejectionReason, UsageSource } from '../ledger/writer.js';
 import type { Usage } from '../upstreams/usage.js';
+import type { Attempt } from './context.js';
 
 interface FinishedBase {
   readonly requestId: string;
@@ -45,6 +46,10 @@ interface RequestSettled extends FinishedBase {
   readonly ttftMs: number | null;
   readonly upstreamRequestId: string | null;
   readonly errorCode: string | null;
+  /** The upstream that answered (or was tried last), when the request was routed. */
+  readonly upstream?: string;
+  /** Every try of an upstream, in order. */
+  readonly attempts?: readonly Attempt[];
 }
 
 export type RequestFinished = RequestRefused | RequestSettled;

@@ -2,68 +2,148 @@
  * Stage 4, forward: send the admitted request upstream with the proxy's own
  * provider key. The body goes as the client sent it, except that a stream
  * whose usage arrives only on request asks for it
- * (`stream_options.include_usage`; the relay withholds that chunk again).
- * When the upstream cannot be reached or the client leaves first, the
- * request is settled here and the client gets the error.
+ * (`stream_options.include_usage`; the relay withholds that chunk again), and
+ * a model an upstream knows by another name (an alias, an Azure deployment)
+ * is renamed for it.
+ *
+ * The request's route lists the upstreams that may answer, in order. Before
+ * anything reaches the client, a connect error, a timeout, a 429 or a 5xx
+ * sends it on to the next one (an upstream whose breaker is open, or whose
+ * Retry-After has not passed, is skipped); the last one's answer, whatever it
+ * is, goes to the client. Once the answer's headers are taken, there is no
+ * going back: the relay owns the body. Every attempt is noted on the request
+ * (`answered`) for the ledger and the metrics. When no upstream answers or
+ * the client leaves first, the request is settled here and the client gets
+ * the error. Anthropic's Messages API is routed the same way among the
+ * config's `anthropic` upstreams; without any, it goes to the one Anthropic
+ * upstream of TOLLGATE_ANTHROPIC_URL (src/anthropic/upstream.ts).
  */
+import type { Endpoint } from '../endpoints.js';
 import { TollgateError } from '../errors.js';
 import { toUpstreamHeaders } from '../http/headers.js';
-import type { Endpoint } from '../endpoints.js';
+import { retryAfterMs } from '../upstreams/breaker.js';
 import { failedBeforeSending, toUpstreamError, type Upstream, type UpstreamResponse } from '../upstreams/pool.js';
 import { needsUsageInjection, withUsageRequested } from '../upstreams/request-facts.js';
-import type { AdmittedRequest } from './context.js';
+import { answerPrice } from '../upstreams/route-prices.js';
+import type { RouteCandidate } from '../upstreams/router.js';
+import type { AdmittedRequest, Attempt } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { settleForwarded } from './settle.js';
 
 /** Stage 4: the upstream's response (headers arrived; the body is still to come). */
 export async function forward(request: AdmittedRequest, deps: PipelineDeps): Promise<UpstreamResponse> {
-  const { client, endpoint, facts } = request;
-  const body = needsUsageInjection(endpoint, facts) ? withUsageRequested(request.bytes, request.body) : request.bytes;
+  const { client } = request;
   request.sentAt = deps.now();
   if (client.abort.signal.aborted) return clientLeftFirst(request, deps);
-  try {
-    return await forwardedUpstream(endpoint, deps).send({
-      method: 'POST',
-      path: upstreamPath(request.url, endpoint === 'messages' ? MESSAGES_QUERY : []),
+  const candidates = request.route?.candidates ?? [];
+  const attempts: Attempt[] = [];
+  let failed: unknown;
+  let tried: RouteCandidate | undefined;
+  for (let i = 0; i < candidates.length || (i === 0 && candidates.length === 0); i += 1) {
+    const candidate = candidates[i];
+    const last = i >= candidates.length - 1;
+    // The last candidate is always tried: an answer, even an error, beats none.
+    if (candidate !== undefined && !last && !candidate.upstream.breaker.tryAcquire(deps.now())) {
+      attempts.push({ upstream: candidate.upstream.name, outcome: 'skipped', billed: false });
+      continue;
+    }
+    tried = candidate;
+    const send = {
+      method: 'POST' as const,
+      path: upstreamPath(request.url, request.endpoint === 'messages' ? MESSAGES_QUERY : []),
       headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': request.requestId },
-      body,
+      body: bodyFor(request, candidate?.upstreamModel ?? request.facts.model),
       signal: client.abort.signal,
       owner: request.caller.key.id,
-    });
-  } catch (error) {
-    const clientGone = client.abort.signal.aborted;
-    const failure = clientGone ? undefined : toUpstreamError(error);
-    settleForwarded(
-      request,
-      {
-        outcome: clientGone ? 'client_aborted' : failure?.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted',
-        status: null,
-        // A refused connection never reached the upstream: nothing to bill.
-        accepted: clientGone || !failedBeforeSending(error),
-        usage: undefined,
-        streamedText: '',
-        firstTokenAt: undefined,
-        upstreamRequestId: undefined,
-        errorCode: failure?.code ?? 'client_aborted',
-      },
-      deps,
-    );
-    throw failure ?? new TollgateError('client_closed_request', 'The client closed the request.');
+    };
+    let response: UpstreamResponse;
+    try {
+      response =
+        candidate === undefined ? await forwardedUpstream(request.endpoint, deps).send(send) : await candidate.upstream.send(send, candidate.upstreamModel);
+    } catch (error) {
+      failed = error;
+      const name = candidate?.upstream.name;
+      if (client.abort.signal.aborted) {
+        candidate?.upstream.breaker.release();
+        if (name !== undefined) attempts.push({ upstream: name, outcome: 'client_aborted', billed: !failedBeforeSending(error) });
+        break;
+      }
+      candidate?.upstream.breaker.recordFailure(deps.now());
+      const outcome = toUpstreamError(error).code === 'upstream_timeout' ? 'timeout' : 'connect_error';
+      if (name !== undefined) attempts.push({ upstream: name, outcome, billed: !failedBeforeSending(error) });
+      continue;
+    }
+    failed = undefined;
+    const { status } = response;
+    const failing = status === 429 || status >= 500;
+    if (candidate === undefined) return response;
+    const { upstream } = candidate;
+    if (failing) upstream.breaker.recordFailure(deps.now(), retryAfterMs(response.headers, deps.now(), deps.router?.maxRetryAfterMs ?? 0));
+    else upstream.breaker.recordSuccess();
+    const billed = status >= 500 && upstream.spec.billsErrors;
+    const outcome = status < 400 ? 'ok' : status === 429 ? 'rate_limited' : status >= 500 ? 'server_error' : 'client_error';
+    attempts.push({ upstream: upstream.name, outcome, billed });
+    if (failing && !last) {
+      // Nothing of this answer reached the client: drop it (undici reports the destroy as an error) and try the next upstream.
+      response.body.once('error', () => undefined);
+      response.body.destroy();
+      continue;
+    }
+    noteAnswer(request, candidate, attempts);
+    return response;
   }
+  if (tried !== undefined) noteAnswer(request, tried, attempts);
+  const clientGone = client.abort.signal.aborted;
+  const failure = clientGone ? undefined : toUpstreamError(failed);
+  settleForwarded(
+    request,
+    {
+      outcome: clientGone ? 'client_aborted' : failure?.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted',
+      status: null,
+      // A refused connection never reached the upstream: nothing to bill.
+      accepted: clientGone || !failedBeforeSending(failed),
+      usage: undefined,
+      streamedText: '',
+      firstTokenAt: undefined,
+      upstreamRequestId: undefined,
+      errorCode: failure?.code ?? 'client_aborted',
+    },
+    deps,
+  );
+  throw failure ?? new TollgateError('client_closed_request', 'The client closed the request.');
 }
 
 /** Query parameters Anthropic's Messages API defines (its SDKs' beta client sends `?beta=true`). */
 export const MESSAGES_QUERY: readonly string[] = ['beta'];
 
 /**
- * The upstream an endpoint's requests go to: Anthropic's Messages API to the Anthropic upstream
- * (src/anthropic/upstream.ts), everything else to the OpenAI-compatible one. The seam that
- * config-file routing by model (issue 14, part A) replaces.
+ * The upstream of a request no route names: Anthropic's Messages API to the
+ * Anthropic upstream of TOLLGATE_ANTHROPIC_URL, everything else to the one
+ * upstream (tests that build deps by hand).
  */
 export function forwardedUpstream(endpoint: Endpoint, deps: Pick<PipelineDeps, 'upstream' | 'anthropic'>): Upstream {
   if (endpoint !== 'messages') return deps.upstream;
   if (deps.anthropic === undefined) throw new TollgateError('upstream_unreachable', 'No Anthropic upstream is configured for /v1/messages.');
   return deps.anthropic;
+}
+
+/** The body for an upstream that knows the model as `upstreamModel`. */
+function bodyFor(request: AdmittedRequest, upstreamModel: string): Buffer {
+  const renamed = upstreamModel !== request.facts.model;
+  const body = renamed ? { ...request.body, model: upstreamModel } : request.body;
+  const bytes = renamed ? Buffer.from(JSON.stringify(body)) : request.bytes;
+  return needsUsageInjection(request.endpoint, request.facts) ? withUsageRequested(bytes, body) : bytes;
+}
+
+/** Notes who answered (or was tried last). A model no table prices stays at the price it was reserved at. */
+function noteAnswer(request: AdmittedRequest, candidate: RouteCandidate, attempts: readonly Attempt[]): void {
+  const known = request.route !== undefined && request.estimate.price.known;
+  request.answered = {
+    upstream: candidate.upstream.name,
+    price: known ? answerPrice(request.route!, candidate.upstream.name, false) : undefined,
+    usageCost: candidate.upstream.spec.usageCost,
+    attempts,
+  };
 }
 
 /** The client went away while the request was being admitted: it is never sent, and costs nothing. */

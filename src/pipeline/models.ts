@@ -15,6 +15,7 @@ import type { RejectionReason } from '../ledger/writer.js';
 import type { Policy } from '../limits/algorithm/policy.js';
 import { toUpstreamError } from '../upstreams/pool.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
+import { listRoutedModels } from '../upstreams/model-list.js';
 import { authenticateHeaders } from './authenticate.js';
 import { clientRequestOf } from '../http/client-request.js';
 import { chargeRefusal, chargeRequestLimits } from './charge-refusal.js';
@@ -23,7 +24,7 @@ import { upstreamPath } from './forward.js';
 import { AdmissionRefused } from './refusals.js';
 import { asBody, readAll } from './relay.js';
 
-type ModelsDeps = Pick<PipelineDeps, 'keys' | 'upstream' | 'now' | 'limiter' | 'globalLimits' | 'ledger'>;
+type ModelsDeps = Pick<PipelineDeps, 'keys' | 'upstream' | 'now' | 'limiter' | 'globalLimits' | 'ledger'> & Pick<Partial<PipelineDeps>, 'router'>;
 
 /** The ledger's name for these requests (they name no model of their own when listing). */
 const ENDPOINT = 'models';
@@ -91,6 +92,25 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
       errorCode: outcome === 'ok' ? null : outcome,
     });
   };
+  const router = deps.router;
+  if (router !== undefined && !router.shorthand) {
+    // Several upstreams: the listing is Tollgate's own, built from theirs and the config.
+    const routed = single === undefined ? undefined : router.route(single);
+    const list =
+      single === undefined
+        ? await listRoutedModels(router, { headers: { 'x-client-request-id': requestId }, signal: client.abort.signal, owner: caller.key.id }, (id) =>
+            isModelAllowed(caller.policy, id),
+          )
+        : [];
+    const served = single === undefined || routed !== undefined;
+    settle(served ? 200 : 404, client.abort.signal.aborted ? 'client_aborted' : 'ok');
+    if (!served) {
+      throw new TollgateError('model_not_found', `The model "${single}" is not served by any upstream of this proxy.`, { param: 'model' });
+    }
+    const payload =
+      single === undefined ? { object: 'list', data: list } : { id: single, object: 'model', created: 0, owned_by: routed!.candidates[0]!.upstream.name };
+    return c.json(payload, 200, { 'x-request-id': requestId });
+  }
   let bytes: Buffer;
   let response;
   try {

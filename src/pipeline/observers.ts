@@ -24,8 +24,9 @@ export function recordMetrics(metrics: Metrics, store: 'local' | 'redis' | 'ipc'
     metrics.observeUpstream(endpoint, event.stream, (event.completedAt - event.sentAt) / 1000);
     if (event.ttftMs !== null) metrics.observeTimeToFirstToken(endpoint, event.ttftMs / 1000);
     if (event.usageSource === 'reported' && event.estimate.promptTokens > 0) {
-      metrics.observeEstimateRatio(endpoint, usage.promptTokens / event.estimate.promptTokens);
+      metrics.observeEstimateRatio(endpoint, usage.promptTokens / event.estimate.promptTokens, event.upstream);
     }
+    for (const attempt of event.attempts ?? []) metrics.countAttempt(attempt.upstream, attempt.outcome);
   };
 }
 
@@ -51,6 +52,8 @@ export function logRequests(logger: Logger): FinishedListener {
         usageSource: event.usageSource,
         upstreamRequestId: event.upstreamRequestId ?? undefined,
         errorCode: event.errorCode ?? undefined,
+        upstream: event.upstream,
+        attempts: event.attempts !== undefined && event.attempts.length > 1 ? event.attempts : undefined,
       },
       'request',
     );

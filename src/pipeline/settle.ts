@@ -50,6 +50,8 @@ export interface CostInput {
   readonly streamedText: string;
   /** Tokens of completion text, for the request's model. */
   readonly countTokens: (text: string) => number;
+  /** The answering upstream's reported cost (`usage.cost`) is the bill (OpenRouter). */
+  readonly useReportedCost?: boolean;
 }
 
 const NOTHING: Usage = { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 };
@@ -71,7 +73,8 @@ export function costOfEnding(input: CostInput): Settlement {
       ...input.reported,
       ...(tier === undefined ? {} : { serviceTier: tier }),
     };
-    return { usage, costMicros: costMicroUsd(usage, estimate.price, estimate.toolRates), source: 'reported' };
+    const reportedCost = input.useReportedCost === true ? input.reported.reportedCostMicros : undefined;
+    return { usage, costMicros: reportedCost ?? costMicroUsd(usage, estimate.price, estimate.toolRates), source: 'reported' };
   }
   if (input.upstreamError || !input.accepted) {
     return { usage: NOTHING, costMicros: 0, source: 'none' };
@@ -99,9 +102,12 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
   if (request.settled) return;
   if (deps.responses?.deferSettlement(request, ending) === true) return;
   request.settled = true;
-  const { estimate, facts } = request;
+  const { facts, answered } = request;
+  // Billed at the price of the upstream that answered; reserved at the dearest that might have.
+  const estimate = answered?.price === undefined ? request.estimate : { ...request.estimate, price: answered.price };
   const completedAt = deps.now();
   const cost = costOfEnding({
+    useReportedCost: answered?.usageCost === true,
     estimate,
     reported: ending.usage,
     accepted: ending.accepted,
@@ -129,6 +135,13 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
     ttftMs: ending.firstTokenAt === undefined ? null : ending.firstTokenAt - request.startedAt,
     upstreamRequestId: ending.upstreamRequestId ?? null,
     errorCode: ending.errorCode ?? null,
+    ...(answered === undefined
+      ? {}
+      : {
+          upstream: answered.upstream,
+          attempts: answered.attempts.filter((a) => a.outcome !== 'skipped').length,
+          billedAttempts: answered.attempts.filter((a) => a.billed).length,
+        }),
   };
   deps.ledger.complete(completion);
   request.admission.settle({ tokens: completion.promptTokens + completion.completionTokens, microUsd: completion.costMicros });
@@ -152,6 +165,7 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
     ttftMs: completion.ttftMs,
     upstreamRequestId: completion.upstreamRequestId,
     errorCode: completion.errorCode,
+    ...(answered === undefined ? {} : { upstream: answered.upstream, attempts: answered.attempts }),
   });
 }
 

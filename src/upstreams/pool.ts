@@ -22,9 +22,15 @@ export interface UpstreamOptions {
   readonly maxShare?: number;
   /** Longest a request waits for a connection before a 429 (ms). Default 10 000. */
   readonly queueTimeoutMs?: number;
+  /** Headers sent on every request (an upstream's configured extras). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Headers sent when the client sent none of that name (`anthropic-version`: the client's body follows its own). */
+  readonly defaultHeaders?: Readonly<Record<string, string>>;
+  /** How the key is sent: `Authorization: Bearer` (default), Azure's `api-key`, Anthropic's `x-api-key`. */
+  readonly auth?: 'bearer' | 'api-key' | 'x-api-key' | 'none';
 }
 
-interface UpstreamRequest {
+export interface UpstreamRequest {
   readonly method: 'GET' | 'POST' | 'DELETE';
   /** Path below the base URL, starting with "/" (e.g. /chat/completions), query included. */
   readonly path: string;
@@ -58,7 +64,12 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     keepAliveTimeout: 30_000,
     pipelining: 1,
   });
-  const authorization = options.apiKey === undefined ? undefined : `Bearer ${options.apiKey}`;
+  const auth = options.auth ?? 'bearer';
+  const fixedHeaders: Record<string, string> = { ...options.headers };
+  if (options.apiKey !== undefined && auth !== 'none') {
+    if (auth === 'bearer') fixedHeaders.authorization = `Bearer ${options.apiKey}`;
+    else fixedHeaders[auth] = options.apiKey;
+  }
   const slots = new FairSlots({
     capacity: options.connections,
     perOwnerMax: perOwnerMaxOf(options.connections, options.maxShare ?? 0.75),
@@ -67,8 +78,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
 
   return {
     async send(request) {
-      const headers: Record<string, string> = { ...request.headers };
-      if (authorization !== undefined) headers.authorization = authorization;
+      const headers: Record<string, string> = { ...options.defaultHeaders, ...request.headers, ...fixedHeaders };
       const release = await slots.acquire(request.owner ?? '', request.signal).catch((error: unknown) => {
         throw toUpstreamError(error);
       });

@@ -25,6 +25,8 @@ export interface Usage {
   readonly cacheWrite5mTokens?: number;
   /** Part of promptTokens written to Anthropic's prompt cache with the 1-hour TTL (billed 2× input). */
   readonly cacheWrite1hTokens?: number;
+  /** What the upstream says the request cost (OpenRouter's `usage.cost`, USD), µUSD rounded up; used where the upstream is trusted to say. */
+  readonly reportedCostMicros?: number;
 }
 
 function count(value: unknown): number | undefined {
@@ -45,7 +47,12 @@ export function readUsage(usage: unknown): Usage | undefined {
   if (usage === null || typeof usage !== 'object') return undefined;
   const prompt = count(field(usage, 'prompt_tokens')) ?? count(field(usage, 'input_tokens'));
   if (prompt === undefined) return undefined;
-  const completion = count(field(usage, 'completion_tokens')) ?? count(field(usage, 'output_tokens')) ?? 0;
+  const stated = count(field(usage, 'completion_tokens')) ?? count(field(usage, 'output_tokens')) ?? 0;
+  // Gemini's OpenAI-compatible endpoint leaves its thoughts out of completion_tokens but not out
+  // of total_tokens; they are billed as output, so the output is whatever the total leaves.
+  const total = count(field(usage, 'total_tokens'));
+  const completion = total !== undefined && total - prompt > stated ? total - prompt : stated;
+  const cost = field(usage, 'cost');
   const promptDetails = field(usage, 'prompt_tokens_details') ?? field(usage, 'input_tokens_details');
   const completionDetails = field(usage, 'completion_tokens_details') ?? field(usage, 'output_tokens_details');
   const cached = Math.min(prompt, count(field(promptDetails, 'cached_tokens')) ?? 0);
@@ -59,7 +66,13 @@ export function readUsage(usage: unknown): Usage | undefined {
     reasoningTokens: reasoning,
     ...(audioIn === undefined || audioIn === 0 ? {} : { audioPromptTokens: Math.min(prompt, audioIn) }),
     ...(audioOut === undefined || audioOut === 0 ? {} : { audioCompletionTokens: Math.min(completion, audioOut) }),
+    ...(typeof cost === 'number' && Number.isFinite(cost) && cost >= 0 && cost < 1e6 ? { reportedCostMicros: costMicros(cost) } : {}),
   };
+}
+
+/** USD as a float (as OpenRouter reports it) → µUSD, rounded up; the 1e-6 absorbs binary float noise (0.0000123 × 1e6 = 12.300000000000002). */
+function costMicros(usd: number): number {
+  return Math.max(0, Math.ceil(usd * 1e6 - 1e-6));
 }
 
 /**

@@ -27,9 +27,13 @@
  *   audioIn=N          add N audio tokens to the prompt (prompt_tokens_details.audio_tokens)
  *   audioOut=N         add N audio tokens to the completion (completion_tokens_details.audio_tokens)
  *   tier=T             report service_tier T (default: the tier asked for, else "default")
+ *   retryAfter=S       with status=429|503: the Retry-After header's seconds (429 default 1)
  *   webSearch=N, fileSearch=N, codeInterpreter=N, images=N
  *                      Responses only: that many built-in tool calls in `output`
  *                      (codeInterpreter: N calls in N distinct containers)
+ *
+ * `options.kind` makes it Azure OpenAI (api-key header, deployment URLs with
+ * api-version) or OpenRouter (usage.cost): see provider-kinds.ts.
  *
  * Responses are stored and have their lifecycle (retrieve, cancel, delete,
  * input items, background jobs): see stored-responses.ts. Anthropic's
@@ -44,6 +48,7 @@ import { streamAnswer } from './openai-stream.js';
 import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
 import { handleAnthropic, isAnthropicPath, sendAnthropicError } from './anthropic.js';
 import { StoredResponses } from './stored-responses.js';
+import { fakeKind } from './provider-kinds.js';
 import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
 import { answerWords, billedExtras, extrasFor, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
 
@@ -57,6 +62,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   const pending = new Set<Promise<void>>();
   let defaultScenario: Scenario = {};
   const stored = new StoredResponses();
+  const kind = fakeKind(options);
 
   const server: Server = createServer((req, res) => {
     const done = handle(req, res).catch(() => {
@@ -86,12 +92,15 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
         );
       }
     }
-    const path = (req.url ?? '/').split('?')[0]!;
+    const targeted = kind.target(req);
+    const path = targeted.ok ? targeted.target.path : (req.url ?? '/').split('?')[0]!;
+    const deployment = targeted.ok ? targeted.target.deployment : undefined;
     const scenario: Scenario = req.headers['x-fake-scenario'] !== undefined ? parseScenario(String(req.headers['x-fake-scenario'])) : defaultScenario;
     const record: RecordedRequest = {
       id: `req_${randomBytes(12).toString('hex')}`,
       method: req.method ?? 'GET',
       path,
+      url: req.url ?? '/',
       headers: req.headers,
       body,
       startedAt: Date.now(),
@@ -106,14 +115,13 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       if (!record.finished) record.closedEarly = true;
     });
 
-    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
-      return sendError(res, 401, ERROR_TYPES[401]!, record);
-    }
+    if (!kind.authorized(req)) return sendError(res, 401, ERROR_TYPES[401]!, record);
+    if (!targeted.ok) return sendError(res, targeted.status, { type: 'invalid_request_error', code: targeted.code, message: targeted.message }, record);
     const status = num(scenario, 'status');
     if (status !== undefined && status >= 400) {
       await sleep(num(scenario, 'headersDelay') ?? 0);
       const base = ERROR_TYPES[status] ?? { type: 'server_error', code: 'server_error', message: `Fake error ${status}.` };
-      return sendError(res, status, { ...base, code: scenario.errorCode ?? base.code }, record);
+      return sendError(res, status, { ...base, code: scenario.errorCode ?? base.code }, record, scenario.retryAfter);
     }
 
     if (stored.handle(req.method ?? 'GET', path, new URL(req.url ?? '/', 'http://fake').searchParams, res, record)) return;
@@ -138,7 +146,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     if (endpoint === undefined) {
       return sendError(res, 404, { type: 'invalid_request_error', code: 'unknown_url', message: `Invalid URL (${route})` }, record);
     }
-    const model = typeof body.model === 'string' ? body.model : '';
+    // A deployment URL names the model in its path (Azure ignores the body's).
+    const model = deployment ?? (typeof body.model === 'string' ? body.model : '');
     if (model === '') {
       return sendError(res, 400, { type: 'invalid_request_error', code: 'missing_model', message: 'you must provide a model parameter' }, record);
     }
@@ -202,16 +211,31 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       }
     }
     if (body.stream === true) {
-      return streamAnswer(res, { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason, extras }, record);
+      return streamAnswer(
+        res,
+        { endpoint, body, model, words, n, scenario, reasoning, promptTokens, cachedTokens, finishReason, extras, cost: kind.cost },
+        record,
+      );
     }
     await sleep(num(scenario, 'delay') ?? 0);
     if (res.destroyed) return;
     const completionTokens = perChoiceTokens * n + reasoning + extras.audioCompletionTokens;
-    record.billed = { promptTokens, cachedTokens, completionTokens, reasoningTokens: reasoning, ...billedExtras(extras) };
-    const usage = usageBlock(endpoint, promptTokens, cachedTokens, completionTokens, reasoning, {
-      prompt: extras.audioPromptTokens,
-      completion: extras.audioCompletionTokens,
-    });
+    const costUsd = kind.cost(promptTokens, completionTokens);
+    record.billed = {
+      promptTokens,
+      cachedTokens,
+      completionTokens,
+      reasoningTokens: reasoning,
+      ...billedExtras(extras),
+      ...(costUsd === undefined ? {} : { costUsd }),
+    };
+    const usage = {
+      ...usageBlock(endpoint, promptTokens, cachedTokens, completionTokens, reasoning, {
+        prompt: extras.audioPromptTokens,
+        completion: extras.audioCompletionTokens,
+      }),
+      ...(costUsd === undefined ? {} : { cost: costUsd }),
+    };
     const created = Math.floor(Date.now() / 1000);
     if (endpoint === 'chat') {
       return sendJson(

@@ -24,6 +24,8 @@ export interface StreamPlan {
   responseId?: string;
   createdStatus?: string;
   extras: Extras;
+  /** USD the fake bills for the usage, reported as `usage.cost` (the openrouter kind). */
+  cost?: (promptTokens: number, completionTokens: number) => number | undefined;
 }
 
 export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record: RecordedRequest): Promise<void> {
@@ -160,10 +162,14 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
   }
   const answer = words.join('');
   const completionTokens = tokens(model, answer) * n + plan.reasoning + plan.extras.audioCompletionTokens;
-  const usage = usageBlock(endpoint, plan.promptTokens, plan.cachedTokens, completionTokens, plan.reasoning, {
-    prompt: plan.extras.audioPromptTokens,
-    completion: plan.extras.audioCompletionTokens,
-  });
+  const costUsd = plan.cost?.(plan.promptTokens, completionTokens);
+  const usage = {
+    ...usageBlock(endpoint, plan.promptTokens, plan.cachedTokens, completionTokens, plan.reasoning, {
+      prompt: plan.extras.audioPromptTokens,
+      completion: plan.extras.audioCompletionTokens,
+    }),
+    ...(costUsd === undefined ? {} : { cost: costUsd }),
+  };
   const final = { serviceTier: plan.extras.serviceTier, tools: toolCallItems(plan.extras.toolCalls) };
   if (endpoint === 'chat') {
     for (let index = 0; index < n; index += 1) {
@@ -196,6 +202,7 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     completionTokens,
     reasoningTokens: plan.reasoning,
     ...billedExtras(plan.extras),
+    ...(costUsd === undefined ? {} : { costUsd }),
   };
   record.finished = true;
   res.end();

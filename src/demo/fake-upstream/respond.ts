@@ -37,6 +37,7 @@ export function sendError(
   status: number,
   error: { type: string; code: string; message: string },
   record: RecordedRequest | undefined,
+  retryAfter?: string,
 ): void {
   if (res.destroyed) return;
   const text = JSON.stringify({ error: { message: error.message, type: error.type, param: null, code: error.code } });
@@ -50,8 +51,10 @@ export function sendError(
     'x-request-id': record?.id ?? 'req_fake',
   };
   if (status === 429) {
-    headers['retry-after'] = '1';
+    headers['retry-after'] = retryAfter ?? '1';
     headers['x-ratelimit-remaining-requests'] = '0';
+  } else if (retryAfter !== undefined) {
+    headers['retry-after'] = retryAfter;
   }
   res.writeHead(status, headers);
   res.end(text);

@@ -15,12 +15,17 @@ export interface FakeBilling {
   readonly serviceTier?: string;
   /** Built-in tool calls in a Responses answer (containers: distinct ones). */
   readonly toolCalls?: { webSearch?: number; fileSearch?: number; codeInterpreter?: number; imageGeneration?: number };
+  /** What the fake says it billed in USD (`usage.cost`, the openrouter kind). */
+  readonly costUsd?: number;
 }
 
 export interface RecordedRequest {
   readonly id: string;
   readonly method: string;
+  /** The OpenAI path the request stood for (an Azure URL's too), without the query. */
   readonly path: string;
+  /** The URL as sent, query included. */
+  readonly url?: string;
   readonly headers: IncomingMessage['headers'];
   readonly body: unknown;
   readonly startedAt: number;
@@ -48,6 +53,12 @@ export interface FakeUpstream {
 export interface FakeUpstreamOptions {
   readonly port?: number;
   readonly host?: string;
-  /** When set, requests must carry `Authorization: Bearer <apiKey>`. */
+  /** When set, requests must carry it: `Authorization: Bearer <apiKey>` (Azure: `api-key: <apiKey>`). */
   readonly apiKey?: string;
+  /** Which provider it behaves like (provider-kinds.ts). Default openai. */
+  readonly kind?: 'openai' | 'azure' | 'openrouter';
+  /** Azure: the `api-version` deployment URLs must carry. Default 2024-10-21. */
+  readonly apiVersion?: string;
+  /** OpenRouter: USD per 1M prompt / completion tokens it reports as `usage.cost`. Default 1 / 2. */
+  readonly costPer1M?: { readonly input: number; readonly output: number };
 }

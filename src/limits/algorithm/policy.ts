@@ -103,6 +103,17 @@ export const policySchema = z
     endUser: endUserPolicySchema.optional(),
     /** Keys only: budgets per tag. */
     tagBudgets: z.array(tagBudgetSchema).readonly().optional(),
+    /**
+     * Budget-aware downgrade (keys): once any budget of the key or its tenant has spent `atPercent`%
+     * of its cap this period, a request for a model in `models` goes to the model it names.
+     */
+    downgrade: z
+      .object({
+        atPercent: z.number().gt(0).max(100),
+        models: z.record(z.string().min(1).max(200), z.string().min(1).max(200)),
+      })
+      .readonly()
+      .optional(),
   })
   .readonly();
 
@@ -270,6 +281,12 @@ export function validatePolicy(policy: Policy): void {
   }
   if (policy.maxInFlight !== undefined && !(Number.isSafeInteger(policy.maxInFlight) && policy.maxInFlight > 0)) {
     throw new PolicyError('max in flight must be a whole number of requests greater than zero');
+  }
+  if (policy.downgrade !== undefined) {
+    const { atPercent, models } = policy.downgrade;
+    if (!(atPercent > 0 && atPercent <= 100)) throw new PolicyError('the downgrade threshold must be a percentage above 0 and at most 100');
+    if (Object.keys(models).length === 0) throw new PolicyError('a downgrade needs at least one FROM=TO model pair');
+    for (const [from, to] of Object.entries(models)) if (from === to) throw new PolicyError(`downgrade ${from}=${to} names the same model twice`);
   }
   validateBudgets([...(policy.budget ? [policy.budget] : []), ...(policy.budgets ?? [])], '');
   if (policy.endUser !== undefined) {

@@ -1,0 +1,3 @@
+ALTER TABLE `ledger` ADD `upstream` text;--> statement-breakpoint
+ALTER TABLE `ledger` ADD `attempts` integer;--> statement-breakpoint
+ALTER TABLE `ledger` ADD `billed_attempts` integer;
