@@ -8,6 +8,7 @@ import { EXIT_USAGE, setOutput, toCliError, type Output } from './context.js';
 import { registerKeyCommands } from './keys.js';
 import { registerLedgerCommands } from './ledger-export.js';
 import { registerMiscCommands } from './misc.js';
+import { registerReconcileCommand } from './reconcile.js';
 import { registerServeCommands } from './serve.js';
 import { registerSpendCommand } from './spend.js';
 
@@ -23,6 +24,7 @@ function buildProgram(output: Output): Command {
   registerSpendCommand(program);
   registerLedgerCommands(program);
   registerMiscCommands(program);
+  registerReconcileCommand(program);
   configureEverywhere(program, output);
   return program;
 }
