@@ -25,7 +25,7 @@ function pair(ledger: CellSide | null, provider: CellSide | null, pick: (side: C
 }
 
 /** The human report: the cells (differences first), then flagged prices and unattributed costs. */
-export function formatReconcileReport(result: ReconcileResult): string {
+function formatReconcileReport(result: ReconcileResult): string {
   const lines: string[] = [];
   const scope = result.byProject ? 'day, model and project' : 'day and model';
   lines.push(

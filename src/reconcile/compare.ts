@@ -17,6 +17,7 @@
  *   request's cost.
  */
 import type { TokenPrices } from '../estimate/price-types.js';
+import { formatMicrosExact } from '../money.js';
 import type { ProviderCostCell, ProviderReport, ProviderUsageCell } from './provider.js';
 
 /** What the ledger recorded for one UTC day, model and project. */
@@ -41,7 +42,7 @@ export interface CellSide {
   readonly costMicros: number;
 }
 
-export type CellStatus = 'match' | 'differs' | 'missing_at_provider' | 'missing_in_ledger';
+type CellStatus = 'match' | 'differs' | 'missing_at_provider' | 'missing_in_ledger';
 
 export interface ReconcileRow {
   readonly day: string;
@@ -57,7 +58,7 @@ export interface ReconcileRow {
   readonly note: string;
 }
 
-export interface PriceFlag {
+interface PriceFlag {
   readonly model: string;
   readonly kind: 'input' | 'output';
   readonly tokens: number;
@@ -71,7 +72,7 @@ export interface PriceFlag {
   readonly note: string;
 }
 
-export interface UnattributedCost {
+interface UnattributedCost {
   readonly day: string;
   readonly project: string | null;
   readonly lineItem: string;
@@ -95,7 +96,7 @@ export interface ReconcileReport {
 }
 
 /** A model's prices as the table has them, or undefined when the table does not know it. */
-export type PriceLookup = (model: string) => TokenPrices | undefined;
+type PriceLookup = (model: string) => TokenPrices | undefined;
 
 export interface CompareOptions {
   readonly provider: string;
@@ -153,7 +154,7 @@ function describe(ledger: CellSide, provider: CellSide, tolerancePercent: number
   more('output tokens', ledger.outputTokens, provider.outputTokens);
   if (!agrees(ledger.costMicros, provider.costMicros, tolerancePercent, Math.max(ledger.requests, provider.requests))) {
     const d = ledger.costMicros - provider.costMicros;
-    parts.push(d > 0 ? `ledger has ${d} µUSD more` : `provider billed ${-d} µUSD more`);
+    parts.push(d > 0 ? `ledger has ${formatMicrosExact(d)} more` : `provider billed ${formatMicrosExact(-d)} more`);
   }
   return parts;
 }
@@ -297,7 +298,7 @@ function flagPrices(report: ProviderReport, options: CompareOptions): PriceFlag[
         note:
           price === undefined
             ? `${model} is not in the price table (it is priced at the fallback)`
-            : `the provider charged ${effective} µUSD per 1M ${kind} tokens; the table says ${tablePer1M}`,
+            : `the provider charged ${formatMicrosExact(effective)} per 1M ${kind} tokens; the table says ${formatMicrosExact(tablePer1M)}`,
       });
     };
     const uncached = Math.max(0, used.input - used.cached);

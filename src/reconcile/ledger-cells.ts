@@ -32,14 +32,14 @@ export function hasProjectMapping(mapping: ProjectMapping | undefined): mapping 
 }
 
 /** The project of a key, or `(unmapped)`. */
-export function projectOf(mapping: ProjectMapping, keyName: string, tenantName: string | null): string {
+function projectOf(mapping: ProjectMapping, keyName: string, tenantName: string | null): string {
   const byKey = mapping.keys?.[keyName];
   if (byKey !== undefined) return byKey;
   const byTenant = tenantName === null ? undefined : mapping.tenants?.[tenantName];
   return byTenant ?? mapping.default ?? '(unmapped)';
 }
 
-export function utcDayStartMs(day: string): number {
+function utcDayStartMs(day: string): number {
   return Date.parse(`${day}T00:00:00Z`);
 }
 
