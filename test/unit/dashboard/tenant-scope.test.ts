@@ -290,3 +290,50 @@ describe('the token', () => {
     }
   });
 });
+
+describe("the operator's API for dashboard tokens", () => {
+  const admin = (method: string, path: string, body?: unknown) =>
+    test.request(path, {
+      method,
+      headers: { authorization: 'Bearer tenant-scope-admin-token-0123456789', 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+
+  it('issues a token once, lists it without its secret, and revokes it', async () => {
+    const created = await admin('POST', '/admin/api/dashboard-tokens', { tenant: 'globex', label: 'globex ops', expiresAt: NOW + 86_400_000 });
+    expect(created.status).toBe(201);
+    const issued = (await created.json()) as { token: string; id: string; tenant: string; status: string; expiresAt: number };
+    expect(issued).toMatchObject({ tenant: 'globex', status: 'active', expiresAt: NOW + 86_400_000 });
+    expect(issued.token).toMatch(/^tgd-/);
+    const listed = await (await admin('GET', '/admin/api/dashboard-tokens?tenant=globex')).text();
+    expect(listed).toContain(issued.id);
+    expect(listed).not.toContain(issued.token);
+    // The globex token sees globex, not acme.
+    const cookie = await test.login(issued.token);
+    const overview = (await (await get('/admin/api/dashboard/overview', cookie)).json()) as { totals: { today: { costMicros: number } } };
+    expect(overview.totals.today.costMicros).toBe(40_000);
+    const revoked = (await (await admin('POST', `/admin/api/dashboard-tokens/${issued.id}/revoke`)).json()) as { status: string };
+    expect(revoked.status).toBe('revoked');
+    expect((await get('/admin/api/dashboard/overview', cookie)).status).toBe(401);
+  });
+
+  it('refuses bad input with a clear error, and an unknown tenant with 404', async () => {
+    const unknown = await admin('POST', '/admin/api/dashboard-tokens', { tenant: 'nobody' });
+    expect(unknown.status).toBe(404);
+    const past = await admin('POST', '/admin/api/dashboard-tokens', { tenant: 'acme', expiresAt: NOW - 1 });
+    expect(past.status).toBe(400);
+    const extra = await admin('POST', '/admin/api/dashboard-tokens', { tenant: 'acme', scope: 'admin' });
+    expect(((await extra.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+  });
+
+  it("an operator's dashboard session lists tokens but cannot issue one (writes need the bearer token)", async () => {
+    expect((await get('/admin/api/dashboard-tokens', adminCookie)).status).toBe(200);
+    const post = await test.request('/admin/api/dashboard-tokens', {
+      method: 'POST',
+      cookie: adminCookie,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tenant: 'acme' }),
+    });
+    expect(post.status).toBe(401);
+  });
+});
