@@ -123,27 +123,29 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
     const waitMs = throttle.retryAfterMs(address, now());
     const body = new URLSearchParams((await readBodyBytes(c.req.raw, MAX_LOGIN_BODY)).toString('utf8'));
     const next = safeNext(body.get('next'));
-    // The right token always logs in, even from a throttled address: whoever
-    // shares the operator's address (a NAT, an untrusted balancer) must not
-    // be able to lock the operator out by guessing wrong. Wrong tokens from a
-    // throttled address are refused without being counted.
     const presented = (body.get('token') ?? '').trim();
-    if (isDashboardTokenText(presented)) {
-      // A tenant's read-only token: the same throttle, its own session (session.ts).
+    if (isDashboardTokenText(presented) && !tokenMatches(presented, token)) {
+      // A tenant's read-only token (tenant-tokens.ts): the same throttle, but a throttled
+      // address is refused even the right one (only the operator's token must always work).
       const tenant = waitMs > 0 ? undefined : activeViewer(deps.database, { secret: presented }, now());
       if (tenant !== undefined) {
         throttle.recordSuccess(address);
         const value = createTenantSessionValue(token, tenant.tokenId, now(), tenant.expiresAt);
         return redirect(c, next, { 'set-cookie': sessionCookieHeader(value, isHttps(c)) });
       }
-      if (waitMs === 0) throttle.recordFailure(address, now());
       if (failureDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, failureDelayMs));
-      return page(
-        c,
-        <LoginPage next={next} error="That dashboard token is unknown, revoked or expired. Ask your operator for a new one." />,
-        waitMs > 0 ? 429 : 401,
-      );
+      if (waitMs > 0) {
+        const minutes = Math.ceil(waitMs / 60_000);
+        const error = `Too many wrong tokens from your address. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+        return page(c, <LoginPage next={next} error={error} />, 429, { 'retry-after': String(Math.ceil(waitMs / 1000)) });
+      }
+      throttle.recordFailure(address, now());
+      return page(c, <LoginPage next={next} error="That dashboard token is unknown, revoked or expired. Ask your operator for a new one." />, 401);
     }
+    // The right token always logs in, even from a throttled address: whoever
+    // shares the operator's address (a NAT, an untrusted balancer) must not
+    // be able to lock the operator out by guessing wrong. Wrong tokens from a
+    // throttled address are refused without being counted.
     if (waitMs > 0 && !tokenMatches(body.get('token') ?? '', token)) {
       if (failureDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, failureDelayMs));
       const minutes = Math.ceil(waitMs / 60_000);

@@ -43,6 +43,15 @@ export interface TenantGateDeps {
 /** Paths a tenant may read through the admin API's own handlers, with its tenant forced. */
 const SCOPED_EXPORTS = new Set(['/spend', '/spend.csv', '/ledger.csv', '/ledger.ndjson']);
 
+/** A path segment decoded, or undefined when its percent-encoding is broken (then nothing can match it). */
+function decoded(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A 404 that names nothing: it must not confirm that another tenant's key or tenant exists. */
 function notFound(what: 'key' | 'tenant'): TollgateError {
   return new TollgateError('not_found', `no such ${what}`);
@@ -82,7 +91,8 @@ export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv
     if (path === '/dashboard/keys') return c.json(buildKeys(ctx(), parseKeysQuery(c.req.query(), true)));
     const keyPage = /^\/dashboard\/keys\/([^/]+)$/.exec(path);
     if (keyPage) {
-      const view = buildKeyPage(ctx(), decodeURIComponent(keyPage[1]!));
+      const id = decoded(keyPage[1]!);
+      const view = id === undefined ? undefined : buildKeyPage(ctx(), id);
       if (view === undefined) throw notFound('key');
       return c.json(view);
     }
@@ -99,12 +109,12 @@ export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv
       return c.json({ data: (await ownKeys()).filter((key) => all || key.revokedAt === null) });
     }
     const keyRef = /^\/keys\/([^/]+)$/.exec(path);
-    if (keyRef) return c.json(await ownKey(decodeURIComponent(keyRef[1]!)));
+    if (keyRef) return c.json(await ownKey(decoded(keyRef[1]!) ?? ''));
     const isOwnTenant = (ref: string) => ref === tenant.tenantId || ref === tenant.tenant;
     if (path === '/tenants') return c.json({ data: [await deps.ops.getTenant(tenant.tenantId)] });
     const tenantRef = /^\/tenants\/([^/]+)$/.exec(path);
     if (tenantRef) {
-      if (!isOwnTenant(decodeURIComponent(tenantRef[1]!))) throw notFound('tenant');
+      if (!isOwnTenant(decoded(tenantRef[1]!) ?? '')) throw notFound('tenant');
       return c.json(await deps.ops.getTenant(tenant.tenantId));
     }
     if (SCOPED_EXPORTS.has(path)) {

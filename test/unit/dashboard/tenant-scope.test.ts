@@ -337,3 +337,12 @@ describe("the operator's API for dashboard tokens", () => {
     expect(post.status).toBe(401);
   });
 });
+
+describe('odd requests from a tenant session', () => {
+  it('a broken path or an empty reference is a 404, not an error', async () => {
+    for (const path of ['/admin/api/keys/%E0%A4%A', '/admin/api/dashboard/keys/%ZZ', '/admin/api/tenants/%', '/admin/api/keys/%20']) {
+      const response = await get(path);
+      expect(response.status, path).toBe(404);
+    }
+  });
+});
