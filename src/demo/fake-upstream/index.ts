@@ -31,6 +31,9 @@
  *                      Responses only: that many built-in tool calls in `output`
  *                      (codeInterpreter: N calls in N distinct containers)
  *
+ * With `billing` set it also serves the organization Usage and Costs reports
+ * built from what it billed (billing-reports.ts).
+ *
  * Responses are stored and have their lifecycle (retrieve, cancel, delete,
  * input items, background jobs): see stored-responses.ts.
  */
@@ -41,12 +44,13 @@ import { modelObject, responseObject, toolCallItems, usageBlock } from './openai
 import { streamAnswer } from './openai-stream.js';
 import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
 import { StoredResponses } from './stored-responses.js';
+import { handleBillingReport } from './billing-reports.js';
 import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
 import { answerWords, billedExtras, extrasFor, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
 
 export { FAKE_WORDS } from './scenario.js';
 
-export type { FakeBilling, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
+export type { BillingDeviations, BillingReportOptions, FakeBilling, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
 
 /** Starts the fake upstream. */
 export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
@@ -83,6 +87,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       }
     }
     const path = (req.url ?? '/').split('?')[0]!;
+    // Organization usage and cost reports (admin key): not requests the fake bills or records.
+    if (handleBillingReport(req, path, res, requests, options.billing)) return;
     const scenario: Scenario = req.headers['x-fake-scenario'] !== undefined ? parseScenario(String(req.headers['x-fake-scenario'])) : defaultScenario;
     const record: RecordedRequest = {
       id: `req_${randomBytes(12).toString('hex')}`,
@@ -90,7 +96,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       path,
       headers: req.headers,
       body,
-      startedAt: Date.now(),
+      startedAt: (options.now ?? Date.now)(),
       status: 0,
       billed: { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 },
       chunksSent: 0,
