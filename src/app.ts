@@ -10,6 +10,8 @@ import { createAdminRoutes, tokenMatches } from './admin/routes.js';
 import type { AppEnv } from './app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type DashboardReads, type LimitSnapshot } from './dashboard/index.js';
 import type { TollgateDatabase } from './db/open.js';
+import { createDashboardTokenRoutes, createTenantGate } from './dashboard/tenant-access.js';
+import { latestReconciliation } from './reconcile/store.js';
 import { TollgateError, renderError } from './errors.js';
 import type { LedgerWriter } from './ledger/writer.js';
 import type { Logger } from './logger.js';
@@ -68,7 +70,20 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     limitSnapshot: deps.limitSnapshot,
     ...(deps.now ? { now: deps.now } : {}),
     ...(deps.trustedProxies ? { trustedProxies: deps.trustedProxies } : {}),
+    reconciliation: () => latestReconciliation(deps.database),
   };
+  // A tenant's read-only dashboard session is answered (scoped to its tenant) before the admin API sees it.
+  app.use(
+    '/admin/api/*',
+    createTenantGate({
+      database: deps.database,
+      reads: deps.dashboardReads,
+      adminToken: deps.admin.token,
+      ops: deps.admin.ops,
+      limitSnapshot: deps.limitSnapshot,
+      ...(deps.now ? { now: deps.now } : {}),
+    }),
+  );
   app.route(
     '/admin/api',
     createAdminRoutes({
@@ -82,6 +97,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   );
   // After the admin API: its token check runs first for /admin/api/dashboard too.
   app.route('/admin/api/dashboard', createDashboardApiRoutes(dashboard));
+  app.route('/admin/api/dashboard-tokens', createDashboardTokenRoutes({ database: deps.database, ...(deps.now ? { now: deps.now } : {}) }));
   app.route('/dashboard', createDashboardRoutes(dashboard));
   app.route('/', createMessagesRoutes(deps.pipeline, deps.logger));
   app.route('/', createProxyRoutes(deps.pipeline));

@@ -218,6 +218,18 @@ const envSchema = z.object({
   TOLLGATE_METRICS_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   /** Serve /metrics on this port (same host) instead of the proxy's port. */
   TOLLGATE_METRICS_PORT: port.optional(),
+  /** `tollgate reconcile`: the provider's admin key (OpenAI: an organization admin key), for its usage and cost reports only. */
+  TOLLGATE_PROVIDER_ADMIN_KEY: z.string().trim().min(1).optional(),
+  /** `tollgate reconcile`: base URL of the provider's organization API (default: TOLLGATE_UPSTREAM_URL). */
+  TOLLGATE_PROVIDER_API_URL: upstreamUrl.optional(),
+  /** `tollgate reconcile`: how far the two sides may differ, in percent, before a cell or price is flagged. */
+  TOLLGATE_RECONCILE_TOLERANCE: z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d+)?$/, 'must be a percentage such as 1 or 0.5')
+    .transform(Number)
+    .refine((n) => n <= 100, 'must be at most 100')
+    .default(1),
 });
 
 /** The optional JSON config file. */
@@ -230,6 +242,18 @@ const fileSchema = z.strictObject({
   alerts: alertsFileSchema.optional(),
   /** Upstreams, routes and fallback settings (README, "Upstreams"; src/upstreams/upstream-config.ts). */
   ...upstreamsFileFields,
+  /** `tollgate reconcile`: which provider project each key's requests are billed to (`projects.keys` by key name, `projects.tenants` by tenant name, `projects.default`). */
+  reconcile: z
+    .strictObject({
+      projects: z
+        .strictObject({
+          keys: z.record(z.string(), z.string().min(1)).optional(),
+          tenants: z.record(z.string(), z.string().min(1)).optional(),
+          default: z.string().min(1).optional(),
+        })
+        .optional(),
+    })
+    .optional(),
 });
 
 /** Tollgate's configuration, validated and with defaults applied. */
@@ -291,6 +315,13 @@ export interface Config {
   readonly metrics: { readonly token: string | undefined; readonly port: number | undefined };
   /** Budget and velocity alerts to webhooks; undefined when the config file has no `alerts`. */
   readonly alerts: AlertSettings | undefined;
+  /** `tollgate reconcile`: the provider's admin key and API, the project mapping, the tolerance in percent. */
+  readonly reconcile: {
+    readonly adminKey: string | undefined;
+    readonly apiUrl: string;
+    readonly projects: { readonly keys?: Record<string, string>; readonly tenants?: Record<string, string>; readonly default?: string } | undefined;
+    readonly tolerancePercent: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -383,6 +414,12 @@ export function loadConfig(env: Env = process.env): Config {
     trustedProxies: parseTrustedProxies(e.TOLLGATE_TRUSTED_PROXIES),
     metrics: { token: e.TOLLGATE_METRICS_TOKEN, port: e.TOLLGATE_METRICS_PORT },
     alerts: file.alerts === undefined ? undefined : alertSettings(file.alerts, env, e.TOLLGATE_CONFIG ?? ''),
+    reconcile: {
+      adminKey: e.TOLLGATE_PROVIDER_ADMIN_KEY,
+      apiUrl: e.TOLLGATE_PROVIDER_API_URL ?? e.TOLLGATE_UPSTREAM_URL,
+      projects: file.reconcile?.projects,
+      tolerancePercent: e.TOLLGATE_RECONCILE_TOLERANCE,
+    },
   };
 }
 

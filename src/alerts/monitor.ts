@@ -12,7 +12,7 @@
  * process; the process that wins writes one outbox row per webhook.
  */
 import { budgetChecksFor } from '../budgets/check.js';
-import type { SpendTracker } from '../budgets/spend-tracker.js';
+import { isAttributed, type SpendTracker } from '../budgets/spend-tracker.js';
 import { dayStartMs, HOUR_MS, periodEnd, periodId, periodStart, utcHour, type BudgetPeriod } from '../calendar.js';
 import type { Caller } from '../keys/caller.js';
 import type { Logger } from '../logger.js';
@@ -137,8 +137,8 @@ export class AlertMonitor {
     const byOwner = new Map<string, { owner: AlertOwner; budgets: OwnerBudget[] }>();
     for (const check of budgetChecksFor(caller)) {
       const { scope } = check;
-      // Alerts are per key, tenant and global budget; an end user's or a tag's budget only refuses.
-      if (scope.level !== 'key' && scope.level !== 'tenant') continue;
+      // Alerts stay per key, tenant and global (README "Alerts"); end users' and tags' budgets are not among budgetChecksFor's.
+      if (isAttributed(scope)) continue;
       const name = scope.level === 'key' ? caller.key.name : (caller.tenant?.name ?? scope.id);
       const ownerKey = `${scope.level}:${scope.id}`;
       let entry = byOwner.get(ownerKey);

@@ -113,7 +113,7 @@ function modelsFrom(text: string | undefined): string[] | undefined {
 }
 
 /** `30d`, `12h`, `90m`, or a date/time (`2026-12-31`, ISO 8601) → epoch ms. */
-function parseExpiry(text: string, now = Date.now()): number {
+export function parseExpiry(text: string, now = Date.now()): number {
   const relative = /^(\d+)\s*(m|h|d)$/.exec(text.trim());
   if (relative) {
     const amount = Number(relative[1]);

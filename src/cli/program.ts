@@ -9,6 +9,8 @@ import { registerAlertCommands } from './alerts.js';
 import { registerKeyCommands } from './keys.js';
 import { registerLedgerCommands } from './ledger-export.js';
 import { registerMiscCommands } from './misc.js';
+import { registerReconcileCommand } from './reconcile.js';
+import { registerDashboardTokenCommands } from './dashboard-token.js';
 import { registerServeCommands } from './serve.js';
 import { registerSpendCommand } from './spend.js';
 
@@ -25,6 +27,8 @@ function buildProgram(output: Output): Command {
   registerLedgerCommands(program);
   registerMiscCommands(program);
   registerAlertCommands(program);
+  registerReconcileCommand(program);
+  registerDashboardTokenCommands(program);
   configureEverywhere(program, output);
   return program;
 }

@@ -14,6 +14,8 @@ import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
 import { count, percent, usd } from './format.js';
 import { Layout } from './layout.js';
 import { inFlightText, keyHref, tokensOf, updatedText, type ViewContext } from './view-context.js';
+import type { StoredReconciliation } from '../reconcile/store.js';
+import { ReconciliationPanel, reconciliationView, type ReconciliationView } from './reconciliation-panel.js';
 
 /** A row of the overview's top keys. */
 interface TopKeyItem {
@@ -42,6 +44,10 @@ export interface OverviewView {
   readonly topKeys: readonly TopKeyItem[];
   readonly budgets: readonly BudgetItem[];
   readonly charts: { readonly hourly: ChartData; readonly daily: ChartData };
+  /** The tenant a read-only tenant session sees (null for the operator). */
+  readonly tenant: { readonly id: string; readonly name: string } | null;
+  /** The newest reconciliation with the provider (operators only; null when none ran or for a tenant). */
+  readonly reconciliation: ReconciliationView | null;
 }
 
 type OverviewText =
@@ -64,7 +70,7 @@ const TOP_KEYS = 10;
 const TOP_BUDGETS = 12;
 
 /** The overview: today and this month over every key. */
-export async function buildOverview(ctx: ViewContext): Promise<OverviewView> {
+export async function buildOverview(ctx: ViewContext, reconciliation?: StoredReconciliation): Promise<OverviewView> {
   const { reads, now } = ctx;
   // At once: on PostgreSQL each read is a round trip.
   const [directory, spend, hourly, daily] = await Promise.all([reads.directory(), reads.spendByKey(now), reads.hourlySeries(now), reads.dailySeries(now)]);
@@ -142,6 +148,8 @@ export async function buildOverview(ctx: ViewContext): Promise<OverviewView> {
       hourly: chartOfHours(hourly, ['spend', 'requests', 'rejected']),
       daily: chartOfDays(daily, ['spend', 'requests']),
     },
+    tenant: ctx.tenant ?? null,
+    reconciliation: ctx.tenant === undefined ? reconciliationView(reconciliation) : null,
   };
 }
 
@@ -176,7 +184,12 @@ function topKeyRow(item: TopKeyItem | undefined): JSX.Element {
 /** Today and this month over every key: cards, charts, top keys, budgets. */
 export const OverviewPage: FC<{ view: OverviewView }> = ({ view }) => (
   <Layout title="Overview" section="overview" poll="/admin/api/dashboard/overview" signedIn={true}>
-    <h1>Spend overview</h1>
+    <h1>Spend overview{view.tenant === null ? '' : ` of tenant ${view.tenant.name}`}</h1>
+    {view.tenant === null ? null : (
+      <p class="subtitle" data-tenant-scope={view.tenant.id}>
+        A read-only view of tenant {view.tenant.name}: its keys, spend and budgets only.
+      </p>
+    )}
     <p class="subtitle">
       Today is {view.today} (UTC); this month started {view.monthStart}. In-flight requests count at their estimate until they settle.
     </p>
@@ -292,5 +305,6 @@ export const OverviewPage: FC<{ view: OverviewView }> = ({ view }) => (
         </EmptyNote>
       </section>
     </div>
+    {view.tenant === null ? <ReconciliationPanel view={view.reconciliation} /> : null}
   </Layout>
 );

@@ -15,14 +15,15 @@ import type { PgPool } from '../db/pg.js';
 import { TollgateError } from '../errors.js';
 import { queryPgSpend } from '../reports/pg-spend.js';
 import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';
-import { addDays, dayEndMs, dayStartMs, HOUR_MS, monthStartOf, calendarDay, periodStart, utcHour } from '../calendar.js';
+import { addDays, dayEndMs, dayStartMs, monthStartOf, calendarDay, periodStart } from '../calendar.js';
 import { DirectoryCache, type Directory, type StoredKeyRow, type StoredTenantRow } from './directory.js';
 import {
   addTotals,
   byKey,
   CHART_DAYS,
-  CHART_HOURS,
+  chartHours,
   daysUntil,
+  hoursFrom,
   pickTotals,
   withPending,
   ZERO_TOTALS,
@@ -47,6 +48,10 @@ const REQUEST_COLUMNS = `request_id AS "requestId", created_at AS "createdAt", e
 
 const HOUR_COLUMNS = `hour, sum(requests) AS "requests", sum(prompt_tokens) AS "promptTokens", sum(completion_tokens) AS "completionTokens",
   sum(cost_micros) AS "costMicros", sum(rejected_rate_limit) AS "rejectedRateLimit", sum(rejected_budget) AS "rejectedBudget"`;
+
+const TENANT_HOUR_COLUMNS = `r.hour, sum(r.requests) AS "requests", sum(r.prompt_tokens) AS "promptTokens",
+  sum(r.completion_tokens) AS "completionTokens", sum(r.cost_micros) AS "costMicros", sum(r.rejected_rate_limit) AS "rejectedRateLimit",
+  sum(r.rejected_budget) AS "rejectedBudget"`;
 
 /** A failed read as the dashboard's 503 (the cause goes to the log, never to the page). */
 async function guard<T>(read: () => Promise<T>): Promise<T> {
@@ -183,8 +188,7 @@ export class PgDashboardReads implements DashboardReads {
   }
 
   async hourlySeries(now: number, keyId?: string): Promise<HourPoint[]> {
-    const last = utcHour(now);
-    const first = last - (CHART_HOURS - 1) * HOUR_MS;
+    const { first, last } = chartHours(now);
     const rows =
       keyId === undefined
         ? await this.rows<HourPoint>(`SELECT ${HOUR_COLUMNS} FROM rollups_hourly WHERE hour >= $1 AND hour <= $2 GROUP BY hour`, [first, last])
@@ -193,12 +197,29 @@ export class PgDashboardReads implements DashboardReads {
             first,
             last,
           ]);
-    const byHour = new Map(rows.map((row) => [row.hour, row]));
-    const points: HourPoint[] = [];
-    for (let hour = first; hour <= last; hour += HOUR_MS) {
-      points.push(byHour.get(hour) ?? { hour, requests: 0, promptTokens: 0, completionTokens: 0, costMicros: 0, rejectedRateLimit: 0, rejectedBudget: 0 });
-    }
-    return points;
+    return hoursFrom(first, last, rows);
+  }
+
+  async tenantTotals(tenantId: string, since: string, now: number): Promise<PeriodTotals> {
+    const report = await this.spend({ tenantId, since, by: 'total' }, now);
+    return withPending(report.total, report.pending);
+  }
+
+  async tenantDailySeries(tenantId: string, now: number): Promise<DayPoint[]> {
+    const today = calendarDay(now);
+    const { rows } = await this.spend({ tenantId, since: addDays(today, -(CHART_DAYS - 1)), until: today, by: 'day' }, now);
+    return daysUntil(today, new Map(rows.map((row) => [row.group, pickTotals(row)])));
+  }
+
+  /** The tenant's keys through api_keys_tenant, each key's hours through the rollup's primary key (as reads.ts). */
+  async tenantHourlySeries(tenantId: string, now: number): Promise<HourPoint[]> {
+    const { first, last } = chartHours(now);
+    const rows = await this.rows<HourPoint>(
+      `SELECT ${TENANT_HOUR_COLUMNS} FROM api_keys k JOIN rollups_hourly r ON r.key_id = k.id AND r.hour >= $1 AND r.hour <= $2
+       WHERE k.tenant_id = $3 GROUP BY r.hour`,
+      [first, last, tenantId],
+    );
+    return hoursFrom(first, last, rows);
   }
 
   async keyTotals(keyId: string, since: string, now: number): Promise<PeriodTotals> {

@@ -32,7 +32,7 @@ import { DirectoryReader, type Directory } from './directory.js';
 /** Days of the long chart. */
 export const CHART_DAYS = 90;
 /** Hours of the short chart. */
-export const CHART_HOURS = 48;
+const CHART_HOURS = 48;
 
 /** Nothing spent (days and keys without rollup rows). */
 export const ZERO_TOTALS: SpendTotals = Object.freeze({
@@ -125,6 +125,12 @@ export interface DashboardReads {
   hourlySeries(now: number, keyId?: string): Promise<HourPoint[]>;
   /** One key's totals from `since` to today (querySpend: the CLI's numbers). */
   keyTotals(keyId: string, since: string, now: number): Promise<PeriodTotals>;
+  /** One tenant's totals over its keys from `since` to today, with its requests in flight (a tenant's dashboard session). */
+  tenantTotals(tenantId: string, since: string, now: number): Promise<PeriodTotals>;
+  /** Spend per day over one tenant's keys, the last {@link CHART_DAYS} days, oldest first. */
+  tenantDailySeries(tenantId: string, now: number): Promise<DayPoint[]>;
+  /** Spend per hour over one tenant's keys, the last {@link CHART_HOURS} hours. */
+  tenantHourlySeries(tenantId: string, now: number): Promise<HourPoint[]>;
   /** One key's spend by model since `since`, most expensive first. */
   keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>>;
   /** A key's end users or tags that spent the most since `since` (src/endusers), at most `limit`. */
@@ -215,6 +221,12 @@ export class SqliteDashboardReads implements DashboardReads {
            sum(cost_micros) AS costMicros, sum(rejected_rate_limit) AS rejectedRateLimit, sum(rejected_budget) AS rejectedBudget
          FROM rollups_hourly WHERE hour >= ? AND hour <= ? GROUP BY hour ORDER BY hour`,
       ),
+      // A tenant's keys through api_keys_tenant, then each key's hours through the rollup's primary key.
+      hourlyTenant: s.prepare(
+        `SELECT r.hour, sum(r.requests) AS requests, sum(r.prompt_tokens) AS promptTokens, sum(r.completion_tokens) AS completionTokens,
+           sum(r.cost_micros) AS costMicros, sum(r.rejected_rate_limit) AS rejectedRateLimit, sum(r.rejected_budget) AS rejectedBudget
+         FROM api_keys k JOIN rollups_hourly r ON r.key_id = k.id AND r.hour >= ? AND r.hour <= ? WHERE k.tenant_id = ? GROUP BY r.hour ORDER BY r.hour`,
+      ),
       hourlyKey: s.prepare(
         `SELECT hour, requests, prompt_tokens AS promptTokens, completion_tokens AS completionTokens, cost_micros AS costMicros,
            rejected_rate_limit AS rejectedRateLimit, rejected_budget AS rejectedBudget
@@ -297,15 +309,28 @@ export class SqliteDashboardReads implements DashboardReads {
 
   /** Spend per hour over every key (or one), the last {@link CHART_HOURS} hours including the current one. */
   async hourlySeries(now: number, keyId?: string): Promise<HourPoint[]> {
-    const last = utcHour(now);
-    const first = last - (CHART_HOURS - 1) * HOUR_MS;
+    const { first, last } = chartHours(now);
     const rows = (keyId === undefined ? this.statements.hourlyAll.all(first, last) : this.statements.hourlyKey.all(keyId, first, last)) as HourPoint[];
-    const byHour = new Map(rows.map((row) => [row.hour, row]));
-    const points: HourPoint[] = [];
-    for (let hour = first; hour <= last; hour += HOUR_MS) {
-      points.push(byHour.get(hour) ?? { hour, requests: 0, promptTokens: 0, completionTokens: 0, costMicros: 0, rejectedRateLimit: 0, rejectedBudget: 0 });
-    }
-    return points;
+    return hoursFrom(first, last, rows);
+  }
+
+  /** One tenant's totals from `since` to today (querySpend with the tenant: the CLI's numbers). */
+  async tenantTotals(tenantId: string, since: string, now: number): Promise<PeriodTotals> {
+    const report = querySpend(this.database, { tenantId, since, by: 'total' }, now);
+    return withPending(report.total, report.pending);
+  }
+
+  /** Spend per day over one tenant's keys for the last {@link CHART_DAYS} days. */
+  async tenantDailySeries(tenantId: string, now: number): Promise<DayPoint[]> {
+    const today = calendarDay(now);
+    const rows = querySpend(this.database, { tenantId, since: addDays(today, -(CHART_DAYS - 1)), until: today, by: 'day' }, now).rows;
+    return daysUntil(today, new Map(rows.map((row) => [row.group, pickTotals(row)])));
+  }
+
+  /** Spend per hour over one tenant's keys, the last {@link CHART_HOURS} hours including the current one. */
+  async tenantHourlySeries(tenantId: string, now: number): Promise<HourPoint[]> {
+    const { first, last } = chartHours(now);
+    return hoursFrom(first, last, this.statements.hourlyTenant.all(first, last, tenantId) as HourPoint[]);
   }
 
   /** One key's totals for a range of days (querySpend: the CLI's numbers). */
@@ -333,6 +358,22 @@ export class SqliteDashboardReads implements DashboardReads {
   async recent429s(keyId: string, limit: number): Promise<RequestRow[]> {
     return (this.statements.recent429.all(keyId, limit) as RawRequestRow[]).map((row) => ({ ...row, stream: row.stream === 1 }));
   }
+}
+
+/** The first and last hour of the hourly chart. */
+export function chartHours(now: number): { first: number; last: number } {
+  const last = utcHour(now);
+  return { first: last - (CHART_HOURS - 1) * HOUR_MS, last };
+}
+
+/** Every hour from `first` to `last`, zero where `rows` has none. */
+export function hoursFrom(first: number, last: number, rows: readonly HourPoint[]): HourPoint[] {
+  const byHour = new Map(rows.map((row) => [row.hour, row]));
+  const points: HourPoint[] = [];
+  for (let hour = first; hour <= last; hour += HOUR_MS) {
+    points.push(byHour.get(hour) ?? { hour, requests: 0, promptTokens: 0, completionTokens: 0, costMicros: 0, rejectedRateLimit: 0, rejectedBudget: 0 });
+  }
+  return points;
 }
 
 /** The {@link CHART_DAYS} days up to `today`, oldest first, zero where `totals` has none. */

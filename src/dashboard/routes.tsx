@@ -15,6 +15,7 @@ import type { TollgateDatabase } from '../db/open.js';
 import { readBodyBytes } from '../http/body.js';
 import { tokenMatches } from '../admin/routes.js';
 import type { AppEnv } from '../app-env.js';
+import type { StoredReconciliation } from '../reconcile/store.js';
 import { loadAssets, type AssetName } from './assets.js';
 import { clientAddressOf } from '../http/client-address.js';
 import { LoginThrottle, type ThrottleOptions } from './login-throttle.js';
@@ -23,9 +24,11 @@ import { buildKeys, KeysPage } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
 import { DisabledPage, LoginPage, NotFoundPage, renderDocument } from './layout.js';
 import { buildOverview, OverviewPage } from './overview.js';
-import { SqliteDashboardReads, type DashboardReads } from './reads.js';
-import { clearedCookieHeader, createSessionValue, hasValidSession, isHttps, sessionCookieHeader } from './session.js';
+import type { DashboardReads } from './reads.js';
+import { clearedCookieHeader, createSessionValue, createTenantSessionValue, hasValidSession, isHttps, sessionCookieHeader } from './session.js';
+import { activeViewer, isDashboardTokenText } from './tenant-tokens.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';
+import { viewContextFor, viewerOf, type Viewer } from './viewer.js';
 
 export interface DashboardDeps {
   readonly database: TollgateDatabase;
@@ -40,6 +43,8 @@ export interface DashboardDeps {
   readonly login?: (ThrottleOptions & { readonly failureDelayMs?: number }) | undefined;
   /** Proxies believed about X-Forwarded-For (TOLLGATE_TRUSTED_PROXIES): the login throttle counts per real client. */
   readonly trustedProxies?: ReadonlySet<string>;
+  /** The newest `tollgate reconcile` result, for the overview's panel (operators only). */
+  readonly reconciliation?: () => StoredReconciliation | undefined;
 }
 
 /** Every page's security headers: nothing inline, nothing from elsewhere, never framed or cached. */
@@ -57,20 +62,9 @@ const MAX_LOGIN_BODY = 8192;
 
 const NO_PROXIES: ReadonlySet<string> = new Set();
 
-const readsByDatabase = new WeakMap<TollgateDatabase, SqliteDashboardReads>();
-
-/** One set of reads (prepared statements, the parsed key directory) per database, shared by the pages and the JSON. */
-function readsFor(database: TollgateDatabase): SqliteDashboardReads {
-  let reads = readsByDatabase.get(database);
-  if (reads === undefined) {
-    reads = new SqliteDashboardReads(database);
-    readsByDatabase.set(database, reads);
-  }
-  return reads;
-}
-
-function contextOf(deps: DashboardDeps, now: () => number): ViewContext {
-  return { reads: deps.reads ?? readsFor(deps.database), now: now(), limitSnapshot: deps.limitSnapshot };
+/** The view context of a viewer: SQLite's reads per database (or deps.reads on PostgreSQL), narrowed for a tenant (viewer.ts). */
+function contextOf(deps: DashboardDeps, now: () => number, viewer: Viewer): ViewContext {
+  return viewContextFor(deps, now(), viewer);
 }
 
 /** Where to go after logging in: a dashboard path, never another site. */
@@ -123,7 +117,7 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
 
   app.get('/login', (c) => {
     const next = safeNext(c.req.query('next'));
-    if (hasValidSession(c, adminToken, now())) return redirect(c, next);
+    if (viewerOf(c, deps.database, adminToken, now()) !== undefined) return redirect(c, next);
     return page(c, <LoginPage next={next} info={c.req.query('loggedOut') === undefined ? undefined : 'You are logged out.'} />);
   });
 
@@ -133,6 +127,25 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
     const waitMs = throttle.retryAfterMs(address, now());
     const body = new URLSearchParams((await readBodyBytes(c.req.raw, MAX_LOGIN_BODY)).toString('utf8'));
     const next = safeNext(body.get('next'));
+    const presented = (body.get('token') ?? '').trim();
+    if (isDashboardTokenText(presented) && !tokenMatches(presented, token)) {
+      // A tenant's read-only token (tenant-tokens.ts): the same throttle, but a throttled
+      // address is refused even the right one (only the operator's token must always work).
+      const tenant = waitMs > 0 ? undefined : activeViewer(deps.database, { secret: presented }, now());
+      if (tenant !== undefined) {
+        throttle.recordSuccess(address);
+        const value = createTenantSessionValue(token, tenant.tokenId, now(), tenant.expiresAt);
+        return redirect(c, next, { 'set-cookie': sessionCookieHeader(value, isHttps(c)) });
+      }
+      if (failureDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, failureDelayMs));
+      if (waitMs > 0) {
+        const minutes = Math.ceil(waitMs / 60_000);
+        const error = `Too many wrong tokens from your address. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+        return page(c, <LoginPage next={next} error={error} />, 429, { 'retry-after': String(Math.ceil(waitMs / 1000)) });
+      }
+      throttle.recordFailure(address, now());
+      return page(c, <LoginPage next={next} error="That dashboard token is unknown, revoked or expired. Ask your operator for a new one." />, 401);
+    }
     // The right token always logs in, even from a throttled address: whoever
     // shares the operator's address (a NAT, an untrusted balancer) must not
     // be able to lock the operator out by guessing wrong. Wrong tokens from a
@@ -155,16 +168,22 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
 
   app.post('/logout', (c) => redirect(c, '/dashboard/login?loggedOut=1', { 'set-cookie': clearedCookieHeader(isHttps(c)) }));
 
+  // The viewer of each request: the operator, or one tenant while its token is active.
+  const viewers = new WeakMap<Request, Viewer>();
+  const viewer = (c: Context<AppEnv>): Viewer => viewers.get(c.req.raw)!;
   app.use('*', async function requireSession(c, next) {
-    if (!hasValidSession(c, adminToken, now())) return redirect(c, `/dashboard/login?next=${encodeURIComponent(pathWithQuery(c))}`);
+    const found = viewerOf(c, deps.database, adminToken, now());
+    if (found === undefined) return redirect(c, `/dashboard/login?next=${encodeURIComponent(pathWithQuery(c))}`);
+    viewers.set(c.req.raw, found);
     await next();
   });
 
-  const overview = async (c: Context<AppEnv>) => page(c, <OverviewPage view={await buildOverview(contextOf(deps, now))} />);
+  const overview = async (c: Context<AppEnv>) =>
+    page(c, <OverviewPage view={await buildOverview(contextOf(deps, now, viewer(c)), viewer(c).kind === 'admin' ? deps.reconciliation?.() : undefined)} />);
   app.get('/', overview);
-  app.get('/keys', async (c) => page(c, <KeysPage view={await buildKeys(contextOf(deps, now), parseKeysQuery(c.req.query(), false))} />));
+  app.get('/keys', async (c) => page(c, <KeysPage view={await buildKeys(contextOf(deps, now, viewer(c)), parseKeysQuery(c.req.query(), false))} />));
   app.get('/keys/:id', async (c) => {
-    const view = await buildKeyPage(contextOf(deps, now), c.req.param('id'));
+    const view = await buildKeyPage(contextOf(deps, now, viewer(c)), c.req.param('id'));
     if (view === undefined) return page(c, <NotFoundPage message={`There is no key with id "${c.req.param('id')}".`} signedIn={true} />, 404);
     return page(c, <KeyPage view={view} />);
   });
@@ -204,10 +223,11 @@ export function createDashboardApiRoutes(deps: DashboardDeps): Hono<AppEnv> {
     c.header('x-content-type-options', 'nosniff');
   });
 
-  api.get('/overview', async (c) => c.json(await buildOverview(contextOf(deps, now))));
-  api.get('/keys', async (c) => c.json(await buildKeys(contextOf(deps, now), parseKeysQuery(c.req.query(), true))));
+  const admin: Viewer = { kind: 'admin' };
+  api.get('/overview', async (c) => c.json(await buildOverview(contextOf(deps, now, admin), deps.reconciliation?.())));
+  api.get('/keys', async (c) => c.json(await buildKeys(contextOf(deps, now, admin), parseKeysQuery(c.req.query(), true))));
   api.get('/keys/:id', async (c) => {
-    const view = await buildKeyPage(contextOf(deps, now), c.req.param('id'));
+    const view = await buildKeyPage(contextOf(deps, now, admin), c.req.param('id'));
     if (view === undefined) throw new TollgateError('not_found', `no key with id "${c.req.param('id')}"`, { param: 'id' });
     return c.json(view);
   });

@@ -90,3 +90,53 @@ export function isDashboardSession(c: Context, adminToken: string | undefined, n
   const method = c.req.method;
   return (method === 'GET' || method === 'HEAD') && hasValidSession(c, adminToken, now);
 }
+
+/*
+ * Tenant sessions (a read-only dashboard token of one tenant, see
+ * tenant-tokens.ts): `t1.<token id>.<expiry>.<nonce>.<mac>`, signed with a key
+ * derived from the admin token under another label, so a tenant cookie can
+ * never pass as an admin one (nor the reverse: the shapes differ too). The
+ * cookie names the token, not its secret; each request looks the token up,
+ * so revoking it or its expiry ends the session at once.
+ */
+const TENANT_VERSION = 't1';
+const TENANT_KEY_LABEL = 'tollgate tenant dashboard session key v1';
+
+function tenantMac(adminToken: string, payload: string): Buffer {
+  const key = createHmac('sha256', adminToken).update(TENANT_KEY_LABEL).digest();
+  return createHmac('sha256', key).update(payload).digest();
+}
+
+/** A signed tenant session for token `tokenId`, valid for one TTL (never past the token's own expiry). */
+export function createTenantSessionValue(adminToken: string, tokenId: string, now: number, tokenExpiresAt: number | null): string {
+  const expiry = Math.min(now + SESSION_TTL_MS, tokenExpiresAt ?? Number.POSITIVE_INFINITY);
+  const payload = `${TENANT_VERSION}.${tokenId}.${expiry.toString(36)}.${randomBytes(12).toString('base64url')}`;
+  return `${payload}.${tenantMac(adminToken, payload).toString('base64url')}`;
+}
+
+/** The token id a tenant session value names, when it is well-formed, signed and unexpired. */
+function checkTenantSessionValue(value: string | undefined, adminToken: string, now: number): string | undefined {
+  if (value === undefined) return undefined;
+  const parts = value.split('.');
+  if (parts.length !== 5 || parts[0] !== TENANT_VERSION) return undefined;
+  const [, tokenId = '', expiryText = '', nonce = '', signature = ''] = parts;
+  if (
+    !/^dtk_[A-Za-z0-9_-]{8,32}$/.test(tokenId) ||
+    !/^[0-9a-z]{1,12}$/.test(expiryText) ||
+    !/^[A-Za-z0-9_-]{8,64}$/.test(nonce) ||
+    !/^[A-Za-z0-9_-]{43}$/.test(signature)
+  )
+    return undefined;
+  const expected = tenantMac(adminToken, `${TENANT_VERSION}.${tokenId}.${expiryText}.${nonce}`);
+  const presented = Buffer.from(signature, 'base64url');
+  if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return undefined;
+  const expiry = parseInt(expiryText, 36);
+  if (!(expiry > now) || expiry > now + SESSION_TTL_MS) return undefined;
+  return tokenId;
+}
+
+/** The tenant token id of the request's session cookie, if it carries a valid tenant session. */
+export function tenantSessionTokenId(c: Context, adminToken: string | undefined, now: number): string | undefined {
+  if (adminToken === undefined) return undefined;
+  return checkTenantSessionValue(getCookie(c, SESSION_COOKIE), adminToken, now);
+}

@@ -31,6 +31,8 @@ export interface ViewContext {
   readonly reads: DashboardReads;
   readonly now: number;
   readonly limitSnapshot?: LimitSnapshot | undefined;
+  /** Set when a tenant's read-only session is looking: pages say so and leave out what is not the tenant's. */
+  readonly tenant?: { readonly id: string; readonly name: string } | undefined;
 }
 
 /** The link to a key's page. */

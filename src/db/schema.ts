@@ -356,3 +356,49 @@ export const alertOutbox = sqliteTable(
     index('alert_outbox_created').on(t.createdAt),
   ],
 );
+
+/**
+ * Read-only dashboard tokens of one tenant (src/dashboard/tenant-tokens.ts).
+ * Like keys, only the SHA-256 of the token and its visible prefix are kept.
+ */
+export const dashboardTokens = sqliteTable(
+  'dashboard_tokens',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    /** SHA-256 of the whole token, hex. */
+    tokenHash: text('token_hash').notNull(),
+    /** `tgd-` and 6 more characters, safe to show. */
+    prefix: text('prefix').notNull(),
+    /** The operator's note (who it was given to). */
+    label: text('label').notNull().default(''),
+    createdAt: integer('created_at').notNull(),
+    expiresAt: integer('expires_at'),
+    revokedAt: integer('revoked_at'),
+  },
+  (t) => [uniqueIndex('dashboard_tokens_hash_unique').on(t.tokenHash), index('dashboard_tokens_tenant').on(t.tenantId)],
+);
+
+/**
+ * Results of `tollgate reconcile` (src/reconcile/): the report as JSON, the
+ * newest shown on the dashboard. A few rows a day at most.
+ */
+export const reconciliations = sqliteTable(
+  'reconciliations',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    createdAt: integer('created_at').notNull(),
+    provider: text('provider').notNull(),
+    /** First and last UTC day compared, YYYY-MM-DD. */
+    since: text('since').notNull(),
+    until: text('until').notNull(),
+    /** Cells that disagree beyond the tolerance, and price entries flagged. */
+    differences: integer('differences').notNull(),
+    priceFlags: integer('price_flags').notNull(),
+    /** The whole report (src/reconcile/compare.ts `ReconcileReport`), JSON. */
+    report: text('report').notNull(),
+  },
+  (t) => [index('reconciliations_created').on(t.createdAt)],
+);

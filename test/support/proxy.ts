@@ -11,6 +11,7 @@ import type { Policy } from '../../src/limits/algorithm/policy.js';
 import { tempDatabasePath } from './db.js';
 import { captureLogs, type CapturedLogs } from './logs.js';
 import { startFakeUpstream, type FakeUpstream } from './fake-upstream.js';
+import type { FakeUpstreamOptions } from '../../src/demo/fake-upstream/index.js';
 
 export const UPSTREAM_KEY = 'sk-test-upstream-secret-0123456789';
 
@@ -32,8 +33,9 @@ export interface TestProxy {
   close(): Promise<void>;
 }
 
-export async function startTestProxy(env: Record<string, string> = {}): Promise<TestProxy> {
-  const fake = await startFakeUpstream({ apiKey: UPSTREAM_KEY });
+/** `fake`: more options for the fake upstream (e.g. its organization reports). */
+export async function startTestProxy(env: Record<string, string> = {}, options: { fake?: Omit<FakeUpstreamOptions, 'apiKey'> } = {}): Promise<TestProxy> {
+  const fake = await startFakeUpstream({ ...options.fake, apiKey: UPSTREAM_KEY });
   const { dir, path } = tempDatabasePath();
   const config = loadConfig({
     TOLLGATE_PORT: '0',

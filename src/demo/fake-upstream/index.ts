@@ -34,6 +34,8 @@
  *
  * `options.kind` makes it Azure OpenAI (api-key header, deployment URLs with
  * api-version) or OpenRouter (usage.cost): see provider-kinds.ts.
+ * With `billing` set it also serves the organization Usage and Costs reports
+ * built from what it billed (billing-reports.ts).
  *
  * Responses are stored and have their lifecycle (retrieve, cancel, delete,
  * input items, background jobs): see stored-responses.ts. Anthropic's
@@ -49,12 +51,13 @@ import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
 import { handleAnthropic, isAnthropicPath, sendAnthropicError } from './anthropic.js';
 import { StoredResponses } from './stored-responses.js';
 import { fakeKind } from './provider-kinds.js';
+import { handleBillingReport } from './billing-reports.js';
 import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
 import { answerWords, billedExtras, extrasFor, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
 
 export { FAKE_WORDS } from './scenario.js';
 
-export type { FakeBilling, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
+export type { BillingDeviations, BillingReportOptions, FakeBilling, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
 
 /** Starts the fake upstream. */
 export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
@@ -95,6 +98,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const targeted = kind.target(req);
     const path = targeted.ok ? targeted.target.path : (req.url ?? '/').split('?')[0]!;
     const deployment = targeted.ok ? targeted.target.deployment : undefined;
+    // Organization usage and cost reports (admin key): not requests the fake bills or records.
+    if (handleBillingReport(req, path, res, requests, options.billing)) return;
     const scenario: Scenario = req.headers['x-fake-scenario'] !== undefined ? parseScenario(String(req.headers['x-fake-scenario'])) : defaultScenario;
     const record: RecordedRequest = {
       id: `req_${randomBytes(12).toString('hex')}`,
@@ -103,7 +108,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       url: req.url ?? '/',
       headers: req.headers,
       body,
-      startedAt: Date.now(),
+      startedAt: (options.now ?? Date.now)(),
       status: 0,
       billed: { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 },
       chunksSent: 0,

@@ -61,4 +61,30 @@ export interface FakeUpstreamOptions {
   readonly apiVersion?: string;
   /** OpenRouter: USD per 1M prompt / completion tokens it reports as `usage.cost`. Default 1 / 2. */
   readonly costPer1M?: { readonly input: number; readonly output: number };
+  /** Serve the organization Usage and Costs reports (with deliberate differences, if any). */
+  readonly billing?: BillingReportOptions;
+  /** Wall clock of `startedAt` (the day a request is billed on); default Date.now. */
+  readonly now?: () => number;
+}
+
+/** Deliberate differences between the reports and what the fake billed. */
+export interface BillingDeviations {
+  /** UTC days (YYYY-MM-DD) missing from both reports. */
+  readonly dropDays?: readonly string[];
+  /** Cost multipliers by model name as requested (`{"gpt-4o": 1.5}`): that model priced differently. */
+  readonly priceMultipliers?: Readonly<Record<string, number>>;
+  /** Requests on the provider's books that never went through the proxy. */
+  readonly extraRequests?: ReadonlyArray<{ readonly day: string; readonly model: string; readonly inputTokens: number; readonly outputTokens: number }>;
+}
+
+export interface BillingReportOptions {
+  /** The admin key the reports require (`Authorization: Bearer …`). */
+  readonly adminKey: string;
+  /** The project every request is billed to unless it sends `OpenAI-Project` (default `proj_fake`). */
+  readonly project?: string;
+  /** Most buckets in one page (default 2). */
+  readonly pageSize?: number;
+  /** Dated names the reports use for requested models, as the real API reports snapshots. */
+  readonly snapshots?: Readonly<Record<string, string>>;
+  readonly deviations?: BillingDeviations;
 }

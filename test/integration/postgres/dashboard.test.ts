@@ -21,6 +21,7 @@ import { parseKeysQuery } from '../../../src/dashboard/keys-query.js';
 import { buildOverview } from '../../../src/dashboard/overview.js';
 import { PgDashboardReads } from '../../../src/dashboard/pg-reads.js';
 import { SqliteDashboardReads, type DashboardReads } from '../../../src/dashboard/reads.js';
+import { TenantScopedReads } from '../../../src/dashboard/tenant-scope.js';
 import type { KeyPageView, OverviewView } from '../../../src/dashboard/index.js';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
@@ -114,7 +115,15 @@ describe('reads on PostgreSQL', () => {
     await recordRequest(w, { keyId: keys.alpha, createdAt: at('2026-11-01T00:00:00Z'), costMicros: 1_234, model: 'gpt-4o' });
     await recordRequest(w, { keyId: keys.beta, createdAt: at('2026-11-10T12:00:00Z'), costMicros: 20_000, promptTokens: 1_000, completionTokens: 2_000 });
     await recordRequest(w, { keyId: keys.gamma, createdAt: at('2026-11-10T13:00:00Z'), costMicros: 9, status: 'upstream_error', httpStatus: 500 });
-    const oldPending = await recordRequest(w, { keyId: keys.beta, createdAt: at('2026-11-10T23:59:00Z'), status: 'pending', estCostMicros: 5_000 });
+    // As the proxy records it, with its key's tenant (a tenant's in-flight count reads it).
+    const acme = (await pg.pool.query<{ id: string }>("SELECT id FROM tenants WHERE name = 'acme'")).rows[0]!.id;
+    const oldPending = await recordRequest(w, {
+      keyId: keys.beta,
+      tenantId: acme,
+      createdAt: at('2026-11-10T23:59:00Z'),
+      status: 'pending',
+      estCostMicros: 5_000,
+    });
     recordRejection(w, { keyId: keys.alpha, createdAt: at('2026-11-17T09:00:00Z'), reason: 'budget' });
     await recordRequest(w, { keyId: keys.delta, createdAt: at('2026-11-17T10:00:00Z'), costMicros: 4_000 });
     await recordRequest(w, { keyId: keys.alpha, createdAt: at('2026-11-18T08:00:00Z'), costMicros: 800 });
@@ -138,6 +147,15 @@ describe('reads on PostgreSQL', () => {
     expect(overview.totals.month.pending).toBe(2);
     expect(overview.budgets.map((b) => [b.name, b.spentMicros])).toContainEqual(['gamma', 7_000 + 9 + 3_333]);
     expect((pgViews as { keysByName: { rows: Array<{ name: string }> } }).keysByName.rows.map((row) => row.name)).toEqual(['alpha', 'Beta', 'delta', 'gamma']);
+
+    // A tenant's read-only session (tenant-scope.ts) over PostgreSQL: the same as over SQLite, and only acme's keys and spend.
+    const acmeViews = (await everyView(new TenantScopedReads(onPg, acme), NOW, ids)) as { overview: OverviewView; keys: Array<KeyPageView | null> };
+    expect(acmeViews).toEqual(await everyView(new TenantScopedReads(a.reads, acme), NOW, ids));
+    expect(acmeViews.overview.totals.today.costMicros).toBe(800 + 450);
+    expect(acmeViews.overview.totals.month.costMicros).toBe(1_234 + 20_000 + 5_000 + 800 + 450);
+    expect(acmeViews.overview.totals.month.pending).toBe(1);
+    expect(acmeViews.keys.map((view) => view?.key.name ?? null)).toEqual(['alpha', 'Beta', null, null]);
+    await expect(new TenantScopedReads(onPg, acme).latestRequests(keys.gamma, 10)).rejects.toMatchObject({ code: 'not_found' });
 
     // A late settlement, then midnight and a new month: still equal.
     settleRequest(w, oldPending, { createdAt: at('2026-11-10T23:59:00Z'), costMicros: 4_321 });

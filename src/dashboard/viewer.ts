@@ -1,0 +1,76 @@
+/**
+ * Who is looking at the dashboard: the operator (admin session) or one
+ * tenant (a session bought with that tenant's read-only dashboard token),
+ * and the view context each of them gets. The tenant's context reads only
+ * its own keys (tenant-scope.ts, over SQLite's or PostgreSQL's reads) and
+ * sees no global limits.
+ */
+import type { Context } from 'hono';
+import type { TollgateDatabase } from '../db/open.js';
+import { SqliteDashboardReads, type DashboardReads } from './reads.js';
+import { hasValidSession, tenantSessionTokenId } from './session.js';
+import { TenantScopedReads } from './tenant-scope.js';
+import { activeViewer, type TenantViewer } from './tenant-tokens.js';
+import type { LimitSnapshot, ViewContext } from './view-context.js';
+
+export type Viewer = { readonly kind: 'admin' } | { readonly kind: 'tenant'; readonly tenant: TenantViewer };
+
+const ADMIN: Viewer = Object.freeze({ kind: 'admin' });
+
+/** The viewer of a request's session cookie, if it carries a valid one (a tenant's only while its token is active). */
+export function viewerOf(c: Context, database: TollgateDatabase, adminToken: string | undefined, now: number): Viewer | undefined {
+  if (adminToken === undefined) return undefined;
+  if (hasValidSession(c, adminToken, now)) return ADMIN;
+  const tokenId = tenantSessionTokenId(c, adminToken, now);
+  if (tokenId === undefined) return undefined;
+  const tenant = activeViewer(database, { tokenId }, now);
+  return tenant === undefined ? undefined : { kind: 'tenant', tenant };
+}
+
+const readsByDatabase = new WeakMap<TollgateDatabase, SqliteDashboardReads>();
+const tenantReadsByInner = new WeakMap<DashboardReads, Map<string, TenantScopedReads>>();
+
+/** The admin's reads: PostgreSQL's on a replica (`reads`), else one set of SQLite reads (prepared statements, the parsed key directory) per database. */
+function adminReads(database: TollgateDatabase, reads: DashboardReads | undefined): DashboardReads {
+  if (reads !== undefined) return reads;
+  let sqlite = readsByDatabase.get(database);
+  if (sqlite === undefined) {
+    sqlite = new SqliteDashboardReads(database);
+    readsByDatabase.set(database, sqlite);
+  }
+  return sqlite;
+}
+
+/** The reads of a viewer: the admin's, or per tenant the admin's narrowed to it (kept, so its directory is filtered once per change). */
+function readsFor(database: TollgateDatabase, reads: DashboardReads | undefined, viewer: Viewer): DashboardReads {
+  const inner = adminReads(database, reads);
+  if (viewer.kind === 'admin') return inner;
+  let byTenant = tenantReadsByInner.get(inner);
+  if (byTenant === undefined) {
+    byTenant = new Map();
+    tenantReadsByInner.set(inner, byTenant);
+  }
+  let scoped = byTenant.get(viewer.tenant.tenantId);
+  if (scoped === undefined) {
+    scoped = new TenantScopedReads(inner, viewer.tenant.tenantId);
+    byTenant.set(viewer.tenant.tenantId, scoped);
+  }
+  return scoped;
+}
+
+/** The view context of a viewer: a tenant's reads are narrowed, and it sees its key's and tenant's buckets, not the global ones. */
+export function viewContextFor(
+  deps: { readonly database: TollgateDatabase; readonly reads?: DashboardReads | undefined; readonly limitSnapshot?: LimitSnapshot | undefined },
+  now: number,
+  viewer: Viewer,
+): ViewContext {
+  const snapshot = deps.limitSnapshot;
+  const reads = readsFor(deps.database, deps.reads, viewer);
+  if (viewer.kind === 'admin') return { reads, now, limitSnapshot: snapshot };
+  return {
+    reads,
+    now,
+    limitSnapshot: snapshot === undefined ? undefined : (keyId) => snapshot(keyId).filter((entry) => !entry.limitName.startsWith('global ')),
+    tenant: { id: viewer.tenant.tenantId, name: viewer.tenant.tenant },
+  };
+}

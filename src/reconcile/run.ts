@@ -1,0 +1,63 @@
+/**
+ * One reconciliation: the ledger's cells and the provider's report over the
+ * same whole UTC days, compared, stored (the dashboard shows the newest),
+ * returned.
+ */
+import type { TollgateDatabase } from '../db/open.js';
+import { resolvePrice, type PriceTable } from '../estimate/prices.js';
+import { compareWithProvider, type ReconcileReport } from './compare.js';
+import { hasProjectMapping, readLedgerCells, type ProjectMapping } from './ledger-cells.js';
+import type { DayRange, UsageProvider } from './provider.js';
+import { saveReconciliation } from './store.js';
+
+export interface ReconcileRun {
+  readonly database: TollgateDatabase;
+  readonly provider: UsageProvider;
+  readonly range: DayRange;
+  readonly mapping: ProjectMapping | undefined;
+  readonly prices: PriceTable;
+  readonly tolerancePercent: number;
+  readonly now: number;
+  readonly signal?: AbortSignal;
+}
+
+export type ReconcileResult = ReconcileReport & { readonly pending: number };
+
+const DAY_MS = 86_400_000;
+
+/** `7d` (the last 7 UTC days, today included), `today`, `month` or YYYY-MM-DD, in UTC: the provider's days. */
+export function parseUtcDay(text: string, now: number): string {
+  const today = new Date(now).toISOString().slice(0, 10);
+  const trimmed = text.trim();
+  const days = /^(\d+)d$/.exec(trimmed);
+  if (days) {
+    const n = Number(days[1]);
+    if (n < 1 || n > 366) throw new RangeError('--since Nd needs 1 ≤ N ≤ 366');
+    return new Date(now - (n - 1) * DAY_MS).toISOString().slice(0, 10);
+  }
+  if (trimmed === 'today') return today;
+  if (trimmed === 'month') return `${today.slice(0, 7)}-01`;
+  if (/^\d{4}-\d{2}-\d{2}$/.test(trimmed) && !Number.isNaN(Date.parse(`${trimmed}T00:00:00Z`))) return trimmed;
+  throw new RangeError(`"${text}" is not a day (use 7d, today, month or YYYY-MM-DD)`);
+}
+
+export async function runReconcile(run: ReconcileRun): Promise<{ id: number; result: ReconcileResult }> {
+  if (run.range.since > run.range.until) throw new RangeError(`--since ${run.range.since} is after --until ${run.range.until}`);
+  const byProject = hasProjectMapping(run.mapping);
+  const report = await run.provider.fetchReport(run.range, { byProject, ...(run.signal ? { signal: run.signal } : {}) });
+  const { cells, pending } = readLedgerCells(run.database, run.range, run.mapping);
+  const compared = compareWithProvider(cells, report, {
+    provider: run.provider.name,
+    since: run.range.since,
+    until: run.range.until,
+    generatedAt: run.now,
+    byProject,
+    tolerancePercent: run.tolerancePercent,
+    priceOf: (model) => {
+      const price = resolvePrice(model, run.prices);
+      return price.known ? price : undefined;
+    },
+  });
+  const result: ReconcileResult = { ...compared, pending };
+  return { id: saveReconciliation(run.database, result), result };
+}

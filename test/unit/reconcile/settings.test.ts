@@ -1,0 +1,56 @@
+/** Reconcile's settings: the admin key, the API URL, the tolerance and the project mapping, with clear messages for bad values. */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../../src/config.js';
+import { parseUtcDay } from '../../../src/reconcile/run.js';
+
+function withConfigFile<T>(json: unknown, fn: (path: string) => T): T {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-reconcile-config-'));
+  try {
+    const path = join(dir, 'config.json');
+    writeFileSync(path, JSON.stringify(json));
+    return fn(path);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('reconcile settings', () => {
+  it('default to no key, the upstream URL, 1% and no mapping', () => {
+    const config = loadConfig({ TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:9/v1/' });
+    expect(config.reconcile).toEqual({ adminKey: undefined, apiUrl: 'http://127.0.0.1:9/v1', projects: undefined, tolerancePercent: 1 });
+  });
+
+  it('read the key, the URL, the tolerance and the mapping', () => {
+    const projects = { default: 'proj_main', tenants: { acme: 'proj_acme' }, keys: { batch: 'proj_batch' } };
+    withConfigFile({ reconcile: { projects } }, (path) => {
+      const config = loadConfig({
+        TOLLGATE_PROVIDER_ADMIN_KEY: 'sk-admin-x',
+        TOLLGATE_PROVIDER_API_URL: 'https://api.openai.com/v1',
+        TOLLGATE_RECONCILE_TOLERANCE: '0.5',
+        TOLLGATE_CONFIG: path,
+      });
+      expect(config.reconcile).toEqual({ adminKey: 'sk-admin-x', apiUrl: 'https://api.openai.com/v1', projects, tolerancePercent: 0.5 });
+    });
+  });
+
+  it('refuse a bad tolerance or mapping with a message naming it', () => {
+    expect(() => loadConfig({ TOLLGATE_RECONCILE_TOLERANCE: 'lots' })).toThrow(/TOLLGATE_RECONCILE_TOLERANCE: must be a percentage/);
+    expect(() => loadConfig({ TOLLGATE_RECONCILE_TOLERANCE: '150' })).toThrow(ConfigError);
+    withConfigFile({ reconcile: { projects: { tenant: { acme: 'proj' } } } }, (path) => {
+      expect(() => loadConfig({ TOLLGATE_CONFIG: path })).toThrow(/reconcile\.projects/);
+    });
+  });
+
+  it('take days as UTC days, the provider’s', () => {
+    const now = Date.parse('2026-11-22T23:30:00Z');
+    expect(parseUtcDay('7d', now)).toBe('2026-11-16');
+    expect(parseUtcDay('today', now)).toBe('2026-11-22');
+    expect(parseUtcDay('month', now)).toBe('2026-11-01');
+    expect(parseUtcDay('2026-10-31', now)).toBe('2026-10-31');
+    expect(() => parseUtcDay('yesterday', now)).toThrow(RangeError);
+    expect(() => parseUtcDay('0d', now)).toThrow(RangeError);
+  });
+});
