@@ -16,7 +16,7 @@ import { pgAdminOps } from './admin/pg-ops.js';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-env.js';
 import { RedisBudgetStore } from './budgets/redis-budgets.js';
-import { isAttributed, SpendTracker } from './budgets/spend-tracker.js';
+import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config.js';
 import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
@@ -131,11 +131,8 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
           ...(replica === undefined
             ? {}
             : {
-                // End users and tags have no rollups in PostgreSQL yet: their counters are seeded from this node's ledger.
-                exactSeed: async (check: BudgetCheck) =>
-                  isAttributed(check.scope)
-                    ? spend.spent(check.scope, check.budget.period, now())
-                    : replica.spend.exact(check.scope, check.budget.period, now()),
+                // Keys, tenants, end users and tags alike: PostgreSQL's rollups plus this node's unshipped spend.
+                exactSeed: async (check: BudgetCheck) => replica.spend.exact(check.scope, check.budget.period, now()),
               }),
           store: new RedisBudgetStore(budgetCounters, {
             timeoutMs: config.redis?.timeoutMs ?? IPC_TIMEOUT_MS,

@@ -27,7 +27,7 @@ import type { TollgateDatabase } from '../db/open.js';
 import type { PgPool } from '../db/pg.js';
 import { calendarDay, dayEndMs, dayStartMs, periodStart, type BudgetPeriod } from '../calendar.js';
 import { enableOutbox } from '../ledger/shipper.js';
-import type { SpendChange, SpendRead, SpendScope } from './spend-tracker.js';
+import { isAttributed, type BudgetScope, type SpendChange, type SpendRead } from './spend-tracker.js';
 
 interface Known {
   value: number;
@@ -45,6 +45,8 @@ export interface PgSpendOptions {
   readonly refreshMs?: number;
   readonly now?: () => number;
   readonly onError?: (error: unknown) => void;
+  /** Reads kept at most (end users can be very many; the least recently added go first and are simply read again). */
+  readonly maxKnown?: number;
 }
 
 export class PgSpendSource {
@@ -57,13 +59,15 @@ export class PgSpendSource {
   private readonly snapshots = new Map<string, number>();
   /** Batches shipped recently (older than every query in `known` are dropped). */
   private shipped: Shipped[] = [];
-  private readonly unshipped: Readonly<Record<SpendScope['level'], Database.Statement>>;
+  private readonly unshipped: Readonly<Record<BudgetScope['level'], Database.Statement>>;
+  private readonly maxKnown: number;
 
   constructor(pool: PgPool, database: TollgateDatabase, options: PgSpendOptions = {}) {
     this.pool = pool;
     this.refreshMs = options.refreshMs ?? 1000;
     this.now = options.now ?? Date.now;
     this.onError = options.onError;
+    this.maxKnown = options.maxKnown ?? 100_000;
     enableOutbox(database);
     // The outbox's rows of a scope: a new row PostgreSQL lacks whole; a settlement it holds at its estimate.
     const of = (where: string) =>
@@ -74,7 +78,13 @@ export class PgSpendSource {
          JOIN ledger AS l ON l.request_id = o.request_id
          WHERE ${where} AND l.created_at >= @from AND l.created_at < @to`,
       );
-    this.unshipped = { key: of('l.key_id = @id'), tenant: of('l.tenant_id = @id') };
+    this.unshipped = {
+      key: of('l.key_id = @id'),
+      tenant: of('l.tenant_id = @id'),
+      user: of('l.key_id = @keyId AND l.end_user = @name'),
+      // Tags are comma-joined and hold no commas (src/endusers/attribution.ts).
+      tag: of(`l.key_id = @keyId AND instr(',' || l.tags || ',', ',' || @name || ',') > 0`),
+    };
   }
 
   /**
@@ -95,7 +105,7 @@ export class PgSpendSource {
       ['total', periodStart('total', startedAt), byKeyAndTenant('rollups_lifetime', 'true'), []],
     ];
     for (const [period, since, text, values] of reads) {
-      const rows = (await this.pool.query<{ level: SpendScope['level']; id: string; spent: number }>(text, values)).rows;
+      const rows = (await this.pool.query<{ level: 'key' | 'tenant'; id: string; spent: number }>(text, values)).rows;
       this.snapshots.set(`${period}|${since}`, startedAt);
       for (const row of rows) {
         const id = `${row.level}:${row.id}|${period}|${since}`;
@@ -116,24 +126,27 @@ export class PgSpendSource {
   }
 
   /** The spend of `scope` over the UTC days [since, until] across every node, or undefined when PostgreSQL has not answered yet. */
-  read(scope: SpendScope, period: BudgetPeriod, read: SpendRead): number | undefined {
+  read(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): number | undefined {
     const id = `${scope.level}:${scope.id}|${period}|${read.since}`;
     const now = this.now();
     let known = this.known.get(id);
     if (known === undefined) {
-      known = { value: 0, queriedAt: this.snapshots.get(`${period}|${read.since}`) ?? -1, refreshing: false };
+      // The snapshot holds keys and tenants only: an end user or tag not read yet is unknown until its own query answers.
+      const snapshot = isAttributed(scope) ? undefined : this.snapshots.get(`${period}|${read.since}`);
+      known = { value: 0, queriedAt: snapshot ?? -1, refreshing: false };
       this.known.set(id, known);
+      if (this.known.size > this.maxKnown) this.known.delete(this.known.keys().next().value!);
     }
     if (!known.refreshing && (known.queriedAt < 0 || now - known.queriedAt >= this.refreshMs)) void this.refresh(known, scope, period, read);
     if (known.queriedAt < 0) return undefined;
     // 'total' starts at '0000-00-00', which is no date.
     const from = period === 'total' ? 0 : dayStartMs(read.since);
     const to = dayEndMs(read.until);
-    const local = (this.unshipped[scope.level].get({ id: scope.id, from, to }) as { spent: number }).spent;
+    const local = this.unshippedOf(scope, from, to);
     let since = 0;
     for (const { at, change } of this.shipped) {
       if (at < known.queriedAt || change.day < read.since || change.day > read.until) continue;
-      if (scope.level === 'key' ? change.keyId === scope.id : change.tenantId === scope.id) since += change.microUsd;
+      if (changes(change, scope)) since += change.microUsd;
     }
     return known.value + since + local;
   }
@@ -143,16 +156,21 @@ export class PgSpendSource {
    * PostgreSQL now, plus this node's unshipped rows: what seeds a new shared
    * budget counter (once per period and owner, never per request).
    */
-  async exact(scope: SpendScope, period: BudgetPeriod, now: number): Promise<number> {
+  async exact(scope: BudgetScope, period: BudgetPeriod, now: number): Promise<number> {
     const read: SpendRead = { since: periodStart(period, now), until: calendarDay(now) };
     const query = spentQuery(scope, period, read);
     const shipped = (await this.pool.query<{ spent: number }>(query.text, query.values)).rows[0]?.spent ?? 0;
     const from = period === 'total' ? 0 : dayStartMs(read.since);
-    const local = (this.unshipped[scope.level].get({ id: scope.id, from, to: dayEndMs(read.until) }) as { spent: number }).spent;
-    return Number(shipped) + local;
+    return Number(shipped) + this.unshippedOf(scope, from, dayEndMs(read.until));
   }
 
-  private async refresh(known: Known, scope: SpendScope, period: BudgetPeriod, read: SpendRead): Promise<void> {
+  /** What this node recorded for `scope` in [from, to) and has not shipped. */
+  private unshippedOf(scope: BudgetScope, from: number, to: number): number {
+    const params = isAttributed(scope) ? { keyId: scope.keyId, name: scope.name, from, to } : { id: scope.id, from, to };
+    return (this.unshipped[scope.level].get(params) as { spent: number }).spent;
+  }
+
+  private async refresh(known: Known, scope: BudgetScope, period: BudgetPeriod, read: SpendRead): Promise<void> {
     known.refreshing = true;
     const startedAt = this.now();
     try {
@@ -177,7 +195,15 @@ export class PgSpendSource {
 }
 
 /** The same reads as the SQLite tracker's (spend-tracker.ts): the rollup that holds the period whole, less days filed after today. */
-function spentQuery(scope: SpendScope, period: BudgetPeriod, read: SpendRead): { text: string; values: unknown[] } {
+function spentQuery(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): { text: string; values: unknown[] } {
+  if (isAttributed(scope)) {
+    // An end user's or tag's own daily rollup, as the SQLite tracker reads it ('total' starts at '0000-00-00').
+    const [table, column] = scope.level === 'user' ? ['rollups_end_users', 'end_user'] : ['rollups_tags', 'tag'];
+    return {
+      text: `SELECT coalesce(sum(cost_micros), 0) AS spent FROM ${table} WHERE key_id = $1 AND ${column} = $2 AND day >= $3 AND day <= $4`,
+      values: [scope.keyId, scope.name, read.since, read.until],
+    };
+  }
   const of = (table: string, where: string) =>
     scope.level === 'key'
       ? `SELECT coalesce(sum(cost_micros), 0) FROM ${table} WHERE key_id = $1 AND ${where}`
@@ -191,4 +217,18 @@ function spentQuery(scope: SpendScope, period: BudgetPeriod, read: SpendRead): {
     };
   }
   return { text: `SELECT (${of('rollups_lifetime', 'true')}) - (${of('rollups_daily', 'day > $2')}) AS spent`, values: [scope.id, read.until] };
+}
+
+/** Whether a shipped change moved `scope`'s spend. */
+function changes(change: SpendChange, scope: BudgetScope): boolean {
+  switch (scope.level) {
+    case 'key':
+      return change.keyId === scope.id;
+    case 'tenant':
+      return change.tenantId === scope.id;
+    case 'user':
+      return change.keyId === scope.keyId && change.endUser === scope.name;
+    case 'tag':
+      return change.keyId === scope.keyId && (change.tags ?? []).includes(scope.name);
+  }
 }

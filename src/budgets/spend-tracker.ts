@@ -73,7 +73,7 @@ export interface SpendRead {
  * stand in).
  */
 interface SpendSource {
-  read(scope: SpendScope, period: BudgetPeriod, read: SpendRead): number | undefined;
+  read(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): number | undefined;
 }
 
 interface Cached {
@@ -203,8 +203,11 @@ export class SpendTracker {
       const { level, id } = scope;
       return this.source?.read({ level, id }, period, { since, until }) ?? (this.statements[level][period].get(params) as { spent: number }).spent;
     }
-    // Replicas: PostgreSQL has no end-user rollups yet, so this node's own ledger (README, "End users and tags").
-    return (this.attributed[scope.level].get({ keyId: scope.keyId, name: scope.name, since, until }) as { spent: number }).spent;
+    // Replicas: every node's spend from PostgreSQL's rollups (pg-spend.ts); until it answers, this node's own.
+    return (
+      this.source?.read(scope, period, { since, until }) ??
+      (this.attributed[scope.level].get({ keyId: scope.keyId, name: scope.name, since, until }) as { spent: number }).spent
+    );
   }
 
   /** Drops one read (it is read again from the database when next asked for). */

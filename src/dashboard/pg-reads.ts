@@ -232,8 +232,10 @@ export class PgDashboardReads implements DashboardReads {
   }
 
   /** PostgreSQL holds no end users or tags yet (src/endusers): the key's page shows none there. */
-  async keyTop(): Promise<Array<{ name: string; totals: SpendTotals }>> {
-    return [];
+  /** From rollups_end_users / rollups_tags by their key, as reads.ts does from SQLite's. */
+  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number): Promise<Array<{ name: string; totals: SpendTotals }>> {
+    const report = await guard(() => queryPgSpend(this.pool, { keyId, since, by, limit }, now));
+    return report.rows.map((row) => ({ name: row.group, totals: pickTotals(row) }));
   }
 
   /** Through ledger_key_time, newest first. */

@@ -94,6 +94,9 @@ export const ledger = pgTable(
     ttftMs: big('ttft_ms'),
     upstreamRequestId: text('upstream_request_id'),
     errorCode: text('error_code'),
+    /** The request's end user and its tags, comma-joined (as in schema.ts; src/endusers). */
+    endUser: text('end_user'),
+    tags: text('tags'),
   },
   (t) => [
     index('ledger_key_time').on(t.keyId, t.createdAt),
@@ -160,6 +163,32 @@ export const monthlyRollups = pgTable(
     lastRequestAt: big('last_request_at').notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.month, t.keyId, t.model] })],
+);
+
+/** Per key·end user·day (src/endusers), moved by the shipper with the others. */
+export const endUserRollups = pgTable(
+  'rollups_end_users',
+  {
+    keyId: text('key_id').notNull(),
+    endUser: text('end_user').notNull(),
+    day: text('day').notNull(),
+    ...spendCounters(),
+    lastRequestAt: big('last_request_at').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.endUser, t.day] }), index('rollups_end_users_day').on(t.day)],
+);
+
+/** Per key·tag·day: a request with two tags counts in both (so tags do not sum to the total). */
+export const tagRollups = pgTable(
+  'rollups_tags',
+  {
+    keyId: text('key_id').notNull(),
+    tag: text('tag').notNull(),
+    day: text('day').notNull(),
+    ...spendCounters(),
+    lastRequestAt: big('last_request_at').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.tag, t.day] }), index('rollups_tags_day').on(t.day)],
 );
 
 export const dailyTotalRollups = pgTable('rollups_daily_total', {

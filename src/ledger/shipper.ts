@@ -27,6 +27,7 @@ import type { TollgateDatabase } from '../db/open.js';
 import type { PgPool } from '../db/pg.js';
 import { calendarDay, utcHour } from '../calendar.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
+import { decodeTags } from '../endusers/attribution.js';
 import { countsDelta, transition, type LedgerState, type RowCounts } from './row-counts.js';
 
 /** Creates the local outbox and its triggers; the first time, queues every row already in the file. */
@@ -109,6 +110,9 @@ interface LocalRow extends LedgerState {
   readonly latency_ms: number | null;
   readonly ttft_ms: number | null;
   readonly upstream_request_id: string | null;
+  readonly end_user: string | null;
+  /** Comma-joined, as the writer stores them (src/endusers/attribution.ts). */
+  readonly tags: string | null;
 }
 
 type HeldRow = LedgerState & { readonly request_id: string };
@@ -136,8 +140,10 @@ class RollupSums {
   readonly monthly = new Map<string, RollupRow>();
   readonly total = new Map<string, RollupRow>();
   readonly lifetime = new Map<string, RollupRow>();
+  readonly endUsers = new Map<string, RollupRow>();
+  readonly tags = new Map<string, RollupRow>();
 
-  add(row: { key_id: string; model: string; created_at: number }, delta: RowCounts): void {
+  add(row: { key_id: string; model: string; created_at: number; end_user: string | null; tags: string | null }, delta: RowCounts): void {
     const day = calendarDay(row.created_at);
     const hour = utcHour(row.created_at);
     const month = day.slice(0, 7);
@@ -146,6 +152,10 @@ class RollupSums {
     addTo(this.monthly, `${month}\u0000${row.key_id}\u0000${row.model}`, { month, key_id: row.key_id, model: row.model }, delta, row.created_at);
     addTo(this.total, day, { day }, delta, row.created_at);
     addTo(this.lifetime, row.key_id, { key_id: row.key_id }, delta, row.created_at);
+    // As the writer files them in SQLite (rollups.ts): one end user, each tag once.
+    if (row.end_user !== null)
+      addTo(this.endUsers, `${row.key_id}\u0000${row.end_user}\u0000${day}`, { key_id: row.key_id, end_user: row.end_user, day }, delta, row.created_at);
+    for (const tag of decodeTags(row.tags)) addTo(this.tags, `${row.key_id}\u0000${tag}\u0000${day}`, { key_id: row.key_id, tag, day }, delta, row.created_at);
   }
 }
 
@@ -242,7 +252,15 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise
   if (candidates.size === 0) return { inserted: 0, settled: 0, changes: [] };
   const changes: SpendChange[] = [];
   const note = (row: LocalRow, delta: RowCounts) => {
-    if (delta.costMicros !== 0) changes.push({ keyId: row.key_id, tenantId: row.tenant_id, day: calendarDay(row.created_at), microUsd: delta.costMicros });
+    if (delta.costMicros !== 0)
+      changes.push({
+        keyId: row.key_id,
+        tenantId: row.tenant_id,
+        day: calendarDay(row.created_at),
+        microUsd: delta.costMicros,
+        endUser: row.end_user,
+        tags: decodeTags(row.tags),
+      });
   };
   const client = await pool.connect();
   try {
@@ -305,6 +323,8 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise
     await upsertRollup(client, 'rollups_monthly', ['month', 'key_id', 'model'], FULL_COUNTERS, true, sums.monthly.values());
     await upsertRollup(client, 'rollups_daily_total', ['day'], FULL_COUNTERS, false, sums.total.values());
     await upsertRollup(client, 'rollups_lifetime', ['key_id'], FULL_COUNTERS, true, sums.lifetime.values());
+    await upsertRollup(client, 'rollups_end_users', ['key_id', 'end_user', 'day'], FULL_COUNTERS, true, sums.endUsers.values());
+    await upsertRollup(client, 'rollups_tags', ['key_id', 'tag', 'day'], FULL_COUNTERS, true, sums.tags.values());
     await client.query('COMMIT');
     return { inserted, settled, changes };
   } catch (error) {

@@ -10,9 +10,8 @@
  * all its days that have rows).
  */
 import type { PgPool } from '../db/pg.js';
-import { TollgateError } from '../errors.js';
 import { addDays, calendarDay, dayEndMs, dayStartMs, monthStartOf } from '../calendar.js';
-import type { SpendQuery, SpendReport, SpendRow, SpendTotals } from './spend.js';
+import { difference, NO_END_USER, SPEND_COUNTERS, type SpendQuery, type SpendReport, type SpendRow, type SpendTotals } from './spend.js';
 
 const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
   coalesce(sum(r.prompt_tokens), 0) AS "promptTokens",
@@ -62,13 +61,8 @@ async function rangeRows(pool: PgPool, since: string, until: string, params: unk
 
 /** Spend over a range of UTC days, grouped as asked, with the grand total (see spend.ts). */
 export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.now()): Promise<SpendReport> {
-  if (query.by === 'user' || query.by === 'tag') {
-    // PostgreSQL has no end-user or tag rollups yet (src/endusers): say so rather than answer wrongly.
-    throw new TollgateError('invalid_value', `Spend by ${query.by} is not available on replicas (TOLLGATE_DATABASE_URL) yet; ask a node's own database.`, {
-      param: 'by',
-    });
-  }
   const until = query.until ?? calendarDay(now);
+  if (query.by === 'user' || query.by === 'tag') return queryByAttribution(pool, { ...query, by: query.by }, until);
   if (query.by !== 'day' && query.since <= until) return queryByMonths(pool, { ...query, by: query.by }, until);
   const params: unknown[] = [query.since, until];
   const where = ['r.day >= $1', 'r.day <= $2'];
@@ -141,6 +135,49 @@ async function queryByMonths(pool: PgPool, query: SpendQuery & { by: keyof typeo
   }
   const pending = (await pool.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM ledger l WHERE ${pendingWhere.join(' AND ')}`, pendingParams)).rows[0]!;
   return { since: query.since, until, by: query.by, rows, total, pending: pending.n };
+}
+
+/** What the end-user and tag groupings read: their own daily rollups (src/endusers), per key. */
+const ATTRIBUTED = {
+  user: { table: 'rollups_end_users', column: 'end_user' },
+  tag: { table: 'rollups_tags', column: 'tag' },
+} as const;
+
+/**
+ * Grouped by end user or tag, as spend.ts does from SQLite: one row per key
+ * and name (with the key's id, prefix and name), the most spent first, at
+ * most `limit`; the total is the key's (or every key's) whole spend, and by
+ * end user the requests that named none are one more row, so the rows sum to
+ * the total (a request may carry several tags, so tags need not).
+ */
+async function queryByAttribution(pool: PgPool, query: SpendQuery & { by: 'user' | 'tag' }, until: string): Promise<SpendReport> {
+  const { table, column } = ATTRIBUTED[query.by];
+  const params: unknown[] = [query.since, until];
+  const where = ['r.day >= $1', 'r.day <= $2'];
+  if (query.keyId !== undefined) {
+    params.push(query.keyId);
+    where.push(`r.key_id = $${params.length}`);
+  }
+  if (query.tenantId !== undefined) {
+    params.push(query.tenantId);
+    where.push(`k.tenant_id = $${params.length}`);
+  }
+  const limit = query.limit === undefined ? '' : `LIMIT ${Math.max(0, Math.floor(query.limit))}`;
+  const rows = (
+    await pool.query<SpendRow>(
+      `SELECT r.${column} AS "group", k.id AS "keyId", k.prefix AS "prefix", k.name AS "key", ${SUMS}
+       FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE ${where.join(' AND ')}
+       GROUP BY r.key_id, r.${column}, k.id ORDER BY "costMicros" DESC, r.${column}, k.name ${limit}`,
+      params,
+    )
+  ).rows;
+  // The whole spend of the same keys, from the rollups the other groupings read (whole months from the monthly one).
+  const { total, pending } = await queryByMonths(pool, { ...query, by: 'total' }, until);
+  if (query.by === 'user' && query.limit === undefined) {
+    const rest = difference(total, rows);
+    if (SPEND_COUNTERS.some((counter) => rest[counter] !== 0)) rows.push({ group: NO_END_USER, ...rest });
+  }
+  return { since: query.since, until, by: query.by, rows, total, pending };
 }
 
 /** The grand total of grouped rows (each row a disjoint part of the range's rows). */

@@ -13,7 +13,7 @@ export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'user' | 'tag' 
 export const SPEND_GROUPINGS: readonly SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'user', 'tag', 'total'];
 
 /** The `user` group of requests that named no end user. */
-const NO_END_USER = '(no end user)';
+export const NO_END_USER = '(no end user)';
 
 export interface SpendQuery {
   readonly keyId?: string | undefined;
@@ -93,7 +93,7 @@ function rollupOf(by: SpendGrouping): string {
 }
 
 /** The totals' counters, for sums and differences in code. */
-const COUNTERS = [
+export const SPEND_COUNTERS = [
   'requests',
   'promptTokens',
   'cachedTokens',
@@ -135,15 +135,15 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
   // (both sides move in the same transactions). Tags need not: a request may carry several.
   if (query.by === 'user' && query.limit === undefined) {
     const rest = difference(total, rows);
-    if (COUNTERS.some((counter) => rest[counter] !== 0)) rows.push({ group: NO_END_USER, ...rest });
+    if (SPEND_COUNTERS.some((counter) => rest[counter] !== 0)) rows.push({ group: NO_END_USER, ...rest });
   }
   return { since: query.since, until, by: query.by, rows: query.by === 'total' ? [] : rows, total, pending: pending.n };
 }
 
 /** `total` less the sum of `rows`, counter by counter. */
-function difference(total: SpendTotals, rows: readonly SpendTotals[]): SpendTotals {
-  const rest = { ...total } as Record<(typeof COUNTERS)[number], number>;
-  for (const row of rows) for (const counter of COUNTERS) rest[counter] -= row[counter];
+export function difference(total: SpendTotals, rows: readonly SpendTotals[]): SpendTotals {
+  const rest = { ...total } as Record<(typeof SPEND_COUNTERS)[number], number>;
+  for (const row of rows) for (const counter of SPEND_COUNTERS) rest[counter] -= row[counter];
   return rest;
 }
 

@@ -115,3 +115,45 @@ it('counts every node’s shipped spend and this node’s unshipped spend, each 
   await expectSeen(a, 5400, 'total');
   expect(day).toBe('2026-11-22');
 });
+
+it('counts an end user’s and a tag’s spend over every node: shipped once, unshipped once, and exactly for a seed', async () => {
+  const keyId = (await new PgKeyStore(pg.pool).createKey({ name: 'shared', policy: { limits: [] } })).view.id;
+  for (const file of files) await new KeySync(pg.pool, file.database, { url: pg.url }).pull();
+  const clock = { now: NOW };
+  const a = node(files[0]!, clock);
+  const b = node(files[1]!, clock);
+  const ann = { level: 'user' as const, id: `${keyId}:ann`, keyId, name: 'ann' };
+  const nightly = { level: 'tag' as const, id: `${keyId}:nightly`, keyId, name: 'nightly' };
+  const attributed = (id: string, cost: number, endUser: string, tags: string[]) => ({ ...entry(keyId, id, cost), endUser, tags });
+  const expectSeen = async (n: ReturnType<typeof node>, scope: typeof ann | typeof nightly, expected: number, period: 'day' | 'total' = 'day') => {
+    await waitFor(
+      () => {
+        clock.now += 100;
+        return n.tracker.spent(scope, period, clock.now) === expected;
+      },
+      `${expected} micro-USD seen for ${scope.id} (last: ${n.tracker.spent(scope, period, clock.now)})`,
+    );
+  };
+
+  await a.writer.begin(attributed('a1', 1000, 'ann', ['nightly']));
+  // Another user's and another tag's (named like a prefix of ours) spend counts for neither.
+  await a.writer.begin(attributed('a2', 300, 'anna', ['nightly-x', 'search']));
+  await b.writer.begin(attributed('b1', 5000, 'ann', ['search', 'nightly']));
+  await expectSeen(a, ann, 1000);
+  await expectSeen(b, nightly, 5000);
+  expect(await a.source.exact(ann, 'day', clock.now)).toBe(1000);
+  await b.shipper.drain();
+  await expectSeen(a, ann, 6000);
+  await expectSeen(a, nightly, 6000);
+  expect(await a.source.exact(ann, 'day', clock.now)).toBe(6000);
+  await a.shipper.drain();
+  await expectSeen(b, ann, 6000);
+  await expectSeen(b, nightly, 6000, 'total');
+  expect(await b.source.exact(nightly, 'total', clock.now)).toBe(6000);
+  // PostgreSQL's rollups hold them whole, per key·name·day.
+  const users = await pg.pool.query<{ end_user: string; cost_micros: number }>('SELECT end_user, cost_micros FROM rollups_end_users ORDER BY end_user');
+  expect(users.rows).toEqual([
+    { end_user: 'ann', cost_micros: 6000 },
+    { end_user: 'anna', cost_micros: 300 },
+  ]);
+});

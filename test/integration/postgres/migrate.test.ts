@@ -27,9 +27,11 @@ it('applies every migration exactly once when five processes migrate together', 
       'responses',
       'rollups_daily',
       'rollups_daily_total',
+      'rollups_end_users',
       'rollups_hourly',
       'rollups_lifetime',
       'rollups_monthly',
+      'rollups_tags',
       'tenants',
     ]);
     expect(await migratePg(pools[0]!)).toBe(0);

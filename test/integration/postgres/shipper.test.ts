@@ -40,6 +40,9 @@ function pending(keyId: string, id: string, i: number): PendingEntry {
     estCompletionTokens: 1000,
     estCostMicros: 615 + i,
     priceKnown: true,
+    // End users and tags (src/endusers) on some rows: their own rollups ship with the others.
+    ...(i % 3 === 0 ? {} : { endUser: `user-${i % 4}` }),
+    ...(i % 2 === 0 ? {} : { tags: i % 4 === 1 ? ['search'] : ['search', 'nightly'] }),
   };
 }
 
@@ -70,6 +73,8 @@ const TABLES: Record<string, string> = {
   rollups_monthly: 'month, key_id, model',
   rollups_daily_total: 'day',
   rollups_lifetime: 'key_id',
+  rollups_end_users: 'key_id, end_user, day',
+  rollups_tags: 'key_id, tag, day',
 };
 
 async function expectSameRollups(): Promise<void> {
@@ -111,6 +116,8 @@ it('ships pending rows, settlements and refusals with rollups equal to SQLite’
       estPromptTokens: 0,
       estCompletionTokens: 0,
       estCostMicros: 0,
+      endUser: 'user-1',
+      tags: ['search'],
     });
   }
   expect(writer.flush()).toBe(true);
@@ -118,10 +125,13 @@ it('ships pending rows, settlements and refusals with rollups equal to SQLite’
   await shipper.drain();
   expect(shipper.depth()).toBe(0);
   await expectSameRollups();
+  // Not vacuous: the rows spread over end users and tags on both days.
+  expect((await pg.pool.query('SELECT DISTINCT day FROM rollups_tags')).rows).toHaveLength(2);
+  expect((await pg.pool.query<{ n: number }>('SELECT count(DISTINCT end_user)::bigint AS n FROM rollups_end_users')).rows[0]!.n).toBe(4);
   const rows = await pg.pool.query<{ n: number }>('SELECT count(*)::bigint AS n FROM ledger');
   expect(rows.rows[0]!.n).toBe(43);
   // Every row as SQLite holds it, priced dimensions included, whether it reached PostgreSQL pending or settled.
-  const columns = 'request_id, status, cost_micros, audio_prompt_tokens, audio_completion_tokens, service_tier, tool_cost_micros';
+  const columns = 'request_id, status, cost_micros, audio_prompt_tokens, audio_completion_tokens, service_tier, tool_cost_micros, end_user, tags';
   const settledLocally = local.database.sqlite.prepare(`SELECT ${columns} FROM ledger ORDER BY request_id`).all();
   expect(settledLocally.filter((row) => (row as { service_tier: string | null }).service_tier === 'priority').length).toBeGreaterThan(2);
   expect((await pg.pool.query(`SELECT ${columns} FROM ledger ORDER BY request_id`)).rows).toEqual(settledLocally);
