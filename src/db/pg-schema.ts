@@ -97,6 +97,10 @@ export const ledger = pgTable(
     /** The request's end user and its tags, comma-joined (as in schema.ts; src/endusers). */
     endUser: text('end_user'),
     tags: text('tags'),
+    /** The upstream that answered, upstreams tried, and failed tries an upstream may bill (as in schema.ts; src/pipeline/forward.ts). */
+    upstream: text('upstream'),
+    attempts: integer('attempts'),
+    billedAttempts: integer('billed_attempts'),
   },
   (t) => [
     index('ledger_key_time').on(t.keyId, t.createdAt),

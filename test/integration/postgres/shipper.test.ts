@@ -59,6 +59,8 @@ function completion(id: string, i: number): Completion {
     // The priced dimensions (drizzle/0007), on some rows only, as the upstream reports them.
     ...(i % 2 === 1 ? { audioPromptTokens: 5 + i, audioCompletionTokens: i, serviceTier: i % 4 === 1 ? 'priority' : 'flex', toolCostMicros: 10_000 + i } : {}),
     costMicros: 26 + i * 7 + (i % 2 === 1 ? 10_000 + i : 0),
+    // Routing (drizzle/0010): which upstream answered after how many tries.
+    ...(i % 3 === 0 ? {} : { upstream: i % 3 === 1 ? 'primary' : 'azure', attempts: 1 + (i % 3), billedAttempts: i % 6 === 2 ? 1 : 0 }),
     usageSource: 'reported',
     latencyMs: 10,
     ttftMs: null,
@@ -131,9 +133,11 @@ it('ships pending rows, settlements and refusals with rollups equal to SQLite’
   const rows = await pg.pool.query<{ n: number }>('SELECT count(*)::bigint AS n FROM ledger');
   expect(rows.rows[0]!.n).toBe(43);
   // Every row as SQLite holds it, priced dimensions included, whether it reached PostgreSQL pending or settled.
-  const columns = 'request_id, status, cost_micros, audio_prompt_tokens, audio_completion_tokens, service_tier, tool_cost_micros, end_user, tags';
+  const columns =
+    'request_id, status, cost_micros, audio_prompt_tokens, audio_completion_tokens, service_tier, tool_cost_micros, end_user, tags, upstream, attempts, billed_attempts';
   const settledLocally = local.database.sqlite.prepare(`SELECT ${columns} FROM ledger ORDER BY request_id`).all();
   expect(settledLocally.filter((row) => (row as { service_tier: string | null }).service_tier === 'priority').length).toBeGreaterThan(2);
+  expect(settledLocally.filter((row) => (row as { attempts: number | null }).attempts === 2).length).toBeGreaterThan(2);
   expect((await pg.pool.query(`SELECT ${columns} FROM ledger ORDER BY request_id`)).rows).toEqual(settledLocally);
 });
 
