@@ -11,10 +11,10 @@ import { TollgateError } from '../errors.js';
 import { parseJsonObject } from '../http/body.js';
 import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
 import { checkModelAllowed } from '../keys/caller.js';
-import type { FinalStatus } from '../ledger/writer.js';
 import { authenticate } from '../pipeline/authenticate.js';
 import { chargeRefusal, chargeRequestLimits } from '../pipeline/charge-refusal.js';
 import type { PipelineDeps } from '../pipeline/deps.js';
+import { freeRequestRow } from '../pipeline/free-request.js';
 import { forwardedUpstream, MESSAGES_QUERY, upstreamPath } from '../pipeline/forward.js';
 import { AdmissionRefused } from '../pipeline/refusals.js';
 import { asBody, readAll } from '../pipeline/relay.js';
@@ -29,6 +29,8 @@ const ENDPOINT = 'count_tokens';
 export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promise<Response> {
   const request = authenticate(c, 'messages', deps);
   const { caller, client, requestId, startedAt } = request;
+  const row = freeRequestRow(deps, caller, requestId, startedAt, ENDPOINT);
+  const refuse = (refusal: TollgateError, model: string): never => row.refuse(refusal, refusal instanceof AdmissionRefused ? refusal.reason : 'other', model);
   let model = '(unknown)';
   let bytes: Buffer;
   try {
@@ -47,42 +49,8 @@ export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promi
   const limited = await chargeRequestLimits(request, deps);
   if (limited !== undefined) return refuse(limited, model);
 
-  try {
-    await deps.ledger.begin({
-      requestId,
-      keyId: caller.key.id,
-      tenantId: caller.key.tenantId,
-      createdAt: startedAt,
-      endpoint: ENDPOINT,
-      model,
-      stream: false,
-      estPromptTokens: 0,
-      estCompletionTokens: 0,
-      estCostMicros: 0,
-      priceKnown: true,
-    });
-  } catch (error) {
-    throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
-  }
-  const settle = (status: number | null, outcome: FinalStatus, upstreamRequestId: string | undefined): void => {
-    const completedAt = deps.now();
-    deps.ledger.complete({
-      requestId,
-      completedAt,
-      status: outcome,
-      httpStatus: status,
-      promptTokens: 0,
-      cachedTokens: 0,
-      completionTokens: 0,
-      reasoningTokens: 0,
-      costMicros: 0,
-      usageSource: 'none',
-      latencyMs: completedAt - startedAt,
-      ttftMs: null,
-      upstreamRequestId: upstreamRequestId ?? null,
-      errorCode: outcome === 'ok' ? null : outcome,
-    });
-  };
+  await row.record(model);
+  const { settle } = row;
   let response;
   let answer: Buffer;
   try {
@@ -110,26 +78,6 @@ export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promi
   const headers = toClientHeaders(response.headers, requestId, false, response.status);
   delete headers['content-length'];
   return new Response(asBody(answer), { status: response.status, headers });
-
-  function refuse(refusal: TollgateError, name: string): never {
-    deps.ledger.reject({
-      requestId,
-      keyId: caller.key.id,
-      tenantId: caller.key.tenantId,
-      createdAt: startedAt,
-      endpoint: ENDPOINT,
-      model: name,
-      stream: false,
-      status: refusal.status === 400 ? 'invalid_request' : 'rejected',
-      httpStatus: refusal.status,
-      errorCode: refusal.code,
-      reason: refusal instanceof AdmissionRefused ? refusal.reason : 'other',
-      estPromptTokens: 0,
-      estCompletionTokens: 0,
-      estCostMicros: 0,
-    });
-    throw refusal;
-  }
 }
 
 /** The first answer of the candidates that is not a failure to try past (connect error, 429, 5xx); the last one's whatever it is. */

@@ -10,8 +10,7 @@ import type { AppEnv } from '../app-env.js';
 import { TollgateError } from '../errors.js';
 import { modelNameProblem } from '../http/client-strings.js';
 import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
-import { checkModelAllowed, isModelAllowed, type Caller } from '../keys/caller.js';
-import type { RejectionReason } from '../ledger/writer.js';
+import { checkModelAllowed, isModelAllowed } from '../keys/caller.js';
 import type { Policy } from '../limits/algorithm/policy.js';
 import { toUpstreamError } from '../upstreams/pool.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
@@ -20,6 +19,7 @@ import { authenticateHeaders } from './authenticate.js';
 import { clientRequestOf } from '../http/client-request.js';
 import { chargeRefusal, chargeRequestLimits } from './charge-refusal.js';
 import type { PipelineDeps } from './deps.js';
+import { freeRequestRow } from './free-request.js';
 import { upstreamPath } from './forward.js';
 import { AdmissionRefused } from './refusals.js';
 import { asBody, readAll } from './relay.js';
@@ -37,25 +37,8 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
   const startedAt = deps.now();
   const single = c.req.param('model');
   const request = { caller, client, url: c.req.url };
-  const refuse = (refusal: TollgateError, reason: RejectionReason, model: string): never => {
-    deps.ledger.reject({
-      requestId,
-      keyId: caller.key.id,
-      tenantId: caller.key.tenantId,
-      createdAt: startedAt,
-      endpoint: ENDPOINT,
-      model,
-      stream: false,
-      status: refusal.status === 400 ? 'invalid_request' : 'rejected',
-      httpStatus: refusal.status,
-      errorCode: refusal.code,
-      reason,
-      estPromptTokens: 0,
-      estCompletionTokens: 0,
-      estCostMicros: 0,
-    });
-    throw refusal;
-  };
+  const row = freeRequestRow(deps, caller, requestId, startedAt, ENDPOINT);
+  const refuse = row.refuse;
 
   if (single !== undefined) {
     try {
@@ -72,26 +55,8 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
   const limited = await chargeRequestLimits(request, deps);
   if (limited !== undefined) return refuse(limited, limited.reason, model);
 
-  await record(deps, caller, requestId, startedAt, model);
-  const settle = (status: number | null, outcome: 'ok' | 'upstream_error' | 'upstream_interrupted' | 'client_aborted', upstreamRequestId?: string): void => {
-    const completedAt = deps.now();
-    deps.ledger.complete({
-      requestId,
-      completedAt,
-      status: outcome,
-      httpStatus: status,
-      promptTokens: 0,
-      cachedTokens: 0,
-      completionTokens: 0,
-      reasoningTokens: 0,
-      costMicros: 0,
-      usageSource: 'none',
-      latencyMs: completedAt - startedAt,
-      ttftMs: null,
-      upstreamRequestId: upstreamRequestId ?? null,
-      errorCode: outcome === 'ok' ? null : outcome,
-    });
-  };
+  await row.record(model);
+  const { settle } = row;
   const router = deps.router;
   if (router !== undefined && !router.shorthand) {
     // Several upstreams: the listing is Tollgate's own, built from theirs and the config.
@@ -133,27 +98,6 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
   const headers = toClientHeaders(response.headers, requestId, false, response.status);
   delete headers['content-length'];
   return new Response(asBody(bytes), { status: response.status, headers });
-}
-
-/** The request's row, committed before it is forwarded (as for billed requests: nothing goes upstream unrecorded). */
-async function record(deps: ModelsDeps, caller: Caller, requestId: string, createdAt: number, model: string): Promise<void> {
-  try {
-    await deps.ledger.begin({
-      requestId,
-      keyId: caller.key.id,
-      tenantId: caller.key.tenantId,
-      createdAt,
-      endpoint: ENDPOINT,
-      model,
-      stream: false,
-      estPromptTokens: 0,
-      estCompletionTokens: 0,
-      estCostMicros: 0,
-      priceKnown: true,
-    });
-  } catch (error) {
-    throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
-  }
 }
 
 function filterModelList(bytes: Buffer, policy: Policy): Buffer {
