@@ -82,23 +82,9 @@ export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.n
     ? `SELECT r.day AS "group", ${SUMS} FROM rollups_daily_total r WHERE r.day >= $1 AND r.day <= $2 GROUP BY r.day ORDER BY r.day`
     : `SELECT ${shape.select}, ${SUMS} ${from} ${shape.group} ${shape.order}`;
   const rows = (await pool.query<SpendRow>(rowsSql, allKeys ? [query.since, until] : params)).rows;
-  const totalSql =
-    query.keyId === undefined && query.tenantId === undefined
-      ? `SELECT ${SUMS} FROM rollups_daily_total r WHERE r.day >= $1 AND r.day <= $2`
-      : `SELECT ${SUMS} ${from}`;
-  const total = (await pool.query<SpendTotals>(totalSql, query.keyId === undefined && query.tenantId === undefined ? [query.since, until] : params)).rows[0]!;
-  const pendingParams: unknown[] = [dayStartMs(query.since), dayEndMs(until)];
-  const pendingWhere = ["l.status = 'pending'", 'l.created_at >= $1', 'l.created_at < $2'];
-  if (query.keyId !== undefined) {
-    pendingParams.push(query.keyId);
-    pendingWhere.push(`l.key_id = $${pendingParams.length}`);
-  }
-  if (query.tenantId !== undefined) {
-    pendingParams.push(query.tenantId);
-    pendingWhere.push(`l.tenant_id = $${pendingParams.length}`);
-  }
-  const pending = (await pool.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM ledger l WHERE ${pendingWhere.join(' AND ')}`, pendingParams)).rows[0]!;
-  return { since: query.since, until, by: query.by, rows, total, pending: pending.n };
+  const totalSql = allKeys ? `SELECT ${SUMS} FROM rollups_daily_total r WHERE r.day >= $1 AND r.day <= $2` : `SELECT ${SUMS} ${from}`;
+  const total = (await pool.query<SpendTotals>(totalSql, allKeys ? [query.since, until] : params)).rows[0]!;
+  return { since: query.since, until, by: query.by, rows, total, pending: await pendingCount(pool, query, until) };
 }
 
 /** Grouped by model, key, tenant or not at all: whole months read from the monthly rollup (see the header). */
@@ -123,18 +109,7 @@ async function queryByMonths(pool: PgPool, query: SpendQuery & { by: keyof typeo
     : query.by === 'total'
       ? (await pool.query<SpendTotals>(`SELECT ${SUMS} ${from}`, params)).rows[0]!
       : sumRows(rows);
-  const pendingParams: unknown[] = [dayStartMs(query.since), dayEndMs(until)];
-  const pendingWhere = ["l.status = 'pending'", 'l.created_at >= $1', 'l.created_at < $2'];
-  if (query.keyId !== undefined) {
-    pendingParams.push(query.keyId);
-    pendingWhere.push(`l.key_id = $${pendingParams.length}`);
-  }
-  if (query.tenantId !== undefined) {
-    pendingParams.push(query.tenantId);
-    pendingWhere.push(`l.tenant_id = $${pendingParams.length}`);
-  }
-  const pending = (await pool.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM ledger l WHERE ${pendingWhere.join(' AND ')}`, pendingParams)).rows[0]!;
-  return { since: query.since, until, by: query.by, rows, total, pending: pending.n };
+  return { since: query.since, until, by: query.by, rows, total, pending: await pendingCount(pool, query, until) };
 }
 
 /** What the end-user and tag groupings read: their own daily rollups (src/endusers), per key. */
@@ -181,6 +156,21 @@ async function queryByAttribution(pool: PgPool, query: SpendQuery & { by: 'user'
 }
 
 /** The grand total of grouped rows (each row a disjoint part of the range's rows). */
+/** Requests of the range (and key or tenant) still in flight, counted at their estimate in the totals. */
+async function pendingCount(pool: PgPool, query: SpendQuery, until: string): Promise<number> {
+  const params: unknown[] = [dayStartMs(query.since), dayEndMs(until)];
+  const where = ["l.status = 'pending'", 'l.created_at >= $1', 'l.created_at < $2'];
+  if (query.keyId !== undefined) {
+    params.push(query.keyId);
+    where.push(`l.key_id = $${params.length}`);
+  }
+  if (query.tenantId !== undefined) {
+    params.push(query.tenantId);
+    where.push(`l.tenant_id = $${params.length}`);
+  }
+  return (await pool.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM ledger l WHERE ${where.join(' AND ')}`, params)).rows[0]!.n;
+}
+
 function sumRows(rows: readonly SpendTotals[]): SpendTotals {
   const total = {
     requests: 0,
