@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: every benchmark in one run, printed as one table and saved
  * as JSON in bench/results/. `--quick` for fewer rounds; `--only a,b` to pick
- * sections (proxy, estimate, ledger, limits, redis, dashboard, streams, pg-scale, workers), or name
+ * sections (proxy, estimate, ledger, limits, redis, dashboard, streams, pg-scale, workers, targets), or name
  * them: `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) and the
- * PostgreSQL one at 10M rows (bench/pg-scale.ts) take minutes, so they run only when named.
+ * PostgreSQL one at 10M rows (bench/pg-scale.ts) and issue 15's targets with their stall run
+ * (bench/targets.ts) take minutes, so they run only when named.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -22,8 +23,9 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   streams: async () => (await import('./streams.js')).runStreamsBench,
   'pg-scale': async () => (await import('./pg-scale.js')).runPgScaleBench,
   workers: async () => (await import('./workers.js')).runWorkersBench,
+  targets: async () => (await import('./targets.js')).runTargetsBench,
 };
-const OPT_IN = new Set(['streams', 'pg-scale']);
+const OPT_IN = new Set(['streams', 'pg-scale', 'targets']);
 
 const quick = process.argv.includes('--quick');
 const onlyIndex = process.argv.indexOf('--only');

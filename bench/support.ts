@@ -73,9 +73,15 @@ export async function findFreePort(): Promise<number> {
  * Starts `tollgate serve` on a free port with `env`, whatever its log level,
  * and resolves once /healthz answers.
  */
-export async function startTollgate(env: Record<string, string>, nodeArgs: readonly string[] = []): Promise<Child & { url: string }> {
+export async function startTollgate(
+  env: Record<string, string>,
+  nodeArgs: readonly string[] = [],
+  /** Modules loaded after tsx, before the server (TypeScript allowed): e.g. bench/stall-probe.ts. */
+  imports: readonly string[] = [],
+): Promise<Child & { url: string }> {
   const port = await findFreePort();
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli/index.ts', 'serve'], {
+  const preload = imports.flatMap((module) => ['--import', module]);
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...preload, 'src/cli/index.ts', 'serve'], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env, TOLLGATE_PORT: String(port), TOLLGATE_HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -120,8 +126,13 @@ export function percentile(values: readonly number[], p: number): number {
 export interface LoadTarget {
   readonly baseUrl: string;
   readonly path: string;
-  readonly body: string;
+  /** The same body every time, or a new one per request (e.g. unique bodies, so no cache helps). */
+  readonly body: string | (() => string);
   readonly headers: Record<string, string>;
+}
+
+function bodyOf(target: LoadTarget): string {
+  return typeof target.body === 'string' ? target.body : target.body();
 }
 
 /** Sequential requests, one at a time: per-request latency in ms. */
@@ -133,7 +144,7 @@ export async function measureLatency(target: LoadTarget, count: number): Promise
   try {
     for (let i = 0; i < count; i += 1) {
       const start = process.hrtime.bigint();
-      const res = await pool.request({ method: 'POST', path, headers: target.headers, body: target.body });
+      const res = await pool.request({ method: 'POST', path, headers: target.headers, body: bodyOf(target) });
       await res.body.arrayBuffer();
       if (res.statusCode !== 200) throw new Error(`${target.baseUrl} answered ${res.statusCode}`);
       samples.push(Number(process.hrtime.bigint() - start) / 1e6);
@@ -153,7 +164,7 @@ export async function measureThroughput(target: LoadTarget, concurrency: number,
   const stopAt = performance.now() + durationMs;
   const worker = async (): Promise<void> => {
     while (performance.now() < stopAt) {
-      const res = await pool.request({ method: 'POST', path, headers: target.headers, body: target.body });
+      const res = await pool.request({ method: 'POST', path, headers: target.headers, body: bodyOf(target) });
       await res.body.arrayBuffer();
       if (res.statusCode !== 200) throw new Error(`${target.baseUrl} answered ${res.statusCode}`);
       done += 1;

@@ -1,0 +1,260 @@
+/**
+ * Issue 15's table, measured as the issue defines it: the proxy alone on core
+ * 1, the load generator and the fake upstream on core 0; a bare `node:http`
+ * hop against Tollgate as deployed (a key with request, token and USD limits
+ * and a budget, ledger on SQLite, one log line per request); 1 KB chat bodies,
+ * a different one on every request (no estimate cache helps); medians of
+ * interleaved rounds, so drift hits both alike.
+ *
+ * - req/s at 16 and 64 connections, and CPU per request: user + system time
+ *   of the proxy's whole process (every thread) over the requests it served;
+ * - p99 latency at a fixed 500 req/s, open loop: each request's latency runs
+ *   from when it was due, so a slow proxy cannot hide behind a slowed load;
+ * - SSE streams/s at 16 connections (the same body with `stream: true`);
+ * - a stall run: Tollgate at half its measured maximum for `--stall-minutes`
+ *   (default 5), with bench/stall-probe.ts loaded, reporting every event-loop
+ *   stall over 10 ms, the worst, and whether a GC pause overlapped it.
+ *
+ * Run: npm run bench -- targets [--quick] [--stall-minutes N]
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Pool } from 'undici';
+import { openDatabase } from '../src/db/open.js';
+import { KeyStore } from '../src/keys/store.js';
+import { parseLimit } from '../src/limits/algorithm/policy.js';
+import {
+  median,
+  measureThroughput,
+  percentile,
+  printTable,
+  REPO_ROOT,
+  shuffled,
+  startChild,
+  startTollgate,
+  type BenchResult,
+  type LoadTarget,
+} from './support.js';
+
+const UPSTREAM_KEY = 'sk-bench-upstream';
+const FILLER = 'The quick brown fox jumps over the lazy dog near the riverbank at dawn. ';
+let serial = 0;
+
+/** A 1 KB chat body that no earlier request shares a prefix with (its first words are a serial number). */
+function uniqueBody(stream: boolean): string {
+  serial += 1;
+  return JSON.stringify({
+    model: 'gpt-4o-mini',
+    max_tokens: 64,
+    ...(stream ? { stream: true } : {}),
+    messages: [{ role: 'user', content: `Request ${serial} of the bench. ${FILLER.repeat(13).trim()}` }],
+  });
+}
+
+/** Pins every thread of `pid` (and the threads it starts later) to `core`. */
+function pin(pid: number, core: number): void {
+  const result = spawnSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
+  if (result.status !== 0) throw new Error(`taskset could not pin ${pid} to core ${core}`);
+}
+
+/** User + system CPU of a whole process (every thread), µs. */
+function processCpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6; // clock ticks at 100 Hz
+}
+
+interface FixedRateResult {
+  readonly latencies: number[];
+  readonly errors: number;
+}
+
+/**
+ * `rps` requests a second for `durationMs`, each sent when due whatever the
+ * others are doing (open loop); latency is measured from when it was due.
+ */
+async function fixedRate(target: LoadTarget, rps: number, durationMs: number): Promise<FixedRateResult> {
+  const url = new URL(target.baseUrl);
+  const pool = new Pool(url.origin, { connections: 256, pipelining: 1 });
+  const path = url.pathname.replace(/\/+$/, '') + target.path;
+  const total = Math.floor((durationMs / 1000) * rps);
+  const latencies: number[] = [];
+  let errors = 0;
+  let outstanding = 0;
+  let allSent = false;
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  const start = performance.now();
+  for (let i = 0; i < total; i += 1) {
+    const due = start + (i * 1000) / rps;
+    const wait = due - performance.now();
+    if (wait >= 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    outstanding += 1;
+    const body = typeof target.body === 'string' ? target.body : target.body();
+    pool
+      .request({ method: 'POST', path, headers: target.headers, body })
+      .then(async (res) => {
+        await res.body.arrayBuffer();
+        if (res.statusCode === 200) latencies.push(performance.now() - due);
+        else errors += 1;
+      })
+      .catch(() => {
+        errors += 1;
+      })
+      .finally(() => {
+        outstanding -= 1;
+        if (allSent && outstanding === 0) finish();
+      });
+  }
+  allSent = true;
+  if (outstanding === 0) finish();
+  await finished;
+  await pool.close();
+  return { latencies, errors };
+}
+
+interface StallReport {
+  readonly ticks: number;
+  readonly stalls: { at: number; ms: number }[];
+  readonly gcs: { at: number; ms: number; kind: string }[];
+}
+
+/** The worst stall and what overlapped it. */
+function worstStall(report: StallReport): { ms: number; cause: string; count: number } {
+  let worst: { at: number; ms: number } | undefined;
+  for (const stall of report.stalls) if (worst === undefined || stall.ms > worst.ms) worst = stall;
+  if (worst === undefined) return { ms: 0, cause: 'no stall over 10 ms', count: 0 };
+  const overlapping = report.gcs.filter((gc) => gc.at < worst.at + worst.ms && gc.at + gc.ms > worst.at - 2);
+  const gcMs = overlapping.reduce((sum, gc) => sum + gc.ms, 0);
+  const cause =
+    overlapping.length === 0
+      ? 'no GC pause overlapped it (JavaScript or a synchronous call ran that long)'
+      : `GC: ${overlapping.map((gc) => `${gc.kind} ${gc.ms.toFixed(1)} ms`).join(', ')} (${gcMs.toFixed(1)} of ${worst.ms.toFixed(1)} ms)`;
+  return { ms: worst.ms, cause, count: report.stalls.length };
+}
+
+export async function runTargetsBench(options: { quick: boolean; stallMinutes?: number }): Promise<BenchResult[]> {
+  const rounds = 3;
+  const throughputMs = options.quick ? 1500 : 3000;
+  const fixedMs = options.quick ? 4000 : 10_000;
+  const stallMs = (options.stallMinutes ?? (options.quick ? 0.5 : 5)) * 60_000;
+  const scratch = mkdtempSync(join(tmpdir(), 'tollgate-targets-'));
+  pin(process.pid, 0);
+  const fake = await startChild(['bench/fake-upstream-server.ts', UPSTREAM_KEY]);
+  pin(fake.process.pid!, 0);
+  const bare = await startChild(['bench/bare-proxy.ts', fake.url]);
+  pin(bare.process.pid!, 1);
+  const dbPath = join(scratch, 'bench.db');
+  const database = openDatabase(dbPath);
+  const key = new KeyStore(database).createKey({
+    name: 'bench',
+    tenant: 'bench-tenant',
+    policy: {
+      limits: [parseLimit('requests:10000000/min'), parseLimit('tokens:10000000000/min'), parseLimit('usd:1000000/min')],
+      budget: { microUsd: 1_000_000_000_000, period: 'month' },
+    },
+  }).key;
+  database.close();
+  const stallFile = join(scratch, 'stalls.json');
+  const tollgate = await startTollgate(
+    {
+      TOLLGATE_DB: dbPath,
+      TOLLGATE_UPSTREAM_URL: fake.url,
+      TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
+      TOLLGATE_LOG_LEVEL: 'info',
+      TOLLGATE_BENCH_STALL_FILE: stallFile,
+    },
+    [],
+    [pathToFileURL(join(REPO_ROOT, 'bench', 'stall-probe.ts')).href],
+  );
+  pin(tollgate.process.pid!, 1);
+  const json = { 'content-type': 'application/json' };
+  const servers = {
+    bare: { url: bare.url, pid: bare.process.pid!, headers: { ...json, authorization: `Bearer ${UPSTREAM_KEY}` } },
+    tollgate: { url: tollgate.url, pid: tollgate.process.pid!, headers: { ...json, authorization: `Bearer ${key}` } },
+  };
+  type Name = keyof typeof servers;
+  const names = Object.keys(servers) as Name[];
+  const target = (name: Name, stream: boolean): LoadTarget => ({
+    baseUrl: servers[name].url,
+    path: '/chat/completions',
+    body: () => uniqueBody(stream),
+    headers: servers[name].headers,
+  });
+  const series = () => ({ bare: [] as number[], tollgate: [] as number[] });
+  const rps16 = series();
+  const rps64 = series();
+  const cpu16 = series();
+  const cpu64 = series();
+  const p99 = series();
+  const sse16 = series();
+  let fixedErrors = 0;
+  let stall: { ms: number; cause: string; count: number } | undefined;
+  let stallP99 = 0;
+  let stallRate = 0;
+  let stallErrors = 0;
+  try {
+    for (const name of names) await measureThroughput(target(name, false), 16, 1000); // JIT, pools, tokenizer
+    for (let round = 0; round < rounds; round += 1) {
+      for (const [connections, rps, cpu] of [
+        [16, rps16, cpu16],
+        [64, rps64, cpu64],
+      ] as const) {
+        for (const name of shuffled(names)) {
+          const before = processCpuMicros(servers[name].pid);
+          const rate = await measureThroughput(target(name, false), connections, throughputMs);
+          rps[name].push(rate);
+          cpu[name].push((processCpuMicros(servers[name].pid) - before) / ((rate * throughputMs) / 1000));
+        }
+      }
+      for (const name of shuffled(names)) sse16[name].push(await measureThroughput(target(name, true), 16, throughputMs));
+      for (const name of shuffled(names)) {
+        const result = await fixedRate(target(name, false), 500, fixedMs);
+        fixedErrors += result.errors;
+        p99[name].push(percentile(result.latencies, 99));
+      }
+    }
+    if (stallMs > 0) {
+      stallRate = Math.round(median(rps16.tollgate) / 2);
+      process.stderr.write(`targets: stall run, ${stallRate} req/s for ${stallMs / 60_000} min\n`);
+      const result = await fixedRate(target('tollgate', false), stallRate, stallMs);
+      stallErrors = result.errors;
+      stallP99 = percentile(result.latencies, 99);
+    }
+  } finally {
+    await Promise.all([tollgate.stop(), bare.stop(), fake.stop()]);
+  }
+  if (stallMs > 0) stall = worstStall(JSON.parse(readFileSync(stallFile, 'utf8')) as StallReport);
+  rmSync(scratch, { recursive: true, force: true });
+
+  const m = (values: readonly number[]) => median(values);
+  const ratio = (s: { bare: number[]; tollgate: number[] }) => m(s.tollgate) / m(s.bare);
+  const results: BenchResult[] = [];
+  for (const [label, s, unit] of [
+    ['req/s, 16 connections', rps16, 'req/s'],
+    ['req/s, 64 connections', rps64, 'req/s'],
+    ['CPU per request, 16 connections', cpu16, 'µs'],
+    ['CPU per request, 64 connections', cpu64, 'µs'],
+    ['p99 at 500 req/s', p99, 'ms'],
+    ['SSE streams/s, 16 connections', sse16, 'req/s'],
+  ] as const) {
+    results.push({ name: `${label}, bare hop`, value: m(s.bare), unit, note: `median of ${rounds} rounds` });
+    results.push({ name: `${label}, tollgate`, value: m(s.tollgate), unit, note: `${ratio(s).toFixed(2)}× the bare hop` });
+  }
+  results.push({ name: 'fixed-rate errors', value: fixedErrors, unit: 'requests', note: 'non-200 or failed at 500 req/s' });
+  if (stall !== undefined) {
+    results.push({ name: 'stall run rate', value: stallRate, unit: 'req/s', note: `half of tollgate's 16-connection median, ${stallMs / 60_000} min` });
+    results.push({ name: 'stall run p99', value: stallP99, unit: 'ms', note: `${stallErrors} errors` });
+    results.push({ name: 'event-loop stalls over 10 ms', value: stall.count, unit: 'stalls', note: '' });
+    results.push({ name: 'worst event-loop stall', value: stall.ms, unit: 'ms', note: stall.cause });
+  }
+  return results;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const minutesIndex = process.argv.indexOf('--stall-minutes');
+  const stallMinutes = minutesIndex === -1 ? undefined : Number(process.argv[minutesIndex + 1]);
+  printTable(await runTargetsBench({ quick: process.argv.includes('--quick'), ...(stallMinutes === undefined ? {} : { stallMinutes }) }));
+}
