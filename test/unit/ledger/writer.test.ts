@@ -239,6 +239,24 @@ describe('LedgerWriter', () => {
     ]);
   });
 
+  it('waits only busyWaitMs on a locked file, and gives the connection its own busy timeout back after every commit', async () => {
+    const { db, keyId, writer } = setup();
+    // Key administration on the same connection waits up to a minute for the lock …
+    db.database.sqlite.pragma('busy_timeout = 60000');
+    await writer.begin(pending(keyId, 'first'));
+    expect(db.database.sqlite.pragma('busy_timeout', { simple: true })).toBe(60000);
+    const locker = new Database(db.path);
+    locker.exec('BEGIN IMMEDIATE');
+    const during = writer.begin(pending(keyId, 'during-lock'));
+    // … while each commit attempt gives up after busyWaitMs (10 ms): a minute-long wait would never see three.
+    await waitFor(() => busyCount(db) >= 3, 'three busy commit attempts');
+    expect(db.database.sqlite.pragma('busy_timeout', { simple: true })).toBe(60000);
+    locker.exec('COMMIT');
+    locker.close();
+    await during;
+    expect(db.database.sqlite.pragma('busy_timeout', { simple: true })).toBe(60000);
+  });
+
   it('refuses a begin that has waited longer than maxLockWaitMs for the lock', async () => {
     const db = openTempDatabase();
     opened.push(db);
