@@ -113,8 +113,7 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
   });
 
   const ledgerExport = async (c: Context<AppEnv>, format: LedgerExportFormat) => {
-    if (deps.exportLedger === undefined)
-      throw new TollgateError('unknown_url', `Invalid URL (${c.req.method} ${c.req.path}).`);
+    if (deps.exportLedger === undefined) throw new TollgateError('unknown_url', `Invalid URL (${c.req.method} ${c.req.path}).`);
     let range: { sinceMs: number; untilMs: number; since: string; until: string };
     try {
       range = parseExportRange(c.req.query('since') ?? '7d', c.req.query('until'), now());

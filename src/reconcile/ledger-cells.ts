@@ -50,7 +50,7 @@ function utcDayStartMs(day: string): number {
 }
 
 /** One key's billed requests of one UTC day and model, summed (what either store's query returns). */
-export interface KeyDaySums {
+interface KeyDaySums {
   /** Days since the epoch (UTC). */
   readonly dayNumber: number;
   readonly model: string;
@@ -127,9 +127,13 @@ export function pgLedgerCells(pool: PgPool): LedgerCellSource {
         ]);
         return { rows: sums.rows, pending: pending.rows[0]?.n ?? 0 };
       } catch (error) {
-        throw new TollgateError('ledger_unavailable', 'reconcile reads the ledger from PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.', {
-          cause: error,
-        });
+        throw new TollgateError(
+          'ledger_unavailable',
+          'reconcile reads the ledger from PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.',
+          {
+            cause: error,
+          },
+        );
       }
     },
   };

@@ -123,7 +123,10 @@ describe('the export on PostgreSQL', () => {
       }
     }
     // Not two empty files: every row, with its odd text read back intact.
-    const ndjson = (await collect(exportPgLedger(pg.pool, whole, 'ndjson'))).trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const ndjson = (await collect(exportPgLedger(pg.pool, whole, 'ndjson')))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(ndjson.map((row) => row.request_id)).toEqual(times.map((_, i) => `exp-${String(i).padStart(3, '0')}`));
     expect(ndjson[2]).toMatchObject({ model: ODD_MODELS[2], end_user: ODD_USERS[2], key_name: 'alpha', tenant_name: 'acme' });
     expect(ndjson[3]).toMatchObject({ model: 'модель-ü-🦊', stream: false, price_known: true, tags: null });
@@ -166,7 +169,12 @@ describe('the export on PostgreSQL', () => {
     const day = { sinceMs: at('2026-11-02T00:00:00Z'), untilMs: at('2026-11-03T00:00:00Z') };
     for (const query of [day, { ...day, keyId }]) {
       const ndjson = await collect(exportPgLedger(pg.pool, query, 'ndjson'));
-      expect(ndjson.trimEnd().split('\n').map((line) => (JSON.parse(line) as { request_id: string }).request_id)).toEqual(ids);
+      expect(
+        ndjson
+          .trimEnd()
+          .split('\n')
+          .map((line) => (JSON.parse(line) as { request_id: string }).request_id),
+      ).toEqual(ids);
       expect(ndjson).toBe(await collect(exportLedger(file.path, query, 'ndjson')));
     }
     const csv = await collect(exportPgLedger(pg.pool, day, 'csv'));

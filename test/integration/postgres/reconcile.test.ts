@@ -46,7 +46,12 @@ describe('the ledger cells on PostgreSQL', () => {
   it('equal the SQLite reader’s over the same rows, for every mapping', async () => {
     const store = new PgKeyStore(pg.pool);
     const create = async (name: string, tenant?: string) => (await store.createKey({ name, tenant, policy: { limits: [] } })).view.id;
-    const keys = { alpha: await create('alpha', 'acme'), Beta: await create('Beta', 'acme'), gamma: await create('gamma'), delta: await create('delta', 'zeta') };
+    const keys = {
+      alpha: await create('alpha', 'acme'),
+      Beta: await create('Beta', 'acme'),
+      gamma: await create('gamma'),
+      delta: await create('delta', 'zeta'),
+    };
     await new KeySync(pg.pool, file.database, { url: pg.url }).pull();
     const w = new LedgerWriter(file.database);
     const rows: Array<Parameters<typeof recordRequest>[1]> = [
@@ -61,7 +66,15 @@ describe('the ledger cells on PostgreSQL', () => {
       { keyId: keys.delta, createdAt: at('2026-11-12T23:59:59.999Z'), costMicros: 7_000 },
       { keyId: keys.gamma, createdAt: at('2026-11-13T00:00:00Z'), costMicros: 8_000 },
       // Not counted: refused before the provider (no tokens), and still pending (counted apart).
-      { keyId: keys.gamma, createdAt: at('2026-11-11T09:00:00Z'), promptTokens: 0, completionTokens: 0, costMicros: 0, status: 'upstream_error', httpStatus: 502 },
+      {
+        keyId: keys.gamma,
+        createdAt: at('2026-11-11T09:00:00Z'),
+        promptTokens: 0,
+        completionTokens: 0,
+        costMicros: 0,
+        status: 'upstream_error',
+        httpStatus: 502,
+      },
       { keyId: keys.Beta, createdAt: at('2026-11-11T10:00:00Z'), status: 'pending' },
       { keyId: keys.delta, createdAt: at('2026-11-12T11:00:00Z'), status: 'pending' },
       { keyId: keys.delta, createdAt: at('2026-11-14T11:00:00Z'), status: 'pending' },
