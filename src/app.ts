@@ -12,6 +12,7 @@ import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, ty
 import type { TollgateDatabase } from './db/open.js';
 import { createDashboardTokenRoutes, createTenantGate } from './dashboard/tenant-access.js';
 import { latestReconciliation } from './reconcile/store.js';
+import { fileLedgerExporter, type LedgerExporter } from './reports/export.js';
 import { TollgateError, renderError } from './errors.js';
 import type { LedgerWriter } from './ledger/writer.js';
 import type { Logger } from './logger.js';
@@ -32,6 +33,8 @@ export interface AppDeps {
   readonly database: TollgateDatabase;
   /** What the dashboard reads instead of `database` (PostgreSQL's, on a replica). */
   readonly dashboardReads?: DashboardReads;
+  /** What the raw ledger exports read instead of `database`'s file (PostgreSQL's ledger, on a replica: src/reports/pg-export.ts). */
+  readonly exportLedger?: LedgerExporter;
   /** The limiter's live view of a key's buckets, for the dashboard's key page. */
   readonly limitSnapshot?: LimitSnapshot;
   /** Flipped on SIGTERM: /readyz turns 503 and connections are closed after their response. */
@@ -72,6 +75,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     ...(deps.trustedProxies ? { trustedProxies: deps.trustedProxies } : {}),
     reconciliation: () => latestReconciliation(deps.database),
   };
+  const exportLedger = deps.exportLedger ?? fileLedgerExporter(deps.database.path);
   // A tenant's read-only dashboard session is answered (scoped to its tenant) before the admin API sees it.
   app.use(
     '/admin/api/*',
@@ -81,6 +85,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       adminToken: deps.admin.token,
       ops: deps.admin.ops,
       limitSnapshot: deps.limitSnapshot,
+      exportLedger,
       ...(deps.now ? { now: deps.now } : {}),
     }),
   );
@@ -91,7 +96,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       adminToken: deps.admin.token,
       // The dashboard's session cookie opens the admin API's reads (not its writes).
       isAuthorized: (c) => isDashboardSession(c, deps.admin.token, (deps.now ?? Date.now)()),
-      databasePath: deps.database.path,
+      exportLedger,
       ...(deps.now ? { now: deps.now } : {}),
     }),
   );

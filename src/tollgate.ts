@@ -36,6 +36,7 @@ import { LiveLimits } from './limits/live-view.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
+import { exportPgLedger } from './reports/pg-export.js';
 import { RequestEvents } from './pipeline/finished.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
@@ -233,6 +234,8 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     database,
     // A replica's dashboard shows every node (src/dashboard/pg-reads.ts).
     ...(replica === undefined ? {} : { dashboardReads: new PgDashboardReads(replica.pool) }),
+    // And its raw ledger exports stream every node's rows (src/reports/pg-export.ts).
+    ...(replica === undefined ? {} : { exportLedger: (query, format) => exportPgLedger(replica.pool, query, format) }),
     ...('limitSnapshot' in overrides
       ? overrides.limitSnapshot
         ? { limitSnapshot: overrides.limitSnapshot }

@@ -8,7 +8,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { z } from 'zod';
 import { TollgateError } from '../errors.js';
 import { parseSince, SPEND_GROUPINGS, type SpendGrouping } from '../reports/spend.js';
-import { exportLedger, parseExportRange, spendReportCsv, textStream, type LedgerExportFormat } from '../reports/export.js';
+import { parseExportRange, spendReportCsv, textStream, type LedgerExportFormat, type LedgerExporter } from '../reports/export.js';
 import type { Policy } from '../limits/algorithm/policy.js';
 import type { AdminOps } from './ops.js';
 import { createKeyBody, createTenantBody, updateKeyBody, updateTenantBody } from './wire.js';
@@ -20,8 +20,8 @@ export interface AdminRouteDeps {
   readonly now?: () => number;
   /** Extra ways in besides the bearer token (the dashboard's session cookie). */
   readonly isAuthorized?: (c: Context<AppEnv>) => boolean;
-  /** The SQLite file the ledger exports read (through their own read-only connection); no ledger exports without it. */
-  readonly databasePath?: string;
+  /** What the ledger exports read (the node's SQLite file, or PostgreSQL on a replica); no ledger exports without it. */
+  readonly exportLedger?: LedgerExporter | undefined;
 }
 
 function digest(text: string): Buffer {
@@ -113,8 +113,7 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
   });
 
   const ledgerExport = async (c: Context<AppEnv>, format: LedgerExportFormat) => {
-    if (deps.databasePath === undefined || deps.databasePath === ':memory:')
-      throw new TollgateError('unknown_url', `Invalid URL (${c.req.method} ${c.req.path}).`);
+    if (deps.exportLedger === undefined) throw new TollgateError('unknown_url', `Invalid URL (${c.req.method} ${c.req.path}).`);
     let range: { sinceMs: number; untilMs: number; since: string; until: string };
     try {
       range = parseExportRange(c.req.query('since') ?? '7d', c.req.query('until'), now());
@@ -126,8 +125,9 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
     // Unknown references fail here, before the 200 and the first byte.
     const keyId = keyRef === undefined ? undefined : (await deps.ops.getKey(keyRef)).id;
     const tenantId = tenantRef === undefined ? undefined : (await deps.ops.getTenant(tenantRef)).id;
-    const chunks = exportLedger(deps.databasePath, { sinceMs: range.sinceMs, untilMs: range.untilMs, keyId, tenantId }, format);
-    return new Response(textStream(chunks), {
+    // The first chunk is read here too: an export that cannot start is an error response, not a 200 cut short.
+    const body = await textStream(deps.exportLedger({ sinceMs: range.sinceMs, untilMs: range.untilMs, keyId, tenantId }, format));
+    return new Response(body, {
       status: 200,
       headers: {
         'content-type': format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/x-ndjson; charset=utf-8',

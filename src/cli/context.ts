@@ -11,6 +11,7 @@ import { openDatabase } from '../db/open.js';
 import { PolicyError } from '../limits/algorithm/policy.js';
 import { localAdminOps, type AdminOps } from '../admin/ops.js';
 import { remoteAdminOps } from '../admin/client.js';
+import { fileLedgerExporter, type LedgerExporter } from '../reports/export.js';
 
 const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
@@ -39,28 +40,38 @@ export function toCliError(error: unknown): CliError {
   return new CliError(error instanceof Error ? error.message : String(error), EXIT_FAILURE);
 }
 
-/** The admin operations selected by the global options. */
-async function openOps(command: Command): Promise<AdminOps> {
+/**
+ * The admin operations selected by the global options, and the ledger export
+ * that reads the same store (none with --url: `ledger export` streams the
+ * proxy's own through its admin API).
+ */
+async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger: LedgerExporter | undefined }> {
   const global = command.optsWithGlobals<GlobalOptions>();
   if (global.url !== undefined) {
     const token = global.adminToken ?? loadConfig().adminToken;
-    return remoteAdminOps(global.url, token);
+    return { ops: remoteAdminOps(global.url, token), exportLedger: undefined };
   }
   const config = loadConfig();
-  // Replicas keep keys and spend in PostgreSQL; --db still opens a local file on purpose.
+  // Replicas keep keys, spend and every node's ledger in PostgreSQL; --db still opens a local file on purpose.
   if (global.db === undefined && config.databaseUrl !== undefined) {
     // Loaded only here: every other CLI run starts without the PostgreSQL driver.
-    const [{ pgAdminOps }, { openPg }] = await Promise.all([import('../admin/pg-ops.js'), import('../db/pg.js')]);
-    return pgAdminOps(openPg(config.databaseUrl), { closePool: true });
+    const [{ pgAdminOps }, { openPg }, { exportPgLedger }] = await Promise.all([
+      import('../admin/pg-ops.js'),
+      import('../db/pg.js'),
+      import('../reports/pg-export.js'),
+    ]);
+    const pool = openPg(config.databaseUrl);
+    return { ops: pgAdminOps(pool, { closePool: true }), exportLedger: (query, format) => exportPgLedger(pool, query, format) };
   }
-  return localAdminOps(openDatabase(global.db ?? config.dbPath), { closeDatabase: true });
+  const path = global.db ?? config.dbPath;
+  return { ops: localAdminOps(openDatabase(path), { closeDatabase: true }), exportLedger: fileLedgerExporter(path) };
 }
 
-/** Runs `fn` with the ops and always closes them. */
-export async function withOps<T>(command: Command, fn: (ops: AdminOps) => Promise<T>): Promise<T> {
-  const ops = await openOps(command);
+/** Runs `fn` with the ops (and the matching ledger export) and always closes them. */
+export async function withOps<T>(command: Command, fn: (ops: AdminOps, exportLedger: LedgerExporter | undefined) => Promise<T>): Promise<T> {
+  const { ops, exportLedger } = await openOps(command);
   try {
-    return await fn(ops);
+    return await fn(ops, exportLedger);
   } finally {
     await ops.close();
   }

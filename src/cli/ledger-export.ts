@@ -1,14 +1,15 @@
 /**
  * `tollgate ledger export`: the raw ledger rows of a period as CSV or NDJSON
  * on stdout, streamed (constant memory, however many rows). On the local
- * file it reads through its own read-only connection; with --url it streams
- * the proxy's /admin/api/ledger.csv or .ndjson through.
+ * file it reads through its own read-only connection; on a replica
+ * (TOLLGATE_DATABASE_URL, no --db) PostgreSQL's ledger, every node's rows;
+ * with --url it streams the proxy's /admin/api/ledger.csv or .ndjson through.
  */
 import { Option, type Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { TollgateError, type ErrorCode } from '../errors.js';
-import { exportLedger, parseExportRange, type LedgerExportFormat } from '../reports/export.js';
-import { printChunk, withOps, type GlobalOptions } from './context.js';
+import { parseExportRange, type LedgerExportFormat } from '../reports/export.js';
+import { CliError, EXIT_USAGE, printChunk, withOps, type GlobalOptions } from './context.js';
 
 interface ExportOptions {
   readonly since: string;
@@ -37,14 +38,15 @@ export function registerLedgerCommands(program: Command): void {
         return;
       }
       const range = parseExportRange(options.since, options.until, Date.now());
-      const ids = await withOps(command, async (ops) => ({
-        keyId: options.key === undefined ? undefined : (await ops.getKey(options.key)).id,
-        tenantId: options.tenant === undefined ? undefined : (await ops.getTenant(options.tenant)).id,
-      }));
-      const path = global.db ?? loadConfig().dbPath;
-      for await (const chunk of exportLedger(path, { sinceMs: range.sinceMs, untilMs: range.untilMs, ...ids }, options.format)) {
-        if (!(await printChunk(chunk))) break;
-      }
+      // On a replica (TOLLGATE_DATABASE_URL, no --db) both the references and the rows are PostgreSQL's: every node's requests.
+      await withOps(command, async (ops, exportLedger) => {
+        if (exportLedger === undefined) throw new CliError('an in-memory database has no ledger to export: pass --db with a file', EXIT_USAGE);
+        const keyId = options.key === undefined ? undefined : (await ops.getKey(options.key)).id;
+        const tenantId = options.tenant === undefined ? undefined : (await ops.getTenant(options.tenant)).id;
+        for await (const chunk of exportLedger({ sinceMs: range.sinceMs, untilMs: range.untilMs, keyId, tenantId }, options.format)) {
+          if (!(await printChunk(chunk))) break;
+        }
+      });
     });
 }
 

@@ -1,7 +1,8 @@
 /**
  * `tollgate reconcile`: the ledger against the provider's own usage and cost
  * reports (src/reconcile/), printed as a table or JSON and stored for the
- * dashboard. Reads the local SQLite ledger; the provider's admin key comes
+ * dashboard. Reads the local SQLite ledger, or PostgreSQL's on a replica
+ * (TOLLGATE_DATABASE_URL, no --db); the provider's admin key comes
  * from TOLLGATE_PROVIDER_ADMIN_KEY only (never a flag: flags end up in shell
  * history and process lists).
  */
@@ -11,6 +12,7 @@ import { openDatabase } from '../db/open.js';
 import { formatMicrosExact } from '../money.js';
 import type { CellSide, ReconcileRow } from '../reconcile/compare.js';
 import { openAIUsageProvider } from '../reconcile/openai.js';
+import { pgLedgerCells } from '../reconcile/ledger-cells.js';
 import { ProviderReportError } from '../reconcile/provider.js';
 import { parseUtcDay, runReconcile, type ReconcileResult } from '../reconcile/run.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
@@ -107,11 +109,6 @@ export function registerReconcileCommand(program: Command): void {
       const global = command.optsWithGlobals<GlobalOptions>();
       if (global.url !== undefined) throw new CliError('reconcile reads the ledger file itself: run it on the proxy host, without --url', EXIT_USAGE);
       const config = loadConfig();
-      if (global.db === undefined && config.databaseUrl !== undefined)
-        throw new CliError(
-          'reconcile reads a SQLite ledger; replicas keep theirs in PostgreSQL, which it does not read yet (pass --db to read a file)',
-          EXIT_USAGE,
-        );
       const adminKey = config.reconcile.adminKey;
       if (adminKey === undefined) throw new CliError('set TOLLGATE_PROVIDER_ADMIN_KEY to the provider admin key that reads usage and costs', EXIT_USAGE);
       let tolerancePercent = config.reconcile.tolerancePercent;
@@ -124,9 +121,12 @@ export function registerReconcileCommand(program: Command): void {
       const since = parseUtcDay(options.since, now);
       const until = options.until === undefined ? new Date(now).toISOString().slice(0, 10) : parseUtcDay(options.until, now);
       const database = openDatabase(global.db ?? config.dbPath);
+      // On a replica (no --db) the ledger is PostgreSQL's: every node's rows, not this host's share.
+      const pool = global.db === undefined && config.databaseUrl !== undefined ? (await import('../db/pg.js')).openPg(config.databaseUrl) : undefined;
       try {
         const { result } = await runReconcile({
           database,
+          ...(pool === undefined ? {} : { ledger: pgLedgerCells(pool) }),
           provider: openAIUsageProvider({ baseUrl: config.reconcile.apiUrl, adminKey }),
           range: { since, until },
           mapping: config.reconcile.projects,
@@ -141,6 +141,7 @@ export function registerReconcileCommand(program: Command): void {
         throw error;
       } finally {
         database.close();
+        await pool?.end();
       }
     });
 }

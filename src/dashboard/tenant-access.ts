@@ -23,6 +23,7 @@ import type { AppEnv } from '../app-env.js';
 import type { TollgateDatabase } from '../db/open.js';
 import { renderError, TollgateError } from '../errors.js';
 import type { KeyView } from '../keys/store.js';
+import type { LedgerExporter } from '../reports/export.js';
 import { buildKeyPage } from './key-page.js';
 import { buildKeys } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
@@ -41,6 +42,8 @@ export interface TenantGateDeps {
   readonly ops: AdminOps;
   readonly now?: () => number;
   readonly limitSnapshot?: LimitSnapshot | undefined;
+  /** What a tenant's ledger export reads (the admin API's, with the tenant forced). */
+  readonly exportLedger?: LedgerExporter | undefined;
 }
 
 /** Paths a tenant may read through the admin API's own handlers, with its tenant forced. */
@@ -71,7 +74,7 @@ export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv
     c.set('requestId', requestIds.get(c.req.raw) ?? '');
     await next();
   });
-  inner.route('/admin/api', createAdminRoutes({ ops: deps.ops, adminToken, isAuthorized: () => true, databasePath: database.path, now }));
+  inner.route('/admin/api', createAdminRoutes({ ops: deps.ops, adminToken, isAuthorized: () => true, exportLedger: deps.exportLedger, now }));
   inner.onError((error, c) => {
     const rendered = renderError(error instanceof TollgateError ? error : new TollgateError('internal_error', 'Tollgate hit an internal error.'));
     return c.json(rendered.body, rendered.status as 400, { 'x-request-id': c.get('requestId') });

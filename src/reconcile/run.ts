@@ -6,12 +6,14 @@
 import type { TollgateDatabase } from '../db/open.js';
 import { resolvePrice, type PriceTable } from '../estimate/prices.js';
 import { compareWithProvider, type ReconcileReport } from './compare.js';
-import { hasProjectMapping, readLedgerCells, type ProjectMapping } from './ledger-cells.js';
+import { hasProjectMapping, readLedgerCells, sqliteLedgerCells, type LedgerCellSource, type ProjectMapping } from './ledger-cells.js';
 import type { DayRange, UsageProvider } from './provider.js';
 import { saveReconciliation } from './store.js';
 
 export interface ReconcileRun {
   readonly database: TollgateDatabase;
+  /** Where the ledger is read: `database` unless given (PostgreSQL's on a replica). */
+  readonly ledger?: LedgerCellSource;
   readonly provider: UsageProvider;
   readonly range: DayRange;
   readonly mapping: ProjectMapping | undefined;
@@ -45,7 +47,7 @@ export async function runReconcile(run: ReconcileRun): Promise<{ id: number; res
   if (run.range.since > run.range.until) throw new RangeError(`--since ${run.range.since} is after --until ${run.range.until}`);
   const byProject = hasProjectMapping(run.mapping);
   const report = await run.provider.fetchReport(run.range, { byProject, ...(run.signal ? { signal: run.signal } : {}) });
-  const { cells, pending } = readLedgerCells(run.database, run.range, run.mapping);
+  const { cells, pending } = await readLedgerCells(run.ledger ?? sqliteLedgerCells(run.database), run.range, run.mapping);
   const compared = compareWithProvider(cells, report, {
     provider: run.provider.name,
     since: run.range.since,

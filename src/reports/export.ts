@@ -130,15 +130,20 @@ export function parseExportRange(
  * The exported columns: every ledger field (none is a secret; the ledger
  * holds no key material) plus the key's name and prefix and the tenant's
  * name. Listed, never `SELECT *`, so a column added later is exported only
- * once someone decides it may be.
+ * once someone decides it may be. One list for both stores: `flag` reads a
+ * boolean column as 0 or 1 (SQLite stores them so; PostgreSQL's are
+ * `boolean`, pg-export.ts casts them).
  */
-const LEDGER_SELECT = `SELECT l.request_id, l.created_at, l.completed_at, l.key_id, k.name AS key_name, k.prefix AS key_prefix,
-  l.tenant_id, t.name AS tenant_name, l.endpoint, l.model, l.stream, l.status, l.http_status,
+export function ledgerExportSelect(flag: (column: string) => string): string {
+  return `SELECT l.request_id, l.created_at, l.completed_at, l.key_id, k.name AS key_name, k.prefix AS key_prefix,
+  l.tenant_id, t.name AS tenant_name, l.endpoint, l.model, ${flag('l.stream')} AS stream, l.status, l.http_status,
   l.est_prompt_tokens, l.est_completion_tokens, l.est_cost_micros,
   l.prompt_tokens, l.cached_tokens, l.completion_tokens, l.reasoning_tokens, l.cost_micros,
-  l.price_known, l.usage_source, l.latency_ms, l.ttft_ms, l.upstream_request_id, l.error_code, l.end_user, l.tags`;
+  ${flag('l.price_known')} AS price_known, l.usage_source, l.latency_ms, l.ttft_ms, l.upstream_request_id, l.error_code, l.end_user, l.tags`;
+}
 
-interface LedgerExportRow {
+/** A row as both stores return it (booleans as 0 or 1). */
+export interface LedgerExportRow {
   request_id: string;
   created_at: number;
   completed_at: number | null;
@@ -242,6 +247,17 @@ function exportRecord(row: LedgerExportRow): Record<(typeof LEDGER_EXPORT_COLUMN
   };
 }
 
+/** The header record of a CSV export; NDJSON has none. */
+export function ledgerExportHeader(format: LedgerExportFormat): string {
+  return format === 'csv' ? csvLine(LEDGER_EXPORT_COLUMNS) : '';
+}
+
+/** One row as its CSV record or NDJSON line: the bytes of every ledger export, from either store. */
+export function ledgerExportLine(row: LedgerExportRow, format: LedgerExportFormat): string {
+  const record = exportRecord(row);
+  return format === 'csv' ? csvLine(Object.values(record)) : `${JSON.stringify(record)}\n`;
+}
+
 /** The SQL and parameters of an export; rows come in time order for one key (its index), else in the order written. */
 function ledgerExportStatement(query: LedgerExportQuery): { sql: string; params: Record<string, unknown> } {
   const where = ['l.created_at >= @sinceMs', 'l.created_at < @untilMs'];
@@ -252,7 +268,7 @@ function ledgerExportStatement(query: LedgerExportQuery): { sql: string; params:
   // first row, in one blocking step).
   const order = query.keyId !== undefined ? 'ORDER BY l.key_id, l.created_at' : 'ORDER BY l.rowid';
   return {
-    sql: `${LEDGER_SELECT} FROM ledger l CROSS JOIN api_keys k ON k.id = l.key_id LEFT JOIN tenants t ON t.id = l.tenant_id WHERE ${where.join(' AND ')} ${order}`,
+    sql: `${ledgerExportSelect((column) => column)} FROM ledger l CROSS JOIN api_keys k ON k.id = l.key_id LEFT JOIN tenants t ON t.id = l.tenant_id WHERE ${where.join(' AND ')} ${order}`,
     params: { sinceMs: query.sinceMs, untilMs: query.untilMs, keyId: query.keyId, tenantId: query.tenantId },
   };
 }
@@ -283,7 +299,7 @@ export async function* exportLedger(databasePath: string, query: LedgerExportQue
     const { sql, params } = ledgerExportStatement(query);
     const rows = sqlite.prepare(sql).iterate(params) as IterableIterator<LedgerExportRow>;
     try {
-      if (format === 'csv') yield csvLine(LEDGER_EXPORT_COLUMNS);
+      if (format === 'csv') yield ledgerExportHeader(format);
       for (;;) {
         let page = '';
         let done = false;
@@ -294,8 +310,7 @@ export async function* exportLedger(databasePath: string, query: LedgerExportQue
             done = true;
             break;
           }
-          const record = exportRecord(next.value);
-          page += format === 'csv' ? csvLine(Object.values(record)) : `${JSON.stringify(record)}\n`;
+          page += ledgerExportLine(next.value, format);
           if (n % 50 === 0 && performance.now() > deadline) break;
         }
         if (page !== '') yield page;
@@ -310,10 +325,29 @@ export async function* exportLedger(databasePath: string, query: LedgerExportQue
   }
 }
 
-/** Chunks of text as a byte stream that pulls the next chunk only when the reader wants more. */
-export function textStream(chunks: AsyncGenerator<string, void, undefined>): ReadableStream<Uint8Array> {
+/** What a ledger export reads: the node's own SQLite file, or PostgreSQL's ledger on a replica (pg-export.ts). */
+export type LedgerExporter = (query: LedgerExportQuery, format: LedgerExportFormat) => AsyncGenerator<string, void, undefined>;
+
+/** The export of the SQLite file at `path`; none for an in-memory database (a second connection would open another, empty one). */
+export function fileLedgerExporter(path: string): LedgerExporter | undefined {
+  if (path === ':memory:') return undefined;
+  return (query, format) => exportLedger(path, query, format);
+}
+
+/**
+ * Chunks of text as a byte stream that pulls the next chunk only when the
+ * reader wants more. The first chunk is read before the stream exists, so an
+ * export that cannot start (its file or PostgreSQL unreachable) throws here,
+ * while its caller can still answer with an error instead of a 200.
+ */
+export async function textStream(chunks: AsyncGenerator<string, void, undefined>): Promise<ReadableStream<Uint8Array>> {
   const encoder = new TextEncoder();
+  const first = await chunks.next();
   return new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (first.done === true) controller.close();
+      else controller.enqueue(encoder.encode(first.value));
+    },
     async pull(controller) {
       const next = await chunks.next();
       if (next.done === true) controller.close();

@@ -1,0 +1,95 @@
+/**
+ * The raw ledger export on a replica (TOLLGATE_DATABASE_URL): PostgreSQL's
+ * ledger, every node's rows, with the columns and bytes export.ts writes
+ * from a node's own SQLite file (one select list, one line formatter).
+ *
+ * Keyset pagination, not a server-side cursor (`DECLARE … CURSOR` in a
+ * transaction): a cursor would pin one of the node's few pooled connections
+ * (src/db/pg.ts; the shipper and the key sync share them) and an open
+ * transaction for as long as the slowest reader takes — minutes for a big
+ * download over a slow link — holding back vacuum meanwhile. Here each page
+ * is one short query through the ledger's time index (`ledger_created`, or
+ * `ledger_key_time` for one key), and no connection is held between pages, so
+ * a reader that stops, fast or slow, leaves nothing behind. The order
+ * (created_at, request_id) is unique, so every row comes exactly once. The
+ * price: no single snapshot. A row shipped during the export with a time the
+ * export has passed is left out (as if the export had run a moment earlier),
+ * and a row settled mid-export shows the state its page read.
+ *
+ * PostgreSQL not answering: `ledger_unavailable` (503), never one node's
+ * share. The first page is read before the first chunk (the CSV header) is
+ * yielded, so the admin route answers that error before any byte
+ * (textStream in export.ts reads the first chunk before the 200).
+ */
+import type pg from 'pg';
+import type { PgPool } from '../db/pg.js';
+import { TollgateError } from '../errors.js';
+import { ledgerExportHeader, ledgerExportLine, ledgerExportSelect, type LedgerExportFormat, type LedgerExportQuery, type LedgerExportRow } from './export.js';
+
+/** Rows per query: one chunk of about 500 kB of NDJSON, formatted in a few ms. */
+const PAGE_ROWS = 1000;
+
+interface Position {
+  readonly createdAt: number;
+  readonly requestId: string;
+}
+
+/**
+ * One page: the rows after `after` in (created_at, request_id) order.
+ * Request ids compare bytewise (`COLLATE "C"`), the same in the condition
+ * and the order, whatever the database's collation.
+ */
+function pageStatement(query: LedgerExportQuery, after: Position | undefined): { text: string; values: unknown[] } {
+  const values: unknown[] = [query.sinceMs, query.untilMs];
+  const where = ['l.created_at >= $1', 'l.created_at < $2'];
+  if (query.keyId !== undefined) {
+    values.push(query.keyId);
+    where.push(`l.key_id = $${values.length}`);
+  }
+  if (query.tenantId !== undefined) {
+    values.push(query.tenantId);
+    where.push(`l.tenant_id = $${values.length}`);
+  }
+  if (after !== undefined) {
+    values.push(after.createdAt, after.requestId);
+    const [at, id] = [`$${values.length - 1}`, `$${values.length}`];
+    // PostgreSQL starts the time index's scan at the row comparison's first column (EXPLAIN: an Index Cond on created_at).
+    where.push(`(l.created_at, l.request_id COLLATE "C") > (${at}, ${id})`);
+  }
+  values.push(PAGE_ROWS);
+  return {
+    text: `${ledgerExportSelect((column) => `${column}::int`)}
+      FROM ledger l JOIN api_keys k ON k.id = l.key_id LEFT JOIN tenants t ON t.id = l.tenant_id
+      WHERE ${where.join(' AND ')}
+      ORDER BY l.created_at, l.request_id COLLATE "C" LIMIT $${values.length}`,
+    values,
+  };
+}
+
+async function readPage(pool: PgPool, query: LedgerExportQuery, after: Position | undefined): Promise<LedgerExportRow[]> {
+  try {
+    return (await pool.query<LedgerExportRow & pg.QueryResultRow>(pageStatement(query, after))).rows;
+  } catch (error) {
+    throw new TollgateError('ledger_unavailable', 'The ledger export reads PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.', {
+      cause: error,
+    });
+  }
+}
+
+/**
+ * PostgreSQL's ledger rows of a period as text chunks (CSV with its header,
+ * or NDJSON), one page per chunk, in constant memory: the next page is read
+ * only when the consumer asks for the next chunk.
+ */
+export async function* exportPgLedger(pool: PgPool, query: LedgerExportQuery, format: LedgerExportFormat): AsyncGenerator<string, void, undefined> {
+  let rows = await readPage(pool, query, undefined);
+  let chunk = ledgerExportHeader(format);
+  for (;;) {
+    for (const row of rows) chunk += ledgerExportLine(row, format);
+    if (chunk !== '') yield chunk;
+    const last = rows.at(-1);
+    if (rows.length < PAGE_ROWS || last === undefined) return;
+    rows = await readPage(pool, query, { createdAt: last.created_at, requestId: last.request_id });
+    chunk = '';
+  }
+}
