@@ -3,7 +3,8 @@
  * TOLLGATE_DATABASE_URL is set, and what a replica's admin API serves — the
  * same AdminOps as on a SQLite file (ops.ts), so every caller is unchanged.
  */
-import type { PgPool } from '../db/pg.js';
+import { TollgateError } from '../errors.js';
+import { isPgUnreachable, type PgPool } from '../db/pg.js';
 import { PgKeyStore } from '../keys/pg-store.js';
 import { queryPgSpend } from '../reports/pg-spend.js';
 import type { AdminOps } from './ops.js';
@@ -16,7 +17,7 @@ export function pgAdminOps(pool: PgPool, options: { now?: () => number; onChange
     await options.onChange?.();
     return value;
   };
-  return {
+  return unreachableAs503({
     createKey: async (input) => changed(await store.createKey(input)),
     listKeys: (opts) => store.listKeys(opts),
     getKey: (ref) => store.getKey(ref),
@@ -43,5 +44,31 @@ export function pgAdminOps(pool: PgPool, options: { now?: () => number; onChange
     close: async () => {
       if (options.closePool) await pool.end();
     },
-  };
+  });
+}
+
+/**
+ * Every operation's "PostgreSQL did not answer" as a 503 `ledger_unavailable`
+ * (the admin API's answer, the CLI's message), not a raw driver error and a
+ * 500; the driver's error stays the cause, for the log.
+ */
+function unreachableAs503(ops: AdminOps): AdminOps {
+  const guarded = {} as Record<string, unknown>;
+  for (const [name, op] of Object.entries(ops) as [string, (...args: unknown[]) => Promise<unknown>][]) {
+    guarded[name] = async (...args: unknown[]) => {
+      try {
+        return await op(...args);
+      } catch (error) {
+        if (!isPgUnreachable(error)) throw error;
+        throw new TollgateError(
+          'ledger_unavailable',
+          'Keys, tenants and spend live in PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.',
+          {
+            cause: error,
+          },
+        );
+      }
+    };
+  }
+  return guarded as unknown as AdminOps;
 }

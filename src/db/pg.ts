@@ -56,6 +56,23 @@ export function openPg(url: string, options: PgOptions = {}): PgPool {
   return pool;
 }
 
+/** SQLSTATEs that mean the server is not answering queries: class 08 (connection), shutting down, starting, full. */
+const UNREACHABLE_STATES = /^(08...|57P0[123]|53300)$/;
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Whether `error` says PostgreSQL did not answer (refused, dropped, timed
+ * out, shutting down) rather than refusing a query: the first is a 503 to
+ * retry, the second a bug or a conflict to report as it is.
+ */
+export function isPgUnreachable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNREACHABLE_STATES.test(code) || UNREACHABLE_CODES.has(code))) return true;
+  // node-postgres's own connection failures carry no code, only these messages.
+  return /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout)/.test(error.message);
+}
+
 /** The options a single client (LISTEN) needs to read numbers the same way. */
 export function pgClientConfig(url: string): pg.ClientConfig {
   return { connectionString: url, connectionTimeoutMillis: 3000, types };

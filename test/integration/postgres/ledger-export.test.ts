@@ -349,6 +349,13 @@ describe('two whole nodes', () => {
       const response = await nodes[0]!.app.request('/admin/api/ledger.csv?since=today', { headers: admin });
       expect(response.status).toBe(503);
       expect(await response.json()).toMatchObject({ error: { code: 'ledger_unavailable', type: 'server_error' } });
+      // A filter names a key or tenant, looked up in PostgreSQL first; so do the other admin reads:
+      // each is the same 503, not a driver error as a 500.
+      for (const path of ['/admin/api/ledger.csv?since=today&key=north-team', '/admin/api/keys', '/admin/api/spend?since=today']) {
+        const refused = await nodes[0]!.app.request(path, { headers: admin });
+        expect(refused.status, path).toBe(503);
+        expect(await refused.json(), path).toMatchObject({ error: { code: 'ledger_unavailable', message: expect.stringContaining('PostgreSQL') as unknown } });
+      }
     } finally {
       await relay.restore();
     }
