@@ -13,6 +13,7 @@ import type { CellSide, ReconcileRow } from '../reconcile/compare.js';
 import { openAIUsageProvider } from '../reconcile/openai.js';
 import { ProviderReportError } from '../reconcile/provider.js';
 import { parseUtcDay, runReconcile, type ReconcileResult } from '../reconcile/run.js';
+import { sqliteReconciliations } from '../reconcile/store.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
 import { count, table } from './format.js';
 
@@ -124,9 +125,12 @@ export function registerReconcileCommand(program: Command): void {
       const since = parseUtcDay(options.since, now);
       const until = options.until === undefined ? new Date(now).toISOString().slice(0, 10) : parseUtcDay(options.until, now);
       const database = openDatabase(global.db ?? config.dbPath);
+      // On replicas the result is stored in PostgreSQL, where every node's dashboard reads it.
+      const pool = config.databaseUrl === undefined ? undefined : (await import('../db/pg.js')).openPg(config.databaseUrl);
       try {
         const { result } = await runReconcile({
           database,
+          results: pool === undefined ? sqliteReconciliations(database) : (await import('../reconcile/pg-store.js')).pgReconciliations(pool),
           provider: openAIUsageProvider({ baseUrl: config.reconcile.apiUrl, adminKey }),
           range: { since, until },
           mapping: config.reconcile.projects,
@@ -141,6 +145,7 @@ export function registerReconcileCommand(program: Command): void {
         throw error;
       } finally {
         database.close();
+        await pool?.end();
       }
     });
 }
