@@ -15,7 +15,7 @@ import { createTempPostgres, type TempPostgres } from '../../support/postgres.js
 const NOW = Date.parse('2026-11-18T15:00:00Z');
 
 function report(n: number): ReconciliationReport {
-  const side = { requests: n, inputTokens: 10 * n, outputTokens: n, costMicros: 1_000 * n };
+  const side = { requests: n, inputTokens: 10 * n, cachedInputTokens: 0, outputTokens: n, costMicros: 1_000 * n };
   return {
     provider: 'openai',
     since: '2026-11-12',
