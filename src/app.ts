@@ -11,8 +11,9 @@ import type { AppEnv } from './app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type DashboardReads, type LimitSnapshot } from './dashboard/index.js';
 import type { TollgateDatabase } from './db/open.js';
 import { createDashboardTokenRoutes, createTenantGate } from './dashboard/tenant-access.js';
-import { latestReconciliation } from './reconcile/store.js';
 import { fileLedgerExporter, type LedgerExporter } from './reports/export.js';
+import { sqliteDashboardTokens, type DashboardTokenStore } from './dashboard/tenant-tokens.js';
+import { sqliteReconciliations, type ReconciliationStore } from './reconcile/store.js';
 import { TollgateError, renderError } from './errors.js';
 import type { LedgerWriter } from './ledger/writer.js';
 import type { Logger } from './logger.js';
@@ -35,6 +36,8 @@ export interface AppDeps {
   readonly dashboardReads?: DashboardReads;
   /** What the raw ledger exports read instead of `database`'s file (PostgreSQL's ledger, on a replica: src/reports/pg-export.ts). */
   readonly exportLedger?: LedgerExporter;
+  /** Tenants' dashboard tokens and reconciliation results, where every node sees them (PostgreSQL on a replica); default: `database`. */
+  readonly shared?: { readonly dashboardTokens: DashboardTokenStore; readonly reconciliations: ReconciliationStore };
   /** The limiter's live view of a key's buckets, for the dashboard's key page. */
   readonly limitSnapshot?: LimitSnapshot;
   /** Flipped on SIGTERM: /readyz turns 503 and connections are closed after their response. */
@@ -66,14 +69,17 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   if (deps.metricsAccess?.ownPort !== true) app.route('/', createMetricsRoutes(metrics, deps.pipeline.ledger, deps.metricsAccess?.token));
 
+  const tokens = deps.shared?.dashboardTokens ?? sqliteDashboardTokens(deps.database);
+  const reconciliations = deps.shared?.reconciliations ?? sqliteReconciliations(deps.database);
   const dashboard = {
     database: deps.database,
+    tokens,
     reads: deps.dashboardReads,
     adminToken: deps.admin.token,
     limitSnapshot: deps.limitSnapshot,
     ...(deps.now ? { now: deps.now } : {}),
     ...(deps.trustedProxies ? { trustedProxies: deps.trustedProxies } : {}),
-    reconciliation: () => latestReconciliation(deps.database),
+    reconciliation: () => reconciliations.latest(),
   };
   const exportLedger = deps.exportLedger ?? fileLedgerExporter(deps.database.path);
   // A tenant's read-only dashboard session is answered (scoped to its tenant) before the admin API sees it.
@@ -81,6 +87,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     '/admin/api/*',
     createTenantGate({
       database: deps.database,
+      tokens,
       reads: deps.dashboardReads,
       adminToken: deps.admin.token,
       ops: deps.admin.ops,
@@ -102,7 +109,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   );
   // After the admin API: its token check runs first for /admin/api/dashboard too.
   app.route('/admin/api/dashboard', createDashboardApiRoutes(dashboard));
-  app.route('/admin/api/dashboard-tokens', createDashboardTokenRoutes({ database: deps.database, ...(deps.now ? { now: deps.now } : {}) }));
+  app.route('/admin/api/dashboard-tokens', createDashboardTokenRoutes({ tokens, ...(deps.now ? { now: deps.now } : {}) }));
   app.route('/dashboard', createDashboardRoutes(dashboard));
   app.route('/', createMessagesRoutes(deps.pipeline, deps.logger));
   app.route('/', createProxyRoutes(deps.pipeline));

@@ -19,6 +19,7 @@ import { RedisBudgetStore } from './budgets/redis-budgets.js';
 import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config.js';
 import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
+import { pgDashboardTokens } from './dashboard/pg-tenant-tokens.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './db/open.js';
 import { createReplica, type Replica } from './db/replica.js';
@@ -39,6 +40,7 @@ import type { PipelineDeps } from './pipeline/deps.js';
 import { exportPgLedger } from './reports/pg-export.js';
 import { RequestEvents } from './pipeline/finished.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
+import { pgReconciliations } from './reconcile/pg-store.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
 import type { Upstream } from './upstreams/pool.js';
 import { createRouter, type Router } from './upstreams/router.js';
@@ -232,10 +234,15 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       token: config.adminToken,
     },
     database,
-    // A replica's dashboard shows every node (src/dashboard/pg-reads.ts).
-    ...(replica === undefined ? {} : { dashboardReads: new PgDashboardReads(replica.pool) }),
-    // And its raw ledger exports stream every node's rows (src/reports/pg-export.ts).
-    ...(replica === undefined ? {} : { exportLedger: (query, format) => exportPgLedger(replica.pool, query, format) }),
+    // A replica's dashboard shows every node (src/dashboard/pg-reads.ts), and every node's tenant tokens and reconciliations.
+    ...(replica === undefined
+      ? {}
+      : {
+          dashboardReads: new PgDashboardReads(replica.pool),
+          shared: { dashboardTokens: pgDashboardTokens(replica.pool), reconciliations: pgReconciliations(replica.pool) },
+          // And its raw ledger exports stream every node's rows (src/reports/pg-export.ts).
+          exportLedger: (query, format) => exportPgLedger(replica.pool, query, format),
+        }),
     ...('limitSnapshot' in overrides
       ? overrides.limitSnapshot
         ? { limitSnapshot: overrides.limitSnapshot }

@@ -1,14 +1,16 @@
 /**
  * `tollgate dashboard-token create|list|revoke`: read-only dashboard tokens
- * of one tenant (src/dashboard/tenant-tokens.ts). On the local SQLite file,
- * or on a running proxy with --url (its /admin/api/dashboard-tokens).
+ * of one tenant (src/dashboard/tenant-tokens.ts). On PostgreSQL with
+ * TOLLGATE_DATABASE_URL (replicas: every node reads them there), else on the
+ * local SQLite file (`--db` opens one on purpose), or on a running proxy with
+ * --url (its /admin/api/dashboard-tokens).
  */
 import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/open.js';
 import { TollgateError, type ErrorCode } from '../errors.js';
-import { createDashboardToken, listDashboardTokens, revokeDashboardToken, type DashboardTokenView } from '../dashboard/tenant-tokens.js';
-import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
+import { sqliteDashboardTokens, type DashboardTokenStore, type DashboardTokenView } from '../dashboard/tenant-tokens.js';
+import { print, printJson, type GlobalOptions } from './context.js';
 import { table, when } from './format.js';
 import { parseExpiry } from './keys.js';
 
@@ -51,15 +53,24 @@ async function withTokenOps<T>(command: Command, fn: (ops: TokenOps) => Promise<
       revoke: (ref) => remoteCall(base, admin, 'POST', `/${encodeURIComponent(ref)}/revoke`),
     });
   }
-  if (global.db === undefined && config.databaseUrl !== undefined)
-    throw new CliError('dashboard tokens live in each node’s SQLite file; on replicas manage them through a node with --url', EXIT_USAGE);
+  const onStore = (store: DashboardTokenStore): TokenOps => ({
+    create: (input) => store.create(input, Date.now()),
+    list: (tenant) => store.list({ tenant }, Date.now()),
+    revoke: (ref) => store.revoke(ref, Date.now()),
+  });
+  if (global.db === undefined && config.databaseUrl !== undefined) {
+    // Loaded only here: every other CLI run starts without the PostgreSQL driver.
+    const [{ pgDashboardTokens }, { openPg }] = await Promise.all([import('../dashboard/pg-tenant-tokens.js'), import('../db/pg.js')]);
+    const pool = openPg(config.databaseUrl);
+    try {
+      return await fn(onStore(pgDashboardTokens(pool)));
+    } finally {
+      await pool.end();
+    }
+  }
   const database = openDatabase(global.db ?? config.dbPath);
   try {
-    return await fn({
-      create: async (input) => createDashboardToken(database, input, Date.now()),
-      list: async (tenant) => listDashboardTokens(database, { tenant }, Date.now()),
-      revoke: async (ref) => revokeDashboardToken(database, ref, Date.now()),
-    });
+    return await fn(onStore(sqliteDashboardTokens(database)));
   } finally {
     database.close();
   }

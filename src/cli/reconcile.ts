@@ -15,6 +15,7 @@ import { openAIUsageProvider } from '../reconcile/openai.js';
 import { pgLedgerCells } from '../reconcile/ledger-cells.js';
 import { ProviderReportError } from '../reconcile/provider.js';
 import { parseUtcDay, runReconcile, type ReconcileResult } from '../reconcile/run.js';
+import { sqliteReconciliations } from '../reconcile/store.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
 import { count, table } from './format.js';
 
@@ -121,12 +122,14 @@ export function registerReconcileCommand(program: Command): void {
       const since = parseUtcDay(options.since, now);
       const until = options.until === undefined ? new Date(now).toISOString().slice(0, 10) : parseUtcDay(options.until, now);
       const database = openDatabase(global.db ?? config.dbPath);
-      // On a replica (no --db) the ledger is PostgreSQL's: every node's rows, not this host's share.
-      const pool = global.db === undefined && config.databaseUrl !== undefined ? (await import('../db/pg.js')).openPg(config.databaseUrl) : undefined;
+      // On replicas the result is stored in PostgreSQL, where every node's dashboard reads it; and
+      // without --db the ledger is PostgreSQL's too: every node's rows, not this host's share.
+      const pool = config.databaseUrl === undefined ? undefined : (await import('../db/pg.js')).openPg(config.databaseUrl);
       try {
         const { result } = await runReconcile({
           database,
-          ...(pool === undefined ? {} : { ledger: pgLedgerCells(pool) }),
+          ...(pool === undefined || global.db !== undefined ? {} : { ledger: pgLedgerCells(pool) }),
+          results: pool === undefined ? sqliteReconciliations(database) : (await import('../reconcile/pg-store.js')).pgReconciliations(pool),
           provider: openAIUsageProvider({ baseUrl: config.reconcile.apiUrl, adminKey }),
           range: { since, until },
           mapping: config.reconcile.projects,

@@ -26,7 +26,7 @@ import { DisabledPage, LoginPage, NotFoundPage, renderDocument } from './layout.
 import { buildOverview, OverviewPage } from './overview.js';
 import type { DashboardReads } from './reads.js';
 import { clearedCookieHeader, createSessionValue, createTenantSessionValue, hasValidSession, isHttps, sessionCookieHeader } from './session.js';
-import { activeViewer, isDashboardTokenText } from './tenant-tokens.js';
+import { isDashboardTokenText, sqliteDashboardTokens, type DashboardTokenStore } from './tenant-tokens.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';
 import { viewContextFor, viewerOf, type Viewer } from './viewer.js';
 
@@ -43,8 +43,10 @@ export interface DashboardDeps {
   readonly login?: (ThrottleOptions & { readonly failureDelayMs?: number }) | undefined;
   /** Proxies believed about X-Forwarded-For (TOLLGATE_TRUSTED_PROXIES): the login throttle counts per real client. */
   readonly trustedProxies?: ReadonlySet<string>;
+  /** Where tenants' dashboard tokens are kept: PostgreSQL on a replica; SQLite's of `database` without. */
+  readonly tokens?: DashboardTokenStore | undefined;
   /** The newest `tollgate reconcile` result, for the overview's panel (operators only). */
-  readonly reconciliation?: () => StoredReconciliation | undefined;
+  readonly reconciliation?: () => Promise<StoredReconciliation | undefined>;
 }
 
 /** Every page's security headers: nothing inline, nothing from elsewhere, never framed or cached. */
@@ -98,6 +100,7 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
   const failureDelayMs = deps.login?.failureDelayMs ?? 300;
   const assets = loadAssets();
   const adminToken = deps.adminToken;
+  const tokens = deps.tokens ?? sqliteDashboardTokens(deps.database);
 
   // Static code and styles, no secrets: served without a session (the login page needs them).
   app.get('/assets/:name', (c) => {
@@ -115,9 +118,9 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
     await next();
   });
 
-  app.get('/login', (c) => {
+  app.get('/login', async (c) => {
     const next = safeNext(c.req.query('next'));
-    if (viewerOf(c, deps.database, adminToken, now()) !== undefined) return redirect(c, next);
+    if ((await viewerOf(c, tokens, adminToken, now())) !== undefined) return redirect(c, next);
     return page(c, <LoginPage next={next} info={c.req.query('loggedOut') === undefined ? undefined : 'You are logged out.'} />);
   });
 
@@ -131,7 +134,7 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
     if (isDashboardTokenText(presented) && !tokenMatches(presented, token)) {
       // A tenant's read-only token (tenant-tokens.ts): the same throttle, but a throttled
       // address is refused even the right one (only the operator's token must always work).
-      const tenant = waitMs > 0 ? undefined : activeViewer(deps.database, { secret: presented }, now());
+      const tenant = waitMs > 0 ? undefined : await tokens.activeViewer({ secret: presented }, now());
       if (tenant !== undefined) {
         throttle.recordSuccess(address);
         const value = createTenantSessionValue(token, tenant.tokenId, now(), tenant.expiresAt);
@@ -172,14 +175,17 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
   const viewers = new WeakMap<Request, Viewer>();
   const viewer = (c: Context<AppEnv>): Viewer => viewers.get(c.req.raw)!;
   app.use('*', async function requireSession(c, next) {
-    const found = viewerOf(c, deps.database, adminToken, now());
+    const found = await viewerOf(c, tokens, adminToken, now());
     if (found === undefined) return redirect(c, `/dashboard/login?next=${encodeURIComponent(pathWithQuery(c))}`);
     viewers.set(c.req.raw, found);
     await next();
   });
 
   const overview = async (c: Context<AppEnv>) =>
-    page(c, <OverviewPage view={await buildOverview(contextOf(deps, now, viewer(c)), viewer(c).kind === 'admin' ? deps.reconciliation?.() : undefined)} />);
+    page(
+      c,
+      <OverviewPage view={await buildOverview(contextOf(deps, now, viewer(c)), viewer(c).kind === 'admin' ? await deps.reconciliation?.() : undefined)} />,
+    );
   app.get('/', overview);
   app.get('/keys', async (c) => page(c, <KeysPage view={await buildKeys(contextOf(deps, now, viewer(c)), parseKeysQuery(c.req.query(), false))} />));
   app.get('/keys/:id', async (c) => {
@@ -224,7 +230,7 @@ export function createDashboardApiRoutes(deps: DashboardDeps): Hono<AppEnv> {
   });
 
   const admin: Viewer = { kind: 'admin' };
-  api.get('/overview', async (c) => c.json(await buildOverview(contextOf(deps, now, admin), deps.reconciliation?.())));
+  api.get('/overview', async (c) => c.json(await buildOverview(contextOf(deps, now, admin), await deps.reconciliation?.())));
   api.get('/keys', async (c) => c.json(await buildKeys(contextOf(deps, now, admin), parseKeysQuery(c.req.query(), true))));
   api.get('/keys/:id', async (c) => {
     const view = await buildKeyPage(contextOf(deps, now, admin), c.req.param('id'));

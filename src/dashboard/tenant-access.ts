@@ -29,13 +29,15 @@ import { buildKeys } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
 import { buildOverview } from './overview.js';
 import { hasValidSession, tenantSessionTokenId } from './session.js';
-import { activeViewer, createDashboardToken, listDashboardTokens, revokeDashboardToken } from './tenant-tokens.js';
+import type { DashboardTokenStore } from './tenant-tokens.js';
 import type { DashboardReads } from './reads.js';
 import type { LimitSnapshot } from './view-context.js';
 import { viewContextFor, type Viewer } from './viewer.js';
 
 export interface TenantGateDeps {
   readonly database: TollgateDatabase;
+  /** Where dashboard tokens are kept: PostgreSQL on replicas, else the SQLite file. */
+  readonly tokens: DashboardTokenStore;
   /** The dashboard's reads on PostgreSQL (replicas); SQLite's of `database` without. */
   readonly reads?: DashboardReads | undefined;
   readonly adminToken: string | undefined;
@@ -66,7 +68,7 @@ function notFound(what: 'key' | 'tenant'): TollgateError {
 /** Middleware for `/admin/api/*`: requests with a tenant session are answered here, every other passes on unchanged. */
 export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv> {
   const now = deps.now ?? Date.now;
-  const { database, adminToken } = deps;
+  const { adminToken } = deps;
   // The admin API's handlers, reached only from here and only with the tenant filter already forced.
   const requestIds = new WeakMap<Request, string>();
   const inner = new Hono<AppEnv>();
@@ -84,12 +86,13 @@ export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv
     if (adminToken === undefined || c.req.header('authorization') !== undefined || hasValidSession(c, adminToken, now())) return next();
     const tokenId = tenantSessionTokenId(c, adminToken, now());
     if (tokenId === undefined) return next();
-    const viewer = tenantViewer(database, tokenId, now());
-    if (viewer === undefined) throw new TollgateError('invalid_admin_token', 'This dashboard session has ended: its token was revoked or has expired.');
+    const tenantFound = await deps.tokens.activeViewer({ tokenId }, now());
+    if (tenantFound === undefined) throw new TollgateError('invalid_admin_token', 'This dashboard session has ended: its token was revoked or has expired.');
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD')
       throw new TollgateError('invalid_admin_token', 'A tenant dashboard session is read-only; changes need the admin token.');
     c.header('cache-control', 'no-store');
     c.header('x-content-type-options', 'nosniff');
+    const viewer: Extract<Viewer, { kind: 'tenant' }> = { kind: 'tenant', tenant: tenantFound };
     const tenant = viewer.tenant;
     const path = c.req.path.replace(/^\/admin\/api/, '');
     const ctx = () => viewContextFor(deps, now(), viewer);
@@ -141,11 +144,6 @@ export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv
   };
 }
 
-function tenantViewer(database: TollgateDatabase, tokenId: string, now: number): Extract<Viewer, { kind: 'tenant' }> | undefined {
-  const found = activeViewer(database, { tokenId }, now);
-  return found === undefined ? undefined : { kind: 'tenant', tenant: found };
-}
-
 const createBody = z.strictObject({
   tenant: z.string().min(1),
   label: z.string().max(200).optional(),
@@ -154,10 +152,10 @@ const createBody = z.strictObject({
 });
 
 /** The operator's API for dashboard tokens, at /admin/api/dashboard-tokens (behind the admin API's own check). */
-export function createDashboardTokenRoutes(deps: { readonly database: TollgateDatabase; readonly now?: () => number }): Hono<AppEnv> {
+export function createDashboardTokenRoutes(deps: { readonly tokens: DashboardTokenStore; readonly now?: () => number }): Hono<AppEnv> {
   const api = new Hono<AppEnv>();
   const now = deps.now ?? Date.now;
-  api.get('/', (c) => c.json({ data: listDashboardTokens(deps.database, { tenant: c.req.query('tenant') }, now()) }));
+  api.get('/', async (c) => c.json({ data: await deps.tokens.list({ tenant: c.req.query('tenant') }, now()) }));
   api.post('/', async (c: Context<AppEnv>) => {
     let json: unknown;
     try {
@@ -171,9 +169,9 @@ export function createDashboardTokenRoutes(deps: { readonly database: TollgateDa
       const param = issue?.path.join('.') ?? null;
       throw new TollgateError('invalid_request', `${param ? `${param}: ` : ''}${issue?.message ?? 'invalid body'}`, { param });
     }
-    const issued = createDashboardToken(deps.database, parsed.data, now());
+    const issued = await deps.tokens.create(parsed.data, now());
     return c.json({ token: issued.token, ...issued.view }, 201);
   });
-  api.post('/:ref/revoke', (c) => c.json(revokeDashboardToken(deps.database, c.req.param('ref'), now())));
+  api.post('/:ref/revoke', async (c) => c.json(await deps.tokens.revoke(c.req.param('ref'), now())));
   return api;
 }

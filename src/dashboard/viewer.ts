@@ -10,20 +10,24 @@ import type { TollgateDatabase } from '../db/open.js';
 import { SqliteDashboardReads, type DashboardReads } from './reads.js';
 import { hasValidSession, tenantSessionTokenId } from './session.js';
 import { TenantScopedReads } from './tenant-scope.js';
-import { activeViewer, type TenantViewer } from './tenant-tokens.js';
+import type { DashboardTokenStore, TenantViewer } from './tenant-tokens.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';
 
 export type Viewer = { readonly kind: 'admin' } | { readonly kind: 'tenant'; readonly tenant: TenantViewer };
 
 const ADMIN: Viewer = Object.freeze({ kind: 'admin' });
 
-/** The viewer of a request's session cookie, if it carries a valid one (a tenant's only while its token is active). */
-export function viewerOf(c: Context, database: TollgateDatabase, adminToken: string | undefined, now: number): Viewer | undefined {
+/**
+ * The viewer of a request's session cookie, if it carries a valid one (a
+ * tenant's only while its token is active: the store is read every time, so a
+ * revocation on any node ends the session at its next request).
+ */
+export async function viewerOf(c: Context, tokens: DashboardTokenStore, adminToken: string | undefined, now: number): Promise<Viewer | undefined> {
   if (adminToken === undefined) return undefined;
   if (hasValidSession(c, adminToken, now)) return ADMIN;
   const tokenId = tenantSessionTokenId(c, adminToken, now);
   if (tokenId === undefined) return undefined;
-  const tenant = activeViewer(database, { tokenId }, now);
+  const tenant = await tokens.activeViewer({ tokenId }, now);
   return tenant === undefined ? undefined : { kind: 'tenant', tenant };
 }
 

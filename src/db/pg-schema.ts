@@ -244,3 +244,51 @@ export const alertClaims = pgTable(
   },
   (t) => [index('alert_claims_expires').on(t.expiresAt)],
 );
+
+/**
+ * Read-only dashboard tokens of one tenant (src/dashboard/pg-tenant-tokens.ts),
+ * as in schema.ts: only the SHA-256 of the token and its visible prefix are
+ * kept. Shared, so a token issued anywhere logs in on every node and a
+ * revocation ends its sessions on every node.
+ */
+export const dashboardTokens = pgTable(
+  'dashboard_tokens',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    /** SHA-256 of the whole token, hex. */
+    tokenHash: text('token_hash').notNull(),
+    /** `tgd-` and 6 more characters, safe to show. */
+    prefix: text('prefix').notNull(),
+    /** The operator's note (who it was given to). */
+    label: text('label').notNull().default(''),
+    createdAt: big('created_at').notNull(),
+    expiresAt: big('expires_at'),
+    revokedAt: big('revoked_at'),
+  },
+  (t) => [uniqueIndex('dashboard_tokens_hash_unique').on(t.tokenHash), index('dashboard_tokens_tenant').on(t.tenantId)],
+);
+
+/**
+ * Results of `tollgate reconcile` (src/reconcile/pg-store.ts), as in
+ * schema.ts: the report as JSON, the newest shown on every node's dashboard.
+ */
+export const reconciliations = pgTable(
+  'reconciliations',
+  {
+    id: big('id').primaryKey().generatedAlwaysAsIdentity(),
+    createdAt: big('created_at').notNull(),
+    provider: text('provider').notNull(),
+    /** First and last UTC day compared, YYYY-MM-DD. */
+    since: text('since').notNull(),
+    until: text('until').notNull(),
+    /** Cells that disagree beyond the tolerance, and price entries flagged. */
+    differences: integer('differences').notNull(),
+    priceFlags: integer('price_flags').notNull(),
+    /** The whole report (src/reconcile/compare.ts `ReconcileReport`), JSON. */
+    report: text('report').notNull(),
+  },
+  (t) => [index('reconciliations_created').on(t.createdAt)],
+);

@@ -8,7 +8,7 @@ import { resolvePrice, type PriceTable } from '../estimate/prices.js';
 import { compareWithProvider, type ReconcileReport } from './compare.js';
 import { hasProjectMapping, readLedgerCells, sqliteLedgerCells, type LedgerCellSource, type ProjectMapping } from './ledger-cells.js';
 import type { DayRange, UsageProvider } from './provider.js';
-import { saveReconciliation } from './store.js';
+import type { ReconciliationStore } from './store.js';
 
 export interface ReconcileRun {
   readonly database: TollgateDatabase;
@@ -21,6 +21,8 @@ export interface ReconcileRun {
   readonly tolerancePercent: number;
   readonly now: number;
   readonly signal?: AbortSignal;
+  /** Where the result is stored for the dashboard (PostgreSQL on replicas, else the SQLite file). */
+  readonly results: ReconciliationStore;
 }
 
 export type ReconcileResult = ReconcileReport & { readonly pending: number };
@@ -61,5 +63,5 @@ export async function runReconcile(run: ReconcileRun): Promise<{ id: number; res
     },
   });
   const result: ReconcileResult = { ...compared, pending };
-  return { id: saveReconciliation(run.database, result), result };
+  return { id: await run.results.save(result), result };
 }

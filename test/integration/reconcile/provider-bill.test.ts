@@ -14,7 +14,7 @@ import { createUpstream } from '../../../src/upstreams/pool.js';
 import { loadConfig } from '../../../src/config.js';
 import { openAIUsageProvider } from '../../../src/reconcile/openai.js';
 import { runReconcile, type ReconcileResult } from '../../../src/reconcile/run.js';
-import { latestReconciliation } from '../../../src/reconcile/store.js';
+import { sqliteReconciliations } from '../../../src/reconcile/store.js';
 import { ProviderReportError } from '../../../src/reconcile/provider.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
@@ -80,6 +80,7 @@ afterAll(async () => {
 async function reconcile(options: { projects?: { default?: string; keys?: Record<string, string> }; adminKey?: string } = {}): Promise<ReconcileResult> {
   const { result } = await runReconcile({
     database: test.db.database,
+    results: sqliteReconciliations(test.db.database),
     provider: openAIUsageProvider({ baseUrl: fake.url, adminKey: options.adminKey ?? ADMIN_KEY }),
     range: { since: DAYS[0], until: DAYS[2] },
     mapping: options.projects,
@@ -169,7 +170,7 @@ describe('the report finds exactly the deliberate differences', () => {
 describe('the admin key and the stored result', () => {
   it('is stored, newest first, for the dashboard', async () => {
     const result = await reconcile();
-    const stored = latestReconciliation(test.db.database)!;
+    const stored = (await sqliteReconciliations(test.db.database).latest())!;
     expect(stored.report.differences).toBe(result.differences);
     expect(stored.report.generatedAt).toBe(result.generatedAt);
     expect(JSON.stringify(stored)).not.toContain(ADMIN_KEY);

@@ -7,12 +7,13 @@
  * and its cookie opens nothing of the operator's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDashboardToken, revokeDashboardToken } from '../../../src/dashboard/tenant-tokens.js';
+import { sqliteDashboardTokens, type DashboardTokenStore } from '../../../src/dashboard/tenant-tokens.js';
 import { parseCsv } from '../../support/csv.js';
 import { buildDashboardApp, recordRequest, type DashboardTestApp } from '../../support/dashboard.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');
 let test: DashboardTestApp;
+let tokens: DashboardTokenStore;
 let tenantCookie: string;
 let adminCookie: string;
 const ids: Record<string, string> = {};
@@ -42,7 +43,8 @@ beforeAll(async () => {
   acmeId = test.store.getTenant('acme').id;
   globexId = test.store.getTenant('globex').id;
   test.store.updateTenant('globex', { budget: { microUsd: 9_000_000, period: 'month' } });
-  const issued = createDashboardToken(test.db.database, { tenant: 'acme', label: 'acme finance' }, NOW);
+  tokens = sqliteDashboardTokens(test.db.database);
+  const issued = await tokens.create({ tenant: 'acme', label: 'acme finance' }, NOW);
   tenantCookie = await test.login(issued.token);
   adminCookie = await test.login('tenant-scope-admin-token-0123456789');
 });
@@ -243,8 +245,8 @@ describe('the admin API reads a tenant session reaches', () => {
 });
 
 describe('the token', () => {
-  it('is stored hashed and shown only once', () => {
-    const issued = createDashboardToken(test.db.database, { tenant: 'acme' }, NOW);
+  it('is stored hashed and shown only once', async () => {
+    const issued = await tokens.create({ tenant: 'acme' }, NOW);
     const row = test.db.database.sqlite.prepare('SELECT * FROM dashboard_tokens WHERE id = ?').get(issued.view.id);
     expect(JSON.stringify(row)).not.toContain(issued.token);
     expect(JSON.stringify(issued.view)).not.toContain(issued.token);
@@ -261,10 +263,10 @@ describe('the token', () => {
   });
 
   it('revoked: its session ends at the next request', async () => {
-    const issued = createDashboardToken(test.db.database, { tenant: 'acme' }, NOW);
+    const issued = await tokens.create({ tenant: 'acme' }, NOW);
     const cookie = await test.login(issued.token);
     expect((await get('/dashboard', cookie)).status).toBe(200);
-    revokeDashboardToken(test.db.database, issued.view.prefix, NOW);
+    await tokens.revoke(issued.view.prefix, NOW);
     const page = await get('/dashboard', cookie);
     expect(page.status).toBe(303);
     expect(page.headers.get('location')).toContain('/dashboard/login');
@@ -278,7 +280,7 @@ describe('the token', () => {
   });
 
   it('expired: no login, and a session ends when the token does', async () => {
-    const issued = createDashboardToken(test.db.database, { tenant: 'acme', expiresAt: NOW + 60_000 }, NOW);
+    const issued = await tokens.create({ tenant: 'acme', expiresAt: NOW + 60_000 }, NOW);
     const cookie = await test.login(issued.token);
     expect((await get('/dashboard', cookie)).status).toBe(200);
     test.clock.now = NOW + 60_001;

@@ -1,0 +1,57 @@
+/**
+ * Reconciliation results in PostgreSQL (replicas, TOLLGATE_DATABASE_URL):
+ * the same store as SQLite's (store.ts), so the result of a run from any
+ * host is the one every node's dashboard shows.
+ */
+import type { PgPool } from '../db/pg.js';
+import { TollgateError } from '../errors.js';
+import { KEEP, reconciliationColumns, storedReconciliation, type ReconciliationStore } from './store.js';
+
+function unavailable(error: unknown): TollgateError {
+  return new TollgateError(
+    'ledger_unavailable',
+    'Reconciliation results are kept in PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.',
+    {
+      cause: error,
+    },
+  );
+}
+
+/** Results in PostgreSQL. */
+export function pgReconciliations(pool: PgPool): ReconciliationStore {
+  return {
+    save: async (report) => {
+      try {
+        // One statement, so the insert and the retention commit together. Its parts see the table
+        // as it was before the insert: the delete keeps the KEEP - 1 newest earlier results, and the
+        // new one makes KEEP. They are counted, not computed from the id: identity values may skip
+        // numbers (a rolled-back insert).
+        const result = await pool.query<{ id: number }>(
+          `WITH saved AS (
+             INSERT INTO reconciliations (created_at, provider, since, until, differences, price_flags, report)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+           ), pruned AS (
+             DELETE FROM reconciliations WHERE id < (
+               SELECT min(id) FROM (SELECT id FROM reconciliations ORDER BY id DESC LIMIT $8) newest
+             )
+           )
+           SELECT id FROM saved`,
+          [...reconciliationColumns(report), KEEP - 1],
+        );
+        return result.rows[0]!.id;
+      } catch (error) {
+        throw unavailable(error);
+      }
+    },
+    latest: async () => {
+      try {
+        const result = await pool.query<{ id: number; createdAt: number; report: string }>(
+          'SELECT id, created_at AS "createdAt", report FROM reconciliations ORDER BY id DESC LIMIT 1',
+        );
+        return result.rows[0] === undefined ? undefined : storedReconciliation(result.rows[0]);
+      } catch (error) {
+        throw unavailable(error);
+      }
+    },
+  };
+}
