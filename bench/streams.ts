@@ -162,6 +162,8 @@ interface RoundResult {
   lagP99: number;
   lagMax: number;
   cpuPerSecond: number;
+  /** The proxy's CPU time over the chunks relayed in the window, in µs: comparable on a busy machine. */
+  cpuPerChunk: number;
   /** Runqueue wait of the proxy's main thread per second of the window (0.01 = 10 ms/s). */
   waitPerSecond: number;
 }
@@ -278,7 +280,9 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
   }
   measuring = false;
   const windowSeconds = (performance.now() - started) / 1000;
-  const cpuPerSecond = target.pid === undefined ? NaN : (cpuSeconds(target.pid) - cpuStart) / windowSeconds;
+  const cpuUsed = target.pid === undefined ? NaN : cpuSeconds(target.pid) - cpuStart;
+  const cpuPerSecond = cpuUsed / windowSeconds;
+  const cpuPerChunk = (cpuUsed * 1e6) / count;
   const waitPerSecond = target.pid === undefined ? NaN : (runqueueWaitSeconds(target.pid) - waitStart) / windowSeconds;
   stopping = true;
   phase = 'drain';
@@ -297,6 +301,7 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
     lagP99: lag.length === 0 ? NaN : Math.max(...lag.map((s) => s.lagP99)),
     lagMax: lag.length === 0 ? NaN : Math.max(...lag.map((s) => s.lagMax)),
     cpuPerSecond,
+    cpuPerChunk,
     waitPerSecond,
   };
 }
@@ -353,6 +358,8 @@ export async function runStreamsBench(
       TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
       // The default (128) would queue every stream past the 128th: one upstream connection per open stream.
       TOLLGATE_UPSTREAM_CONNECTIONS: String(streams * 2),
+      // Every stream is the one key's: the default (64 in flight per key) would refuse most with 429.
+      TOLLGATE_MAX_IN_FLIGHT: String(streams * 2),
       TOLLGATE_LOG_LEVEL: 'info',
     },
     origin,
@@ -385,7 +392,7 @@ export async function runStreamsBench(
           `  p50 ${quantile(sorted, 50).toFixed(2)} ms, p99 ${quantile(sorted, 99).toFixed(2)} ms, max ${quantile(sorted, 100).toFixed(1)} ms, ` +
             `${result.errors} errors, open ${result.openMedian}, RSS/stream ${(result.rssPerStream / 1024).toFixed(1)} KB, ` +
             `heap/stream ${(result.heapPerStream / 1024).toFixed(1)} KB, lag p99 ${result.lagP99.toFixed(1)} ms max ${result.lagMax.toFixed(1)} ms, ` +
-            `CPU ${(result.cpuPerSecond * 100).toFixed(0)}%, runqueue wait ${(result.waitPerSecond * 1000).toFixed(0)} ms/s\n`,
+            `CPU ${(result.cpuPerSecond * 100).toFixed(0)}% (${result.cpuPerChunk.toFixed(1)} µs per chunk), runqueue wait ${(result.waitPerSecond * 1000).toFixed(0)} ms/s\n`,
         );
         for (const [kind, n] of result.errorKinds) process.stderr.write(`  error: ${kind} × ${n}\n`);
       }
@@ -417,6 +424,12 @@ export async function runStreamsBench(
         value: med(n, (r) => r.cpuPerSecond) * 100,
         unit: '% of a core',
         note: `its main thread waited for a CPU ${(med(n, (r) => r.waitPerSecond) * 1000).toFixed(0)} ms/s`,
+      });
+      results.push({
+        name: `streams proxy CPU per relayed chunk ${n}`,
+        value: med(n, (r) => r.cpuPerChunk),
+        unit: 'µs',
+        note: 'whole process, over the chunks read in the window',
       });
     }
     if (target.metrics !== undefined) {

@@ -22,6 +22,7 @@ import type { PipelineDeps } from './pipeline/deps.js';
 import { createProxyRoutes } from './pipeline/routes.js';
 import { createMessagesRoutes } from './anthropic/routes.js';
 import { newRequestId } from './request-id.js';
+import { sendDeferred } from './http/stream-sinks.js';
 
 export interface AppDeps {
   /** Everything the request path needs. */
@@ -58,6 +59,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     c.set('requestId', newRequestId());
     await next();
     if (lifecycle.shuttingDown) c.res.headers.set('connection', 'close');
+    // A relayed stream is written to the Node response only now, its headers final.
+    sendDeferred(c.res);
   });
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }, 200, { 'x-request-id': c.get('requestId') }));

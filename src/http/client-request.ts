@@ -25,6 +25,11 @@ export interface ClientRequest {
    * complete; the proxy may also abort it itself (to stop the upstream).
    */
   readonly abort: AbortController;
+  /**
+   * The Node response, when served by Node: a relayed stream is written
+   * straight to it (src/http/node-stream.ts). Absent in-process.
+   */
+  readonly outgoing?: ServerResponse;
 }
 
 /** The client request behind a Hono context, Node-native when possible. */
@@ -37,6 +42,7 @@ function fromNode(incoming: IncomingMessage, outgoing: ServerResponse): ClientRe
   let controller: AbortController | undefined;
   return {
     headers: incoming.headers,
+    outgoing,
     readBody: (limit) => readIncoming(incoming, limit),
     get abort() {
       if (controller === undefined) {

@@ -13,6 +13,7 @@ import type { Readable } from 'node:stream';
 import type { Endpoint } from '../endpoints.js';
 import { TollgateError, type ErrorCode } from '../errors.js';
 import { isEventStream, toClientHeaders } from '../http/headers.js';
+import { nodeStreamResponse, toWebStream, type StreamSink, type StreamSource } from '../http/stream-sinks.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
 import type { FinalStatus } from '../ledger/writer.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
@@ -49,7 +50,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       remembered = true;
       deps.responses?.created(request, tap.responseId);
     };
-    const stream = relayStream(response, tap, endpoint, abort, onChunk, cutEnding, (outcome, errorCode) => {
+    const source = relayStream(response, tap, endpoint, abort, onChunk, cutEnding, (outcome, errorCode) => {
       // A Messages stream reports its exact prompt usage first: kept even when the stream ends early.
       const usage = tap.usage ?? (endpoint === 'messages' ? tap.usageSoFar(countText) : undefined);
       settleForwarded(
@@ -68,10 +69,10 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
         deps,
       );
     });
-    return new Response(stream, {
-      status: response.status,
-      headers: { ...toClientHeaders(response.headers, requestId, true, response.status), ...request.admission.headers },
-    });
+    const headers = { ...toClientHeaders(response.headers, requestId, true, response.status), ...request.admission.headers };
+    const outgoing = request.client.outgoing;
+    if (outgoing === undefined) return new Response(toWebStream(source), { status: response.status, headers });
+    return nodeStreamResponse(outgoing, response.status, headers, source, () => response.body.readableLength > 0);
   }
 
   let answer: Buffer;
@@ -123,10 +124,12 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
 }
 
 /**
- * Relays an upstream SSE body to the client chunk by chunk. Calls `onEnd`
- * exactly once, however the stream ends: finished, upstream broke or went
- * silent (the client gets an error event, then a clean end), or the client
- * went away (the upstream request is aborted).
+ * Relays an upstream SSE body to the client as it arrives: each upstream read
+ * is written at once (never held back for the next), and the upstream is
+ * paused while the client's buffer is full. Calls `onEnd` exactly once,
+ * however the stream ends: finished, upstream broke or went silent (the
+ * client gets an error event, then a clean end), or the client went away (the
+ * upstream request is aborted).
  */
 function relayStream(
   response: UpstreamResponse,
@@ -136,71 +139,87 @@ function relayStream(
   onChunk: () => void,
   cutEnding: () => Uint8Array,
   onEnd: (outcome: FinalStatus, errorCode: string | undefined) => void,
-): ReadableStream<Uint8Array> {
-  const chunks = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+): StreamSource {
+  const body = response.body;
   let ended = false;
   const end = (outcome: FinalStatus, errorCode: string | undefined): void => {
     if (ended) return;
     ended = true;
+    body.off('data', onData);
+    body.off('end', onFinished);
     onEnd(outcome, errorCode);
   };
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        for (;;) {
-          let step: IteratorResult<Buffer>;
-          try {
-            step = await chunks.next();
-          } catch (error) {
-            if (abort.signal.aborted) {
-              end('client_aborted', 'client_aborted');
-              return;
-            }
-            const failure = toUpstreamError(error);
-            const tail = tap.finish();
-            if (tail !== null) controller.enqueue(tail);
-            const code: ErrorCode = failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_bad_response';
-            controller.enqueue(streamErrorEvent(endpoint, code, 'The upstream stream was interrupted before it finished.'));
-            controller.close();
-            end(failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted', 'upstream_stream_interrupted');
-            return;
-          }
-          if (step.done) {
-            const tail = tap.finish();
-            if (tail !== null) controller.enqueue(tail);
-            controller.close();
-            if (tap.error !== undefined) end('upstream_error', tap.error.code ?? 'upstream_stream_error');
-            else if (tap.finished) end('ok', undefined);
-            else end('upstream_interrupted', 'upstream_stream_truncated');
-            return;
-          }
-          const forward = tap.push(step.value);
-          onChunk();
-          if (tap.overAllowance) {
-            // The request may spend no more: end the stream as its output limit
-            // would have, and stop the upstream generating what nobody pays for.
-            if (forward !== null) controller.enqueue(forward);
-            controller.enqueue(cutEnding());
-            controller.close();
-            end('cut_at_cost_cap', 'cost_cap_reached');
-            abort.abort();
-            response.body.destroy();
-            return;
-          }
-          if (forward !== null) {
-            controller.enqueue(forward);
-            return;
-          }
-        }
-      },
-      cancel() {
-        abort.abort();
-        response.body.destroy();
-        end('client_aborted', 'client_aborted');
-      },
+  let sink: StreamSink | undefined;
+  let earlyError: { error: unknown } | undefined;
+  const onData = (chunk: Buffer): void => {
+    const forward = tap.push(chunk);
+    onChunk();
+    if (tap.overAllowance) {
+      // The request may spend no more: end the stream as its output limit
+      // would have, and stop the upstream generating what nobody pays for.
+      if (forward !== null) sink!.write(forward);
+      sink!.write(cutEnding());
+      sink!.end();
+      end('cut_at_cost_cap', 'cost_cap_reached');
+      abort.abort();
+      body.destroy();
+      return;
+    }
+    if (forward !== null && !sink!.write(forward)) body.pause();
+  };
+  const onFinished = (): void => {
+    const tail = tap.finish();
+    if (tail !== null) sink!.write(tail);
+    sink!.end();
+    if (tap.error !== undefined) end('upstream_error', tap.error.code ?? 'upstream_stream_error');
+    else if (tap.finished) end('ok', undefined);
+    else end('upstream_interrupted', 'upstream_stream_truncated');
+  };
+  const onError = (error: unknown): void => {
+    // Stays attached after the end: aborting or destroying the body may still report an error.
+    if (ended) return;
+    if (abort.signal.aborted) {
+      end('client_aborted', 'client_aborted');
+      return;
+    }
+    if (sink === undefined) {
+      earlyError = { error };
+      return;
+    }
+    const failure = toUpstreamError(error);
+    const tail = tap.finish();
+    if (tail !== null) sink.write(tail);
+    const code: ErrorCode = failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_bad_response';
+    sink.write(streamErrorEvent(endpoint, code, 'The upstream stream was interrupted before it finished.'));
+    sink.end();
+    end(failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted', 'upstream_stream_interrupted');
+  };
+  // From the start: the body may fail before the response is sent (src/http/stream-sinks.ts).
+  body.on('error', onError);
+  return {
+    start(target) {
+      sink = target;
+      if (earlyError !== undefined) {
+        onError(earlyError.error);
+        return;
+      }
+      if (ended) {
+        target.end();
+        return;
+      }
+      body.on('end', onFinished);
+      body.on('data', onData);
     },
-    { highWaterMark: 0 },
-  );
+    resume() {
+      if (!ended) body.resume();
+    },
+    cancel() {
+      if (ended) return;
+      abort.abort();
+      end('client_aborted', 'client_aborted');
+      body.destroy();
+    },
+  };
 }
 
 /** An error event in the stream's own dialect, so the client's SDK raises an APIError. */

@@ -15,6 +15,9 @@ import { usageOfAnswer, type Usage } from './usage.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
+const SPACE = 0x20;
+const DATA = Buffer.from('data:');
+const EVENT = Buffer.from('event:');
 
 export interface SseTapOptions {
   readonly endpoint: Endpoint;
@@ -218,7 +221,7 @@ export class SseTap {
       const lineEnd = newline > lineStart && buffer[newline - 1] === CR ? newline - 1 : newline;
       if (lineEnd === lineStart) {
         // Blank line: the event [eventStart, newline] is complete.
-        if (newline > eventStart && this.handleEvent(buffer.toString('utf8', eventStart, newline))) {
+        if (newline > eventStart && this.handleEvent(buffer, eventStart, lineStart)) {
           dropped.push([eventStart, newline + 1]);
         }
         eventStart = newline + 1;
@@ -230,18 +233,26 @@ export class SseTap {
     return { end, dropped };
   }
 
-  /** Reads one event; returns true when it is the usage chunk to withhold. */
-  private handleEvent(text: string): boolean {
+  /**
+   * Reads the event whose lines are in buffer[start, stop); returns true when it
+   * is the usage chunk to withhold. Only the `data` and `event` fields are
+   * decoded, straight from the bytes: the tap runs on every relayed chunk.
+   */
+  private handleEvent(buffer: Buffer, start: number, stop: number): boolean {
     let data = '';
     let eventName = '';
-    for (const rawLine of text.split('\n')) {
-      const line = rawLine.endsWith('\r') ? rawLine.slice(0, -1) : rawLine;
-      if (line.startsWith('data:')) {
-        const value = line.charCodeAt(5) === 0x20 ? line.slice(6) : line.slice(5);
+    for (let lineStart = start; lineStart < stop;) {
+      const newline = buffer.indexOf(LF, lineStart);
+      const next = newline === -1 || newline >= stop ? stop : newline;
+      const lineEnd = next > lineStart && buffer[next - 1] === CR ? next - 1 : next;
+      if (startsWithField(buffer, lineStart, lineEnd, DATA)) {
+        const from = lineStart + 5 < lineEnd && buffer[lineStart + 5] === SPACE ? lineStart + 6 : lineStart + 5;
+        const value = buffer.toString('utf8', from, lineEnd);
         data = data === '' ? value : `${data}\n${value}`;
-      } else if (line.startsWith('event:')) {
-        eventName = line.slice(6).trim();
+      } else if (startsWithField(buffer, lineStart, lineEnd, EVENT)) {
+        eventName = buffer.toString('utf8', lineStart + 6, lineEnd).trim();
       }
+      lineStart = next + 1;
     }
     if (data === '') return false;
     if (data === '[DONE]') {
@@ -422,4 +433,11 @@ function removeRanges(buffer: Buffer, ranges: ReadonlyArray<readonly [number, nu
   }
   if (from < buffer.byteLength) parts.push(buffer.subarray(from));
   return Buffer.concat(parts);
+}
+
+/** Whether the line buffer[start, end) begins with `field` (e.g. `data:`). */
+function startsWithField(buffer: Buffer, start: number, end: number, field: Buffer): boolean {
+  if (end - start < field.byteLength) return false;
+  for (let i = 0; i < field.byteLength; i++) if (buffer[start + i] !== field[i]) return false;
+  return true;
 }
