@@ -9,6 +9,8 @@
  * read from /proc, divided by the requests it served.
  *
  * Run: npm run bench -- workers   (or npx tsx bench/workers.ts [--quick])
+ *      [--only '1 worker' | '2 workers']   (one Tollgate beside the bare hop)
+ *      [--cpu-prof DIR]   (the primary and every worker write a .cpuprofile under DIR/workers-N when they exit)
  *      `setsid npm run bench -- workers --priority -10` on a busy machine: as bench/streams.ts, the
  *      bench's session (load, upstream, proxies) is raised over the machine's other work (needs root).
  */
@@ -44,9 +46,11 @@ interface Server extends Child {
 }
 
 /** `tollgate serve --workers n`; resolves once every worker listens, with their pids. */
-async function startWorkers(n: number, env: Record<string, string>): Promise<Server> {
+async function startWorkers(n: number, env: Record<string, string>, cpuProfDir?: string): Promise<Server> {
   const port = await findFreePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--workers', String(n)], {
+  // cluster.fork passes the primary's execArgv on: every worker writes its own profile too.
+  const nodeArgs = cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', join(cpuProfDir, `workers-${n}`)];
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli/index.ts', 'serve', '--workers', String(n)], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env, TOLLGATE_PORT: String(port), TOLLGATE_HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -107,7 +111,7 @@ function issueBenchKey(dbPath: string): string {
   }
 }
 
-export async function runWorkersBench(options: { quick?: boolean; priority?: number } = {}): Promise<BenchResult[]> {
+export async function runWorkersBench(options: { quick?: boolean; priority?: number; only?: string; cpuProfDir?: string } = {}): Promise<BenchResult[]> {
   // Inherited by every process started below; see bench/streams.ts for why the autogroup too.
   if (options.priority !== undefined) {
     setPriority(options.priority);
@@ -125,8 +129,12 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
   const body = chatBody1k();
   const json = { 'content-type': 'application/json' };
   try {
-    servers['1 worker'] = await startWorkers(1, env);
-    servers['2 workers'] = await startWorkers(2, env);
+    for (const [name, n] of [
+      ['1 worker', 1],
+      ['2 workers', 2],
+    ] as const) {
+      if (options.only === undefined || options.only === name) servers[name] = await startWorkers(n, env, options.cpuProfDir);
+    }
     const targets: Record<string, { target: LoadTarget; pids: number[] }> = {
       bare: {
         target: { baseUrl: bare.url, path: '/chat/completions', body, headers: { ...json, authorization: `Bearer ${UPSTREAM_KEY}` } },
@@ -178,10 +186,15 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const priorityIndex = process.argv.indexOf('--priority');
+  const arg = (name: string): string | undefined => {
+    const i = process.argv.indexOf(name);
+    return i === -1 ? undefined : process.argv[i + 1];
+  };
   const results = await runWorkersBench({
     quick: process.argv.includes('--quick'),
-    ...(priorityIndex === -1 ? {} : { priority: Number(process.argv[priorityIndex + 1]) }),
+    ...(arg('--priority') === undefined ? {} : { priority: Number(arg('--priority')) }),
+    ...(arg('--only') === undefined ? {} : { only: arg('--only')! }),
+    ...(arg('--cpu-prof') === undefined ? {} : { cpuProfDir: arg('--cpu-prof')! }),
   });
   printTable(results);
 }
