@@ -6,7 +6,8 @@
  * budget, ledger on, one info log line per request. Rounds interleave the
  * targets in a random order; medians win. CPU per request is the user+system
  * time of the server's processes (primary and workers together) over a round,
- * read from /proc, divided by the requests it served.
+ * read from /proc, divided by the requests it served (the primary's share
+ * shown apart).
  *
  * Run: npm run bench -- workers   (or npx tsx bench/workers.ts [--quick])
  *      [--only '1 worker' | '2 workers']   (one Tollgate beside the bare hop)
@@ -148,8 +149,8 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
       };
     }
     const names = Object.keys(targets);
-    const series: Record<string, { rps: number[]; cpuUs: number[] }> = {};
-    for (const c of [16, 64]) for (const name of names) series[`${name} c=${c}`] = { rps: [], cpuUs: [] };
+    const series: Record<string, { rps: number[]; cpuUs: number[]; primaryUs: number[] }> = {};
+    for (const c of [16, 64]) for (const name of names) series[`${name} c=${c}`] = { rps: [], cpuUs: [], primaryUs: [] };
     // Warm up: JIT, pools, encoders, and the workers' first leases.
     for (const name of names) await measureThroughput(targets[name]!.target, 16, 1000);
     for (let round = 0; round < rounds; round += 1) {
@@ -157,10 +158,15 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
         for (const name of shuffled(names)) {
           const { target, pids } = targets[name]!;
           const cpuBefore = cpuSeconds(pids);
+          // With workers, the first pid is the primary: its share is the IPC's cost (README, Performance).
+          const primaryBefore = cpuSeconds(pids.slice(0, 1));
           const rps = await measureThroughput(target, c, throughputMs);
           const cpu = cpuSeconds(pids) - cpuBefore;
+          const primary = cpuSeconds(pids.slice(0, 1)) - primaryBefore;
+          const requests = (rps * throughputMs) / 1000;
           series[`${name} c=${c}`]!.rps.push(rps);
-          series[`${name} c=${c}`]!.cpuUs.push((cpu / ((rps * throughputMs) / 1000)) * 1e6);
+          series[`${name} c=${c}`]!.cpuUs.push((cpu / requests) * 1e6);
+          series[`${name} c=${c}`]!.primaryUs.push((primary / requests) * 1e6);
         }
       }
     }
@@ -174,7 +180,9 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
           name: `workers c=${c} ${name === 'bare' ? 'bare hop' : `tollgate ${name}`}`,
           value: median(s.rps),
           unit: 'req/s',
-          note: `${(median(s.rps) / bareRps).toFixed(2)}× bare; CPU ${median(s.cpuUs).toFixed(0)} µs/req (${(median(s.cpuUs) / bareCpu).toFixed(1)}× bare); median of ${rounds}`,
+          note:
+            `${(median(s.rps) / bareRps).toFixed(2)}× bare; CPU ${median(s.cpuUs).toFixed(0)} µs/req (${(median(s.cpuUs) / bareCpu).toFixed(1)}× bare` +
+            `${targets[name]!.pids.length > 1 ? `; primary ${median(s.primaryUs).toFixed(0)} µs/req` : ''}); median of ${rounds}`,
         });
       }
     }
