@@ -6,9 +6,12 @@
  * budget, ledger on, one info log line per request. Rounds interleave the
  * targets in a random order; medians win. CPU per request is the user+system
  * time of the server's processes (primary and workers together) over a round,
- * read from /proc, divided by the requests it served.
+ * read from /proc, divided by the requests it served (the primary's share
+ * shown apart).
  *
  * Run: npm run bench -- workers   (or npx tsx bench/workers.ts [--quick])
+ *      [--only '1 worker' | '2 workers']   (one Tollgate beside the bare hop)
+ *      [--cpu-prof DIR]   (the primary and every worker write a .cpuprofile under DIR/workers-N when they exit)
  *      `setsid npm run bench -- workers --priority -10` on a busy machine: as bench/streams.ts, the
  *      bench's session (load, upstream, proxies) is raised over the machine's other work (needs root).
  */
@@ -44,9 +47,11 @@ interface Server extends Child {
 }
 
 /** `tollgate serve --workers n`; resolves once every worker listens, with their pids. */
-async function startWorkers(n: number, env: Record<string, string>): Promise<Server> {
+async function startWorkers(n: number, env: Record<string, string>, cpuProfDir?: string): Promise<Server> {
   const port = await findFreePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', 'serve', '--workers', String(n)], {
+  // cluster.fork passes the primary's execArgv on: every worker writes its own profile too.
+  const nodeArgs = cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', join(cpuProfDir, `workers-${n}`)];
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli/index.ts', 'serve', '--workers', String(n)], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env, TOLLGATE_PORT: String(port), TOLLGATE_HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -107,7 +112,7 @@ function issueBenchKey(dbPath: string): string {
   }
 }
 
-export async function runWorkersBench(options: { quick?: boolean; priority?: number } = {}): Promise<BenchResult[]> {
+export async function runWorkersBench(options: { quick?: boolean; priority?: number; only?: string; cpuProfDir?: string } = {}): Promise<BenchResult[]> {
   // Inherited by every process started below; see bench/streams.ts for why the autogroup too.
   if (options.priority !== undefined) {
     setPriority(options.priority);
@@ -125,8 +130,12 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
   const body = chatBody1k();
   const json = { 'content-type': 'application/json' };
   try {
-    servers['1 worker'] = await startWorkers(1, env);
-    servers['2 workers'] = await startWorkers(2, env);
+    for (const [name, n] of [
+      ['1 worker', 1],
+      ['2 workers', 2],
+    ] as const) {
+      if (options.only === undefined || options.only === name) servers[name] = await startWorkers(n, env, options.cpuProfDir);
+    }
     const targets: Record<string, { target: LoadTarget; pids: number[] }> = {
       bare: {
         target: { baseUrl: bare.url, path: '/chat/completions', body, headers: { ...json, authorization: `Bearer ${UPSTREAM_KEY}` } },
@@ -140,8 +149,8 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
       };
     }
     const names = Object.keys(targets);
-    const series: Record<string, { rps: number[]; cpuUs: number[] }> = {};
-    for (const c of [16, 64]) for (const name of names) series[`${name} c=${c}`] = { rps: [], cpuUs: [] };
+    const series: Record<string, { rps: number[]; cpuUs: number[]; primaryUs: number[] }> = {};
+    for (const c of [16, 64]) for (const name of names) series[`${name} c=${c}`] = { rps: [], cpuUs: [], primaryUs: [] };
     // Warm up: JIT, pools, encoders, and the workers' first leases.
     for (const name of names) await measureThroughput(targets[name]!.target, 16, 1000);
     for (let round = 0; round < rounds; round += 1) {
@@ -149,10 +158,15 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
         for (const name of shuffled(names)) {
           const { target, pids } = targets[name]!;
           const cpuBefore = cpuSeconds(pids);
+          // With workers, the first pid is the primary: its share is the IPC's cost (README, Performance).
+          const primaryBefore = cpuSeconds(pids.slice(0, 1));
           const rps = await measureThroughput(target, c, throughputMs);
           const cpu = cpuSeconds(pids) - cpuBefore;
+          const primary = cpuSeconds(pids.slice(0, 1)) - primaryBefore;
+          const requests = (rps * throughputMs) / 1000;
           series[`${name} c=${c}`]!.rps.push(rps);
-          series[`${name} c=${c}`]!.cpuUs.push((cpu / ((rps * throughputMs) / 1000)) * 1e6);
+          series[`${name} c=${c}`]!.cpuUs.push((cpu / requests) * 1e6);
+          series[`${name} c=${c}`]!.primaryUs.push((primary / requests) * 1e6);
         }
       }
     }
@@ -166,7 +180,9 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
           name: `workers c=${c} ${name === 'bare' ? 'bare hop' : `tollgate ${name}`}`,
           value: median(s.rps),
           unit: 'req/s',
-          note: `${(median(s.rps) / bareRps).toFixed(2)}× bare; CPU ${median(s.cpuUs).toFixed(0)} µs/req (${(median(s.cpuUs) / bareCpu).toFixed(1)}× bare); median of ${rounds}`,
+          note:
+            `${(median(s.rps) / bareRps).toFixed(2)}× bare; CPU ${median(s.cpuUs).toFixed(0)} µs/req (${(median(s.cpuUs) / bareCpu).toFixed(1)}× bare` +
+            `${targets[name]!.pids.length > 1 ? `; primary ${median(s.primaryUs).toFixed(0)} µs/req` : ''}); median of ${rounds}`,
         });
       }
     }
@@ -178,10 +194,15 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const priorityIndex = process.argv.indexOf('--priority');
+  const arg = (name: string): string | undefined => {
+    const i = process.argv.indexOf(name);
+    return i === -1 ? undefined : process.argv[i + 1];
+  };
   const results = await runWorkersBench({
     quick: process.argv.includes('--quick'),
-    ...(priorityIndex === -1 ? {} : { priority: Number(process.argv[priorityIndex + 1]) }),
+    ...(arg('--priority') === undefined ? {} : { priority: Number(arg('--priority')) }),
+    ...(arg('--only') === undefined ? {} : { only: arg('--only')! }),
+    ...(arg('--cpu-prof') === undefined ? {} : { cpuProfDir: arg('--cpu-prof')! }),
   });
   printTable(results);
 }

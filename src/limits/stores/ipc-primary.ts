@@ -6,8 +6,10 @@
  * `lua/budget.lua`, transcribed in lease-script-model.ts and
  * budgets/budget-script-model.ts (each proven equal to its script on real
  * Redis), one call at a time — as atomic as a script in Redis, since the
- * primary is one thread. So the guarantee, `spend(Δ) ≤ burst + rate·Δ` across
- * all workers, and budgets never overspent, are those of the Redis store.
+ * primary is one thread. A worker's turn of calls arrives as one batch and
+ * is answered with one message (ipc-protocol.ts). So the guarantee,
+ * `spend(Δ) ≤ burst + rate·Δ` across all workers, and budgets never
+ * overspent, are those of the Redis store.
  *
  * Its clock is monotonic whole milliseconds (as the script reads Redis
  * `TIME`); its state lives as long as the primary, like a Redis without
@@ -16,7 +18,7 @@
 import { performance } from 'node:perf_hooks';
 import { adjustBudgetModel, expireBudgetModel, runBudgetModel, type BudgetCounterMap } from '../../budgets/budget-script-model.js';
 import type { LeaseReply } from '../algorithm/lease-call.js';
-import { isIpcRequest, type IpcReply, type IpcRequest } from './ipc-protocol.js';
+import { isIpcBatch, type IpcBatch, type IpcCall, type IpcReplies, type IpcReply } from './ipc-protocol.js';
 import type { LeaseCallArgs } from './lease-script.js';
 import { runLeaseModel, type ModelHash } from './lease-script-model.js';
 
@@ -48,6 +50,7 @@ export class LimitsPrimary {
   private readonly now: () => number;
   private readonly metrics: (() => Promise<string>) | undefined;
   private readonly sweeper: NodeJS.Timeout;
+  private received = 0;
 
   constructor(options: LimitsPrimaryOptions = {}) {
     const origin = performance.timeOrigin;
@@ -57,18 +60,25 @@ export class LimitsPrimary {
     this.sweeper.unref();
   }
 
-  /** Answers `channel`'s requests from now on. */
+  /** Answers `channel`'s batches from now on, each with one message (a `metrics` call, which takes a while, with one of its own). */
   serve(channel: WorkerChannel): void {
+    const send = (replies: IpcReply[]): void => {
+      if (replies.length === 0) return; // adjustments only: nothing waits
+      try {
+        channel.send({ tollgate: 'replies', replies } satisfies IpcReplies);
+      } catch {
+        // The worker is gone: its leases lapse at expiry (docs/leases.md, "A node that dies").
+      }
+    };
     channel.on('message', (message) => {
-      if (!isIpcRequest(message)) return;
-      void this.answer(message).then((reply) => {
-        try {
-          channel.send(reply);
-        } catch {
-          // The worker is gone: its leases lapse at expiry (docs/leases.md, "A node that dies").
-        }
-      });
+      if (!isIpcBatch(message)) return;
+      send(this.answer(message, (later) => void later.then((reply) => send([reply]))));
     });
+  }
+
+  /** Batches received so far (tests count the round trips). */
+  batchesReceived(): number {
+    return this.received;
   }
 
   /** Runs lease calls in order, each one atomically, at the primary's time. */
@@ -116,28 +126,53 @@ export class LimitsPrimary {
     clearInterval(this.sweeper);
   }
 
-  private async answer(request: IpcRequest): Promise<IpcReply> {
-    try {
-      return { tollgate: 'reply', id: request.id, ok: true, value: await this.run(request) };
-    } catch (error) {
-      // A bug or a malformed request: the worker's call fails (its fail mode decides), the primary stays up.
-      return { tollgate: 'reply', id: request.id, ok: false, error: error instanceof Error ? error.message : String(error) };
+  /**
+   * A batch: its adjustments, then its calls in order, each one atomic (the
+   * primary is one thread). Answers the calls it can at once; hands a
+   * `metrics` call's answer to `later`.
+   */
+  private answer(batch: IpcBatch, later: (reply: Promise<IpcReply>) => void): IpcReply[] {
+    this.received += 1;
+    for (const [key, delta] of batch.adjust) {
+      try {
+        this.adjustBudget(key, delta);
+      } catch {
+        // A malformed adjustment from a buggy worker: nothing waits for it, and the primary stays up.
+      }
+    }
+    const replies: IpcReply[] = [];
+    for (const call of batch.calls) {
+      if (call.op === 'metrics') {
+        later(this.aggregate(call.id));
+        continue;
+      }
+      try {
+        replies.push({ id: call.id, ok: true, value: this.run(call) });
+      } catch (error) {
+        // A bug or a malformed call: the worker's call fails (its fail mode decides), the primary stays up.
+        replies.push({ id: call.id, ok: false, error: error instanceof Error ? error.message : String(error) });
+      }
+    }
+    return replies;
+  }
+
+  private run(call: Exclude<IpcCall, { op: 'metrics' }>): unknown {
+    switch (call.op) {
+      case 'lease':
+        return this.lease(call.calls);
+      case 'budget-reserve':
+        return this.reserveBudget(...call.args);
+      default:
+        throw new Error(`unknown op ${String((call as { op: unknown }).op)}`);
     }
   }
 
-  private async run(request: IpcRequest): Promise<unknown> {
-    switch (request.op) {
-      case 'lease':
-        return this.lease(request.calls);
-      case 'budget-reserve':
-        return this.reserveBudget(...request.args);
-      case 'budget-adjust':
-        return this.adjustBudget(request.key, request.delta);
-      case 'metrics':
-        if (this.metrics === undefined) throw new Error('metrics are not aggregated here');
-        return this.metrics();
-      default:
-        throw new Error(`unknown op ${String((request as { op: unknown }).op)}`);
+  private async aggregate(id: number): Promise<IpcReply> {
+    try {
+      if (this.metrics === undefined) throw new Error('metrics are not aggregated here');
+      return { id, ok: true, value: await this.metrics() };
+    } catch (error) {
+      return { id, ok: false, error: error instanceof Error ? error.message : String(error) };
     }
   }
 

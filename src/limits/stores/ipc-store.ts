@@ -17,7 +17,8 @@ function ipcLeaseTransport(client: IpcClient): LeaseTransport {
     isClosed: () => client.isClosed(),
     async run(calls, timeoutMs): Promise<LeaseOutcome[]> {
       try {
-        const replies = await client.call('lease', { calls }, timeoutMs);
+        // Sent at once: lease-calls.ts gathered this tick's calls already.
+        const replies = await client.call('lease', { calls }, timeoutMs, true);
         return replies.map((reply) => ({ ok: true, reply }));
       } catch (error) {
         const fault = error instanceof Error ? error : new Error(String(error));
@@ -27,11 +28,15 @@ function ipcLeaseTransport(client: IpcClient): LeaseTransport {
   };
 }
 
-/** Budget counters kept by the primary (`reserve` bounded like a Redis call; see redis-budgets.ts). */
+/**
+ * Budget counters kept by the primary: a reservation waits for its answer
+ * (bounded like a Redis call; see redis-budgets.ts), an adjustment does not
+ * (it leaves with the turn's batch, summed with the others on its counter).
+ */
 export function ipcBudgetCounters(client: IpcClient, timeoutMs: number): BudgetCounters {
   return {
     reserve: (key, cap, amount, seed, ttlMs, least) => client.call('budget-reserve', { args: [key, cap, amount, seed, ttlMs, least] }, timeoutMs),
-    adjust: (key, delta) => client.call('budget-adjust', { key, delta }, timeoutMs),
+    adjust: (key, delta) => client.adjust(key, delta),
   };
 }
 
