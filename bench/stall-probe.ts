@@ -12,14 +12,15 @@ import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 const file = process.env.TOLLGATE_BENCH_STALL_FILE;
 if (file !== undefined && file !== '') {
   const TICK_MS = 2;
-  const stalls: { at: number; ms: number }[] = [];
+  // `hrUs`: the stall's start on the monotonic clock in µs, the clock of a `--cpu-prof` profile's samples.
+  const stalls: { at: number; ms: number; hrUs: number }[] = [];
   const gcs: { at: number; ms: number; kind: string }[] = [];
   let last = performance.now();
   let ticks = 0;
   setInterval(() => {
     const now = performance.now();
     const late = now - last - TICK_MS;
-    if (late > 10) stalls.push({ at: last + TICK_MS, ms: late });
+    if (late > 10) stalls.push({ at: last + TICK_MS, ms: late, hrUs: Number(process.hrtime.bigint() / 1000n) - Math.round(late * 1000) });
     last = now;
     ticks += 1;
   }, TICK_MS).unref();
