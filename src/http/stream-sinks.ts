@@ -81,7 +81,14 @@ export function nodeStreamResponse(
   // @hono/node-server writes its own lightweight Responses itself, "already sent" or not; reading
   // `body` makes this a standard Response, which it leaves alone when it carries that header.
   void response.body;
+  // Should the placeholder never be sent (a bug on the way out), the client's leaving still ends
+  // the relay: the upstream is aborted and the request settled, not left pending.
+  let started = false;
+  outgoing.once('close', () => {
+    if (!started) source.cancel();
+  });
   deferred.set(response, (final) => {
+    started = true;
     if (outgoing.destroyed) {
       source.cancel(); // the client left while the handler ran
       return;
