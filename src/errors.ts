@@ -148,3 +148,12 @@ export function renderError(error: TollgateError): { status: number; body: OpenA
     body: { error: { message: error.message, type, param: error.param, code: error.code } },
   };
 }
+
+/**
+ * A PostgreSQL failure as the 503 every replica read answers with,
+ * `ledger_unavailable`, naming what lives there (`subject`: "The dashboard
+ * reads", …); the driver's error stays the cause, for the log, never the answer.
+ */
+export function pgUnavailable(subject: string, cause: unknown): TollgateError {
+  return new TollgateError('ledger_unavailable', `${subject} PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.`, { cause });
+}

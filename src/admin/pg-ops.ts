@@ -3,7 +3,7 @@
  * TOLLGATE_DATABASE_URL is set, and what a replica's admin API serves — the
  * same AdminOps as on a SQLite file (ops.ts), so every caller is unchanged.
  */
-import { TollgateError } from '../errors.js';
+import { pgUnavailable } from '../errors.js';
 import { isPgUnreachable, type PgPool } from '../db/pg.js';
 import { PgKeyStore } from '../keys/pg-store.js';
 import { queryPgSpend } from '../reports/pg-spend.js';
@@ -60,13 +60,7 @@ function unreachableAs503(ops: AdminOps): AdminOps {
         return await op(...args);
       } catch (error) {
         if (!isPgUnreachable(error)) throw error;
-        throw new TollgateError(
-          'ledger_unavailable',
-          'Keys, tenants and spend live in PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.',
-          {
-            cause: error,
-          },
-        );
+        throw pgUnavailable('Keys, tenants and spend live in', error);
       }
     };
   }

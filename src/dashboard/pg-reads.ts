@@ -12,7 +12,7 @@
  */
 import type pg from 'pg';
 import type { PgPool } from '../db/pg.js';
-import { TollgateError } from '../errors.js';
+import { pgUnavailable } from '../errors.js';
 import { queryPgSpend } from '../reports/pg-spend.js';
 import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';
 import { addDays, dayEndMs, dayStartMs, monthStartOf, calendarDay, periodStart } from '../calendar.js';
@@ -58,9 +58,7 @@ async function guard<T>(read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (error) {
-    throw new TollgateError('ledger_unavailable', 'The dashboard reads PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.', {
-      cause: error,
-    });
+    throw pgUnavailable('The dashboard reads', error);
   }
 }
 

@@ -10,7 +10,7 @@
  * whose tokens would be stale (a revoked token that still works there).
  */
 import type { PgPool } from '../db/pg.js';
-import { TollgateError } from '../errors.js';
+import { pgUnavailable } from '../errors.js';
 import {
   activeViewerOf,
   hashDashboardToken,
@@ -33,13 +33,7 @@ export function pgDashboardTokens(pool: PgPool): DashboardTokenStore {
       return (await pool.query<R>(text, values as unknown[])).rows;
     } catch (error) {
       // The cause goes to the log (app.onError), never to the answer.
-      throw new TollgateError(
-        'ledger_unavailable',
-        'Dashboard tokens are kept in PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.',
-        {
-          cause: error,
-        },
-      );
+      throw pgUnavailable('Dashboard tokens are kept in', error);
     }
   };
   const tenantOf = async (ref: string): Promise<{ id: string; name: string }> => {

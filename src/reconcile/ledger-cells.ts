@@ -15,7 +15,7 @@
 import type pg from 'pg';
 import type { TollgateDatabase } from '../db/open.js';
 import type { PgPool } from '../db/pg.js';
-import { TollgateError } from '../errors.js';
+import { pgUnavailable } from '../errors.js';
 import type { LedgerCell } from './compare.js';
 import type { DayRange } from './provider.js';
 
@@ -127,13 +127,7 @@ export function pgLedgerCells(pool: PgPool): LedgerCellSource {
         ]);
         return { rows: sums.rows, pending: pending.rows[0]?.n ?? 0 };
       } catch (error) {
-        throw new TollgateError(
-          'ledger_unavailable',
-          'reconcile reads the ledger from PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.',
-          {
-            cause: error,
-          },
-        );
+        throw pgUnavailable('reconcile reads the ledger from', error);
       }
     },
   };

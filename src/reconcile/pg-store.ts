@@ -4,17 +4,11 @@
  * host is the one every node's dashboard shows.
  */
 import type { PgPool } from '../db/pg.js';
-import { TollgateError } from '../errors.js';
+import { pgUnavailable, type TollgateError } from '../errors.js';
 import { KEEP, reconciliationColumns, storedReconciliation, type ReconciliationStore } from './store.js';
 
 function unavailable(error: unknown): TollgateError {
-  return new TollgateError(
-    'ledger_unavailable',
-    'Reconciliation results are kept in PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.',
-    {
-      cause: error,
-    },
-  );
+  return pgUnavailable('Reconciliation results are kept in', error);
 }
 
 /** Results in PostgreSQL. */

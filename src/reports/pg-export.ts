@@ -23,7 +23,7 @@
  */
 import type pg from 'pg';
 import type { PgPool } from '../db/pg.js';
-import { TollgateError } from '../errors.js';
+import { pgUnavailable } from '../errors.js';
 import { ledgerExportHeader, ledgerExportLine, ledgerExportSelect, type LedgerExportFormat, type LedgerExportQuery, type LedgerExportRow } from './export.js';
 
 /** Rows per query: one chunk of about 500 kB of NDJSON, formatted in a few ms. */
@@ -70,9 +70,7 @@ async function readPage(pool: PgPool, query: LedgerExportQuery, after: Position 
   try {
     return (await pool.query<LedgerExportRow & pg.QueryResultRow>(pageStatement(query, after))).rows;
   } catch (error) {
-    throw new TollgateError('ledger_unavailable', 'The ledger export reads PostgreSQL (TOLLGATE_DATABASE_URL), which did not answer; try again shortly.', {
-      cause: error,
-    });
+    throw pgUnavailable('The ledger export reads', error);
   }
 }
 
