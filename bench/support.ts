@@ -131,7 +131,7 @@ export interface LoadTarget {
   readonly headers: Record<string, string>;
 }
 
-function bodyOf(target: LoadTarget): string {
+export function bodyOf(target: LoadTarget): string {
   return typeof target.body === 'string' ? target.body : target.body();
 }
 

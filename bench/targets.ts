@@ -27,6 +27,7 @@ import { openDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { parseLimit } from '../src/limits/algorithm/policy.js';
 import {
+  bodyOf,
   median,
   measureThroughput,
   percentile,
@@ -92,9 +93,8 @@ async function fixedRate(target: LoadTarget, rps: number, durationMs: number): P
     const wait = due - performance.now();
     if (wait >= 1) await new Promise((resolve) => setTimeout(resolve, wait));
     outstanding += 1;
-    const body = typeof target.body === 'string' ? target.body : target.body();
     pool
-      .request({ method: 'POST', path, headers: target.headers, body })
+      .request({ method: 'POST', path, headers: target.headers, body: bodyOf(target) })
       .then(async (res) => {
         await res.body.arrayBuffer();
         if (res.statusCode === 200) latencies.push(performance.now() - due);

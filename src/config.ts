@@ -13,7 +13,7 @@ import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './limit
 import { FAIL_MODES, type FailMode } from './limits/stores/fail-mode.js';
 import { parseTrustedProxies } from './http/client-address.js';
 import { KEY_LABEL_MODES, type KeyLabelMode } from './metrics.js';
-import { resolveUpstreams, upstreamsFileFields, type UpstreamsConfig } from './upstreams/upstream-config.js';
+import { httpUrlSchema, resolveUpstreams, upstreamsFileFields, type UpstreamsConfig } from './upstreams/upstream-config.js';
 
 const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
@@ -80,19 +80,7 @@ const positiveInt = z
   .transform(Number)
   .refine((n) => n > 0, 'must be greater than zero');
 
-const upstreamUrl = z
-  .string()
-  .trim()
-  .refine((text) => {
-    try {
-      const url = new URL(text);
-      return url.protocol === 'http:' || url.protocol === 'https:';
-    } catch {
-      return false;
-    }
-  }, 'must be an http(s) URL such as https://api.openai.com/v1')
-  // One canonical form: no trailing slash, so `${base}/chat/completions` is right.
-  .transform((text) => text.replace(/\/+$/, ''));
+const upstreamUrl = httpUrlSchema('must be an http(s) URL such as https://api.openai.com/v1');
 
 const envSchema = z.object({
   /** Port the proxy listens on. */

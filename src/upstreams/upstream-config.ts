@@ -22,18 +22,23 @@ type AuthStyle = (typeof AUTH_STYLES)[number];
 /** Anthropic's API version header when the config names none. */
 const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
-const httpUrl = z
-  .string()
-  .trim()
-  .refine((text) => {
-    try {
-      const url = new URL(text);
-      return url.protocol === 'http:' || url.protocol === 'https:';
-    } catch {
-      return false;
-    }
-  }, 'must be an http(s) URL')
-  .transform((text) => text.replace(/\/+$/, ''));
+/** An http(s) URL in one canonical form, no trailing slash (so `${base}/chat/completions` is right). */
+export function httpUrlSchema(message = 'must be an http(s) URL') {
+  return z
+    .string()
+    .trim()
+    .refine((text) => {
+      try {
+        const url = new URL(text);
+        return url.protocol === 'http:' || url.protocol === 'https:';
+      } catch {
+        return false;
+      }
+    }, message)
+    .transform((text) => text.replace(/\/+$/, ''));
+}
+
+const httpUrl = httpUrlSchema();
 
 // Names become metric labels and ledger values: short and plain keeps both bounded and safe.
 const upstreamName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$/, 'must be 1–40 letters, digits, "_", "." or "-"');
