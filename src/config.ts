@@ -87,6 +87,12 @@ const envSchema = z.object({
   TOLLGATE_PORT: port.default(8787),
   /** Interface the proxy binds; 0.0.0.0 to accept remote clients. */
   TOLLGATE_HOST: z.string().trim().min(1).default('127.0.0.1'),
+  /**
+   * Connections the kernel holds for the proxy until it accepts them. libuv
+   * accepts one per event-loop turn, so a busy loop falls behind a burst;
+   * Node's 511 then drops handshakes (README "Many open streams").
+   */
+  TOLLGATE_LISTEN_BACKLOG: positiveInt.default(4096),
   /** Base URL of the OpenAI-compatible upstream, including its version path. */
   TOLLGATE_UPSTREAM_URL: upstreamUrl.default('https://api.openai.com/v1'),
   /** The provider key Tollgate uses upstream; falls back to OPENAI_API_KEY. */
@@ -248,6 +254,8 @@ const fileSchema = z.strictObject({
 export interface Config {
   readonly port: number;
   readonly host: string;
+  /** listen(2)'s backlog; the kernel caps it at net.core.somaxconn. */
+  readonly listenBacklog: number;
   /** Every upstream (the config file's list, or the one of TOLLGATE_UPSTREAM_URL), its routes and fallback settings. */
   readonly upstreams: UpstreamsConfig;
   /** The environment's one upstream (TOLLGATE_UPSTREAM_*): the shorthand, and the list's connection defaults. */
@@ -356,6 +364,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     port: e.TOLLGATE_PORT,
     host: e.TOLLGATE_HOST,
+    listenBacklog: e.TOLLGATE_LISTEN_BACKLOG,
     upstreams: upstreams.value,
     upstream,
     anthropic: {

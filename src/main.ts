@@ -7,7 +7,7 @@
  * port (node:cluster) and keeps, without Redis, the buckets and budget counters
  * they lease from over IPC (src/limits/stores/ipc-primary.ts).
  */
-import { serve } from '@hono/node-server';
+import { createAdaptorServer, serve } from '@hono/node-server';
 import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -52,25 +52,23 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   await tollgate.start();
 
   const server = await new Promise<Server>((resolve, reject) => {
-    const created = serve(
-      {
-        fetch: app.fetch,
-        port: config.port,
-        hostname: config.host,
-        serverOptions: {
-          // Slow clients: the whole request must arrive within requestTimeout,
-          // the headers sooner. Node enforces both only when it checks its
-          // connections, every 30 s by default: check often enough to matter.
-          requestTimeout: config.requestTimeoutMs,
-          headersTimeout: Math.min(config.requestTimeoutMs, 30_000),
-          connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.requestTimeoutMs / 4))),
-          // Longer than common load-balancer idle timeouts (60 s), so the LB closes first.
-          keepAliveTimeout: 65_000,
-        },
+    const created = createAdaptorServer({
+      fetch: app.fetch,
+      hostname: config.host,
+      serverOptions: {
+        // Slow clients: the whole request must arrive within requestTimeout,
+        // the headers sooner. Node enforces both only when it checks its
+        // connections, every 30 s by default: check often enough to matter.
+        requestTimeout: config.requestTimeoutMs,
+        headersTimeout: Math.min(config.requestTimeoutMs, 30_000),
+        connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.requestTimeoutMs / 4))),
+        // Longer than common load-balancer idle timeouts (60 s), so the LB closes first.
+        keepAliveTimeout: 65_000,
       },
-      () => resolve(created as Server),
-    ) as Server;
+    }) as Server;
     created.once('error', reject);
+    // serve() would listen with Node's default backlog (511); see TOLLGATE_LISTEN_BACKLOG in config.ts.
+    created.listen({ port: config.port, host: config.host, backlog: config.listenBacklog }, () => resolve(created));
   });
 
   let inFlight = 0;

@@ -36,6 +36,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ TOLLGATE_UNKNOWN_MODELS: 'ignore' })).toThrow(/TOLLGATE_UNKNOWN_MODELS/);
   });
 
+  it('listens with a backlog of 4096 connections unless told otherwise, and refuses a backlog of none', () => {
+    expect(loadConfig({}).listenBacklog).toBe(4096);
+    expect(loadConfig({ TOLLGATE_LISTEN_BACKLOG: '1000' }).listenBacklog).toBe(1000);
+    expect(() => loadConfig({ TOLLGATE_LISTEN_BACKLOG: '0' })).toThrow(/TOLLGATE_LISTEN_BACKLOG: must be greater than zero/);
+    expect(() => loadConfig({ TOLLGATE_LISTEN_BACKLOG: 'lots' })).toThrow(/TOLLGATE_LISTEN_BACKLOG: must be a whole number/);
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ TOLLGATE_PORT: '' }).port).toBe(8787);
   });
