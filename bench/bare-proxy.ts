@@ -29,7 +29,8 @@ const server = createServer((req, res) => {
   req.pipe(out);
 });
 server.keepAliveTimeout = 65_000;
-server.listen(0, '127.0.0.1', () => {
+// Tollgate's default backlog (TOLLGATE_LISTEN_BACKLOG), so both hops queue a burst of connections alike.
+server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, () => {
   const { port } = server.address() as AddressInfo;
   process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}/v1` })}\n`);
 });

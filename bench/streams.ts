@@ -13,10 +13,17 @@
  * at a staggered moment over one stream's length, then opens the next as soon
  * as one ends, so streams start and end at a steady ~200/s; figures are taken
  * in a window after that ramp, and every stream is let finish before the next
- * target runs. Memory per stream is the proxy's RSS (and, for Tollgate, V8's
- * heapUsed from /metrics) during the window minus at idle, over the streams
- * open; event-loop delay comes from Tollgate's /metrics (prom-client resets it
- * at every scrape, so each 1 s scrape covers the second before it).
+ * target runs. Memory per stream is what the open streams keep alive: each
+ * proxy runs bench/gc-probe.ts, which makes a full collection on request; the
+ * proxy's RSS and V8 heapUsed after one at the end of the window, minus after
+ * one at idle just before the round, over the streams being relayed then
+ * (a connection still waiting in the proxy's accept queue holds none). The RSS sampled
+ * during the window (garbage included) is reported beside it. Event-loop delay
+ * comes from Tollgate's /metrics (prom-client resets it at every scrape, so
+ * each 1 s scrape covers the second before it). Stream start is the time from
+ * a client's connect() to the response's first byte, over the ramp and the
+ * window: what a burst of new streams waits for the proxy to accept and admit
+ * them.
  *
  * Run: npx tsx bench/streams.ts [--quick] [--rounds N] [--streams N] [--only tollgate]
  *      [--cpu-prof DIR]   (Tollgate writes a .cpuprofile there when it exits)
@@ -145,19 +152,49 @@ interface Target {
   readonly authorization: string;
   /** The proxy's pid (none for direct). */
   readonly pid?: number;
+  /** Where the proxy's bench/gc-probe.ts writes its memory after a full collection. */
+  readonly gcFile?: string;
   /** Tollgate's origin, for /metrics. */
   readonly metrics?: string;
 }
 
+interface Collected {
+  rss: number;
+  heapUsed: number;
+}
+
+/** Asks a proxy's bench/gc-probe.ts for a full collection; resolves with its memory after it. */
+async function collected(pid: number, file: string): Promise<Collected> {
+  const lines = (): string[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
+  const before = lines().length;
+  process.kill(pid, 'SIGUSR2');
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const now = lines();
+    if (now.length > before) return JSON.parse(now.at(-1)!) as Collected;
+    if (Date.now() > deadline) throw new Error(`no answer from bench/gc-probe.ts in process ${pid} within 30 s`);
+    await sleep(20);
+  }
+}
+
 interface RoundResult {
   delays: Float64Array;
+  /** ms from connect() to the first response byte, streams opened in the ramp and the window. */
+  starts: number[];
   streamsDone: number;
   errors: number;
   errorKinds: Map<string, number>;
+  /** Client connections open (median of 1 s samples), waiting ones included. */
   openMedian: number;
+  /** Streams being relayed: their response has begun and not ended (median of 1 s samples). */
+  activeMedian: number;
+  /** RSS after a full collection at the window's end, minus after one at idle, per open stream. */
   rssPerStream: number;
-  rssPeak: number;
+  /** The same for V8's heapUsed. */
   heapPerStream: number;
+  /** Median RSS sampled during the window (uncollected garbage included), minus idle after a collection, per open stream. */
+  rssWindowPerStream: number;
+  rssPeak: number;
   lagP50: number;
   lagP99: number;
   lagMax: number;
@@ -188,10 +225,12 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
   let measuring = false;
   let stopping = false;
   let open = 0;
+  let active = 0;
   let streamsDone = 0;
   let errors = 0;
   const errorKinds = new Map<string, number>();
   let phase = 'ramp';
+  const starts: number[] = [];
   const fail = (what: string): void => {
     const kind = `${what} (${phase})`;
     errors += 1;
@@ -208,11 +247,17 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
       let chunks = 0;
       let done = false;
       let failed = false;
+      const opened = nowMicros();
+      const counted = phase !== 'drain';
       open += 1;
       socket.on('data', (buffer: Buffer) => {
         const at = nowMicros();
         const text = carry + buffer.toString('latin1');
-        if (status === '') status = text.slice(9, 12);
+        if (status === '') {
+          active += 1;
+          status = text.slice(9, 12);
+          if (counted) starts.push((at - opened) / 1000);
+        }
         let processed = 0;
         for (let i = text.indexOf(MARKER); i !== -1; i = text.indexOf(MARKER, processed)) {
           const end = text.indexOf('"', i + MARKER.length);
@@ -239,6 +284,7 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
       });
       socket.on('close', () => {
         open -= 1;
+        if (status !== '') active -= 1;
         streamsDone += 1;
         if (!failed) {
           if (status !== '200') fail(`status ${status || 'none'}`);
@@ -249,6 +295,9 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
       socket.write(request);
     });
 
+  // Idle: the last round's streams have closed; let their settlement finish before the collection.
+  if (target.gcFile !== undefined) await sleep(2000);
+  const idleMemory = target.gcFile === undefined ? undefined : await collected(target.pid!, target.gcFile);
   const rampMs = INTERVAL_MS * CHUNKS;
   const clients = Array.from({ length: options.streams }, async (_, i) => {
     await sleep((i * rampMs) / options.streams);
@@ -256,8 +305,6 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
   });
 
   await sleep(rampMs + 1000);
-  const rssBefore = idle.get(target.name)?.rss ?? 0;
-  const heapBefore = idle.get(target.name)?.heap ?? 0;
   if (target.metrics !== undefined) await scrape(target.metrics); // resets the event-loop histogram
   const cpuStart = target.pid === undefined ? 0 : cpuSeconds(target.pid);
   const waitStart = target.pid === undefined ? 0 : runqueueWaitSeconds(target.pid);
@@ -265,18 +312,15 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
   phase = 'window';
   const started = performance.now();
   const rss: number[] = [];
-  const heap: number[] = [];
+  const actives: number[] = [];
   const opens: number[] = [];
   const lag: Scrape[] = [];
   while (performance.now() - started < options.windowMs) {
     await sleep(1000);
     opens.push(open);
+    actives.push(active);
     if (target.pid !== undefined) rss.push(rssBytes(target.pid));
-    if (target.metrics !== undefined) {
-      const s = await scrape(target.metrics);
-      heap.push(s.heapUsed);
-      lag.push(s);
-    }
+    if (target.metrics !== undefined) lag.push(await scrape(target.metrics));
   }
   measuring = false;
   const windowSeconds = (performance.now() - started) / 1000;
@@ -284,19 +328,29 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
   const cpuPerSecond = cpuUsed / windowSeconds;
   const cpuPerChunk = (cpuUsed * 1e6) / count;
   const waitPerSecond = target.pid === undefined ? NaN : (runqueueWaitSeconds(target.pid) - waitStart) / windowSeconds;
+  // After the window's figures: the collection's pause must not count as relay delay.
+  // Per stream relayed: a connection still in the proxy's accept queue holds none of its memory.
+  const activeAtCollection = active;
+  const liveMemory = target.gcFile === undefined ? undefined : await collected(target.pid!, target.gcFile);
   stopping = true;
   phase = 'drain';
   await Promise.all(clients);
   const openMedian = median(opens);
+  const activeMedian = median(actives);
+  const perStream = (after: number | undefined, before: number | undefined, streams: number): number =>
+    after === undefined || before === undefined ? NaN : (after - before) / streams;
   return {
     delays: delays.subarray(0, count),
+    starts,
     streamsDone,
     errors,
     errorKinds,
     openMedian,
-    rssPerStream: rss.length === 0 ? NaN : (median(rss) - rssBefore) / openMedian,
+    activeMedian,
+    rssPerStream: perStream(liveMemory?.rss, idleMemory?.rss, activeAtCollection),
+    heapPerStream: perStream(liveMemory?.heapUsed, idleMemory?.heapUsed, activeAtCollection),
+    rssWindowPerStream: perStream(rss.length === 0 ? undefined : median(rss), idleMemory?.rss, activeMedian),
     rssPeak: rss.length === 0 ? NaN : Math.max(...rss),
-    heapPerStream: heap.length === 0 ? NaN : (median(heap) - heapBefore) / openMedian,
     lagP50: lag.length === 0 ? NaN : median(lag.map((s) => s.lagP50)),
     lagP99: lag.length === 0 ? NaN : Math.max(...lag.map((s) => s.lagP99)),
     lagMax: lag.length === 0 ? NaN : Math.max(...lag.map((s) => s.lagMax)),
@@ -306,8 +360,10 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
   };
 }
 
-/** Each proxy's footprint at idle (after one warm-up round), the "before" of memory per stream. */
-const idle = new Map<string, { rss: number; heap: number }>();
+/** "lo–hi" of per-round figures. */
+function range(values: number[]): string {
+  return `${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)}`;
+}
 
 function quantile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -332,7 +388,10 @@ export async function runStreamsBench(
   spawnSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
   const scratch = mkdtempSync(join(tmpdir(), 'tollgate-streams-'));
   const upstream = await startPinned(0, ['--import', 'tsx', 'bench/slow-upstream.ts', String(INTERVAL_MS), String(CHUNKS)], {});
-  const bare = await startPinned(1, ['--import', 'tsx', 'bench/bare-proxy.ts', upstream.url, String(streams * 2)], {});
+  // Both proxies answer bench/gc-probe.ts's full collections (memory per open stream).
+  const probe = ['--expose-gc', '--import', 'tsx', '--import', pathToFileURL(join(REPO_ROOT, 'bench', 'gc-probe.ts')).href];
+  const gcFile = (name: string): string => join(scratch, `${name}-memory.ndjson`);
+  const bare = await startPinned(1, [...probe, 'bench/bare-proxy.ts', upstream.url, String(streams * 2)], { TOLLGATE_BENCH_GC_FILE: gcFile('bare') });
   const dbPath = join(scratch, 'bench.db');
   const database = openDatabase(dbPath);
   const key = new KeyStore(database).createKey({
@@ -349,8 +408,9 @@ export async function runStreamsBench(
   const nodeArgs = options.cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', options.cpuProfDir];
   const tollgate = await startPinned(
     1,
-    [...nodeArgs, '--import', 'tsx', 'src/cli/index.ts', 'serve'],
+    [...nodeArgs, ...probe, 'src/cli/index.ts', 'serve'],
     {
+      TOLLGATE_BENCH_GC_FILE: gcFile('tollgate'),
       TOLLGATE_DB: dbPath,
       TOLLGATE_PORT: String(port),
       TOLLGATE_HOST: '127.0.0.1',
@@ -367,20 +427,15 @@ export async function runStreamsBench(
   );
   const all: Target[] = [
     { name: 'direct', url: upstream.url, authorization: `Bearer ${UPSTREAM_KEY}` },
-    { name: 'bare', url: bare.url, authorization: `Bearer ${UPSTREAM_KEY}`, pid: bare.child.pid! },
-    { name: 'tollgate', url: tollgate.url, authorization: `Bearer ${key}`, pid: tollgate.child.pid!, metrics: origin },
+    { name: 'bare', url: bare.url, authorization: `Bearer ${UPSTREAM_KEY}`, pid: bare.child.pid!, gcFile: gcFile('bare') },
+    { name: 'tollgate', url: tollgate.url, authorization: `Bearer ${key}`, pid: tollgate.child.pid!, metrics: origin, gcFile: gcFile('tollgate') },
   ];
   const targets = options.only === undefined ? all : all.filter((t) => t.name === 'direct' || t.name === options.only);
   const perTarget = new Map<string, RoundResult[]>(targets.map((t) => [t.name, []]));
   try {
-    // Warm-up: a short burst through each proxy (JIT, tokenizer ranks, pools), then its idle footprint.
+    // Warm-up: a short burst through each proxy (JIT, tokenizer ranks, pools).
     for (const target of targets) {
       if (target.pid !== undefined) await runRound(target, { streams: Math.min(200, streams), windowMs: 0 });
-    }
-    for (const target of targets) {
-      if (target.pid === undefined) continue;
-      await sleep(2000);
-      idle.set(target.name, { rss: rssBytes(target.pid), heap: target.metrics === undefined ? 0 : (await scrape(target.metrics)).heapUsed });
     }
     for (let round = 0; round < rounds; round += 1) {
       for (const target of shuffled(targets)) {
@@ -388,10 +443,12 @@ export async function runStreamsBench(
         const result = await runRound(target, { streams, windowMs });
         perTarget.get(target.name)!.push(result);
         const sorted = Float64Array.from(result.delays).sort();
+        const starts = Float64Array.from(result.starts).sort();
         process.stderr.write(
           `  p50 ${quantile(sorted, 50).toFixed(2)} ms, p99 ${quantile(sorted, 99).toFixed(2)} ms, max ${quantile(sorted, 100).toFixed(1)} ms, ` +
-            `${result.errors} errors, open ${result.openMedian}, RSS/stream ${(result.rssPerStream / 1024).toFixed(1)} KB, ` +
-            `heap/stream ${(result.heapPerStream / 1024).toFixed(1)} KB, lag p99 ${result.lagP99.toFixed(1)} ms max ${result.lagMax.toFixed(1)} ms, ` +
+            `start p99 ${quantile(starts, 99).toFixed(0)} ms max ${quantile(starts, 100).toFixed(0)} ms, ` +
+            `${result.errors} errors, open ${result.openMedian} (relayed ${result.activeMedian}), live RSS/stream ${(result.rssPerStream / 1024).toFixed(1)} KB, ` +
+            `live heap/stream ${(result.heapPerStream / 1024).toFixed(1)} KB, window RSS/stream ${(result.rssWindowPerStream / 1024).toFixed(1)} KB, lag p99 ${result.lagP99.toFixed(1)} ms max ${result.lagMax.toFixed(1)} ms, ` +
             `CPU ${(result.cpuPerSecond * 100).toFixed(0)}% (${result.cpuPerChunk.toFixed(1)} µs per chunk), runqueue wait ${(result.waitPerSecond * 1000).toFixed(0)} ms/s\n`,
         );
         for (const [kind, n] of result.errorKinds) process.stderr.write(`  error: ${kind} × ${n}\n`);
@@ -410,6 +467,19 @@ export async function runStreamsBench(
     const n = target.name;
     results.push({ name: `streams relay delay p50 ${n}`, value: med(n, p(50)), unit: 'ms', note });
     results.push({ name: `streams relay delay p99 ${n}`, value: med(n, p(99)), unit: 'ms', note: `worst chunk ${med(n, p(100)).toFixed(1)} ms` });
+    results.push({
+      name: `streams relayed at once ${n}`,
+      value: med(n, (r) => r.activeMedian),
+      unit: 'streams',
+      note: `of ${med(n, (r) => r.openMedian)} clients connected; the rest wait for the proxy to accept them`,
+    });
+    const start = (q: number) => (r: RoundResult) => quantile(Float64Array.from(r.starts).sort(), q);
+    results.push({
+      name: `streams start p99 ${n}`,
+      value: med(n, start(99)),
+      unit: 'ms',
+      note: `connect() to first byte, ramp and window; p50 ${med(n, start(50)).toFixed(1)} ms, max ${med(n, start(100)).toFixed(0)} ms`,
+    });
     if (n !== 'direct') {
       results.push({ name: `streams added p50 ${n} − direct`, value: med(n, p(50)) - med('direct', p(50)), unit: 'ms', note: '' });
       results.push({ name: `streams added p99 ${n} − direct`, value: med(n, p(99)) - med('direct', p(99)), unit: 'ms', note: 'target ≤ 5 ms (Tollgate)' });
@@ -417,7 +487,19 @@ export async function runStreamsBench(
         name: `streams RSS per open stream ${n}`,
         value: med(n, (r) => r.rssPerStream) / 1024,
         unit: 'KB',
-        note: `during − idle; peak RSS ${(med(n, (r) => r.rssPeak) / 2 ** 20).toFixed(0)} MB; target ≤ 50 KB`,
+        note: `live: after a full GC, window's end − idle; range ${range(perTarget.get(n)!.map((r) => r.rssPerStream / 1024))} KB; target ≤ 50 KB`,
+      });
+      results.push({
+        name: `streams heapUsed per open stream ${n}`,
+        value: med(n, (r) => r.heapPerStream) / 1024,
+        unit: 'KB',
+        note: `live: after a full GC; range ${range(perTarget.get(n)!.map((r) => r.heapPerStream / 1024))} KB`,
+      });
+      results.push({
+        name: `streams RSS per open stream in the window ${n}`,
+        value: med(n, (r) => r.rssWindowPerStream) / 1024,
+        unit: 'KB',
+        note: `garbage included: median RSS sampled − idle; peak RSS ${(med(n, (r) => r.rssPeak) / 2 ** 20).toFixed(0)} MB`,
       });
       results.push({
         name: `streams proxy CPU ${n}`,
@@ -433,7 +515,6 @@ export async function runStreamsBench(
       });
     }
     if (target.metrics !== undefined) {
-      results.push({ name: `streams heapUsed per open stream ${n}`, value: med(n, (r) => r.heapPerStream) / 1024, unit: 'KB', note: 'during − idle' });
       results.push({
         name: `streams event-loop delay p99 ${n}`,
         value: med(n, (r) => r.lagP99),
