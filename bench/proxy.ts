@@ -20,6 +20,7 @@ import {
   percentile,
   printTable,
   shuffled,
+  plainJs,
   startChild,
   startTollgate,
   type BenchResult,
@@ -81,7 +82,7 @@ export async function runProxyBench(options: { quick?: boolean; prepare?: Prepar
   const throughputMs = options.quick ? 1000 : 2500;
   const scratch = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const fake = await startChild(['bench/fake-upstream-server.ts', UPSTREAM_KEY]);
-  const bare = await startChild(['bench/bare-proxy.ts', fake.url]);
+  const bare = await startChild([plainJs('bench/bare-proxy.ts'), fake.url]);
   const target = await (options.prepare ?? fullTollgate)(fake.url, scratch);
   const tollgate = await startTollgate({
     TOLLGATE_UPSTREAM_URL: fake.url,

@@ -15,9 +15,10 @@
  * in a window after that ramp, and every stream is let finish before the next
  * target runs. Memory per stream is what the open streams keep alive: each
  * proxy runs bench/gc-probe.ts, which makes a full collection on request; the
- * proxy's RSS and V8 heapUsed after one at the end of the window, minus after
- * one at idle just before the round, over the streams being relayed then
- * (a connection still waiting in the proxy's accept queue holds none). The RSS sampled
+ * proxy's V8 heapUsed after one at the end of the window minus after one at
+ * idle just before the round, and its RSS after one at the end of the window
+ * minus at idle before its first measured round, over the streams being
+ * relayed then (a connection still waiting in the accept queue holds none). The RSS sampled
  * during the window (garbage included) is reported beside it. Event-loop delay
  * comes from Tollgate's /metrics (prom-client resets it at every scrape, so
  * each 1 s scrape covers the second before it). Stream start is the time from
@@ -42,7 +43,7 @@ import { pathToFileURL } from 'node:url';
 import { openDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { parseLimit } from '../src/limits/algorithm/policy.js';
-import { findFreePort, median, printTable, REPO_ROOT, shuffled, type BenchResult } from './support.js';
+import { findFreePort, median, plainJs, printTable, REPO_ROOT, shuffled, tollgateEntry, type BenchResult } from './support.js';
 
 const INTERVAL_MS = 50;
 const CHUNKS = 200; // 10 s per stream
@@ -298,6 +299,10 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
   // Idle: the last round's streams have closed; let their settlement finish before the collection.
   if (target.gcFile !== undefined) await sleep(2000);
   const idleMemory = target.gcFile === undefined ? undefined : await collected(target.pid!, target.gcFile);
+  // A process keeps the pages it has used: after a round its idle RSS is its high-water mark, so RSS
+  // is measured against the idle footprint before the first measured round (heapUsed, before each).
+  if (idleMemory !== undefined && options.windowMs > 0 && !firstIdleRss.has(target.name)) firstIdleRss.set(target.name, idleMemory.rss);
+  const rssBaseline = firstIdleRss.get(target.name);
   const rampMs = INTERVAL_MS * CHUNKS;
   const clients = Array.from({ length: options.streams }, async (_, i) => {
     await sleep((i * rampMs) / options.streams);
@@ -347,9 +352,9 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
     errorKinds,
     openMedian,
     activeMedian,
-    rssPerStream: perStream(liveMemory?.rss, idleMemory?.rss, activeAtCollection),
+    rssPerStream: perStream(liveMemory?.rss, rssBaseline, activeAtCollection),
     heapPerStream: perStream(liveMemory?.heapUsed, idleMemory?.heapUsed, activeAtCollection),
-    rssWindowPerStream: perStream(rss.length === 0 ? undefined : median(rss), idleMemory?.rss, activeMedian),
+    rssWindowPerStream: perStream(rss.length === 0 ? undefined : median(rss), rssBaseline, activeMedian),
     rssPeak: rss.length === 0 ? NaN : Math.max(...rss),
     lagP50: lag.length === 0 ? NaN : median(lag.map((s) => s.lagP50)),
     lagP99: lag.length === 0 ? NaN : Math.max(...lag.map((s) => s.lagP99)),
@@ -359,6 +364,9 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
     waitPerSecond,
   };
 }
+
+/** Each proxy's RSS at idle, after a full collection, before its first measured round. */
+const firstIdleRss = new Map<string, number>();
 
 /** "lo–hi" of per-round figures. */
 function range(values: number[]): string {
@@ -388,10 +396,10 @@ export async function runStreamsBench(
   spawnSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
   const scratch = mkdtempSync(join(tmpdir(), 'tollgate-streams-'));
   const upstream = await startPinned(0, ['--import', 'tsx', 'bench/slow-upstream.ts', String(INTERVAL_MS), String(CHUNKS)], {});
-  // Both proxies answer bench/gc-probe.ts's full collections (memory per open stream).
-  const probe = ['--expose-gc', '--import', 'tsx', '--import', pathToFileURL(join(REPO_ROOT, 'bench', 'gc-probe.ts')).href];
+  // Both proxies run as deployed (support.ts, tollgateEntry) and answer bench/gc-probe.ts's full collections.
+  const probe = ['--expose-gc', '--import', plainJs('bench/gc-probe.ts')];
   const gcFile = (name: string): string => join(scratch, `${name}-memory.ndjson`);
-  const bare = await startPinned(1, [...probe, 'bench/bare-proxy.ts', upstream.url, String(streams * 2)], { TOLLGATE_BENCH_GC_FILE: gcFile('bare') });
+  const bare = await startPinned(1, [...probe, plainJs('bench/bare-proxy.ts'), upstream.url, String(streams * 2)], { TOLLGATE_BENCH_GC_FILE: gcFile('bare') });
   const dbPath = join(scratch, 'bench.db');
   const database = openDatabase(dbPath);
   const key = new KeyStore(database).createKey({
@@ -408,7 +416,7 @@ export async function runStreamsBench(
   const nodeArgs = options.cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', options.cpuProfDir];
   const tollgate = await startPinned(
     1,
-    [...nodeArgs, ...probe, 'src/cli/index.ts', 'serve'],
+    [...nodeArgs, ...probe, tollgateEntry(), 'serve'],
     {
       TOLLGATE_BENCH_GC_FILE: gcFile('tollgate'),
       TOLLGATE_DB: dbPath,
@@ -487,7 +495,7 @@ export async function runStreamsBench(
         name: `streams RSS per open stream ${n}`,
         value: med(n, (r) => r.rssPerStream) / 1024,
         unit: 'KB',
-        note: `live: after a full GC, window's end − idle; range ${range(perTarget.get(n)!.map((r) => r.rssPerStream / 1024))} KB; target ≤ 50 KB`,
+        note: `live: after a full GC, window's end − idle before the first round; range ${range(perTarget.get(n)!.map((r) => r.rssPerStream / 1024))} KB; target ≤ 50 KB`,
       });
       results.push({
         name: `streams heapUsed per open stream ${n}`,

@@ -1,10 +1,53 @@
 /** Shared pieces of the benchmark scripts: child processes, load, statistics, tables. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { Pool } from 'undici';
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/*
+ * The proxies run as deployed: plain JavaScript, no loader (the Docker image
+ * runs `node dist/cli/index.js`). Under tsx, esbuild's keepNames wraps every
+ * function made at run time in a helper that defines its name, which gives
+ * each closure a property store of its own (~256 B) and costs a
+ * defineProperty per closure made: per request, and per open stream. So
+ * Tollgate is built once per bench process, and the bare hop and the probes
+ * (bench/*.ts) have their types stripped into a scratch directory.
+ */
+let built: string | undefined;
+let plainDir: string | undefined;
+
+/** `tollgate`'s entry point, built from src/ (`tsc -p src`) on the first call. */
+export function tollgateEntry(): string {
+  if (built === undefined) {
+    const result = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'src'], {
+      cwd: REPO_ROOT,
+      stdio: 'inherit',
+    });
+    if (result.status !== 0) throw new Error('tsc -p src failed: the bench runs the built proxy');
+    built = join(REPO_ROOT, 'dist', 'cli', 'index.js');
+  }
+  return built;
+}
+
+/** A bench script that imports only node: modules, as a plain .mjs file (types stripped); its path. */
+export function plainJs(script: string): string {
+  if (plainDir === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-js-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    plainDir = dir;
+  }
+  const source = readFileSync(join(REPO_ROOT, script), 'utf8');
+  const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
+  const out = join(plainDir, basename(script).replace(/\.ts$/, '.mjs'));
+  writeFileSync(out, outputText);
+  return out;
+}
 
 /** One measured number, as every bench module reports it. */
 export interface BenchResult {
@@ -20,12 +63,14 @@ export interface Child {
 }
 
 /**
- * Starts `tsx <script> …args` and waits for the first stdout line that is a
- * JSON object with a `url` (our scripts print one) or, for tollgate itself,
- * its "tollgate listening" log line.
+ * Starts `tsx <script> …args` (or, for a `.mjs` script from {@link plainJs},
+ * plain node) and waits for the first stdout line that is a JSON object with a
+ * `url` (our scripts print one) or, for tollgate itself, its "tollgate
+ * listening" log line.
  */
 export async function startChild(args: string[], env: Record<string, string> = {}): Promise<Child & { url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  const loader = args[0]?.endsWith('.mjs') ? [] : ['--import', 'tsx'];
+  const child = spawn(process.execPath, [...loader, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -70,18 +115,18 @@ export async function findFreePort(): Promise<number> {
 }
 
 /**
- * Starts `tollgate serve` on a free port with `env`, whatever its log level,
- * and resolves once /healthz answers.
+ * Starts the built `tollgate serve` on a free port with `env`, whatever its
+ * log level, and resolves once /healthz answers.
  */
 export async function startTollgate(
   env: Record<string, string>,
   nodeArgs: readonly string[] = [],
-  /** Modules loaded after tsx, before the server (TypeScript allowed): e.g. bench/stall-probe.ts. */
+  /** Bench scripts loaded before the server, e.g. 'bench/stall-probe.ts' (as {@link plainJs}). */
   imports: readonly string[] = [],
 ): Promise<Child & { url: string }> {
   const port = await findFreePort();
-  const preload = imports.flatMap((module) => ['--import', module]);
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', ...preload, 'src/cli/index.ts', 'serve'], {
+  const preload = imports.flatMap((script) => ['--import', plainJs(script)]);
+  const child = spawn(process.execPath, [...nodeArgs, ...preload, tollgateEntry(), 'serve'], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env, TOLLGATE_PORT: String(port), TOLLGATE_HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -31,8 +31,8 @@ import {
   median,
   measureThroughput,
   percentile,
+  plainJs,
   printTable,
-  REPO_ROOT,
   shuffled,
   startChild,
   startTollgate,
@@ -148,7 +148,7 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
   pin(process.pid, 0);
   const fake = await startChild(['bench/fake-upstream-server.ts', UPSTREAM_KEY]);
   pin(fake.process.pid!, 0);
-  const bare = await startChild(['bench/bare-proxy.ts', fake.url]);
+  const bare = await startChild([plainJs('bench/bare-proxy.ts'), fake.url]);
   pin(bare.process.pid!, 1);
   const dbPath = join(scratch, 'bench.db');
   const database = openDatabase(dbPath);
@@ -171,7 +171,7 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
       TOLLGATE_BENCH_STALL_FILE: stallFile,
     },
     [],
-    [pathToFileURL(join(REPO_ROOT, 'bench', 'stall-probe.ts')).href],
+    ['bench/stall-probe.ts'],
   );
   pin(tollgate.process.pid!, 1);
   const json = { 'content-type': 'application/json' };

@@ -32,7 +32,9 @@ import {
   printTable,
   REPO_ROOT,
   shuffled,
+  plainJs,
   startChild,
+  tollgateEntry,
   type BenchResult,
   type Child,
   type LoadTarget,
@@ -51,7 +53,7 @@ async function startWorkers(n: number, env: Record<string, string>, cpuProfDir?:
   const port = await findFreePort();
   // cluster.fork passes the primary's execArgv on: every worker writes its own profile too.
   const nodeArgs = cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', join(cpuProfDir, `workers-${n}`)];
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli/index.ts', 'serve', '--workers', String(n)], {
+  const child = spawn(process.execPath, [...nodeArgs, tollgateEntry(), 'serve', '--workers', String(n)], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env, TOLLGATE_PORT: String(port), TOLLGATE_HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -124,7 +126,7 @@ export async function runWorkersBench(options: { quick?: boolean; priority?: num
   const dbPath = join(scratch, 'bench.db');
   const key = issueBenchKey(dbPath);
   const fake = await startChild(['bench/fake-upstream-server.ts', UPSTREAM_KEY]);
-  const bare = await startChild(['bench/bare-proxy.ts', fake.url]);
+  const bare = await startChild([plainJs('bench/bare-proxy.ts'), fake.url]);
   const env = { TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY, TOLLGATE_LOG_LEVEL: 'info', TOLLGATE_DB: dbPath };
   const servers: Record<string, Server> = {};
   const body = chatBody1k();
