@@ -14,11 +14,9 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { chatBody1k } from './proxy.js';
-import { openDatabase } from '../src/db/open.js';
-import { KeyStore } from '../src/keys/store.js';
-import { parseLimit } from '../src/limits/algorithm/policy.js';
 import {
   findFreePort,
+  issueBenchKey,
   measureLatency,
   measureThroughput,
   median,
@@ -71,16 +69,7 @@ for (const [name, root] of [
   ['other', other],
 ] as const) {
   const dbPath = join(scratch, `${name}.db`);
-  const database = openDatabase(dbPath);
-  const key = new KeyStore(database).createKey({
-    name: 'bench',
-    tenant: 'bench-tenant',
-    policy: {
-      limits: [parseLimit('requests:10000000/min'), parseLimit('tokens:10000000000/min'), parseLimit('usd:1000000/min')],
-      budget: { microUsd: 1_000_000_000_000, period: 'month' },
-    },
-  }).key;
-  database.close();
+  const key = issueBenchKey(dbPath);
   servers[name] = await serve(root, { TOLLGATE_DB: dbPath, TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY });
   targets[name] = {
     baseUrl: servers[name]!.url,

@@ -10,10 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { openDatabase } from '../src/db/open.js';
-import { KeyStore } from '../src/keys/store.js';
-import { parseLimit } from '../src/limits/algorithm/policy.js';
 import {
+  issueBenchKey,
   median,
   measureLatency,
   measureThroughput,
@@ -63,16 +61,7 @@ export type PrepareTollgate = (upstreamUrl: string, scratchDir: string) => Promi
  */
 const fullTollgate: PrepareTollgate = async (_upstreamUrl, scratchDir) => {
   const dbPath = join(scratchDir, 'bench.db');
-  const database = openDatabase(dbPath);
-  const key = new KeyStore(database).createKey({
-    name: 'bench',
-    tenant: 'bench-tenant',
-    policy: {
-      limits: [parseLimit('requests:10000000/min'), parseLimit('tokens:10000000000/min'), parseLimit('usd:1000000/min')],
-      budget: { microUsd: 1_000_000_000_000, period: 'month' },
-    },
-  }).key;
-  database.close();
+  const key = issueBenchKey(dbPath);
   return { env: { TOLLGATE_DB: dbPath }, headers: { authorization: `Bearer ${key}` }, label: 'tollgate' };
 };
 

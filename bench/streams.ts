@@ -40,10 +40,7 @@ import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { openDatabase } from '../src/db/open.js';
-import { KeyStore } from '../src/keys/store.js';
-import { parseLimit } from '../src/limits/algorithm/policy.js';
-import { findFreePort, median, plainJs, printTable, REPO_ROOT, shuffled, tollgateEntry, type BenchResult } from './support.js';
+import { findFreePort, issueBenchKey, median, plainJs, printTable, REPO_ROOT, shuffled, tollgateEntry, type BenchResult } from './support.js';
 
 const INTERVAL_MS = 50;
 const CHUNKS = 200; // 10 s per stream
@@ -401,16 +398,7 @@ export async function runStreamsBench(
   const gcFile = (name: string): string => join(scratch, `${name}-memory.ndjson`);
   const bare = await startPinned(1, [...probe, plainJs('bench/bare-proxy.ts'), upstream.url, String(streams * 2)], { TOLLGATE_BENCH_GC_FILE: gcFile('bare') });
   const dbPath = join(scratch, 'bench.db');
-  const database = openDatabase(dbPath);
-  const key = new KeyStore(database).createKey({
-    name: 'bench',
-    tenant: 'bench-tenant',
-    policy: {
-      limits: [parseLimit('requests:10000000/min'), parseLimit('tokens:10000000000/min'), parseLimit('usd:1000000/min')],
-      budget: { microUsd: 1_000_000_000_000, period: 'month' },
-    },
-  }).key;
-  database.close();
+  const key = issueBenchKey(dbPath);
   const port = await findFreePort();
   const origin = `http://127.0.0.1:${port}`;
   const nodeArgs = options.cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', options.cpuProfDir];

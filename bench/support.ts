@@ -7,6 +7,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { Pool } from 'undici';
+import { openDatabase } from '../src/db/open.js';
+import { KeyStore } from '../src/keys/store.js';
+import { parseLimit } from '../src/limits/algorithm/policy.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -155,6 +158,23 @@ export async function startTollgate(
         setTimeout(() => child.kill('SIGKILL'), 5000).unref();
       }),
   };
+}
+
+/** A key as deployed: request, token and USD limits and a budget, far above what the bench spends. */
+export function issueBenchKey(dbPath: string): string {
+  const database = openDatabase(dbPath);
+  try {
+    return new KeyStore(database).createKey({
+      name: 'bench',
+      tenant: 'bench-tenant',
+      policy: {
+        limits: [parseLimit('requests:10000000/min'), parseLimit('tokens:10000000000/min'), parseLimit('usd:1000000/min')],
+        budget: { microUsd: 1_000_000_000_000, period: 'month' },
+      },
+    }).key;
+  } finally {
+    database.close();
+  }
 }
 
 export function median(values: readonly number[]): number {

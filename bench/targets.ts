@@ -23,10 +23,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
-import { openDatabase } from '../src/db/open.js';
-import { KeyStore } from '../src/keys/store.js';
-import { parseLimit } from '../src/limits/algorithm/policy.js';
 import {
+  issueBenchKey,
   bodyOf,
   median,
   measureThroughput,
@@ -151,16 +149,7 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
   const bare = await startChild([plainJs('bench/bare-proxy.ts'), fake.url]);
   pin(bare.process.pid!, 1);
   const dbPath = join(scratch, 'bench.db');
-  const database = openDatabase(dbPath);
-  const key = new KeyStore(database).createKey({
-    name: 'bench',
-    tenant: 'bench-tenant',
-    policy: {
-      limits: [parseLimit('requests:10000000/min'), parseLimit('tokens:10000000000/min'), parseLimit('usd:1000000/min')],
-      budget: { microUsd: 1_000_000_000_000, period: 'month' },
-    },
-  }).key;
-  database.close();
+  const key = issueBenchKey(dbPath);
   const stallFile = join(scratch, 'stalls.json');
   const tollgate = await startTollgate(
     {

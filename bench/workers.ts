@@ -21,12 +21,10 @@ import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { openDatabase } from '../src/db/open.js';
-import { KeyStore } from '../src/keys/store.js';
-import { parseLimit } from '../src/limits/algorithm/policy.js';
 import { chatBody1k } from './proxy.js';
 import {
   findFreePort,
+  issueBenchKey,
   median,
   measureThroughput,
   printTable,
@@ -95,23 +93,6 @@ function cpuSeconds(pids: readonly number[]): number {
     ticks += Number(fields[11]) + Number(fields[12]);
   }
   return ticks / CLOCK_TICKS;
-}
-
-/** A key as deployed: request, token and USD limits and a budget, far above what the bench spends. */
-function issueBenchKey(dbPath: string): string {
-  const database = openDatabase(dbPath);
-  try {
-    return new KeyStore(database).createKey({
-      name: 'bench',
-      tenant: 'bench-tenant',
-      policy: {
-        limits: [parseLimit('requests:10000000/min'), parseLimit('tokens:10000000000/min'), parseLimit('usd:1000000/min')],
-        budget: { microUsd: 1_000_000_000_000, period: 'month' },
-      },
-    }).key;
-  } finally {
-    database.close();
-  }
 }
 
 export async function runWorkersBench(options: { quick?: boolean; priority?: number; only?: string; cpuProfDir?: string } = {}): Promise<BenchResult[]> {
