@@ -261,12 +261,20 @@ describe('serve --workers 2 without Redis', () => {
     await waitFor(() => pidsServing(keys.free.id).has(workerPids()[2]!), 'the new worker to serve', 10_000);
 
     // Every request the upstream served has its row; exactly those cut by the kill stay pending, at their estimate.
-    const database = openDatabase(db);
-    const rows = database.sqlite.prepare('SELECT request_id, status FROM ledger WHERE key_id = ?').all(keys.free.id) as Array<{
-      request_id: string;
-      status: string;
-    }>;
-    database.close();
+    // The hammer's last settlements share a commit after their answers: wait for them to land first.
+    const readRows = () => {
+      const database = openDatabase(db);
+      try {
+        return database.sqlite.prepare('SELECT request_id, status FROM ledger WHERE key_id = ?').all(keys.free.id) as Array<{
+          request_id: string;
+          status: string;
+        }>;
+      } finally {
+        database.close();
+      }
+    };
+    await waitFor(() => readRows().filter((r) => r.status === 'pending').length <= cut, 'the settlements of the requests not cut', 10_000);
+    const rows = readRows();
     const byId = new Map(rows.map((r) => [r.request_id, r.status]));
     const served = fake.requests.slice(servedBefore).map((r) => String(r.headers['x-client-request-id']));
     for (const id of served) expect(byId.has(id), `ledger row for ${id}`).toBe(true);
