@@ -195,7 +195,8 @@ describe('a tenant with a read-only dashboard token', () => {
     const revoked = await cli('--db', proxy.dbPath, 'dashboard-token', 'revoke', tokenId);
     expect(revoked.code, revoked.stderr).toBe(0);
     expect(revoked.stdout).toContain('Revoked dashboard token');
-    await page.reload();
+    // The open page polls every 2.5 s and moves itself to the login page on the first 401; a reload
+    // here would race that navigation (seen once: "Not attached to an active page").
     await page.waitForURL(/\/dashboard\/login/);
     await page.fill('input[name="token"]', tenantToken);
     await page.click('button[type="submit"]');
