@@ -1,7 +1,11 @@
 /**
- * Which headers cross the proxy. Denylists, so headers a client or upstream
- * adds later (openai-beta, x-stainless-*, …) pass unchanged; what is dropped
- * is hop-by-hop, credentials, and what would reveal the proxy's own account.
+ * Which headers cross the proxy. Towards the upstream, an allowlist: only
+ * what real clients send and upstreams read (content negotiation, the SDKs'
+ * own headers, tracing, coding agents' session ids) passes, so a header a
+ * client invents (`X-HTTP-Method-Override`, `X-Forwarded-Prefix`, …) never
+ * reaches the upstream or whatever sits in front of it. Towards the client,
+ * a denylist: what is dropped is hop-by-hop, cookies, and what would reveal
+ * the proxy's own account.
  */
 
 const HOP_BY_HOP = new Set([
@@ -16,31 +20,52 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
-/** Client headers never sent upstream: credentials (replaced by the proxy's key), routing, encoding we choose. */
-const DROP_TO_UPSTREAM = new Set([
-  ...HOP_BY_HOP,
-  'host',
-  'content-length',
-  'expect',
-  'authorization',
-  'api-key',
-  'x-api-key',
-  'cookie',
-  'accept-encoding',
-  // A tenant must not pick an organization or project of the proxy's account.
-  'openai-organization',
-  'openai-project',
-  'forwarded',
-  'x-forwarded-for',
-  'x-forwarded-host',
-  'x-forwarded-proto',
-  'x-real-ip',
-  // Tollgate's own request header (a per-request cost cap) is not the upstream's business.
-  'x-tollgate-max-cost-usd',
-  // Who the request is for and its tags (src/endusers): Tollgate's bookkeeping.
-  'x-tollgate-user',
-  'x-tollgate-tags',
+/**
+ * Client headers sent upstream, by name (README "Hostile tenants" lists them).
+ * Credentials are not here (the proxy sends its own key), nor anything that
+ * picks the proxy's organization, project or account (`openai-organization`,
+ * `openai-project`, `chatgpt-account-id`), nor forwarding or routing headers.
+ */
+const TO_UPSTREAM = new Set([
+  // Content negotiation (content-type is set below for bodies; accept-encoding is Tollgate's choice).
+  'accept',
+  'content-type',
+  'user-agent',
+  // OpenAI's API and SDKs.
+  'openai-beta',
+  'idempotency-key',
+  // Anthropic's API and SDK.
+  'anthropic-version',
+  'anthropic-beta',
+  'anthropic-dangerous-direct-browser-access',
+  // W3C trace context.
+  'traceparent',
+  'tracestate',
+  // Claude Code: its session, and which app of Anthropic's it is.
+  'x-claude-code-session-id',
+  'x-app',
+  // Codex CLI: who sends, its version, its session and conversation, and which of its agents.
+  'originator',
+  'version',
+  'session_id',
+  'session-id',
+  'conversation_id',
+  'conversation-id',
+  'thread-id',
+  'x-openai-subagent',
+  // The built-in fake upstream's scenario (`tollgate demo`, the tests); real upstreams ignore it.
+  'x-fake-scenario',
 ]);
+
+/** Families of client headers sent upstream, by prefix: the SDKs' telemetry (`x-stainless-os`, `x-stainless-retry-count`, …) and the Codex CLI's own (`x-codex-turn-state`, …). */
+const TO_UPSTREAM_PREFIXES = ['x-stainless-', 'x-codex-'];
+
+/** Whether a client header (lower-case name) may be sent upstream. */
+export function isForwardedToUpstream(name: string): boolean {
+  if (TO_UPSTREAM.has(name)) return true;
+  for (const prefix of TO_UPSTREAM_PREFIXES) if (name.startsWith(prefix)) return true;
+  return false;
+}
 
 /** Upstream headers never sent to clients. */
 const DROP_TO_CLIENT = new Set([
@@ -83,7 +108,7 @@ export function toUpstreamHeaders(incoming: Readonly<Record<string, string | str
   const hopByHop = namedByConnection(incoming);
   for (const name in incoming) {
     const value = incoming[name];
-    if (value === undefined || DROP_TO_UPSTREAM.has(name) || name.startsWith('x-tollgate-') || name.startsWith('cf-')) continue;
+    if (value === undefined || !isForwardedToUpstream(name)) continue;
     if (hopByHop?.has(name) === true) continue;
     out[name] = Array.isArray(value) ? value.join(', ') : value;
   }
