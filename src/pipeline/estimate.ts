@@ -7,7 +7,7 @@
 import type { Endpoint } from '../endpoints.js';
 import { TollgateError, type ErrorCode } from '../errors.js';
 import { budgetChecksFor } from '../budgets/check.js';
-import { downgradeTarget } from '../budgets/downgrade.js';
+import { downgradeSource, downgradeTarget } from '../budgets/downgrade.js';
 import { readAttribution } from '../endusers/attribution.js';
 import { hasAttributedUsdCap } from '../endusers/checks.js';
 import { estimateRequest, EstimateInputError, resolvePrice, type Estimate } from '../estimate/index.js';
@@ -81,7 +81,7 @@ const COST_CAP_HEADER = 'x-tollgate-max-cost-usd';
 /** The cheaper model a key's downgrade sends this request to, now that its budgets are spent so far (src/budgets/downgrade.ts). */
 function downgradeOf(request: RequestContext, model: string, deps: PipelineDeps): string | undefined {
   const downgrade = request.caller.policy.downgrade;
-  if (downgrade === undefined || !Object.hasOwn(downgrade.models, model)) return undefined;
+  if (downgradeSource(downgrade, model) === undefined) return undefined;
   const shares = budgetChecksFor(request.caller).map((check) => deps.spend.spent(check.scope, check.budget.period, request.startedAt) / check.budget.microUsd);
   return downgradeTarget(downgrade, model, shares);
 }

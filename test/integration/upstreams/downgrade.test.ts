@@ -81,6 +81,52 @@ describe('budget-aware downgrade', () => {
     expect(other.response.headers.get('x-tollgate-downgraded')).toBeNull();
   });
 
+  it('sends dated snapshots of gpt-4o to gpt-4o-mini too, as the price table names them', async () => {
+    const created = await cli(
+      '--db',
+      proxy.dbPath,
+      'keys',
+      'create',
+      '--name',
+      'dated-downgrader',
+      '--budget-usd',
+      '0.05',
+      '--budget-period',
+      'day',
+      '--downgrade',
+      'gpt-4o=gpt-4o-mini',
+      '--downgrade-at',
+      '50',
+      '--json',
+    );
+    expect(created.code).toBe(0);
+    const key = created.json<{ key: string }>().key;
+    const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: key, maxRetries: 0 });
+    await waitFor(async () => (await fetch(`${proxy.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } })).status === 200, 'the key to reach the proxy');
+    const before = proxy.fake.requests.length;
+    // Past half the budget with a dated snapshot (≈3000 output tokens ≈ $0.03 of $0.05).
+    const first = await client.chat.completions
+      .create({ model: 'gpt-4o-2024-08-06', messages }, { headers: { 'x-fake-scenario': 'words=3000' } })
+      .withResponse();
+    expect(first.response.headers.get('x-tollgate-downgraded')).toBeNull();
+    await settled();
+
+    for (const dated of ['gpt-4o-2024-08-06', 'gpt-4o-2024-11-20', 'openai/gpt-4o']) {
+      const later = await client.chat.completions.create({ model: dated, messages }).withResponse();
+      expect(later.response.headers.get('x-tollgate-downgraded'), dated).toBe(`${dated}->gpt-4o-mini`);
+      expect(later.data.model).toBe('gpt-4o-mini');
+    }
+    expect(proxy.fake.requests.slice(before).map((r) => (r.body as { model: string }).model)).toEqual([
+      'gpt-4o-2024-08-06',
+      'gpt-4o-mini',
+      'gpt-4o-mini',
+      'gpt-4o-mini',
+    ]);
+    // gpt-4o-mini's own snapshots are another model: not downgraded (nor re-routed).
+    const mini = await client.chat.completions.create({ model: 'gpt-4o-mini-2024-07-18', messages }).withResponse();
+    expect(mini.response.headers.get('x-tollgate-downgraded')).toBeNull();
+  });
+
   it('is set and removed through the admin API and the CLI', async () => {
     const made = await cli('--db', proxy.dbPath, 'keys', 'create', '--name', 'plain', '--json');
     const id = made.json<{ id: string }>().id;
