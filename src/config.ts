@@ -14,6 +14,7 @@ import { FAIL_MODES, type FailMode } from './limits/stores/fail-mode.js';
 import { parseTrustedProxies } from './http/client-address.js';
 import { KEY_LABEL_MODES, type KeyLabelMode } from './metrics.js';
 import { httpUrlSchema, resolveUpstreams, upstreamsFileFields, type UpstreamsConfig } from './upstreams/upstream-config.js';
+import { redactUrlsIn } from './redact-url.js';
 
 const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
@@ -322,6 +323,11 @@ export interface Config {
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+
+  constructor(message: string) {
+    // A message may quote a value (a URL in a config file's JSON error): never with its credentials.
+    super(redactUrlsIn(message));
+  }
 }
 
 type Env = Readonly<Record<string, string | undefined>>;

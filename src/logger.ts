@@ -4,6 +4,7 @@
  * token into a log object in the first place.
  */
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { redactUrlsIn } from './redact-url.js';
 
 export type { Logger };
 
@@ -24,6 +25,28 @@ const REDACT_PATHS = [
   'key',
   'token',
 ];
+
+/**
+ * A driver's or the runtime's error text may quote a URL with its
+ * credentials (`Request cannot be constructed from a URL that includes
+ * credentials: https://user:pass@…`): the fields errors are logged under
+ * have every URL in them redacted (src/redact-url.ts). Only lines that carry
+ * these fields pay for it; request lines have none of them.
+ */
+function withUrlsRedacted(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return redactUrlsIn(value);
+  if (depth > 3 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((item) => withUrlsRedacted(item, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [name, item] of Object.entries(value)) out[name] = withUrlsRedacted(item, depth + 1);
+  return out;
+}
+
+const SERIALIZERS = {
+  err: (error: Error) => withUrlsRedacted(pino.stdSerializers.err(error)),
+  message: withUrlsRedacted,
+  cause: withUrlsRedacted,
+};
 
 /** Lines are written in batches of this many bytes … */
 const LOG_BATCH_BYTES = 3072;
@@ -51,6 +74,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       base: { service: 'tollgate' },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: SERIALIZERS,
       formatters: { level: (label) => ({ level: label }) },
     },
     destination ?? batchedStdout(),

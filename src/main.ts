@@ -19,6 +19,7 @@ import { createMetricsApp } from './app.js';
 import type { IpcClient } from './limits/stores/ipc-client.js';
 import { LimitsPrimary } from './limits/stores/ipc-primary.js';
 import { buildTollgate } from './tollgate.js';
+import { redactUrl } from './redact-url.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -99,9 +100,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   logger.info(
     {
       url,
-      upstream: config.upstream.url,
+      // Where, never with what: credentials in a URL are shown as *** (src/redact-url.ts).
+      upstream: redactUrl(config.upstream.url),
       upstreamKeyConfigured: config.upstream.apiKey !== undefined,
       db: config.dbPath,
+      ...(config.databaseUrl === undefined ? {} : { database: redactUrl(config.databaseUrl) }),
+      ...(config.redis === undefined ? {} : { redis: config.redis.urls.map(redactUrl) }),
       admin: config.adminToken === undefined ? 'disabled' : 'enabled',
       metrics: metricsUrl ?? url,
       metricsToken: config.metrics.token === undefined ? 'none' : 'required',

@@ -13,6 +13,7 @@ import { registerReconcileCommand } from './reconcile.js';
 import { registerDashboardTokenCommands } from './dashboard-token.js';
 import { registerServeCommands } from './serve.js';
 import { registerSpendCommand } from './spend.js';
+import { redactUrlsIn } from '../redact-url.js';
 
 function buildProgram(output: Output): Command {
   const program = new Command('tollgate')
@@ -49,7 +50,7 @@ export async function runCli(argv: readonly string[], output: Output): Promise<n
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : EXIT_USAGE;
     const failure = toCliError(error);
-    output.stderr(`tollgate: ${failure.message}\n`);
+    output.stderr(`tollgate: ${redactUrlsIn(failure.message)}\n`);
     return failure.exitCode;
   } finally {
     restore();

@@ -13,6 +13,7 @@
  * carry the status and the provider's message with the key masked, never the
  * request.
  */
+import { redactUrl, redactUrlsIn } from '../redact-url.js';
 import { ProviderReportError, type DayRange, type ProviderCostCell, type ProviderReport, type ProviderUsageCell, type UsageProvider } from './provider.js';
 
 export interface OpenAIUsageOptions {
@@ -75,7 +76,7 @@ export function openAIUsageProvider(options: OpenAIUsageOptions): UsageProvider 
         signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
       });
     } catch (error) {
-      throw new ProviderReportError(`cannot reach ${base}${path}: ${mask((error as Error).message)}`);
+      throw new ProviderReportError(`cannot reach ${redactUrl(base)}${path}: ${redactUrlsIn(mask((error as Error).message))}`);
     }
     const body = await response.text();
     let json: unknown;
