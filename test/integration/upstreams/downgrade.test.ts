@@ -102,7 +102,10 @@ describe('budget-aware downgrade', () => {
     expect(created.code).toBe(0);
     const key = created.json<{ key: string }>().key;
     const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: key, maxRetries: 0 });
-    await waitFor(async () => (await fetch(`${proxy.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } })).status === 200, 'the key to reach the proxy');
+    await waitFor(
+      async () => (await fetch(`${proxy.baseURL}/models`, { headers: { authorization: `Bearer ${key}` } })).status === 200,
+      'the key to reach the proxy',
+    );
     const before = proxy.fake.requests.length;
     // Past half the budget with a dated snapshot (≈3000 output tokens ≈ $0.03 of $0.05).
     const first = await client.chat.completions
