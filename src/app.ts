@@ -23,6 +23,8 @@ import { createProxyRoutes } from './pipeline/routes.js';
 import { createMessagesRoutes } from './anthropic/routes.js';
 import { newRequestId } from './request-id.js';
 import { sendDeferred } from './http/stream-sinks.js';
+import { bearerOf, checkPresentedSecret, ownSecretGuard, tooManyAttempts, type SecretGuard } from './http/secret-check.js';
+import { SecretThrottle } from './http/secret-throttle.js';
 
 export interface AppDeps {
   /** Everything the request path needs. */
@@ -49,11 +51,19 @@ export interface AppDeps {
   readonly metricsAccess?: { readonly token: string | undefined; readonly ownPort: boolean };
   /** Proxies believed about X-Forwarded-For (TOLLGATE_TRUSTED_PROXIES). */
   readonly trustedProxies?: ReadonlySet<string>;
+  /** The per-address brake on guessing every token the app checks (one of its own without; main.ts shares it with the metrics port). */
+  readonly secretThrottle?: SecretThrottle;
 }
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const { lifecycle, metrics } = deps;
+  // One throttle for every surface that compares a presented secret: guesses on any of them count for the address.
+  const guard: SecretGuard = {
+    throttle: deps.secretThrottle ?? new SecretThrottle(),
+    trustedProxies: deps.trustedProxies ?? new Set(),
+    now: deps.now ?? Date.now,
+  };
 
   app.use('*', async function assignRequestId(c, next) {
     c.set('requestId', newRequestId());
@@ -70,7 +80,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       : c.json({ status: 'ready' }, 200, { 'x-request-id': c.get('requestId') }),
   );
 
-  if (deps.metricsAccess?.ownPort !== true) app.route('/', createMetricsRoutes(metrics, deps.pipeline.ledger, deps.metricsAccess?.token));
+  if (deps.metricsAccess?.ownPort !== true) app.route('/', createMetricsRoutes(metrics, deps.pipeline.ledger, deps.metricsAccess?.token, guard));
 
   const tokens = deps.shared?.dashboardTokens ?? sqliteDashboardTokens(deps.database);
   const reconciliations = deps.shared?.reconciliations ?? sqliteReconciliations(deps.database);
@@ -81,7 +91,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     adminToken: deps.admin.token,
     limitSnapshot: deps.limitSnapshot,
     ...(deps.now ? { now: deps.now } : {}),
-    ...(deps.trustedProxies ? { trustedProxies: deps.trustedProxies } : {}),
+    guard,
     reconciliation: () => reconciliations.latest(),
   };
   const exportLedger = deps.exportLedger ?? fileLedgerExporter(deps.database.path);
@@ -107,6 +117,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       // The dashboard's session cookie opens the admin API's reads (not its writes).
       isAuthorized: (c) => isDashboardSession(c, deps.admin.token, (deps.now ?? Date.now)()),
       exportLedger,
+      guard,
       ...(deps.now ? { now: deps.now } : {}),
     }),
   );
@@ -148,14 +159,18 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 /**
  * `GET /metrics`, behind a bearer token when one is configured: label values
  * name keys and models, which not every network that reaches the proxy
- * should read. Mounted on the proxy's app, or alone on its own port.
+ * should read. Mounted on the proxy's app, or alone on its own port. The
+ * token is compared only while the client's address has checks left
+ * (src/http/secret-throttle.ts).
  */
-function createMetricsRoutes(metrics: Metrics, ledger: Pick<LedgerWriter, 'queueDepth'>, token: string | undefined): Hono<AppEnv> {
+function createMetricsRoutes(metrics: Metrics, ledger: Pick<LedgerWriter, 'queueDepth'>, token: string | undefined, guard: SecretGuard): Hono<AppEnv> {
   const routes = new Hono<AppEnv>();
   routes.get('/metrics', async (c) => {
     if (token !== undefined) {
-      const bearer = /^\s*Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')?.[1];
-      if (bearer === undefined || !tokenMatches(bearer, token)) {
+      const bearer = bearerOf(c);
+      const outcome = bearer === undefined ? undefined : await checkPresentedSecret(c, guard, () => (tokenMatches(bearer, token) ? true : undefined));
+      if (outcome?.kind === 'throttled') throw tooManyAttempts(outcome.retryAfterMs);
+      if (outcome?.kind !== 'right') {
         throw new TollgateError('invalid_metrics_token', 'A valid metrics token is required (Authorization: Bearer <TOLLGATE_METRICS_TOKEN>).');
       }
     }
@@ -166,20 +181,31 @@ function createMetricsRoutes(metrics: Metrics, ledger: Pick<LedgerWriter, 'queue
   return routes;
 }
 
-/** The app served on TOLLGATE_METRICS_PORT: /metrics alone. */
-export function createMetricsApp(metrics: Metrics, ledger: Pick<LedgerWriter, 'queueDepth'>, token: string | undefined): Hono<AppEnv> {
+/**
+ * The app served on TOLLGATE_METRICS_PORT: /metrics alone. `guard`: the
+ * proxy's throttle (main.ts shares it, so guesses on either port count
+ * together) and its trusted proxies; one of its own without.
+ */
+export function createMetricsApp(
+  metrics: Metrics,
+  ledger: Pick<LedgerWriter, 'queueDepth'>,
+  token: string | undefined,
+  guard: SecretGuard = ownSecretGuard(),
+): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use('*', async function assignRequestId(c, next) {
     c.set('requestId', newRequestId());
     await next();
   });
-  app.route('/', createMetricsRoutes(metrics, ledger, token));
+  app.route('/', createMetricsRoutes(metrics, ledger, token, guard));
   app.notFound(() => {
     throw new TollgateError('unknown_url', 'This port serves /metrics only.');
   });
   app.onError((error, c) => {
-    const rendered = renderError(error instanceof TollgateError ? error : new TollgateError('internal_error', 'Tollgate hit an internal error.'));
-    return c.json(rendered.body, rendered.status as 400, { 'x-request-id': c.get('requestId') });
+    const known = error instanceof TollgateError ? error : new TollgateError('internal_error', 'Tollgate hit an internal error.');
+    const rendered = renderError(known);
+    // The error's own headers too: a throttled scraper is told its Retry-After.
+    return c.json(rendered.body, rendered.status as 400, { ...known.headers, 'x-request-id': c.get('requestId') });
   });
   return app;
 }

@@ -306,7 +306,7 @@ export interface Config {
   readonly maxInFlight: number;
   /** Refusals of one key written as raw ledger rows per minute (Infinity = every one). */
   readonly refusalRowsPerMinute: number;
-  /** Proxies believed about X-Forwarded-For (the dashboard's login throttle). */
+  /** Proxies believed about X-Forwarded-For (the throttle on presented tokens, src/http/secret-throttle.ts). */
   readonly trustedProxies: ReadonlySet<string>;
   /** /metrics: the bearer token it requires (none = open) and its own port (none = the proxy's). */
   readonly metrics: { readonly token: string | undefined; readonly port: number | undefined };

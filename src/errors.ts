@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'admin_disabled'
   | 'invalid_admin_token'
   | 'invalid_metrics_token'
+  | 'too_many_attempts'
   // the admin API and CLI
   | 'not_found'
   | 'conflict'
@@ -99,6 +100,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'key_misconfigured':
       return { status: 500, type: 'server_error' };
     case 'rate_limit_exceeded':
+    case 'too_many_attempts':
       return { status: 429, type: 'rate_limit_error' };
     case 'insufficient_quota':
       return { status: 429, type: 'insufficient_quota' };

@@ -91,7 +91,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       ? undefined
       : await new Promise<Server>((resolve, reject) => {
           const created = serve(
-            { fetch: createMetricsApp(tollgate.metrics, tollgate.ledger, config.metrics.token).fetch, port: config.metrics.port!, hostname: config.host },
+            {
+              fetch: createMetricsApp(tollgate.metrics, tollgate.ledger, config.metrics.token, {
+                throttle: tollgate.secretThrottle,
+                trustedProxies: config.trustedProxies,
+                now: Date.now,
+              }).fetch,
+              port: config.metrics.port!,
+              hostname: config.host,
+            },
             () => resolve(created as Server),
           ) as Server;
           created.once('error', reject);

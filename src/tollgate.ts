@@ -45,6 +45,7 @@ import { createBackgroundResponses, type BackgroundResponses } from './responses
 import type { Upstream } from './upstreams/pool.js';
 import { createRouter, type Router } from './upstreams/router.js';
 import { createAnthropicUpstream } from './anthropic/upstream.js';
+import { SecretThrottle } from './http/secret-throttle.js';
 
 /** Parts a caller supplies instead of building them from the config. */
 export interface TollgateOverrides {
@@ -92,6 +93,8 @@ export interface Tollgate {
   readonly pipeline: PipelineDeps;
   /** Flipped when shutting down: /readyz answers 503, connections close after their response. */
   readonly lifecycle: { shuttingDown: boolean };
+  /** The per-address brake on guessing tokens, for every surface of the app and the metrics port (src/http/secret-throttle.ts). */
+  readonly secretThrottle: SecretThrottle;
   /** Connects Redis, loads the tokenizer, starts key polling and WAL checkpoints. */
   start(): Promise<void>;
   /** Stops everything after the HTTP server: leases handed back, the ledger flushed, the database closed. */
@@ -222,6 +225,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     inFlight: new InFlightLimits({ defaultKeyMax: config.maxInFlight, maxWaitMs: config.upstream.queueTimeoutMs }),
   };
   const lifecycle = { shuttingDown: false };
+  const secretThrottle = new SecretThrottle();
   const app = createApp({
     pipeline,
     logger,
@@ -252,6 +256,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     ...(overrides.now ? { now: overrides.now } : {}),
     metricsAccess: { token: config.metrics.token, ownPort: config.metrics.port !== undefined },
     trustedProxies: config.trustedProxies,
+    secretThrottle,
   });
 
   let checkpointer: Checkpointer | undefined;
@@ -275,6 +280,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     alerts,
     pipeline,
     lifecycle,
+    secretThrottle,
     async start() {
       keys.start();
       await replica?.start();

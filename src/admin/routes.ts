@@ -13,6 +13,7 @@ import type { Policy } from '../limits/algorithm/policy.js';
 import type { AdminOps } from './ops.js';
 import { createKeyBody, createTenantBody, updateKeyBody, updateTenantBody } from './wire.js';
 import type { AppEnv } from '../app-env.js';
+import { bearerOf, checkPresentedSecret, ownSecretGuard, tooManyAttempts, type SecretGuard } from '../http/secret-check.js';
 
 export interface AdminRouteDeps {
   readonly ops: AdminOps;
@@ -22,6 +23,8 @@ export interface AdminRouteDeps {
   readonly isAuthorized?: (c: Context<AppEnv>) => boolean;
   /** What the ledger exports read (the node's SQLite file, or PostgreSQL on a replica); no ledger exports without it. */
   readonly exportLedger?: LedgerExporter | undefined;
+  /** The per-address brake on guessing the bearer token, shared with the app's other surfaces (a guard of its own without). */
+  readonly guard?: SecretGuard | undefined;
 }
 
 function digest(text: string): Buffer {
@@ -36,15 +39,23 @@ export function tokenMatches(presented: string, expected: string): boolean {
 export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
   const api = new Hono<AppEnv>();
   const now = deps.now ?? Date.now;
+  const guard = deps.guard ?? ownSecretGuard({ now });
 
   api.use('*', async function requireAdmin(c, next) {
-    if (deps.adminToken === undefined) {
+    const adminToken = deps.adminToken;
+    if (adminToken === undefined) {
       throw new TollgateError('admin_disabled', 'The admin API is disabled: start Tollgate with TOLLGATE_ADMIN_TOKEN set.');
     }
-    const header = c.req.header('authorization');
-    const bearer = header === undefined ? undefined : /^\s*Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
-    const allowed = (bearer !== undefined && tokenMatches(bearer, deps.adminToken)) || (deps.isAuthorized?.(c) ?? false);
-    if (!allowed) throw new TollgateError('invalid_admin_token', 'A valid admin token is required (Authorization: Bearer <TOLLGATE_ADMIN_TOKEN>).');
+    const bearer = bearerOf(c);
+    if (bearer !== undefined) {
+      // Compared only while the client's address has checks left (src/http/secret-throttle.ts).
+      const outcome = await checkPresentedSecret(c, guard, () => (tokenMatches(bearer, adminToken) ? true : undefined));
+      if (outcome.kind === 'throttled') throw tooManyAttempts(outcome.retryAfterMs);
+      if (outcome.kind === 'right') return next();
+    }
+    if (!(deps.isAuthorized?.(c) ?? false)) {
+      throw new TollgateError('invalid_admin_token', 'A valid admin token is required (Authorization: Bearer <TOLLGATE_ADMIN_TOKEN>).');
+    }
     await next();
   });
 

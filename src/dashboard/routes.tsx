@@ -7,6 +7,9 @@
  * URL), buys a signed session cookie (see session.ts). The JSON endpoints take
  * that cookie or the admin API's bearer token. With no token configured the
  * pages say the dashboard is disabled and the JSON answers `admin_disabled`.
+ * Every presented token goes through the app's per-address throttle
+ * (src/http/secret-throttle.ts): no token is compared while the address is
+ * out of checks.
  */
 import { Hono, type Context } from 'hono';
 import type { JSX } from 'hono/jsx/jsx-runtime';
@@ -17,8 +20,7 @@ import { tokenMatches } from '../admin/routes.js';
 import type { AppEnv } from '../app-env.js';
 import type { StoredReconciliation } from '../reconcile/store.js';
 import { loadAssets, type AssetName } from './assets.js';
-import { clientAddressOf } from '../http/client-address.js';
-import { LoginThrottle, type ThrottleOptions } from './login-throttle.js';
+import { bearerOf, checkPresentedSecret, ownSecretGuard, retryAfterSeconds, tooManyAttempts, type SecretGuard } from '../http/secret-check.js';
 import { buildKeyPage, KeyPage } from './key-page.js';
 import { buildKeys, KeysPage } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
@@ -39,9 +41,9 @@ export interface DashboardDeps {
   readonly now?: () => number;
   /** The limiter's live view of a key's buckets; the key page says "not available" without it. */
   readonly limitSnapshot?: LimitSnapshot | undefined;
-  /** The login form's brake on wrong tokens, and the pause after each one (default 300 ms). */
-  readonly login?: (ThrottleOptions & { readonly failureDelayMs?: number }) | undefined;
-  /** Proxies believed about X-Forwarded-For (TOLLGATE_TRUSTED_PROXIES): the login throttle counts per real client. */
+  /** The app's per-address brake on guessing tokens, shared by every surface (a guard of its own without, believing `trustedProxies`). */
+  readonly guard?: SecretGuard | undefined;
+  /** Proxies believed about X-Forwarded-For (TOLLGATE_TRUSTED_PROXIES), for a guard of its own: the throttle counts per real client. */
   readonly trustedProxies?: ReadonlySet<string>;
   /** Where tenants' dashboard tokens are kept: PostgreSQL on a replica; SQLite's of `database` without. */
   readonly tokens?: DashboardTokenStore | undefined;
@@ -62,8 +64,6 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
 /** The largest login form accepted (a token and a return path). */
 const MAX_LOGIN_BODY = 8192;
 
-const NO_PROXIES: ReadonlySet<string> = new Set();
-
 /** The view context of a viewer: SQLite's reads per database (or deps.reads on PostgreSQL), narrowed for a tenant (viewer.ts). */
 function contextOf(deps: DashboardDeps, now: () => number, viewer: Viewer): ViewContext {
   return viewContextFor(deps, now(), viewer);
@@ -73,10 +73,6 @@ function contextOf(deps: DashboardDeps, now: () => number, viewer: Viewer): View
 function safeNext(value: string | null | undefined): string {
   if (value === null || value === undefined) return '/dashboard';
   return /^\/dashboard(?:[/?][^\\\s]*)?$/.test(value) && !value.startsWith('/dashboard/login') ? value : '/dashboard';
-}
-
-function clientAddress(c: Context<AppEnv>, trusted: ReadonlySet<string>): string {
-  return clientAddressOf(c.env?.incoming?.socket.remoteAddress, c.req.header('x-forwarded-for'), trusted);
 }
 
 async function page(c: Context<AppEnv>, element: JSX.Element, status = 200, extra: Record<string, string> = {}): Promise<Response> {
@@ -96,8 +92,7 @@ function pathWithQuery(c: Context<AppEnv>): string {
 export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const now = deps.now ?? Date.now;
-  const throttle = new LoginThrottle(deps.login);
-  const failureDelayMs = deps.login?.failureDelayMs ?? 300;
+  const guard = deps.guard ?? ownSecretGuard({ trustedProxies: deps.trustedProxies, now });
   const assets = loadAssets();
   const adminToken = deps.adminToken;
   const tokens = deps.tokens ?? sqliteDashboardTokens(deps.database);
@@ -126,47 +121,33 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
 
   app.post('/login', async (c) => {
     const token = adminToken!;
-    const address = clientAddress(c, deps.trustedProxies ?? NO_PROXIES);
-    const waitMs = throttle.retryAfterMs(address, now());
     const body = new URLSearchParams((await readBodyBytes(c.req.raw, MAX_LOGIN_BODY)).toString('utf8'));
     const next = safeNext(body.get('next'));
-    const presented = (body.get('token') ?? '').trim();
-    if (isDashboardTokenText(presented) && !tokenMatches(presented, token)) {
-      // A tenant's read-only token (tenant-tokens.ts): the same throttle, but a throttled
-      // address is refused even the right one (only the operator's token must always work).
-      const tenant = waitMs > 0 ? undefined : await tokens.activeViewer({ secret: presented }, now());
-      if (tenant !== undefined) {
-        throttle.recordSuccess(address);
-        const value = createTenantSessionValue(token, tenant.tokenId, now(), tenant.expiresAt);
-        return redirect(c, next, { 'set-cookie': sessionCookieHeader(value, isHttps(c)) });
-      }
-      if (failureDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, failureDelayMs));
-      if (waitMs > 0) {
-        const minutes = Math.ceil(waitMs / 60_000);
-        const error = `Too many wrong tokens from your address. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
-        return page(c, <LoginPage next={next} error={error} />, 429, { 'retry-after': String(Math.ceil(waitMs / 1000)) });
-      }
-      throttle.recordFailure(address, now());
-      return page(c, <LoginPage next={next} error="That dashboard token is unknown, revoked or expired. Ask your operator for a new one." />, 401);
+    const presented = body.get('token') ?? '';
+    const tenantLike = isDashboardTokenText(presented.trim());
+    // The operator's token or a tenant's read-only one (tenant-tokens.ts), compared only while
+    // this address has checks left: a throttled address learns nothing, whichever token it sends.
+    const outcome = await checkPresentedSecret(c, guard, async (): Promise<Viewer | undefined> => {
+      if (tokenMatches(presented, token)) return { kind: 'admin' };
+      if (!tenantLike) return undefined;
+      const tenant = await tokens.activeViewer({ secret: presented.trim() }, now());
+      return tenant === undefined ? undefined : { kind: 'tenant', tenant };
+    });
+    if (outcome.kind === 'throttled') {
+      const seconds = retryAfterSeconds(outcome.retryAfterMs);
+      const error = `Too many wrong tokens from your address. Try again in ${seconds} second${seconds === 1 ? '' : 's'}.`;
+      return page(c, <LoginPage next={next} error={error} />, 429, { 'retry-after': String(seconds) });
     }
-    // The right token always logs in, even from a throttled address: whoever
-    // shares the operator's address (a NAT, an untrusted balancer) must not
-    // be able to lock the operator out by guessing wrong. Wrong tokens from a
-    // throttled address are refused without being counted.
-    if (waitMs > 0 && !tokenMatches(body.get('token') ?? '', token)) {
-      if (failureDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, failureDelayMs));
-      const minutes = Math.ceil(waitMs / 60_000);
-      const error = `Too many wrong tokens from your address. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
-      return page(c, <LoginPage next={next} error={error} />, 429, { 'retry-after': String(Math.ceil(waitMs / 1000)) });
+    if (outcome.kind === 'wrong') {
+      const error = tenantLike
+        ? 'That dashboard token is unknown, revoked or expired. Ask your operator for a new one.'
+        : 'That is not the admin token. Check TOLLGATE_ADMIN_TOKEN and try again.';
+      return page(c, <LoginPage next={next} error={error} />, 401);
     }
-    if (!tokenMatches(body.get('token') ?? '', token)) {
-      throttle.recordFailure(address, now());
-      // A pause per wrong token makes guessing slow without holding a thread.
-      if (failureDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, failureDelayMs));
-      return page(c, <LoginPage next={next} error="That is not the admin token. Check TOLLGATE_ADMIN_TOKEN and try again." />, 401);
-    }
-    throttle.recordSuccess(address);
-    return redirect(c, next, { 'set-cookie': sessionCookieHeader(createSessionValue(token, now()), isHttps(c)) });
+    const viewer = outcome.value;
+    const value =
+      viewer.kind === 'admin' ? createSessionValue(token, now()) : createTenantSessionValue(token, viewer.tenant.tokenId, now(), viewer.tenant.expiresAt);
+    return redirect(c, next, { 'set-cookie': sessionCookieHeader(value, isHttps(c)) });
   });
 
   app.post('/logout', (c) => redirect(c, '/dashboard/login?loggedOut=1', { 'set-cookie': clearedCookieHeader(isHttps(c)) }));
@@ -203,25 +184,31 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
 }
 
 /**
- * Whether a request is an admin: the bearer token, or (for the dashboard's
+ * Whether a request is an admin: the bearer token (compared only while the
+ * address has checks left; a throttled one is a 429), or (for the dashboard's
  * own reads) a valid session cookie.
  */
-function isAdminRequest(c: Context<AppEnv>, adminToken: string, now: number): boolean {
-  const header = c.req.header('authorization');
-  const bearer = header === undefined ? undefined : /^\s*Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
-  return (bearer !== undefined && tokenMatches(bearer, adminToken)) || hasValidSession(c, adminToken, now);
+async function isAdminRequest(c: Context<AppEnv>, adminToken: string, guard: SecretGuard): Promise<boolean> {
+  const bearer = bearerOf(c);
+  if (bearer !== undefined) {
+    const outcome = await checkPresentedSecret(c, guard, () => (tokenMatches(bearer, adminToken) ? true : undefined));
+    if (outcome.kind === 'throttled') throw tooManyAttempts(outcome.retryAfterMs);
+    if (outcome.kind === 'right') return true;
+  }
+  return hasValidSession(c, adminToken, guard.now());
 }
 
 /** The JSON the pages poll, to mount at /admin/api/dashboard. */
 export function createDashboardApiRoutes(deps: DashboardDeps): Hono<AppEnv> {
   const api = new Hono<AppEnv>();
   const now = deps.now ?? Date.now;
+  const guard = deps.guard ?? ownSecretGuard({ trustedProxies: deps.trustedProxies, now });
 
   api.use('*', async function requireAdminOrSession(c, next) {
     if (deps.adminToken === undefined) {
       throw new TollgateError('admin_disabled', 'The admin API is disabled: start Tollgate with TOLLGATE_ADMIN_TOKEN set.');
     }
-    if (!isAdminRequest(c, deps.adminToken, now())) {
+    if (!(await isAdminRequest(c, deps.adminToken, guard))) {
       throw new TollgateError('invalid_admin_token', 'A valid admin token (Authorization: Bearer …) or dashboard session is required.');
     }
     await next();

@@ -1,6 +1,6 @@
 /**
- * Who a request comes from, for per-address brakes (the dashboard's login
- * throttle). Behind a load balancer every socket is the balancer's, so one
+ * Who a request comes from, for per-address brakes (the throttle on
+ * presented tokens, secret-throttle.ts). Behind a load balancer every socket is the balancer's, so one
  * tenant's wrong tokens would lock out everyone, the operator included. The
  * addresses listed in TOLLGATE_TRUSTED_PROXIES are believed about
  * `X-Forwarded-For`: the client is the right-most address in it that is not
