@@ -22,7 +22,7 @@ import { countTextTokens, loadEncoding, loadEncodingSync, type EncodingName } fr
 import { EstimateWorkerPool } from './worker-pool.js';
 
 export { withStoredHistory, type Estimate, type EstimateOptions } from './estimate-body.js';
-export type { References, UnseenInput, UnseenKind } from './unseen.js';
+export type { References } from './unseen.js';
 export { EstimateInputError } from './errors.js';
 export { builtinPriceTable, costMicroUsd, mergePriceTable, priceTableOverrideSchema, resolvePrice, type ModelPrice } from './prices.js';
 export { encodingForModel } from './models.js';

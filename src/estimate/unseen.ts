@@ -66,7 +66,7 @@ export interface UnseenInput {
 const NONE: References = { itemIds: [], fileIds: [] };
 
 /** Whether a kind is reserved against the window (every kind but images, which have their own bound). */
-export function isWindowBounded(kind: UnseenKind): boolean {
+function isWindowBounded(kind: UnseenKind): boolean {
   return kind !== 'image';
 }
 
