@@ -7,6 +7,7 @@
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { NotFoundError } from 'openai';
+import type { Response } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { tempDatabasePath } from '../../support/db.js';
@@ -108,7 +109,7 @@ it('a response streamed through one node is continued through another at its set
   const { key: owner } = await createKey('continuer');
   const { key: other } = await createKey('stranger');
   const stream = await a.client(owner).responses.create({ model: 'gpt-4o-mini', input: 'Remember seven.', stream: true });
-  let completed: { id: string; usage: { input_tokens: number; output_tokens: number } | null; output: Array<{ id?: string }> } | undefined;
+  let completed: Response | undefined;
   for await (const event of stream) if (event.type === 'response.completed') completed = event.response;
   // Its size is learned when the stream is settled, after its row may have been shipped: it ships again.
   const history = completed!.usage!.input_tokens + completed!.usage!.output_tokens;
