@@ -89,8 +89,8 @@ export function registerMiscCommands(program: Command): void {
               ]
             : []),
           `completion reserved  ${count(estimate.completionTokensReserved)}${estimate.n > 1 ? ` (${estimate.n} choices)` : ''}`,
-          `reserved tokens      ${count(estimate.reservedTokens)}`,
-          `reserved cost        ${usd(estimate.reservedMicroUsd)} (${estimate.reservedMicroUsd} micro-USD)`,
+          `reserved tokens      ${count(estimate.reservedTokens)}${estimate.unseen.boundTokens > 0 ? ` (rate limits; budgets hold ${count(estimate.reservedTokens + estimate.unseen.boundTokens)})` : ''}`,
+          `reserved cost        ${usd(estimate.reservedMicroUsd)} (${estimate.reservedMicroUsd} micro-USD)${estimate.unseen.boundTokens > 0 ? ' (rate limits)' : ''}`,
         ].join('\n'),
       );
     });

@@ -63,12 +63,17 @@ export interface Estimate {
   /** The request's `model`, as sent. */
   readonly model: string;
   readonly encoding: EncodingName;
+  /** Prompt tokens counted, plus those reserved for what could not be counted ({@link Estimate.unseen}). */
   readonly promptTokens: number;
   /** Completion tokens reserved: choices × per-choice limit. */
   readonly completionTokensReserved: number;
-  /** promptTokens + completionTokensReserved. */
+  /**
+   * What rate limits take: promptTokens + completionTokensReserved, less the unseen input reserved
+   * only at a bound (`unseen.boundTokens`), which — like the completion's worst case — they settle
+   * as debt from the usage instead; budgets hold all of it ({@link Estimate.reservationBase}).
+   */
   readonly reservedTokens: number;
-  /** Cost of the whole reservation, integer micro-USD (prompt at the uncached input price). */
+  /** Cost of {@link Estimate.reservedTokens}, integer micro-USD (prompt at the uncached input price). */
   readonly reservedMicroUsd: number;
   readonly price: ResolvedPrice;
   /** Completions per prompt reserved for (`n`, or `best_of` when larger); 1 where not applicable. */
@@ -255,10 +260,12 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
   // Input that lives upstream: at most what the window leaves (the table's largest for a model without one).
   const room = roomBeside(window ?? largestWindow(options.prices), countedTokens);
   const windowBounded = unseenTally.windowBounded;
+  const reservedUnseen = unseenReservation({ room, imageTokens: unsizedImageTokens, windowBounded, bound: options.unseenInputTokens });
   const unseen: UnseenInput = {
     kinds: unseenTally.kinds,
     imageTokens: unsizedImageTokens,
-    reservedTokens: unseenReservation({ room, imageTokens: unsizedImageTokens, windowBounded, bound: options.unseenInputTokens }),
+    reservedTokens: reservedUnseen,
+    boundTokens: windowBounded ? reservedUnseen - Math.min(unsizedImageTokens, reservedUnseen) : 0,
     room,
   };
   const promptTokens = countedTokens + unseen.reservedTokens;
@@ -315,15 +322,13 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     // A request that writes the prompt cache may write all of its prompt, at the write price.
     ...(counted.cacheWrite === '1h' ? { cacheWrite1hTokens: promptTokens } : counted.cacheWrite === '5m' ? { cacheWrite5mTokens: promptTokens } : {}),
   };
-  const reservedMicroUsd = reservationCost(reservationBase, completionTokensReserved, price, extras.toolRates);
   const completionMicroUsdPer1M = audioDearer ? price.audio.outputMicroUsdPer1M : tierPrices.outputMicroUsdPer1M;
   return {
     model,
     encoding,
     promptTokens,
     completionTokensReserved,
-    reservedTokens: promptTokens + completionTokensReserved,
-    reservedMicroUsd,
+    ...limitsReservation(reservationBase, unseen.boundTokens, completionTokensReserved, price, extras.toolRates),
     price,
     n: counted.n,
     promptCount: counted.promptCount,
@@ -371,11 +376,32 @@ export function withStoredHistory(estimate: Estimate, tokens: number): Estimate 
   return {
     ...estimate,
     promptTokens,
-    reservedTokens: promptTokens + estimate.completionTokensReserved,
-    reservedMicroUsd: reservationCost(reservationBase, estimate.completionTokensReserved, estimate.price, estimate.toolRates),
+    // Known now: rate limits take it too.
+    ...limitsReservation(reservationBase, 0, estimate.completionTokensReserved, estimate.price, estimate.toolRates),
     reservationBase,
-    unseen: { ...unseen, reservedTokens: reserved },
+    unseen: { ...unseen, reservedTokens: reserved, boundTokens: 0 },
   };
+}
+
+/** The tokens and cost rate limits take: the reservation less the unseen input reserved only at a bound. */
+function limitsReservation(
+  base: ReservationBase,
+  boundTokens: number,
+  completionTokens: number,
+  price: ModelPrice,
+  toolRates: ToolRates,
+): Pick<Estimate, 'reservedTokens' | 'reservedMicroUsd'> {
+  const promptTokens = base.promptTokens - boundTokens;
+  const taken: ReservationBase =
+    boundTokens === 0
+      ? base
+      : {
+          ...base,
+          promptTokens,
+          ...(base.cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens: promptTokens }),
+          ...(base.cacheWrite5mTokens === undefined ? {} : { cacheWrite5mTokens: promptTokens }),
+        };
+  return { reservedTokens: promptTokens + completionTokens, reservedMicroUsd: reservationCost(taken, completionTokens, price, toolRates) };
 }
 
 const largestWindows = new WeakMap<PriceTable, number>();

@@ -59,6 +59,12 @@ export interface UnseenInput {
    * the estimate counted everything.
    */
   readonly reservedTokens: number;
+  /**
+   * Part of reservedTokens that is a bound, not a size Tollgate knows (the window-bounded kinds at
+   * the window or the operator's bound): budgets hold it; rate limits do not take it, and settle
+   * what the usage reports as debt, as they do with a completion's worst case.
+   */
+  readonly boundTokens: number;
   /** The most input can bill beside what was counted: the window (or the largest known) less the counted prompt. */
   readonly room: number;
 }

@@ -8,6 +8,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinPriceTable, costMicroUsd, resolvePrice } from '../../../src/estimate/index.js';
+import { parseLimit } from '../../../src/limits/algorithm/policy.js';
 import type { RecordedRequest } from '../../../src/demo/fake-upstream/index.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
@@ -131,6 +132,20 @@ describe('stored history (previous_response_id)', () => {
     const rows = await settledRows(id, 2);
     const continued = rows.find((row) => row.status === 'ok')!;
     expect(continued.est_prompt_tokens).toBe(price.contextWindow);
+  });
+});
+
+describe('rate limits', () => {
+  it('take what is known of unseen input and settle the rest as debt, so a token limit below the window does not refuse it', async () => {
+    const key = h.issueKey('tpm', { limits: [parseLimit('tokens:50000/min')] });
+    const client = h.client(key);
+    const job = await client.responses.create({ model: MODEL, input: 'A long job.', background: true }, scenario('jobMs=600000'));
+    // Its size is not known yet: budgets would reserve the 128k window, a 50k-token limit takes the counted prompt.
+    const continued = await client.responses.create({ model: MODEL, previous_response_id: job.id, input: 'Continue.', max_output_tokens: 16 });
+    expect(continued.status).toBe('completed');
+    const input = [{ role: 'user' as const, content: [{ type: 'input_file' as const, file_url: 'https://example.com/report.pdf' }] }];
+    expect((await client.responses.create({ model: MODEL, input, max_output_tokens: 16 })).status).toBe('completed');
+    await client.responses.cancel(job.id);
   });
 });
 

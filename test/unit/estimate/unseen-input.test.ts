@@ -9,6 +9,7 @@ import { builtinPriceTable, estimateRequestSync, mergePriceTable, priceTableOver
 import { imageTokensForSize, maxImageTokens } from '../../../src/estimate/images.js';
 import { imagePricingForModel } from '../../../src/estimate/models.js';
 import { costMicroUsd } from '../../../src/estimate/prices.js';
+import { reservationOf } from '../../../src/budgets/output-cap.js';
 import { promptTokensFor, parseScenario } from '../../../src/demo/fake-upstream/scenario.js';
 import { fakeImageTokens, unseenInputTokens } from '../../../src/demo/fake-upstream/unseen-input.js';
 
@@ -71,7 +72,7 @@ describe('what the estimate cannot count, by kind, with the ids the request name
 
   it('notes chat files by id and remote images, and nothing for a plain chat', () => {
     const plain = estimateRequestSync('chat', { model: 'gpt-4o', messages: [{ role: 'user', content: 'Hi' }] }, options);
-    expect(plain.unseen).toEqual({ kinds: {}, imageTokens: 0, reservedTokens: 0, room: 128_000 - plain.promptTokens });
+    expect(plain.unseen).toEqual({ kinds: {}, imageTokens: 0, reservedTokens: 0, boundTokens: 0, room: 128_000 - plain.promptTokens });
     expect(plain.references).toEqual({ itemIds: [], fileIds: [] });
     const estimate = estimateRequestSync(
       'chat',
@@ -138,8 +139,30 @@ describe('reserving what cannot be counted', () => {
     expect(estimate.unseen.reservedTokens).toBe(128_000 - plain.promptTokens);
     expect(estimate.promptTokens).toBe(128_000);
     expect(estimate.completionTokensReserved).toBe(16);
-    // The whole reservation priced: 128,000 input tokens at $0.15 and 16 output at $0.60 per 1M.
-    expect(estimate.reservedMicroUsd).toBe(costMicroUsd({ promptTokens: 128_000, completionTokens: 16 }, estimate.price));
+    // What budgets hold: 128,000 input tokens at $0.15 and 16 output at $0.60 per 1M.
+    expect(reservationOf(estimate, 16)).toBe(costMicroUsd({ promptTokens: 128_000, completionTokens: 16 }, estimate.price));
+  });
+
+  it('lets rate limits take only what is known of it, as they take a default completion, and budgets the bound', () => {
+    const plain = estimateRequestSync('responses', { model: 'gpt-4o-mini', input: 'Continue.', max_output_tokens: 16 }, options);
+    const estimate = estimateRequestSync('responses', continued, options);
+    expect(estimate.unseen.boundTokens).toBe(estimate.unseen.reservedTokens);
+    expect(estimate.reservedTokens).toBe(plain.promptTokens + 16);
+    expect(estimate.reservedMicroUsd).toBe(plain.reservedMicroUsd);
+    expect(reservationOf(estimate, 16)).toBeGreaterThan(estimate.reservedMicroUsd);
+    // A known history is taken by both.
+    const known = withStoredHistory(estimate, 20_000);
+    expect(known.unseen.boundTokens).toBe(0);
+    expect(known.reservedTokens).toBe(plain.promptTokens + 20_000 + 16);
+    expect(reservationOf(known, 16)).toBe(known.reservedMicroUsd);
+    // Images of unknown size are taken by both, at their bound.
+    const image = estimateRequestSync(
+      'responses',
+      { model: 'gpt-4o', max_output_tokens: 16, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/a.png' }] }] },
+      options,
+    );
+    expect(image.unseen.boundTokens).toBe(0);
+    expect(image.reservedTokens).toBe(image.promptTokens + 16);
   });
 
   it("reserves at most the operator's bound, and never more than the window leaves", () => {
