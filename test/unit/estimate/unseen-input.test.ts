@@ -4,8 +4,18 @@
  * request names, and reserved at the most the model can bill for it (src/estimate/unseen.ts).
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { builtinPriceTable, estimateRequestSync, mergePriceTable, priceTableOverrideSchema, withStoredHistory } from '../../../src/estimate/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  builtinPriceTable,
+  closeEstimator,
+  configureEstimator,
+  estimateRequest,
+  estimateRequestSync,
+  getEstimatorStats,
+  mergePriceTable,
+  priceTableOverrideSchema,
+  withStoredHistory,
+} from '../../../src/estimate/index.js';
 import { imageTokensForSize, maxImageTokens } from '../../../src/estimate/images.js';
 import { imagePricingForModel } from '../../../src/estimate/models.js';
 import { costMicroUsd } from '../../../src/estimate/prices.js';
@@ -324,5 +334,29 @@ describe("Tollgate's reservation covers what the fake upstream bills for input i
     expect(fakeImageTokens(1024, 1024, 'low', 'gpt-4o')).toBe(85);
     expect(fakeImageTokens(1024, 1024, 'high', 'gpt-4.1-mini')).toBe(Math.ceil(1024 * 1.62));
     expect(fakeImageTokens(1800, 2400, 'high', 'o4-mini')).toBe(Math.ceil(1452 * 1.72));
+  });
+});
+
+describe('on a worker thread', () => {
+  afterAll(() => closeEstimator());
+
+  it('a large body comes back with the same unseen input and references as counted inline', async () => {
+    configureEstimator({ workerThreads: 1 });
+    const body = {
+      model: 'gpt-4o',
+      previous_response_id: 'resp_big',
+      input: [
+        { role: 'user', content: 'word '.repeat(20_000) },
+        { type: 'item_reference', id: 'msg_1' },
+        { role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/a.png' }] },
+      ],
+    };
+    const before = getEstimatorStats().offloaded;
+    const offloaded = await estimateRequest('responses', body, options);
+    expect(getEstimatorStats().offloaded).toBe(before + 1);
+    const inline = estimateRequestSync('responses', body, options);
+    expect(offloaded.unseen).toEqual(inline.unseen);
+    expect(offloaded.references).toEqual({ previousResponseId: 'resp_big', itemIds: ['msg_1'], fileIds: [] });
+    expect(offloaded.promptTokens).toBe(inline.promptTokens);
   });
 });
