@@ -158,6 +158,27 @@ describe('conversations and files Tollgate does not serve', () => {
   });
 });
 
+describe("Anthropic's Messages API", () => {
+  it('refuses a document or image by file id in its own error shape, the upstream never asked', async () => {
+    const key = h.issueKey('claude-user');
+    const calls = fake.requests.length;
+    for (const block of [
+      { type: 'document', source: { type: 'file', file_id: 'file_011' } },
+      { type: 'image', source: { type: 'file', file_id: 'file_012' } },
+    ]) {
+      const response = await fetch(`${h.baseURL}/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: [block] }] }),
+      });
+      expect(response.status).toBe(404);
+      expect(response.headers.get('x-tollgate-error-code')).toBe('file_not_found');
+      expect(await response.json()).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
+    }
+    expect(fake.requests.length).toBe(calls);
+  });
+});
+
 describe('lifecycle error answers', () => {
   it("mask the provider account's identifiers, as the proxy routes do", async () => {
     const mine = await owner.responses.create({ model: 'gpt-4o-mini', input: 'Mine.' });
