@@ -192,7 +192,8 @@ export class ResponseStore {
    * not held here: a 503 the SDKs retry, never a 404 that may be wrong.
    */
   async findOwner(id: string): Promise<string | undefined> {
-    return (await this.findResponse(id))?.keyId;
+    // Its owner never changes: one held here needs no lookup, even while its size is unknown.
+    return this.localResponse(id)?.keyId ?? (await this.findResponse(id))?.keyId;
   }
 
   /**
@@ -204,12 +205,18 @@ export class ResponseStore {
   async findResponse(id: string): Promise<StoredResponse | undefined> {
     const local = this.localResponse(id);
     if (this.shared === undefined || (local !== undefined && local.billedTokens !== undefined)) return local;
-    const row = (
-      await this.sharedRows(
+    let rows;
+    try {
+      rows = await this.sharedRows(
         'SELECT id, key_id, request_id, created_at, billed_tokens FROM responses WHERE id = $1 AND deleted_at IS NULL AND item_of IS NULL',
         [id],
-      )
-    )[0];
+      );
+    } catch (error) {
+      // Held here: its owner is known, only its size is not (reserved at the bound).
+      if (local !== undefined) return local;
+      throw error;
+    }
+    const row = rows[0];
     if (row === undefined) return local;
     const billedTokens = row.billed_tokens === null ? undefined : Number(row.billed_tokens);
     if (local === undefined) {
