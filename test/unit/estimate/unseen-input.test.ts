@@ -175,6 +175,15 @@ describe('reserving what cannot be counted', () => {
     expect(image.reservedTokens).toBe(image.promptTokens + 16);
   });
 
+  it('reserves MCP servers and hosted tools the same way: their lists and results are billed as input', () => {
+    const mcp = { type: 'mcp', server_label: 'docs', server_url: 'https://mcp.example.com/sse', require_approval: 'never' };
+    for (const tools of [[mcp], [{ type: 'file_search', vector_store_ids: ['vs_1'] }], [{ type: 'code_interpreter', container: { type: 'auto' } }]]) {
+      const estimate = estimateRequestSync('responses', { model: 'gpt-4o', input: 'Look it up.', max_output_tokens: 100, tools }, options);
+      expect(estimate.promptTokens).toBe(128_000);
+      expect(estimate.unseen.boundTokens).toBe(estimate.unseen.reservedTokens);
+    }
+  });
+
   it("reserves at most the operator's bound, and never more than the window leaves", () => {
     const plain = estimateRequestSync('responses', { model: 'gpt-4o-mini', input: 'Continue.', max_output_tokens: 16 }, options);
     expect(estimateRequestSync('responses', continued, { ...options, unseenInputTokens: 5_000 }).promptTokens).toBe(plain.promptTokens + 5_000);
