@@ -171,6 +171,12 @@ const envSchema = z.object({
   /** Worst-case completion per choice of a model whose price entry has no output limit (budgets reserve it). */
   TOLLGATE_UNKNOWN_MAX_OUTPUT_TOKENS: positiveInt.default(128_000),
   /**
+   * The most input tokens reserved for input Tollgate cannot count (stored history, files by id or
+   * URL, MCP servers, hosted tools' results); any more is settled as debt. Unset = what the model's
+   * context window leaves beside the counted prompt, which budgets can hold to.
+   */
+  TOLLGATE_UNSEEN_INPUT_TOKENS: positiveInt.optional(),
+  /**
    * Models the price table lacks: priced at the fallback (the table's highest prices unless the
    * config file sets `prices.fallback`), or refused with 400 model_not_found.
    */
@@ -291,6 +297,8 @@ export interface Config {
   readonly defaultMaxCompletionTokens: number;
   readonly minOutputTokens: number;
   readonly fallbackMaxOutputTokens: number;
+  /** Bound of the input reserved for what Tollgate cannot count; undefined = the context window (src/estimate/unseen.ts). */
+  readonly unseenInputTokens: number | undefined;
   readonly keyRefreshMs: number;
   readonly metricsKeyLabel: KeyLabelMode;
   /** The built-in price table merged with the config file's overrides. */
@@ -390,6 +398,7 @@ export function loadConfig(env: Env = process.env): Config {
     defaultMaxCompletionTokens: e.TOLLGATE_DEFAULT_MAX_TOKENS,
     minOutputTokens: e.TOLLGATE_MIN_OUTPUT_TOKENS,
     fallbackMaxOutputTokens: e.TOLLGATE_UNKNOWN_MAX_OUTPUT_TOKENS,
+    unseenInputTokens: e.TOLLGATE_UNSEEN_INPUT_TOKENS,
     keyRefreshMs: e.TOLLGATE_KEY_REFRESH,
     metricsKeyLabel: e.TOLLGATE_METRICS_KEY_LABEL,
     prices,

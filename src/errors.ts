@@ -20,6 +20,11 @@ export type ErrorCode =
   | 'model_not_found'
   | 'client_closed_request'
   | 'response_not_found'
+  // ids a request refers to that the key does not own (src/responses/ownership.ts)
+  | 'previous_response_not_found'
+  | 'item_not_found'
+  | 'conversation_not_found'
+  | 'file_not_found'
   // who is asking
   | 'missing_api_key'
   | 'invalid_api_key'
@@ -77,6 +82,10 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
       return { status: 413, type: 'invalid_request_error' };
     case 'unknown_url':
     case 'response_not_found':
+    case 'previous_response_not_found':
+    case 'item_not_found':
+    case 'conversation_not_found':
+    case 'file_not_found':
       return { status: 404, type: 'invalid_request_error' };
     case 'method_not_allowed':
       return { status: 405, type: 'invalid_request_error' };

@@ -209,6 +209,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       defaultMaxCompletionTokens: config.defaultMaxCompletionTokens,
       fallbackMaxOutputTokens: config.fallbackMaxOutputTokens,
       unknownModels: config.unknownModels,
+      ...(config.unseenInputTokens === undefined ? {} : { unseenInputTokens: config.unseenInputTokens }),
     },
     minOutputTokens: config.minOutputTokens,
     limiter: limiter.limiter,

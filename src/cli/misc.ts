@@ -62,7 +62,11 @@ export function registerMiscCommands(program: Command): void {
       const config = loadConfig();
       let estimate;
       try {
-        estimate = estimateRequestSync(endpoint, body, { prices: config.prices, defaultMaxCompletionTokens: config.defaultMaxCompletionTokens });
+        estimate = estimateRequestSync(endpoint, body, {
+          prices: config.prices,
+          defaultMaxCompletionTokens: config.defaultMaxCompletionTokens,
+          ...(config.unseenInputTokens === undefined ? {} : { unseenInputTokens: config.unseenInputTokens }),
+        });
       } catch (error) {
         if (error instanceof EstimateInputError) throw new CliError(`${error.param ? `${error.param}: ` : ''}${error.message}`, EXIT_USAGE);
         throw error;
@@ -77,9 +81,16 @@ export function registerMiscCommands(program: Command): void {
           `model                ${estimate.model}${estimate.price.known ? '' : ' (not in the price table: fallback price)'}`,
           `encoding             ${estimate.encoding}`,
           `prompt tokens        ${count(estimate.promptTokens)}${estimate.imageTokens > 0 ? ` (${count(estimate.imageTokens)} for images)` : ''}`,
+          ...(estimate.unseen.reservedTokens > 0
+            ? [
+                `not countable        ${count(estimate.unseen.reservedTokens)} of the prompt tokens, reserved for ${Object.entries(estimate.unseen.kinds)
+                  .map(([kind, times]) => `${kind.replace('_', ' ')} ×${times}`)
+                  .join(', ')}`,
+              ]
+            : []),
           `completion reserved  ${count(estimate.completionTokensReserved)}${estimate.n > 1 ? ` (${estimate.n} choices)` : ''}`,
-          `reserved tokens      ${count(estimate.reservedTokens)}`,
-          `reserved cost        ${usd(estimate.reservedMicroUsd)} (${estimate.reservedMicroUsd} micro-USD)`,
+          `reserved tokens      ${count(estimate.reservedTokens)}${estimate.unseen.boundTokens > 0 ? ` (rate limits; budgets hold ${count(estimate.reservedTokens + estimate.unseen.boundTokens)})` : ''}`,
+          `reserved cost        ${usd(estimate.reservedMicroUsd)} (${estimate.reservedMicroUsd} micro-USD)${estimate.unseen.boundTokens > 0 ? ' (rate limits)' : ''}`,
         ].join('\n'),
       );
     });

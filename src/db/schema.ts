@@ -274,7 +274,8 @@ export const tagRollups = sqliteTable(
 
 /**
  * Stored Responses (POST /v1/responses) and the key that created each: a key
- * sees only its own through the lifecycle routes. Background jobs also carry
+ * sees only its own through the lifecycle routes, and continues or refers to
+ * only its own responses and their items (src/responses/ownership.ts). Background jobs also carry
  * a claim, so that one process polls a job until its ledger row is settled
  * and a restarted process picks up the jobs nobody polls (src/responses).
  */
@@ -295,12 +296,26 @@ export const responses = sqliteTable(
     claimedUntil: integer('claimed_until').notNull().default(0),
     /** Deleted through the API: no longer found. */
     deletedAt: integer('deleted_at'),
+    /**
+     * Set on an item of a stored response (an output item, or an input item its listing showed):
+     * the response it belongs to. A key may refer (`item_reference`) only to its own items.
+     */
+    itemOf: text('item_of'),
+    /**
+     * A response's input plus output tokens as its settled usage reported them: what continuing it
+     * (`previous_response_id`) bills again as input. Null while unknown (running, or no usage).
+     */
+    billedTokens: integer('billed_tokens'),
   },
   (t) => [
     // Background jobs still to settle (a small index: rows leave it once settled).
     index('responses_unsettled')
       .on(t.claimedUntil)
       .where(sql`unsettled = 1`),
+    // A deleted response takes its items with it.
+    index('responses_items')
+      .on(t.itemOf)
+      .where(sql`item_of IS NOT NULL`),
   ],
 );
 

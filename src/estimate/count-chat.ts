@@ -10,12 +10,12 @@
  */
 import {
   approximateAudioTokens,
-  approximateFileTokens,
   countArguments,
   countJsonSchemaFormat,
   countStringLeaves,
   countToolChoice,
   readImageDetail,
+  tallyFile,
   tallyImage,
   type CountContext,
   type PromptTally,
@@ -102,7 +102,10 @@ function tallyContentPart(part: unknown, context: CountContext, tally: PromptTal
     }
     case 'file': {
       const file = readObject(object['file'], `${param}.file`);
-      tally.tokens += approximateFileTokens(readOptionalString(file['file_data'], `${param}.file.file_data`));
+      tally.tokens += tallyFile(
+        { fileData: readOptionalString(file['file_data'], `${param}.file.file_data`), fileId: readOptionalString(file['file_id'], `${param}.file.file_id`) },
+        context,
+      );
       const filename = readOptionalString(file['filename'], `${param}.file.filename`);
       if (filename !== undefined) tally.tokens += context.counter.count(filename);
       return;

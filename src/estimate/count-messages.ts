@@ -8,10 +8,10 @@
  * why they bound the bill are in src/estimate/README.md ("Claude: an upper bound").
  * Settlement bills the usage the API reports, so the bound only has to be safe, not exact.
  */
-import { approximateFileTokens, type CountContext, type PromptTally } from './count-parts.js';
+import { approximateFileTokens, tallyFile, type CountContext, type PromptTally } from './count-parts.js';
 import { readDataUrlImageSize } from './images.js';
 import { EstimateInputError } from './errors.js';
-import { MAX_NESTING_DEPTH, failDepth, failType, isJsonObject, readArray, readObject, readOptionalString, type JsonObject } from './read-body.js';
+import { MAX_NESTING_DEPTH, failDepth, failType, isJsonObject, readArray, readObject, readOptionalString, readString, type JsonObject } from './read-body.js';
 import { renderCompactJson } from './render-functions.js';
 
 /** o200k_base tokens × 3/2 bounds Claude's tokens of the same text (README: why 1.5). */
@@ -32,12 +32,17 @@ const TOOL_SYSTEM_PROMPT = 500;
 /** An Anthropic-defined tool (bash, text editor, computer, web search …): its definition is theirs, up to ~735 tokens listed. */
 const SERVER_TOOL_DEFINITION = 1_000;
 /**
+ * Anthropic's server tools, which run upstream and whose results (pages, fetched documents,
+ * code output) the model reads as billed input: web search, web fetch, code execution.
+ */
+const SERVER_TOOLS_BILLED_AS_INPUT = /^(web_search|web_fetch|code_execution)_/;
+/**
  * Anthropic's vision guide: an image is scaled down to fit 1568 px on its long edge and about
  * 1,600 tokens (1.2 megapixels), then billed width × height / 750 tokens (1092×1092 ≈ 1,590).
  */
 const IMAGE_LONG_EDGE = 1_568;
 const IMAGE_PIXELS_PER_TOKEN = 750;
-/** An image whose size cannot be read (URL, file id): the largest image after scaling. */
+/** An image whose size cannot be read (URL, file id): the largest image after scaling, its bound. */
 const UNSEEN_IMAGE_TOKENS = 1_600;
 const IMAGE_MAX_PIXELS = UNSEEN_IMAGE_TOKENS * IMAGE_PIXELS_PER_TOKEN;
 
@@ -92,28 +97,40 @@ class MessagesCounter {
 
   image(source: unknown, param: string): void {
     let tokens = UNSEEN_IMAGE_TOKENS;
+    let sized = false;
     if (isJsonObject(source) && source['type'] === 'base64' && typeof source['data'] === 'string') {
       const media = typeof source['media_type'] === 'string' ? source['media_type'] : 'image/png';
       const size = readDataUrlImageSize(`data:${media};base64,${source['data']}`);
-      if (size !== null) tokens = claudeImageTokens(size.width, size.height);
+      if (size !== null) {
+        tokens = claudeImageTokens(size.width, size.height);
+        sized = true;
+      } else this.context.unseen.note('image');
+    } else if (isJsonObject(source) && source['type'] === 'file') {
+      this.context.unseen.file(readString(source['file_id'], `${param}.source.file_id`), 'image');
     } else if (source !== undefined && !isJsonObject(source)) {
       failType(`${param}.source`, 'an object', source);
+    } else {
+      this.context.unseen.note('image');
     }
     this.tally.tokens += tokens;
     this.tally.imageTokens += tokens;
+    if (!sized) this.tally.unsizedImageTokens = (this.tally.unsizedImageTokens ?? 0) + tokens;
   }
 
   document(block: JsonObject, param: string, depth: number): void {
     for (const field of ['title', 'context'] as const) this.text(readOptionalString(block[field], `${param}.${field}`) ?? '');
     const source = block['source'];
     if (!isJsonObject(source)) {
-      this.tally.tokens += approximateFileTokens(undefined);
+      this.tally.tokens += tallyFile({}, this.context);
       return;
     }
     if (source['type'] === 'text' && typeof source['data'] === 'string') this.text(source['data']);
     else if (source['type'] === 'content') this.content(source['content'], `${param}.source.content`, depth + 1);
     else if (source['type'] === 'base64' && typeof source['data'] === 'string') this.tally.tokens += approximateFileTokens(source['data']);
-    else this.tally.tokens += approximateFileTokens(undefined);
+    else if (source['type'] === 'file') this.tally.tokens += tallyFile({ fileId: readString(source['file_id'], `${param}.source.file_id`) }, this.context);
+    // A document by URL (PDF, text): fetched upstream, its text and pages billed as input.
+    else if (source['type'] === 'url') this.tally.tokens += tallyFile({ fileUrl: readString(source['url'], `${param}.source.url`) }, this.context);
+    else this.tally.tokens += tallyFile({}, this.context);
   }
 
   /** A message's or tool result's content: a string, or an array of blocks. */
@@ -153,6 +170,10 @@ class MessagesCounter {
       case 'thinking':
         this.text(readOptionalString(block['thinking'], `${param}.thinking`) ?? '');
         return;
+      case 'container_upload':
+        // A file put into the code execution container: read there, as billed input.
+        this.context.unseen.file(readString(block['file_id'], `${param}.file_id`), 'file');
+        return;
       default:
         // Blocks we do not model (redacted thinking, search results, tool results of server
         // tools …): every string in them, as text. Signatures are opaque and not billed as text.
@@ -186,6 +207,7 @@ class MessagesCounter {
       const type = tool['type'];
       const definition = Object.fromEntries(Object.entries(tool).filter(([key]) => key !== 'cache_control'));
       if (type !== undefined && type !== null && type !== 'custom') this.tally.tokens += SERVER_TOOL_DEFINITION;
+      if (typeof type === 'string' && SERVER_TOOLS_BILLED_AS_INPUT.test(type)) this.context.unseen.note('tool_results');
       this.text(renderCompactJson(definition, param));
     }
   }
@@ -209,6 +231,9 @@ export function countMessagesPrompt(body: JsonObject, context: CountContext): Me
     counter.content(message['content'], `${param}.content`);
   }
   counter.tools(body['tools']);
+  // MCP servers (beta): their tool lists and the results of their calls are billed as input.
+  const servers = body['mcp_servers'];
+  if (servers !== undefined && servers !== null) context.unseen.note('mcp', readArray(servers, 'mcp_servers').length);
   const choice = body['tool_choice'];
   if (choice !== undefined && choice !== null) counter.text(renderCompactJson(choice, 'tool_choice'));
   if (isJsonObject(body['cache_control'])) counter.noteCache(body, '(body)');

@@ -6,12 +6,14 @@ import { imageTokens, type ImageDetail } from './images.js';
 import { MAX_NESTING_DEPTH, failDepth, failType, isJsonObject, readObject, readOptionalString } from './read-body.js';
 import { renderCompactJson } from './render-functions.js';
 import type { TextCounter } from './text-counter.js';
+import type { UnseenTally } from './unseen.js';
 
 /** What counting a prompt needs besides the body. */
 export interface CountContext {
   readonly counter: TextCounter;
   readonly model: string;
-  readonly remoteImageTokens?: number;
+  /** Where input that cannot be counted, and the ids the body refers to, are noted (unseen.ts). */
+  readonly unseen: UnseenTally;
 }
 
 /** Running totals of a prompt. */
@@ -20,6 +22,8 @@ export interface PromptTally {
   imageTokens: number;
   /** Share of tokens that are audio (approximated), reserved at the audio input price. */
   audioTokens?: number;
+  /** Share of imageTokens that are images of unknown size, counted at their bound (unseen.ts). */
+  unsizedImageTokens?: number;
 }
 
 /**
@@ -33,18 +37,32 @@ export function approximateAudioTokens(base64Length: number, format: string | un
   return Math.ceil((bytes / bytesPerSecond) * 10);
 }
 
-/** Tokens reserved for a file we cannot see (file ids, remote URLs): about a page of text. */
-const UNSEEN_FILE_TOKENS = 1_000;
+/** The least an inline file is reserved at: about a page of text. */
+const MIN_FILE_TOKENS = 1_000;
 
 /**
- * Files (PDF …) are billed as extracted text plus page images; without parsing them we reserve
- * one token per 4 bytes of the decoded file, at least {@link UNSEEN_FILE_TOKENS}. Approximation.
+ * Inline files (`file_data`: PDF …) are billed as extracted text plus page images; without
+ * parsing them we reserve one token per 4 bytes of the decoded file, at least
+ * {@link MIN_FILE_TOKENS}. Approximation. Files by id or URL are unseen input (unseen.ts).
  */
-export function approximateFileTokens(fileData: string | undefined): number {
-  if (fileData === undefined) return UNSEEN_FILE_TOKENS;
+export function approximateFileTokens(fileData: string): number {
   const comma = fileData.startsWith('data:') ? fileData.indexOf(',') + 1 : 0;
   const bytes = Math.floor(((fileData.length - comma) * 3) / 4);
-  return Math.max(UNSEEN_FILE_TOKENS, Math.ceil(bytes / 4));
+  return Math.max(MIN_FILE_TOKENS, Math.ceil(bytes / 4));
+}
+
+/**
+ * A file part (chat `file`, Responses `input_file`): inline data is approximated; a `file_id` or
+ * `file_url` is noted as unseen input (its ids for the ownership check). Returns its tokens.
+ */
+export function tallyFile(fields: { fileData?: string | undefined; fileId?: string | undefined; fileUrl?: string | undefined }, context: CountContext): number {
+  let tokens = 0;
+  if (fields.fileData !== undefined) tokens += approximateFileTokens(fields.fileData);
+  if (fields.fileId !== undefined) context.unseen.file(fields.fileId, 'file');
+  if (fields.fileUrl !== undefined) context.unseen.note('file');
+  // A part naming no file at all is the upstream's to refuse; it reserves what an inline one would.
+  if (fields.fileData === undefined && fields.fileId === undefined && fields.fileUrl === undefined) tokens += MIN_FILE_TOKENS;
+  return tokens;
 }
 
 /** Reads an image `detail`; anything but "low" and "high" prices as "auto" (= high). */
@@ -53,11 +71,17 @@ export function readImageDetail(value: unknown, param: string): ImageDetail {
   return detail === 'low' || detail === 'high' ? detail : 'auto';
 }
 
-/** Adds an image's tokens to the tally. */
-export function tallyImage(tally: PromptTally, context: CountContext, url: string | undefined, detail: ImageDetail): void {
-  const tokens = imageTokens(url, detail, context.model, context.remoteImageTokens);
+/**
+ * Adds an image's tokens to the tally: by its size when a data URL's header gives it, else at
+ * the most one image can bill (noted as unseen, with its `fileId` when it is named by one).
+ */
+export function tallyImage(tally: PromptTally, context: CountContext, url: string | undefined, detail: ImageDetail, fileId?: string): void {
+  const { tokens, sized } = imageTokens(fileId === undefined ? url : undefined, detail, context.model);
+  if (fileId !== undefined) context.unseen.file(fileId, 'image');
+  else if (!sized) context.unseen.note('image');
   tally.tokens += tokens;
   tally.imageTokens += tokens;
+  if (!sized) tally.unsizedImageTokens = (tally.unsizedImageTokens ?? 0) + tokens;
 }
 
 /**

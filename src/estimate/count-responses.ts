@@ -3,21 +3,23 @@
  * like chat (3 tokens + role per message, reply priming), which matches the usage observed for
  * simple inputs, and document the approximations:
  * - `instructions` count as a system message;
- * - function tools render like chat functions; built-in tools reserve a fixed amount
- *   ({@link BUILTIN_TOOL_TOKENS}) — web search in particular bills retrieved content as input;
+ * - function tools render like chat functions; built-in tools the client runs reserve a fixed
+ *   amount for their definitions ({@link TOOL_DEFINITION_TOKENS});
  * - function calls and their outputs count like chat function calls (+3 each);
- * - reasoning items count their summary text (encrypted reasoning cannot be seen);
- * - `previous_response_id` / `conversation` history lives upstream and is not counted here:
- *   reconciliation charges it when the usage comes back.
+ * - reasoning items count their summary text (encrypted reasoning cannot be seen).
+ * Input that lives upstream is noted as unseen (unseen.ts) with the ids it names:
+ * `previous_response_id`, `conversation`, `item_reference` items, a reusable `prompt`, files by
+ * id or URL, images by URL or file id, and hosted tools whose results come back as billed input
+ * (MCP, web search, file search, code interpreter, computer use, and types this code does not know).
  */
 import {
   approximateAudioTokens,
-  approximateFileTokens,
   countArguments,
   countJsonSchemaFormat,
   countStringLeaves,
   countToolChoice,
   readImageDetail,
+  tallyFile,
   tallyImage,
   type CountContext,
   type PromptTally,
@@ -31,23 +33,18 @@ const TOKENS_PER_CALL = 3;
 const FUNCTIONS_BLOCK_TOKENS = 9;
 
 /**
- * Input tokens reserved per built-in tool (an approximation; the real cost depends on what the
- * tool fetches). Web search: OpenAI bills search content as input tokens (a fixed block of 8,000
- * per call on some models). Unknown tool types get the default.
+ * Input tokens reserved for the definition of a built-in tool the client runs itself (its
+ * results come back as visible input on the next request). An approximation.
  */
-const BUILTIN_TOOL_TOKENS: Readonly<Record<string, number>> = {
-  web_search: 8_000,
-  web_search_preview: 8_000,
-  file_search: 4_000,
-  code_interpreter: 1_000,
-  computer_use_preview: 1_000,
+const TOOL_DEFINITION_TOKENS: Readonly<Record<string, number>> = {
   image_generation: 1_000,
-  mcp: 1_000,
   local_shell: 500,
   shell: 500,
   apply_patch: 500,
-  default: 500,
 };
+
+/** Hosted MCP servers: their tool lists and every call's result are billed as input. */
+const MCP_TOOLS = new Set(['mcp']);
 
 function tallyInputPart(part: unknown, context: CountContext, tally: PromptTally, param: string): void {
   if (typeof part === 'string') {
@@ -67,11 +64,19 @@ function tallyInputPart(part: unknown, context: CountContext, tally: PromptTally
       return;
     case 'input_image': {
       const url = readOptionalString(object['image_url'], `${param}.image_url`);
-      tallyImage(tally, context, url, readImageDetail(object['detail'], `${param}.detail`));
+      const fileId = readOptionalString(object['file_id'], `${param}.file_id`);
+      tallyImage(tally, context, url, readImageDetail(object['detail'], `${param}.detail`), fileId);
       return;
     }
     case 'input_file': {
-      tally.tokens += approximateFileTokens(readOptionalString(object['file_data'], `${param}.file_data`));
+      tally.tokens += tallyFile(
+        {
+          fileData: readOptionalString(object['file_data'], `${param}.file_data`),
+          fileId: readOptionalString(object['file_id'], `${param}.file_id`),
+          fileUrl: readOptionalString(object['file_url'], `${param}.file_url`),
+        },
+        context,
+      );
       const filename = readOptionalString(object['filename'], `${param}.filename`);
       if (filename !== undefined) tally.tokens += context.counter.count(filename);
       return;
@@ -140,6 +145,7 @@ function tallyItem(item: unknown, context: CountContext, tally: PromptTally, par
       return;
     }
     case 'item_reference':
+      context.unseen.item(readString(object['id'], `${param}.id`));
       return;
     default:
       // Built-in tool calls and their outputs (web_search_call, computer_call_output, …).
@@ -160,9 +166,12 @@ function readResponsesTools(body: JsonObject, context: CountContext, tally: Prom
       const name = readString(object['name'], `${param}.name`);
       const description = readOptionalString(object['description'], `${param}.description`);
       functions.push({ name, ...(description === undefined ? {} : { description }), param });
+    } else if (Object.hasOwn(TOOL_DEFINITION_TOKENS, type)) {
+      tally.tokens += TOOL_DEFINITION_TOKENS[type] as number;
     } else {
-      const known = Object.hasOwn(BUILTIN_TOOL_TOKENS, type) ? BUILTIN_TOOL_TOKENS[type] : undefined;
-      tally.tokens += known ?? (BUILTIN_TOOL_TOKENS['default'] as number);
+      // Hosted tools (web search, file search, code interpreter, computer use, and any type
+      // newer than this code): what they fetch or run is read by the model and billed as input.
+      context.unseen.note(MCP_TOOLS.has(type) ? 'mcp' : 'tool_results');
     }
   });
   if (functions.length > 0) {
@@ -170,10 +179,38 @@ function readResponsesTools(body: JsonObject, context: CountContext, tally: Prom
   }
 }
 
+/**
+ * Stored input a body names at its top level: a previous response, a conversation, a reusable
+ * prompt (its template is unseen; its variables are counted like input parts, so the files and
+ * images they name are noted too).
+ */
+function noteStoredInput(body: JsonObject, context: CountContext, tally: PromptTally): void {
+  const previous = readOptionalString(body['previous_response_id'], 'previous_response_id');
+  if (previous !== undefined) context.unseen.previousResponse(previous);
+  const conversation = body['conversation'];
+  if (typeof conversation === 'string') context.unseen.conversation(conversation);
+  else if (conversation !== undefined && conversation !== null) {
+    context.unseen.conversation(readString(readObject(conversation, 'conversation')['id'], 'conversation.id'));
+  }
+  const prompt = body['prompt'];
+  if (prompt !== undefined && prompt !== null) {
+    const object = readObject(prompt, 'prompt');
+    readString(object['id'], 'prompt.id');
+    context.unseen.note('stored_prompt');
+    const variables = object['variables'];
+    if (variables !== undefined && variables !== null) {
+      for (const [name, value] of Object.entries(readObject(variables, 'prompt.variables'))) {
+        tallyInputPart(value, context, tally, `prompt.variables.${name}`);
+      }
+    }
+  }
+}
+
 /** Prompt tokens (and the image share) of a Responses API body. */
 export function countResponsesPrompt(body: JsonObject, context: CountContext): PromptTally {
   const tally: PromptTally = { tokens: 0, imageTokens: 0 };
   const { counter } = context;
+  noteStoredInput(body, context, tally);
   const instructions = readOptionalString(body['instructions'], 'instructions');
   if (instructions !== undefined) tally.tokens += TOKENS_PER_MESSAGE + counter.count('system') + counter.count(instructions);
   const input = body['input'];

@@ -16,6 +16,7 @@ import { costMicroUsd, resolvePrice, type PriceTable, type ResolvedPrice } from 
 import { isJsonObject, readOptionalPositiveInteger, type JsonObject } from './read-body.js';
 import type { TextCounter } from './text-counter.js';
 import type { EncodingName } from './tokenizer.js';
+import { onlyStoredHistory, roomBeside, UnseenTally, unseenReservation, type References, type UnseenInput } from './unseen.js';
 
 /** The four endpoints Tollgate prices. */
 
@@ -25,8 +26,12 @@ export interface EstimateOptions {
   readonly prices: PriceTable;
   /** Completion tokens reserved per choice when the request sets no `max_*` limit. */
   readonly defaultMaxCompletionTokens: number;
-  /** Tokens of an image we cannot see (remote URL); default: a 1024×1024 image for the model. */
-  readonly remoteImageTokens?: number;
+  /**
+   * The most input tokens reserved for input Tollgate cannot count (stored history, files, MCP
+   * servers, hosted tools' results: unseen.ts); any more is settled as debt from the usage.
+   * Default: what the model's context window leaves beside the counted prompt.
+   */
+  readonly unseenInputTokens?: number;
   /**
    * Largest completion per choice assumed for a model whose table entry has no `maxOutputTokens`,
    * when a budget needs the worst case. Default {@link DEFAULT_OUTPUT_BOUND}.
@@ -50,18 +55,25 @@ export interface EstimateOptions {
 
 /** Worst-case completion of a model with no known output limit: the largest common limit today. */
 const DEFAULT_OUTPUT_BOUND = 128_000;
+/** The window assumed for unseen input when no model of the table has one (a table without windows). */
+const DEFAULT_WINDOW = 1_048_576;
 
 /** What a request would cost at most, before it is sent. */
 export interface Estimate {
   /** The request's `model`, as sent. */
   readonly model: string;
   readonly encoding: EncodingName;
+  /** Prompt tokens counted, plus those reserved for what could not be counted ({@link Estimate.unseen}). */
   readonly promptTokens: number;
   /** Completion tokens reserved: choices × per-choice limit. */
   readonly completionTokensReserved: number;
-  /** promptTokens + completionTokensReserved. */
+  /**
+   * What rate limits take: promptTokens + completionTokensReserved, less the unseen input reserved
+   * only at a bound (`unseen.boundTokens`), which — like the completion's worst case — they settle
+   * as debt from the usage instead; budgets hold all of it ({@link Estimate.reservationBase}).
+   */
   readonly reservedTokens: number;
-  /** Cost of the whole reservation, integer micro-USD (prompt at the uncached input price). */
+  /** Cost of {@link Estimate.reservedTokens}, integer micro-USD (prompt at the uncached input price). */
   readonly reservedMicroUsd: number;
   readonly price: ResolvedPrice;
   /** Completions per prompt reserved for (`n`, or `best_of` when larger); 1 where not applicable. */
@@ -94,6 +106,10 @@ export interface Estimate {
   readonly toolCallsPerRequest: ToolCalls;
   /** µUSD per 1M completion tokens as reserved (tier and audio output included): what one more token costs. */
   readonly completionMicroUsdPer1M: number;
+  /** Input the estimate could not count, by kind, and what `promptTokens` reserves for it (unseen.ts). */
+  readonly unseen: UnseenInput;
+  /** Ids of stored objects the request refers to: each must be the key's own (src/responses/ownership.ts). */
+  readonly references: References;
 }
 
 /** A reservation's usage without its completion: the prompt as reserved, the tier, the tools. */
@@ -232,17 +248,29 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
   const object = body as JsonObject;
   const encoding = encodingForModel(model);
   const price = options.price ?? resolvePrice(model, options.prices, { highestForUnknown: options.highestForUnknown === true });
-  const context: CountContext = {
-    counter: createCounter(encoding),
-    model,
-    ...(options.remoteImageTokens === undefined ? {} : { remoteImageTokens: options.remoteImageTokens }),
-  };
+  const unseenTally = new UnseenTally();
+  const context: CountContext = { counter: createCounter(encoding), model, unseen: unseenTally };
   // A Messages body is already counted as an upper bound of Claude's tokens (count-messages.ts): no second margin.
   const counted = scaled(countEndpoint(endpoint, object, context), endpoint === 'messages' ? 1 : (options.promptTokenFactor ?? 1));
-  const promptTokens = Math.max(0, counted.tally.tokens);
+  // Images of unknown size are reserved at their bound with the rest of the unseen input, which
+  // never counts against the context window: only what was counted can be too long.
+  const unsizedImageTokens = counted.tally.unsizedImageTokens ?? 0;
+  const countedTokens = Math.max(0, counted.tally.tokens - unsizedImageTokens);
   const window = price.contextWindow;
+  // Input that lives upstream: at most what the window leaves (the table's largest for a model without one).
+  const room = roomBeside(window ?? largestWindow(options.prices), countedTokens);
+  const windowBounded = unseenTally.windowBounded;
+  const reservedUnseen = unseenReservation({ room, imageTokens: unsizedImageTokens, windowBounded, bound: options.unseenInputTokens });
+  const unseen: UnseenInput = {
+    kinds: unseenTally.kinds,
+    imageTokens: unsizedImageTokens,
+    reservedTokens: reservedUnseen,
+    boundTokens: windowBounded ? reservedUnseen - Math.min(unsizedImageTokens, reservedUnseen) : 0,
+    room,
+  };
+  const promptTokens = countedTokens + unseen.reservedTokens;
   // Several prompts in one completions request are separate generations: each must fit alone.
-  const longestPrompt = endpoint === 'completions' && counted.perItem ? counted.perItem.reduce((a, b) => Math.max(a, b), 0) : promptTokens;
+  const longestPrompt = endpoint === 'completions' && counted.perItem ? counted.perItem.reduce((a, b) => Math.max(a, b), 0) : countedTokens;
 
   let perChoice = 0;
   let bound = 0;
@@ -294,15 +322,13 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     // A request that writes the prompt cache may write all of its prompt, at the write price.
     ...(counted.cacheWrite === '1h' ? { cacheWrite1hTokens: promptTokens } : counted.cacheWrite === '5m' ? { cacheWrite5mTokens: promptTokens } : {}),
   };
-  const reservedMicroUsd = reservationCost(reservationBase, completionTokensReserved, price, extras.toolRates);
   const completionMicroUsdPer1M = audioDearer ? price.audio.outputMicroUsdPer1M : tierPrices.outputMicroUsdPer1M;
   return {
     model,
     encoding,
     promptTokens,
     completionTokensReserved,
-    reservedTokens: promptTokens + completionTokensReserved,
-    reservedMicroUsd,
+    ...limitsReservation(reservationBase, unseen.boundTokens, completionTokensReserved, price, extras.toolRates),
     price,
     n: counted.n,
     promptCount: counted.promptCount,
@@ -317,5 +343,76 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     toolRates: extras.toolRates,
     toolCallsPerRequest: extras.toolCallsPerRequest,
     completionMicroUsdPer1M,
+    unseen,
+    references: unseenTally.references(),
   };
+}
+
+/**
+ * The estimate with a stored response's history reserved at what it is known to bill
+ * (`tokens`: the input and output its usage reported, which the API bills again as input),
+ * instead of at the window — when that history is the only input the estimate could not count.
+ * Never more than the window leaves beside the counted prompt. Pure.
+ */
+export function withStoredHistory(estimate: Estimate, tokens: number): Estimate {
+  const { unseen } = estimate;
+  if (!onlyStoredHistory(unseen)) return estimate;
+  const reserved = unseenReservation({
+    room: unseen.room,
+    imageTokens: unseen.imageTokens,
+    windowBounded: true,
+    bound: undefined,
+    knownHistory: Math.max(0, tokens),
+  });
+  if (reserved === unseen.reservedTokens) return estimate;
+  const promptTokens = estimate.promptTokens - unseen.reservedTokens + reserved;
+  const base = estimate.reservationBase;
+  const reservationBase: ReservationBase = {
+    ...base,
+    promptTokens,
+    ...(base.cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens: promptTokens }),
+    ...(base.cacheWrite5mTokens === undefined ? {} : { cacheWrite5mTokens: promptTokens }),
+  };
+  return {
+    ...estimate,
+    promptTokens,
+    // Known now: rate limits take it too.
+    ...limitsReservation(reservationBase, 0, estimate.completionTokensReserved, estimate.price, estimate.toolRates),
+    reservationBase,
+    unseen: { ...unseen, reservedTokens: reserved, boundTokens: 0 },
+  };
+}
+
+/** The tokens and cost rate limits take: the reservation less the unseen input reserved only at a bound. */
+function limitsReservation(
+  base: ReservationBase,
+  boundTokens: number,
+  completionTokens: number,
+  price: ModelPrice,
+  toolRates: ToolRates,
+): Pick<Estimate, 'reservedTokens' | 'reservedMicroUsd'> {
+  const promptTokens = base.promptTokens - boundTokens;
+  const taken: ReservationBase =
+    boundTokens === 0
+      ? base
+      : {
+          ...base,
+          promptTokens,
+          ...(base.cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens: promptTokens }),
+          ...(base.cacheWrite5mTokens === undefined ? {} : { cacheWrite5mTokens: promptTokens }),
+        };
+  return { reservedTokens: promptTokens + completionTokens, reservedMicroUsd: reservationCost(taken, completionTokens, price, toolRates) };
+}
+
+const largestWindows = new WeakMap<PriceTable, number>();
+
+/** The largest context window of a table's models: the room assumed for a model without one. */
+function largestWindow(table: PriceTable): number {
+  let largest = largestWindows.get(table);
+  if (largest === undefined) {
+    largest = Math.max(table.fallback.contextWindow ?? 0, ...Object.values(table.models).map((entry) => entry.contextWindow ?? 0));
+    if (largest === 0) largest = DEFAULT_WINDOW;
+    largestWindows.set(table, largest);
+  }
+  return largest;
 }

@@ -1,6 +1,7 @@
 /**
  * Image tokens. Dimensions come from the header of a base64 data URL (PNG, JPEG, GIF, WebP),
- * decoding only the few bytes the header needs; remote URLs get a configurable default.
+ * decoding only the few bytes the header needs; an image whose size cannot be read (a remote URL,
+ * a file id) is counted at the most one image can bill ({@link maxImageTokens}).
  *
  * Formulas (src/estimate/README.md, "Images"; worked examples: 1024×1024 high = 765, 2048×4096
  * high = 1105, low = 85 for gpt-4o; 1024×1024 = 1024 patches, 1800×2400 = 1452 patches before
@@ -250,18 +251,31 @@ export function imageTokensForSize(size: ImageSize, detail: ImageDetail, pricing
   return pricing.baseTokens + pricing.tileTokens * countImageTiles(size);
 }
 
-/** Size assumed for images we cannot see (remote URLs, file ids, unreadable headers). */
-const DEFAULT_UNSEEN_IMAGE_SIZE: ImageSize = { width: 1024, height: 1024 };
+/**
+ * Most 512 px tiles one image makes: after fitting in 2048×2048 the shortest side is at most 768
+ * (2 tiles) and the longest at most 2048 (4 tiles), so 2048×768 (and anything that shrinks to
+ * it) is the worst aspect ratio, 8 tiles.
+ */
+const MAX_TILES = 8;
 
 /**
- * Tokens of an image part: from the data URL's header when readable; else `remoteImageTokens`
- * when configured, else the cost of a 1024×1024 image at the given detail for the model.
+ * The most tokens one image can bill for a model at a detail, whatever its size: base + 8 tiles
+ * (base alone at `detail: "low"`), or the patch cap times the model's multiplier.
  */
-export function imageTokens(url: string | undefined, detail: ImageDetail, model: string, remoteImageTokens?: number): number {
+export function maxImageTokens(detail: ImageDetail, pricing: ImagePricing): number {
+  if (pricing.kind === 'patches') return Math.ceil((MAX_PATCHES * pricing.multiplierPercent) / 100);
+  if (detail === 'low') return pricing.baseTokens;
+  return pricing.baseTokens + pricing.tileTokens * MAX_TILES;
+}
+
+/**
+ * Tokens of an image part, and whether its size was read: from the data URL's header when
+ * readable; otherwise (a remote URL, a file id, an unreadable header) the most one image can bill
+ * for the model and detail ({@link maxImageTokens}).
+ */
+export function imageTokens(url: string | undefined, detail: ImageDetail, model: string): { readonly tokens: number; readonly sized: boolean } {
   const pricing = imagePricingForModel(model);
   const size = url === undefined ? null : readDataUrlImageSize(url);
-  if (size) return imageTokensForSize(size, detail, pricing);
-  if (pricing.kind === 'tiles' && detail === 'low') return pricing.baseTokens;
-  if (remoteImageTokens !== undefined) return remoteImageTokens;
-  return imageTokensForSize(DEFAULT_UNSEEN_IMAGE_SIZE, detail, pricing);
+  if (size) return { tokens: imageTokensForSize(size, detail, pricing), sized: true };
+  return { tokens: maxImageTokens(detail, pricing), sized: false };
 }

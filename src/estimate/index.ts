@@ -21,7 +21,8 @@ import { createTextCounter, InlineBudgetExceeded } from './text-counter.js';
 import { countTextTokens, loadEncoding, loadEncodingSync, type EncodingName } from './tokenizer.js';
 import { EstimateWorkerPool } from './worker-pool.js';
 
-export type { Estimate, EstimateOptions } from './estimate-body.js';
+export { withStoredHistory, type Estimate, type EstimateOptions } from './estimate-body.js';
+export type { References } from './unseen.js';
 export { EstimateInputError } from './errors.js';
 export { builtinPriceTable, costMicroUsd, mergePriceTable, priceTableOverrideSchema, resolvePrice, type ModelPrice } from './prices.js';
 export { encodingForModel } from './models.js';

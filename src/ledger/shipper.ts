@@ -65,6 +65,9 @@ export function enableOutbox(database: TollgateDatabase): void {
         END;
         CREATE TRIGGER IF NOT EXISTS responses_outbox_delete AFTER UPDATE OF deleted_at ON responses WHEN NEW.deleted_at IS NOT OLD.deleted_at BEGIN
           INSERT INTO responses_outbox (id) VALUES (NEW.id);
+        END;
+        CREATE TRIGGER IF NOT EXISTS responses_outbox_billed AFTER UPDATE OF billed_tokens ON responses WHEN NEW.billed_tokens IS NOT OLD.billed_tokens BEGIN
+          INSERT INTO responses_outbox (id) VALUES (NEW.id);
         END;`);
       // Its own flag: a node whose ledger outbox predates this one queues its responses too.
       if (sqlite.prepare(`SELECT value FROM replica_state WHERE name = 'responses_outbox_enabled'`).get() === undefined) {
@@ -88,7 +91,8 @@ export function disableOutbox(database: TollgateDatabase): void {
     .transaction(() => {
       sqlite.exec(`DROP TRIGGER IF EXISTS ledger_outbox_insert; DROP TRIGGER IF EXISTS ledger_outbox_settle; DELETE FROM ledger_outbox;
         DELETE FROM replica_state WHERE name = 'outbox_enabled';
-        DROP TRIGGER IF EXISTS responses_outbox_insert; DROP TRIGGER IF EXISTS responses_outbox_delete; DROP TABLE IF EXISTS responses_outbox;
+        DROP TRIGGER IF EXISTS responses_outbox_insert; DROP TRIGGER IF EXISTS responses_outbox_delete; DROP TRIGGER IF EXISTS responses_outbox_billed;
+        DROP TABLE IF EXISTS responses_outbox;
         DELETE FROM replica_state WHERE name = 'responses_outbox_enabled';`);
     })
     .immediate();
@@ -343,22 +347,26 @@ interface LocalResponse {
   readonly request_id: string;
   readonly created_at: number;
   readonly deleted_at: number | null;
+  readonly item_of: string | null;
+  readonly billed_tokens: number | null;
 }
 
 /**
- * Ships owners of stored responses: new ones are added, a deletion is kept
- * (the first one wins), anything else already there is left alone — so
- * shipping one twice changes nothing.
+ * Ships owners of stored responses (and of their items): new ones are added,
+ * a deletion and a response's billed tokens are kept (the first one wins),
+ * anything else already there is left alone — so shipping one twice changes
+ * nothing.
  */
 async function shipResponses(pool: PgPool, rows: readonly LocalResponse[]): Promise<void> {
   const byId = new Map<string, Omit<LocalResponse, 'seq'>>();
   for (const { seq: _seq, ...row } of rows) if (row.id !== null) byId.set(row.id, row);
   if (byId.size === 0) return;
   await pool.query(
-    `INSERT INTO responses (id, key_id, request_id, created_at, deleted_at)
-     SELECT id, key_id, request_id, created_at, deleted_at FROM json_populate_recordset(null::responses, $1::json) ORDER BY id
-     ON CONFLICT (id) DO UPDATE SET deleted_at = coalesce(responses.deleted_at, excluded.deleted_at)
-     WHERE responses.deleted_at IS NULL AND excluded.deleted_at IS NOT NULL`,
+    `INSERT INTO responses (id, key_id, request_id, created_at, deleted_at, item_of, billed_tokens)
+     SELECT id, key_id, request_id, created_at, deleted_at, item_of, billed_tokens FROM json_populate_recordset(null::responses, $1::json) ORDER BY id
+     ON CONFLICT (id) DO UPDATE SET deleted_at = coalesce(responses.deleted_at, excluded.deleted_at),
+       billed_tokens = coalesce(responses.billed_tokens, excluded.billed_tokens)
+     WHERE (responses.deleted_at IS NULL AND excluded.deleted_at IS NOT NULL) OR (responses.billed_tokens IS NULL AND excluded.billed_tokens IS NOT NULL)`,
     [JSON.stringify([...byId.values()])],
   );
 }
@@ -407,7 +415,8 @@ export class LedgerShipper {
       'SELECT min(seq) AS first, max(seq) AS last, (SELECT queued_at FROM ledger_outbox ORDER BY seq LIMIT 1) AS oldest FROM ledger_outbox',
     );
     this.readResponses = sqlite.prepare(
-      `SELECT o.seq AS seq, r.id AS id, r.key_id AS key_id, r.request_id AS request_id, r.created_at AS created_at, r.deleted_at AS deleted_at
+      `SELECT o.seq AS seq, r.id AS id, r.key_id AS key_id, r.request_id AS request_id, r.created_at AS created_at, r.deleted_at AS deleted_at,
+         r.item_of AS item_of, r.billed_tokens AS billed_tokens
        FROM (SELECT seq, id FROM responses_outbox ORDER BY seq LIMIT ?) AS o LEFT JOIN responses AS r ON r.id = o.id ORDER BY o.seq`,
     );
     this.deleteShippedResponses = sqlite.prepare('DELETE FROM responses_outbox WHERE seq <= ?');

@@ -14,13 +14,18 @@ import type { Upstream } from '../upstreams/pool.js';
 import type { Router } from '../upstreams/router.js';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';
+import type { StoredObjects } from '../responses/ownership.js';
 import type { AdmittedRequest, Ending } from './context.js';
 import type { RequestEvents } from './finished.js';
 
 /** Stored and background Responses (src/responses), as the request path calls them. */
 export interface ResponsesHooks {
+  /** Owners of stored responses and their items: whose ids a request may refer to (src/responses/ownership.ts). */
+  readonly stored: StoredObjects;
   /** A Responses answer carried its id: remember it for the key (before the client sees it). */
   created(request: AdmittedRequest, responseId: string): void;
+  /** A Responses request was settled: remember what its stored response bills when continued (its reported usage), and its items. */
+  settled(request: AdmittedRequest, ending: Ending): void;
   /** Takes over settling a background job whose usage is not known yet; true when it did. */
   deferSettlement(request: AdmittedRequest, ending: Ending): boolean;
   /** Mounts the lifecycle routes (retrieve, cancel, delete, input items). */

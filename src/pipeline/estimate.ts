@@ -2,7 +2,8 @@
  * Stage 2, estimate: read the body (with its size limit), check the fields
  * the proxy itself relies on and the key's model allow-list, and price the
  * request: prompt tokens counted with the model's tokenizer, the completion
- * reserved, both priced. A request refused here is filed as a refusal.
+ * reserved, both priced, and every id it refers to checked against the key
+ * (src/responses/ownership.ts). A request refused here is filed as a refusal.
  */
 import type { Endpoint } from '../endpoints.js';
 import { TollgateError, type ErrorCode } from '../errors.js';
@@ -10,8 +11,9 @@ import { budgetChecksFor } from '../budgets/check.js';
 import { downgradeSource, downgradeTarget } from '../budgets/downgrade.js';
 import { readAttribution } from '../endusers/attribution.js';
 import { hasAttributedUsdCap } from '../endusers/checks.js';
-import { estimateRequest, EstimateInputError, resolvePrice, type Estimate } from '../estimate/index.js';
+import { estimateRequest, EstimateInputError, resolvePrice, withStoredHistory, type Estimate } from '../estimate/index.js';
 import { parseJsonObject } from '../http/body.js';
+import { checkReferences } from '../responses/ownership.js';
 import { bindingsFor, checkModelAllowed } from '../keys/caller.js';
 import { usdToMicros } from '../money.js';
 import { readRequestFacts, type RequestFacts } from '../upstreams/request-facts.js';
@@ -45,7 +47,10 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     // Only a configured fallback can be below the highest prices; otherwise nothing to decide per key.
     const highestForUnknown = deps.estimate.prices.fallbackExplicit === true && hasUsdCap(request, deps);
     const base = highestForUnknown ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
-    const estimated: Estimate = await estimateRequest(request.endpoint, body, withRoutePricing(base, route, highestForUnknown));
+    const counted: Estimate = await estimateRequest(request.endpoint, body, withRoutePricing(base, route, highestForUnknown));
+    // Every id the body refers to must be the key's own; a stored history Tollgate settled is reserved at its size.
+    const known = await checkReferences(request.caller.key.id, counted.references, deps.responses?.stored);
+    const estimated = known.historyTokens === undefined ? counted : withStoredHistory(counted, known.historyTokens);
     return {
       ...request,
       bytes,

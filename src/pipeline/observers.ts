@@ -23,7 +23,8 @@ export function recordMetrics(metrics: Metrics, store: 'local' | 'redis' | 'ipc'
     metrics.recordUsage(key, model, usage.promptTokens, usage.completionTokens, microsToUsd(event.costMicros));
     metrics.observeUpstream(endpoint, event.stream, (event.completedAt - event.sentAt) / 1000);
     if (event.ttftMs !== null) metrics.observeTimeToFirstToken(endpoint, event.ttftMs / 1000);
-    if (event.usageSource === 'reported' && event.estimate.promptTokens > 0) {
+    // Counting accuracy only: input reserved at a bound (stored history, files …) is not a count.
+    if (event.usageSource === 'reported' && event.estimate.promptTokens > 0 && event.estimate.unseen.reservedTokens === 0) {
       metrics.observeEstimateRatio(endpoint, usage.promptTokens / event.estimate.promptTokens, event.upstream);
     }
     for (const attempt of event.attempts ?? []) metrics.countAttempt(attempt.upstream, attempt.outcome);

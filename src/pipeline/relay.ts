@@ -22,7 +22,7 @@ import { SseTap } from '../upstreams/sse-tap.js';
 import { completionTextOfJson, usageFromJsonBytes } from '../upstreams/usage.js';
 import { anthropicUsageFromJson, completionTextOfMessage } from '../upstreams/anthropic-usage.js';
 import { countStreamedTokens } from '../estimate/index.js';
-import { responseIdOfJson } from '../responses/wire.js';
+import { outputItemIds, parseResponseObject, responseIdOfJson } from '../responses/wire.js';
 import type { AdmittedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { settleForwarded } from './settle.js';
@@ -65,6 +65,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
           upstreamRequestId,
           errorCode,
           responseId: tap.responseId,
+          outputItemIds: tap.outputItemIds,
         },
         deps,
       );
@@ -113,6 +114,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       upstreamRequestId,
       errorCode: ok ? undefined : upstreamErrorCode(answer, endpoint),
       responseId,
+      outputItemIds: responseId === undefined ? undefined : outputItemIds(parseResponseObject(answer)),
     },
     deps,
   );

@@ -145,6 +145,7 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
   };
   deps.ledger.complete(completion);
   request.admission.settle({ tokens: completion.promptTokens + completion.completionTokens, microUsd: completion.costMicros });
+  deps.responses?.settled(request, ending);
   deps.events.emit({
     kind: 'settled',
     requestId: request.requestId,

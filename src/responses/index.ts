@@ -5,7 +5,10 @@
  * ({@link ResponsesHooks}) by the composition root.
  *
  * - Every stored response (`store` not false) a POST /v1/responses creates
- *   is remembered for its key before the client sees its id.
+ *   is remembered for its key before the client sees its id; once settled,
+ *   with what its usage says continuing it bills, and its output items.
+ * - A request may refer only to its key's own responses and items
+ *   (ownership.ts, called by the estimate stage).
  * - A `background: true` response whose answer carries no usage — the
  *   queued JSON answer, or a stream that ended early (the client left, the
  *   upstream broke) — keeps its reservation and is settled by the poller.
@@ -54,6 +57,7 @@ export function createBackgroundResponses(deps: {
   const poller = new BackgroundPoller({ ...deps, store });
   const isBackground = (body: Record<string, unknown>): boolean => body.background === true;
   const hooks: ResponsesHooks = {
+    stored: store,
     created(request, responseId) {
       if (request.body.store === false) return;
       const background = isBackground(request.body);
@@ -86,6 +90,15 @@ export function createBackgroundResponses(deps: {
       }
       poller.trackLive(request, ending, responseId);
       return true;
+    },
+    settled(request, ending) {
+      const { responseId, usage } = ending;
+      if (request.endpoint !== 'responses' || responseId === undefined || request.body.store === false) return;
+      // Only a reported usage says what continuing the response bills; otherwise it stays unknown (reserved at the bound).
+      store.noteAnswer(responseId, {
+        billedTokens: usage === undefined ? undefined : usage.promptTokens + usage.completionTokens,
+        itemIds: ending.outputItemIds,
+      });
     },
     mount(routes, pipeline) {
       mountLifecycleRoutes(routes, pipeline, { store, poller });

@@ -31,7 +31,7 @@ import { settleForwarded } from '../pipeline/settle.js';
 import type { Upstream } from '../upstreams/pool.js';
 import { readUsage, type Usage } from '../upstreams/usage.js';
 import type { ResponseStore, UnclaimedJob } from './store.js';
-import { isTerminal, parseResponseObject } from './wire.js';
+import { answerFacts, isTerminal, parseResponseObject } from './wire.js';
 
 export interface PollSettings {
   /** First wait after the job was handed over, ms. */
@@ -206,6 +206,8 @@ export class BackgroundPoller {
           : status === 'incomplete'
             ? `incomplete:${stringField(body.incomplete_details, 'reason') ?? 'unknown'}`
             : undefined;
+    // What continuing it bills, and its items (the key's from now on).
+    this.deps.store.noteAnswer(job.responseId, answerFacts(body));
     this.settle(job, outcome, usage ?? NOTHING, errorCode);
   }
 

@@ -12,6 +12,10 @@
  *   once (src/responses/poller.ts).
  * - Streaming a response by GET (`stream=true`) is refused with a 400: the
  *   proxy relays a background job's stream only from its create call.
+ * - The items an answer shows (output items, listed input items) become the
+ *   key's, for its `item_reference`s (ownership.ts).
+ * - Upstream error answers are relayed with the provider account's
+ *   identifiers masked, as on the proxy routes (src/upstreams/redact.ts).
  */
 import type { Context, Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';
@@ -24,9 +28,10 @@ import type { RequestContext } from '../pipeline/context.js';
 import type { PipelineDeps } from '../pipeline/deps.js';
 import { limitRefusal } from '../pipeline/refusals.js';
 import { toUpstreamError } from '../upstreams/pool.js';
+import { redactProviderAccount } from '../upstreams/redact.js';
 import type { BackgroundPoller } from './poller.js';
 import type { ResponseStore } from './store.js';
-import { forwardedQuery, parseResponseObject, responseNotFound, type LifecycleCall } from './wire.js';
+import { answerFacts, forwardedQuery, outputItemIds, parseResponseObject, responseNotFound, type LifecycleCall } from './wire.js';
 
 interface LifecycleDeps {
   readonly store: ResponseStore;
@@ -82,11 +87,21 @@ async function lifecycleCall(c: Context<AppEnv>, call: LifecycleCall, deps: Pipe
   if (ok && call === 'delete') lifecycle.store.markDeleted(id, deps.now());
   if (ok && (call === 'retrieve' || call === 'cancel')) {
     const body = parseResponseObject(answer);
-    if (body !== undefined) lifecycle.poller.observe(id, body);
+    if (body !== undefined) {
+      // Its items (and, once it is done, what continuing it bills) are the key's from now on.
+      lifecycle.store.noteAnswer(id, answerFacts(body));
+      lifecycle.poller.observe(id, body);
+    }
   }
-  return new Response(new Uint8Array(answer.buffer as ArrayBuffer, answer.byteOffset, answer.byteLength), {
+  // The input items a listing shows may be referred to (item_reference) by this key.
+  if (ok && call === 'input_items') lifecycle.store.noteAnswer(id, { itemIds: outputItemIds(parseResponseObject(answer), 'data') });
+  // Error answers name the proxy's provider account (organization, project): masked, as on the proxy routes.
+  const body = ok ? answer : redactProviderAccount(answer);
+  const headers = toClientHeaders(response.headers, request.requestId, false, response.status);
+  if (body !== answer) delete headers['content-length'];
+  return new Response(new Uint8Array(body.buffer as ArrayBuffer, body.byteOffset, body.byteLength), {
     status: response.status,
-    headers: { ...toClientHeaders(response.headers, request.requestId, false, response.status), ...limitHeaders },
+    headers: { ...headers, ...limitHeaders },
   });
 }
 

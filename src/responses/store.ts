@@ -8,6 +8,13 @@
  * memory until then, so the key sees its response at once; other processes
  * sharing the file see it a turn later.
  *
+ * Beside its owner, a response keeps what continuing it bills (its settled
+ * input plus output tokens, `billed_tokens`), and its items — the output
+ * items Tollgate relayed, the input items a listing showed — are rows of
+ * their own (`item_of`), owned by the same key, so a request may refer only
+ * to its own (src/responses/ownership.ts). Deleting a response deletes its
+ * items.
+ *
  * A background job is claimed by the process polling it (`claimed_until`),
  * renewed while it polls and released at a clean shutdown, so that processes
  * sharing the database poll each job once and a restarted process takes over
@@ -17,7 +24,8 @@
  * (and deletions) are shipped to PostgreSQL's `responses` with its ledger
  * (src/ledger/shipper.ts), and an id this node does not hold is looked up
  * there and kept locally from then on, so a response created through one
- * node is retrieved, cancelled or deleted through any other. A background job
+ * node is retrieved, cancelled, deleted or continued through any other (and
+ * so are its items). A background job
  * is still polled and settled by the node that created it (its ledger row and
  * reservation live there); a cancel through another node reaches the
  * upstream at once, and the creating node's next poll settles the job.
@@ -49,6 +57,24 @@ interface NewResponse {
   readonly createdAt: number;
   readonly background: boolean;
   readonly claimedUntil: number;
+  /** An item of this response (its rows inherit the response's key, request and time). */
+  readonly itemOf?: string | undefined;
+  /** Input plus output tokens its settled usage reported, once known. */
+  billedTokens?: number | undefined;
+}
+
+/** A stored response as a request that continues it needs it: whose it is, and what it bills again. */
+export interface StoredResponse {
+  readonly keyId: string;
+  /** Its input plus output tokens as settled, or undefined while unknown. */
+  readonly billedTokens: number | undefined;
+}
+
+interface ResponseRow {
+  readonly key_id: string;
+  readonly request_id: string;
+  readonly created_at: number;
+  readonly billed_tokens: number | null;
 }
 
 export class ResponseStore {
@@ -57,6 +83,8 @@ export class ResponseStore {
   private readonly onError: (error: unknown) => void;
   /** Remembered, not committed yet. */
   private readonly queued = new Map<string, NewResponse>();
+  /** Usage learned for responses already committed, not written yet. */
+  private readonly billed = new Map<string, number>();
   private scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
   /** PostgreSQL's shared table, on a replica. */
   private readonly shared: PgPool | undefined;
@@ -71,12 +99,14 @@ export class ResponseStore {
   private prepare(s: Database.Database) {
     return {
       insert: s.prepare(
-        `INSERT INTO responses (id, key_id, request_id, created_at, unsettled, claimed_until)
-         VALUES (@id, @keyId, @requestId, @createdAt, @unsettled, @claimedUntil)
+        `INSERT INTO responses (id, key_id, request_id, created_at, unsettled, claimed_until, item_of, billed_tokens)
+         VALUES (@id, @keyId, @requestId, @createdAt, @unsettled, @claimedUntil, @itemOf, @billedTokens)
          ON CONFLICT(id) DO NOTHING`,
       ),
-      owner: s.prepare('SELECT key_id FROM responses WHERE id = ? AND deleted_at IS NULL'),
-      markDeleted: s.prepare('UPDATE responses SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL'),
+      response: s.prepare('SELECT key_id, request_id, created_at, billed_tokens FROM responses WHERE id = ? AND deleted_at IS NULL AND item_of IS NULL'),
+      itemOwner: s.prepare('SELECT key_id FROM responses WHERE id = ? AND deleted_at IS NULL AND item_of IS NOT NULL'),
+      setBilled: s.prepare('UPDATE responses SET billed_tokens = ? WHERE id = ? AND item_of IS NULL AND billed_tokens IS NULL'),
+      markDeleted: s.prepare('UPDATE responses SET deleted_at = @now WHERE (id = @id OR item_of = @id) AND deleted_at IS NULL'),
       // Only once the ledger row is settled on disk: a crash in between must leave the job to take over.
       settled: s.prepare(
         `UPDATE responses SET unsettled = 0, claimed_until = 0
@@ -112,8 +142,9 @@ export class ResponseStore {
       clearTimeout(this.scheduled as NodeJS.Timeout);
       this.scheduled = undefined;
     }
-    if (this.queued.size === 0) return true;
+    if (this.queued.size === 0 && this.billed.size === 0) return true;
     const entries = [...this.queued.values()];
+    const billed = [...this.billed];
     try {
       this.sqlite.transaction(() => {
         for (const entry of entries) {
@@ -124,8 +155,11 @@ export class ResponseStore {
             createdAt: entry.createdAt,
             unsettled: entry.background ? 1 : 0,
             claimedUntil: entry.background ? entry.claimedUntil : 0,
+            itemOf: entry.itemOf ?? null,
+            billedTokens: entry.billedTokens ?? null,
           });
         }
+        for (const [id, tokens] of billed) this.statements.setBilled.run(tokens, id);
       })();
     } catch (error) {
       this.onError(error);
@@ -135,14 +169,21 @@ export class ResponseStore {
       return false;
     }
     for (const entry of entries) if (this.queued.get(entry.id) === entry) this.queued.delete(entry.id);
+    for (const [id, tokens] of billed) if (this.billed.get(id) === tokens) this.billed.delete(id);
     return true;
   }
 
-  /** The key that created a response, or undefined (unknown or deleted). */
-  private ownerOf(id: string): string | undefined {
+  /** A response held here (queued or committed, not deleted), items aside. */
+  private localResponse(id: string): (StoredResponse & { requestId: string; createdAt: number }) | undefined {
     const queued = this.queued.get(id);
-    if (queued !== undefined) return queued.keyId;
-    return (this.statements.owner.get(id) as { key_id: string } | undefined)?.key_id;
+    if (queued !== undefined) {
+      return queued.itemOf === undefined
+        ? { keyId: queued.keyId, billedTokens: queued.billedTokens, requestId: queued.requestId, createdAt: queued.createdAt }
+        : undefined;
+    }
+    const row = this.statements.response.get(id) as ResponseRow | undefined;
+    if (row === undefined) return undefined;
+    return { keyId: row.key_id, billedTokens: this.billed.get(id) ?? row.billed_tokens ?? undefined, requestId: row.request_id, createdAt: row.created_at };
   }
 
   /**
@@ -151,27 +192,125 @@ export class ResponseStore {
    * not held here: a 503 the SDKs retry, never a 404 that may be wrong.
    */
   async findOwner(id: string): Promise<string | undefined> {
-    const local = this.ownerOf(id);
-    if (local !== undefined || this.shared === undefined) return local;
-    let found;
+    // Its owner never changes: one held here needs no lookup, even while its size is unknown.
+    return this.localResponse(id)?.keyId ?? (await this.findResponse(id))?.keyId;
+  }
+
+  /**
+   * A stored response — its owner, and what continuing it bills when known —
+   * here or (on a replica) on any node; undefined when unknown or deleted.
+   * One whose usage is not known here is looked up in PostgreSQL too (another
+   * node may have settled it).
+   */
+  async findResponse(id: string): Promise<StoredResponse | undefined> {
+    const local = this.localResponse(id);
+    if (this.shared === undefined || (local !== undefined && local.billedTokens !== undefined)) return local;
+    let rows;
     try {
-      found = await this.shared.query<{ key_id: string; request_id: string; created_at: number }>(
-        'SELECT key_id, request_id, created_at FROM responses WHERE id = $1 AND deleted_at IS NULL',
+      rows = await this.sharedRows(
+        'SELECT id, key_id, request_id, created_at, billed_tokens FROM responses WHERE id = $1 AND deleted_at IS NULL AND item_of IS NULL',
         [id],
       );
     } catch (error) {
-      throw new TollgateError('ledger_unavailable', 'Tollgate could not look this response up in its shared database; retry shortly.', { cause: error });
+      // Held here: its owner is known, only its size is not (reserved at the bound).
+      if (local !== undefined) return local;
+      throw error;
     }
-    const row = found.rows[0];
-    if (row === undefined) return undefined;
-    // Kept here (owner only: the creating node polls it), so a delete through this node reaches every node.
-    this.remember({ id, keyId: row.key_id, requestId: row.request_id, createdAt: row.created_at, background: false, claimedUntil: 0 });
-    return row.key_id;
+    const row = rows[0];
+    if (row === undefined) return local;
+    const billedTokens = row.billed_tokens === null ? undefined : Number(row.billed_tokens);
+    if (local === undefined) {
+      // Kept here (owner only: the creating node polls it), so a delete through this node reaches every node.
+      this.remember({ id, keyId: row.key_id, requestId: row.request_id, createdAt: Number(row.created_at), background: false, claimedUntil: 0, billedTokens });
+    } else if (billedTokens !== undefined) {
+      this.noteBilled(id, billedTokens);
+    }
+    return { keyId: row.key_id, billedTokens };
   }
 
+  /**
+   * The first of `ids` that is not an item of one of `keyId`'s responses (here
+   * or, on a replica, on any node), or undefined when every one is.
+   */
+  async firstItemNotOwned(keyId: string, ids: readonly string[]): Promise<string | undefined> {
+    const missing: string[] = [];
+    for (const id of ids) {
+      const queued = this.queued.get(id);
+      const owner =
+        queued !== undefined
+          ? queued.itemOf === undefined
+            ? undefined
+            : queued.keyId
+          : (this.statements.itemOwner.get(id) as { key_id: string } | undefined)?.key_id;
+      if (owner === undefined) missing.push(id);
+      else if (owner !== keyId) return id;
+    }
+    if (missing.length === 0) return undefined;
+    if (this.shared === undefined) return missing[0];
+    const rows = await this.sharedRows(
+      'SELECT id, key_id, request_id, created_at, item_of FROM responses WHERE id = ANY($1) AND deleted_at IS NULL AND item_of IS NOT NULL',
+      [missing],
+    );
+    const found = new Map(rows.map((row) => [row.id, row]));
+    for (const id of missing) {
+      const row = found.get(id);
+      if (row === undefined || row.key_id !== keyId) return id;
+      this.remember({
+        id,
+        keyId: row.key_id,
+        requestId: row.request_id,
+        createdAt: Number(row.created_at),
+        background: false,
+        claimedUntil: 0,
+        itemOf: row.item_of ?? undefined,
+      });
+    }
+    return undefined;
+  }
+
+  private async sharedRows(text: string, values: unknown[]): Promise<Array<ResponseRow & { id: string; item_of?: string | null }>> {
+    try {
+      return (await this.shared!.query<ResponseRow & { id: string; item_of?: string | null }>(text, values)).rows;
+    } catch (error) {
+      throw new TollgateError('ledger_unavailable', 'Tollgate could not look this response up in its shared database; retry shortly.', { cause: error });
+    }
+  }
+
+  /**
+   * What a response's answer told: the input plus output tokens its usage
+   * reported (what continuing it bills again), and the ids of its items, which
+   * become its key's. Nothing for a response not stored here.
+   */
+  noteAnswer(id: string, answer: { readonly billedTokens?: number | undefined; readonly itemIds?: readonly string[] | undefined }): void {
+    const response = this.localResponse(id);
+    if (response === undefined) return;
+    if (answer.billedTokens !== undefined) this.noteBilled(id, answer.billedTokens);
+    for (const itemId of answer.itemIds ?? []) {
+      if (itemId === id || this.queued.has(itemId)) continue;
+      this.remember({
+        id: itemId,
+        keyId: response.keyId,
+        requestId: response.requestId,
+        createdAt: response.createdAt,
+        background: false,
+        claimedUntil: 0,
+        itemOf: id,
+      });
+    }
+  }
+
+  private noteBilled(id: string, tokens: number): void {
+    const queued = this.queued.get(id);
+    if (queued !== undefined) queued.billedTokens ??= tokens;
+    else this.billed.set(id, tokens);
+    this.scheduled ??= setImmediate(() => this.flush());
+  }
+
+  /** Deletes a response and its items (here; the deletion ships to every node on a replica). */
   markDeleted(id: string, now: number): void {
-    this.queued.delete(id);
-    this.statements.markDeleted.run(now, id);
+    for (const entry of [...this.queued.values()]) if (entry.id === id || entry.itemOf === id) this.queued.delete(entry.id);
+    this.billed.delete(id);
+    this.statements.markDeleted.run({ now, id });
   }
 
   /**

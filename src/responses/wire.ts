@@ -4,6 +4,7 @@
  * API's own "not found" answer. Pure.
  */
 import { TollgateError } from '../errors.js';
+import { readUsage } from '../upstreams/usage.js';
 
 /** Statuses after which a response changes no more (its usage is final). */
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'incomplete']);
@@ -37,6 +38,28 @@ export function parseResponseObject(bytes: Buffer): Record<string, unknown> | un
   } catch {
     return undefined;
   }
+}
+
+/** Ids of the items in a response object's `output` (or of a list page's `data`). */
+export function outputItemIds(response: Record<string, unknown> | undefined, field: 'output' | 'data' = 'output'): string[] {
+  const items = response?.[field];
+  if (!Array.isArray(items)) return [];
+  const ids: string[] = [];
+  for (const item of items) {
+    const id = (item as { id?: unknown } | null)?.id;
+    if (typeof id === 'string' && id !== '') ids.push(id);
+  }
+  return ids;
+}
+
+/**
+ * What a response object tells about continuing it: the input plus output
+ * tokens its usage reports (billed again as input by a request that continues
+ * it), and its output items.
+ */
+export function answerFacts(response: Record<string, unknown>): { billedTokens: number | undefined; itemIds: string[] } {
+  const usage = readUsage(response.usage);
+  return { billedTokens: usage === undefined ? undefined : usage.promptTokens + usage.completionTokens, itemIds: outputItemIds(response) };
 }
 
 /** The lifecycle calls the proxy passes on. */

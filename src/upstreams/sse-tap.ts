@@ -69,6 +69,8 @@ export class SseTap {
   private responseShell: Record<string, unknown> | undefined;
   private lastSequence = -1;
   private responseIdSeen: string | undefined;
+  /** Responses API: ids of the output items streamed (they become the key's: src/responses/ownership.ts). */
+  private readonly itemIdsSeen = new Set<string>();
   /** Anthropic Messages: `message_start`'s raw usage, and its content blocks not stopped yet. */
   private messageStartUsage: unknown;
   private readonly openBlocks = new Set<number>();
@@ -194,6 +196,11 @@ export class SseTap {
   /** The Responses API's response id, once its first event carried it. */
   get responseId(): string | undefined {
     return this.responseIdSeen;
+  }
+
+  /** The Responses API's output item ids seen so far (`response.output_item.*`, the terminal event's `output`). */
+  get outputItemIds(): readonly string[] {
+    return [...this.itemIdsSeen];
   }
 
   /** An error event the upstream sent inside the stream, if any. */
@@ -377,8 +384,10 @@ export class SseTap {
       this.collect(event.delta);
       return false;
     }
+    if (type === 'response.output_item.added' || type === 'response.output_item.done') this.noteItem(event.item);
     if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
       const response = event.response as Record<string, unknown> | undefined;
+      if (Array.isArray(response?.output)) for (const item of response.output) this.noteItem(item);
       const usage = usageOfAnswer(response);
       if (usage !== undefined) this.usageSeen = usage;
       this.done = true;
@@ -387,6 +396,11 @@ export class SseTap {
     }
     if (type === 'error') this.upstreamError = describeStreamError(event);
     return false;
+  }
+
+  private noteItem(item: unknown): void {
+    const id = (item as { id?: unknown } | null | undefined)?.id;
+    if (typeof id === 'string' && id !== '') this.itemIdsSeen.add(id);
   }
 
   private collect(text: string): void {

@@ -31,6 +31,9 @@
  *   webSearch=N, fileSearch=N, codeInterpreter=N, images=N
  *                      Responses only: that many built-in tool calls in `output`
  *                      (codeInterpreter: N calls in N distinct containers)
+ *   fileTokens=N, imageSize=WxH, toolTokens=N
+ *                      input the request names but does not carry (files, remote images, hosted
+ *                      tools' results), billed as input: see unseen-input.ts
  *
  * `options.kind` makes it Azure OpenAI (api-key header, deployment URLs with
  * api-version) or OpenRouter (usage.cost): see provider-kinds.ts.
@@ -38,7 +41,8 @@
  * built from what it billed (billing-reports.ts).
  *
  * Responses are stored and have their lifecycle (retrieve, cancel, delete,
- * input items, background jobs): see stored-responses.ts. Anthropic's
+ * input items, background jobs), and a `previous_response_id` bills the
+ * stored history again as input: see stored-responses.ts. Anthropic's
  * Messages API (`/v1/messages`, `/v1/messages/count_tokens`) is answered in
  * its own dialect: see anthropic.ts (the server's origin is its base URL).
  */
@@ -50,6 +54,7 @@ import { streamAnswer } from './openai-stream.js';
 import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
 import { handleAnthropic, isAnthropicPath, sendAnthropicError } from './anthropic.js';
 import { StoredResponses } from './stored-responses.js';
+import { unseenInputTokens } from './unseen-input.js';
 import { fakeKind } from './provider-kinds.js';
 import { handleBillingReport } from './billing-reports.js';
 import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
@@ -156,10 +161,14 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     if (model === '') {
       return sendError(res, 400, { type: 'invalid_request_error', code: 'missing_model', message: 'you must provide a model parameter' }, record);
     }
+    // Stored history and referenced items bill as input; an id the fake does not hold is a 404.
+    const storedInput = endpoint === 'responses' ? stored.storedInput(body, model) : { ok: true as const, tokens: 0 };
+    if (!storedInput.ok) return sendJson(res, 404, storedInput.error, record);
     // Accepted: the prompt is processed (and billed) from here on, even if the
     // client goes away before the answer starts, as with the real API.
     const extras = extrasFor(scenario, endpoint, body);
-    const promptTokens = promptTokensFor(endpoint, body, model) + extras.audioPromptTokens;
+    const promptTokens =
+      promptTokensFor(endpoint, body, model) + extras.audioPromptTokens + storedInput.tokens + unseenInputTokens(scenario, endpoint, body, model);
     const cachedTokens = Math.min(promptTokens, num(scenario, 'cached') ?? 0);
     record.billed = { promptTokens, cachedTokens, completionTokens: 0, reasoningTokens: 0 };
 

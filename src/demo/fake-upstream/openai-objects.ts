@@ -27,20 +27,29 @@ export function usageBlock(
   };
 }
 
-/** Built-in tool call items of a Responses `output`, as the API returns them. */
-export function toolCallItems(calls: { webSearch: number; fileSearch: number; codeInterpreter: number; imageGeneration: number }): Record<string, unknown>[] {
+/** The id of a response's output message: item ids are unique across responses, as the API's are. */
+export function messageIdOf(responseId: string): string {
+  return `msg_${responseId.replace(/^resp_/, '')}`;
+}
+
+/** Built-in tool call items of a Responses `output`, as the API returns them (ids unique to the response). */
+export function toolCallItems(
+  calls: { webSearch: number; fileSearch: number; codeInterpreter: number; imageGeneration: number },
+  responseId = `resp_${randomBytes(8).toString('hex')}`,
+): Record<string, unknown>[] {
   const items: Record<string, unknown>[] = [];
+  const suffix = responseId.replace(/^resp_/, '');
   for (let i = 0; i < calls.webSearch; i += 1) {
-    items.push({ type: 'web_search_call', id: `ws_fake${i}`, status: 'completed', action: { type: 'search', query: 'foxes' } });
+    items.push({ type: 'web_search_call', id: `ws_${suffix}${i}`, status: 'completed', action: { type: 'search', query: 'foxes' } });
   }
   for (let i = 0; i < calls.fileSearch; i += 1) {
-    items.push({ type: 'file_search_call', id: `fs_fake${i}`, status: 'completed', queries: ['foxes'], results: null });
+    items.push({ type: 'file_search_call', id: `fs_${suffix}${i}`, status: 'completed', queries: ['foxes'], results: null });
   }
   for (let i = 0; i < calls.codeInterpreter; i += 1) {
-    items.push({ type: 'code_interpreter_call', id: `ci_fake${i}`, status: 'completed', code: 'print(1)', container_id: `cntr_fake${i}`, outputs: null });
+    items.push({ type: 'code_interpreter_call', id: `ci_${suffix}${i}`, status: 'completed', code: 'print(1)', container_id: `cntr_fake${i}`, outputs: null });
   }
   for (let i = 0; i < calls.imageGeneration; i += 1) {
-    items.push({ type: 'image_generation_call', id: `ig_fake${i}`, status: 'completed', result: 'aGVsbG8=' });
+    items.push({ type: 'image_generation_call', id: `ig_${suffix}${i}`, status: 'completed', result: 'aGVsbG8=' });
   }
   return items;
 }
@@ -70,7 +79,7 @@ export function responseObject(
         : [
             {
               type: 'message',
-              id: 'msg_fake',
+              id: messageIdOf(id),
               status: 'completed',
               role: 'assistant',
               content: [{ type: 'output_text', text, annotations: [] }],

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { RecordedRequest } from './types.js';
-import { responseObject, toolCallItems, usageBlock } from './openai-objects.js';
+import { messageIdOf, responseObject, toolCallItems, usageBlock } from './openai-objects.js';
 import { billedExtras, num, sleep, tokens, type Extras, type Scenario } from './scenario.js';
 
 export interface StreamPlan {
@@ -40,6 +40,7 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
   const sent: string[] = []; // text actually written, per content chunk
   let sequence = 0;
   const respId = plan.responseId ?? `resp_${randomBytes(8).toString('hex')}`;
+  const messageId = messageIdOf(respId);
 
   record.status = 200;
   res.writeHead(200, {
@@ -101,12 +102,12 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     write(
       event('response.output_item.added', {
         output_index: 0,
-        item: { id: 'msg_fake', type: 'message', status: 'in_progress', role: 'assistant', content: [] },
+        item: { id: messageId, type: 'message', status: 'in_progress', role: 'assistant', content: [] },
       }),
     );
     write(
       event('response.content_part.added', {
-        item_id: 'msg_fake',
+        item_id: messageId,
         output_index: 0,
         content_index: 0,
         part: { type: 'output_text', text: '', annotations: [] },
@@ -150,7 +151,7 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
                 choices: [{ text: word, index, logprobs: null, finish_reason: null }],
                 ...(includeUsage ? { usage: null } : {}),
               })
-            : event('response.output_text.delta', { item_id: 'msg_fake', output_index: 0, content_index: 0, delta: word, logprobs: [] }),
+            : event('response.output_text.delta', { item_id: messageId, output_index: 0, content_index: 0, delta: word, logprobs: [] }),
       );
       if (!ok) return;
       sent.push(word);
@@ -170,7 +171,7 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     }),
     ...(costUsd === undefined ? {} : { cost: costUsd }),
   };
-  const final = { serviceTier: plan.extras.serviceTier, tools: toolCallItems(plan.extras.toolCalls) };
+  const final = { serviceTier: plan.extras.serviceTier, tools: toolCallItems(plan.extras.toolCalls, respId) };
   if (endpoint === 'chat') {
     for (let index = 0; index < n; index += 1) {
       write(data(chatChunk([{ index, delta: {}, logprobs: null, finish_reason: plan.finishReason }])));
@@ -193,7 +194,7 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     if (includeUsage) write(data({ id, object: 'text_completion', created, model, choices: [], usage }));
     write('data: [DONE]\n\n');
   } else {
-    write(event('response.output_text.done', { item_id: 'msg_fake', output_index: 0, content_index: 0, text: answer, logprobs: [] }));
+    write(event('response.output_text.done', { item_id: messageId, output_index: 0, content_index: 0, text: answer, logprobs: [] }));
     write(event('response.completed', { response: responseObject(model, answer, 'completed', usage, respId, final) }));
   }
   record.billed = {

@@ -7,7 +7,12 @@ export const ERROR_TYPES: Record<number, { type: string; code: string; message: 
   401: { type: 'invalid_request_error', code: 'invalid_api_key', message: 'Incorrect API key provided.' },
   403: { type: 'invalid_request_error', code: 'unsupported_country_region_territory', message: 'Forbidden.' },
   404: { type: 'invalid_request_error', code: 'model_not_found', message: 'The model does not exist.' },
-  429: { type: 'requests', code: 'rate_limit_exceeded', message: 'Rate limit reached for requests.' },
+  // As the API words it, naming the provider account (Tollgate masks it before a tenant sees it).
+  429: {
+    type: 'requests',
+    code: 'rate_limit_exceeded',
+    message: 'Rate limit reached for requests in organization org-FakeOrg0001 on requests per min (RPM): Limit 10000, Used 10000, Requested 1.',
+  },
   500: { type: 'server_error', code: 'server_error', message: 'The server had an error while processing your request.' },
   503: { type: 'server_error', code: 'service_unavailable', message: 'The engine is currently overloaded.' },
 };

@@ -15,6 +15,12 @@
  *   client that went away runs on to its end, as background jobs do.
  *
  * What a job bills goes on the record of the request that created it.
+ *
+ * A request that continues a stored response (`previous_response_id`) is
+ * billed its whole history again as input — the previous response's input
+ * (which holds its own history) and output — and one that names an
+ * `item_reference` is billed the referenced item, as the API bills them; an
+ * id the fake does not hold is the API's own 404 (see {@link storedInput}).
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -134,10 +140,67 @@ export class StoredResponses {
     return true;
   }
 
+  /**
+   * What a Responses request's stored input bills, or the API's 404 for an id not held: the
+   * previous response's input and output tokens (as billed so far, for one still running), and
+   * each referenced item's text plus 3 tokens of framing.
+   */
+  storedInput(body: Record<string, unknown>, model: string): { ok: true; tokens: number } | { ok: false; error: Record<string, unknown> } {
+    let total = 0;
+    const previous = body.previous_response_id;
+    if (typeof previous === 'string') {
+      const entry = this.stored.get(previous);
+      if (entry === undefined) {
+        return {
+          ok: false,
+          error: {
+            error: {
+              message: `Previous response with id '${previous}' not found.`,
+              type: 'invalid_request_error',
+              param: 'previous_response_id',
+              code: 'previous_response_not_found',
+            },
+          },
+        };
+      }
+      total += entry.record.billed.promptTokens + entry.record.billed.completionTokens;
+    }
+    for (const item of Array.isArray(body.input) ? body.input : []) {
+      const fields = (item ?? {}) as Record<string, unknown>;
+      if (fields.type !== 'item_reference') continue;
+      const found = this.findItem(String(fields.id));
+      if (found === undefined) {
+        return {
+          ok: false,
+          error: { error: { message: `Item with id '${String(fields.id)}' not found.`, type: 'invalid_request_error', param: 'input', code: null } },
+        };
+      }
+      total += 3 + tokens(model, textOfItem(found));
+    }
+    return { ok: true, tokens: total };
+  }
+
+  private findItem(id: string): Record<string, unknown> | undefined {
+    for (const entry of this.stored.values()) {
+      const output = Array.isArray(entry.object.output) ? (entry.object.output as Record<string, unknown>[]) : [];
+      const found = output.find((item) => item.id === id) ?? entry.inputItems.find((item) => item.id === id);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+
   /** Stops every job (the server is closing). */
   close(): void {
     for (const entry of this.stored.values()) for (const timer of entry.timers) clearTimeout(timer);
   }
+}
+
+/** The text of an item's content parts. */
+function textOfItem(item: Record<string, unknown>): string {
+  const content = item.content;
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content.map((part) => (typeof (part as { text?: unknown } | null)?.text === 'string' ? (part as { text: string }).text : '')).join('');
 }
 
 function isRunning(status: unknown): boolean {

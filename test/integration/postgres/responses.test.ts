@@ -7,6 +7,7 @@
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { NotFoundError } from 'openai';
+import type { Response } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { tempDatabasePath } from '../../support/db.js';
@@ -102,4 +103,40 @@ it('a response deleted through one node is gone through every node', async () =>
     await c.close();
     rmSync(dirname(third), { recursive: true, force: true });
   }
+});
+
+it('a response streamed through one node is continued through another at its settled size, and its items referred to there — by its key only', async () => {
+  const { key: owner } = await createKey('continuer');
+  const { key: other } = await createKey('stranger');
+  const stream = await a.client(owner).responses.create({ model: 'gpt-4o-mini', input: 'Remember seven.', stream: true });
+  let completed: Response | undefined;
+  for await (const event of stream) if (event.type === 'response.completed') completed = event.response;
+  // Its size is learned when the stream is settled, after its row may have been shipped: it ships again.
+  const history = completed!.usage!.input_tokens + completed!.usage!.output_tokens;
+  const billed = async () =>
+    (await pg.pool.query<{ billed_tokens: number | null }>('SELECT billed_tokens FROM responses WHERE id = $1', [completed!.id])).rows[0]?.billed_tokens;
+  for (let i = 0; i < 200 && (await billed()) !== history; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(await billed()).toBe(history);
+
+  const continued = await b
+    .client(owner)
+    .responses.create({ model: 'gpt-4o-mini', previous_response_id: completed!.id, input: 'Which?', max_output_tokens: 16 });
+  const row = b.tollgate.database.sqlite.prepare('SELECT est_prompt_tokens FROM ledger WHERE request_id = ?').get(continued._request_id) as
+    { est_prompt_tokens: number } | undefined;
+  expect(row?.est_prompt_tokens).toBeGreaterThanOrEqual(history);
+  expect(row?.est_prompt_tokens).toBeLessThan(history + 20);
+
+  const item = completed!.output[0]!.id!;
+  const referred = await b.client(owner).responses.create({ model: 'gpt-4o-mini', input: [{ type: 'item_reference', id: item }] });
+  expect(referred.status).toBe('completed');
+  const calls = fake.requests.length;
+  for (const h of [a, b]) {
+    await expect(h.client(other).responses.create({ model: 'gpt-4o-mini', previous_response_id: completed!.id, input: 'Hi' })).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+    await expect(h.client(other).responses.create({ model: 'gpt-4o-mini', input: [{ type: 'item_reference', id: item }] })).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+  }
+  expect(fake.requests.length).toBe(calls);
 });

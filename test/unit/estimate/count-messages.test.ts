@@ -11,6 +11,7 @@ import { builtinPriceTable, costMicroUsd } from '../../../src/estimate/prices.js
 import { claudeImageTokens, claudeTextTokens, countMessagesPrompt } from '../../../src/estimate/count-messages.js';
 import { countTextTokens, loadEncodingSync } from '../../../src/estimate/tokenizer.js';
 import { createTextCounter } from '../../../src/estimate/text-counter.js';
+import { UnseenTally } from '../../../src/estimate/unseen.js';
 
 const options = { prices: builtinPriceTable, defaultMaxCompletionTokens: 1000 };
 const fixtures = JSON.parse(readFileSync(new URL('../../fixtures/estimate/claude-count-tokens.json', import.meta.url), 'utf8')) as {
@@ -55,7 +56,7 @@ describe('estimating a Messages body', () => {
     expect(claudeImageTokens(1092, 1092)).toBe(1590);
     expect(claudeImageTokens(4000, 3000)).toBeLessThanOrEqual(1600);
     expect(claudeImageTokens(4000, 3000)).toBeGreaterThan(1500);
-    const context = { counter: createTextCounter(o200k, { cache: null }), model: 'claude-opus-4-6' };
+    const context = { counter: createTextCounter(o200k, { cache: null }), model: 'claude-opus-4-6', unseen: new UnseenTally() };
     const image = (source: unknown) => countMessagesPrompt({ messages: [{ role: 'user', content: [{ type: 'image', source }] }] }, context);
     expect(image({ type: 'base64', media_type: 'image/png', data: png(1092, 1092) }).imageTokens).toBe(1590);
     expect(image({ type: 'url', url: 'https://example.com/a.png' }).imageTokens).toBe(1600);
@@ -98,7 +99,9 @@ describe('estimating a Messages body', () => {
     expect(none.toolCallsReserved).toEqual({});
     expect(five.toolCallsReserved).toEqual({ webSearch: 5 });
     expect(open.toolCallsReserved).toEqual({ webSearch: 3 });
-    expect(five.reservedMicroUsd - costMicroUsd({ promptTokens: five.promptTokens, completionTokens: 10 }, five.price)).toBe(5 * 10_000);
+    // The search results are reserved at a bound rate limits do not take (unseen-input.test.ts); the searches are.
+    const counted = five.promptTokens - five.unseen.boundTokens;
+    expect(five.reservedMicroUsd - costMicroUsd({ promptTokens: counted, completionTokens: 10 }, five.price)).toBe(5 * 10_000);
   });
 
   it('refuses a body without max_tokens or messages, naming the field', () => {

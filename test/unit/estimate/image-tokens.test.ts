@@ -51,9 +51,14 @@ describe('image tokens follow the vision guide', () => {
     expect(imageTokensForSize(size, 'low', imagePricingForModel('o4-mini'))).toBe(Math.ceil(1024 * 1.72));
   });
 
-  it('prices remote images as a 1024×1024 image unless configured', () => {
-    expect(imageTokens('https://example.com/cat.png', 'high', 'gpt-4o')).toBe(765);
-    expect(imageTokens('https://example.com/cat.png', 'auto', 'gpt-4o', 1234)).toBe(1234);
-    expect(imageTokens('https://example.com/cat.png', 'low', 'gpt-4o', 1234)).toBe(85);
+  // Was a 1024×1024 image (765 for gpt-4o): a remote image of the worst aspect ratio bills 1445,
+  // so a request of such images could spend past its reservation (issue 23).
+  it('prices an image whose size it cannot read at the most one image can bill for the model and detail', () => {
+    expect(imageTokens('https://example.com/cat.png', 'high', 'gpt-4o')).toEqual({ tokens: 85 + 8 * 170, sized: false });
+    expect(imageTokens('https://example.com/cat.png', 'auto', 'gpt-4o')).toEqual({ tokens: 1445, sized: false });
+    expect(imageTokens('https://example.com/cat.png', 'low', 'gpt-4o')).toEqual({ tokens: 85, sized: false });
+    expect(imageTokens('https://example.com/cat.png', 'high', 'gpt-4o-mini').tokens).toBe(2833 + 8 * 5667);
+    expect(imageTokens('https://example.com/cat.png', 'low', 'gpt-4.1-mini').tokens).toBe(Math.ceil(1536 * 1.62));
+    expect(imageTokens('data:image/png;base64,AAAA', 'high', 'o4-mini')).toEqual({ tokens: Math.ceil(1536 * 1.72), sized: false });
   });
 });

@@ -106,6 +106,20 @@ describe('SseTap', () => {
     expect(tap.finished).toBe(true);
   });
 
+  it('notes the ids of the Responses output items, as they stream and in the final output, each once', () => {
+    const tap = new SseTap({ endpoint: 'responses', stripUsageChunk: false });
+    const events =
+      'event: response.output_item.added\ndata: {"type":"response.output_item.added","item":{"id":"rs_1","type":"reasoning"}}\n\n' +
+      'event: response.output_item.done\ndata: {"type":"response.output_item.done","item":{"id":"rs_1","type":"reasoning"}}\n\n' +
+      'event: response.output_item.added\ndata: {"type":"response.output_item.added","item":{"id":"msg_2","type":"message"}}\n\n';
+    run(tap, [Buffer.from(events)]);
+    expect(tap.outputItemIds).toEqual(['rs_1', 'msg_2']);
+    tap.push(
+      Buffer.from('event: response.completed\ndata: {"type":"response.completed","response":{"output":[{"id":"rs_1"},{"id":"msg_2"},{"id":"fc_3"}]}}\n\n'),
+    );
+    expect(tap.outputItemIds).toEqual(['rs_1', 'msg_2', 'fc_3']);
+  });
+
   it('notes the time of the first token, not of the role chunk', () => {
     let clock = 100;
     const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false, now: () => clock });
