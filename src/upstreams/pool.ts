@@ -37,6 +37,8 @@ export interface UpstreamRequest {
   readonly headers: Record<string, string>;
   readonly body?: Buffer;
   readonly signal: AbortSignal;
+  /** Ends only the wait for a connection (the client left before the request could be sent); default `signal`. */
+  readonly queueSignal?: AbortSignal;
   /** Whose share of the connections this request uses (the key id); without one, the shared "" owner. */
   readonly owner?: string;
 }
@@ -79,7 +81,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   return {
     async send(request) {
       const headers: Record<string, string> = { ...options.defaultHeaders, ...request.headers, ...fixedHeaders };
-      const release = await slots.acquire(request.owner ?? '', request.signal).catch((error: unknown) => {
+      const release = await slots.acquire(request.owner ?? '', request.queueSignal ?? request.signal).catch((error: unknown) => {
         throw toUpstreamError(error);
       });
       try {

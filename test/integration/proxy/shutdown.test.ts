@@ -99,9 +99,23 @@ it('cuts streams off at the shutdown deadline and still exits 0', async () => {
   expect(await proc.exited).toBe(0);
   expect(Date.now() - sentAt).toBeLessThan(5000);
   expect(proc.logs.some((l) => l.msg === 'shutdown deadline reached; closing remaining connections')).toBe(true);
-  // Cut off, but settled: prompt plus what was streamed, nothing left pending.
+  // Cut off, but settled, nothing left pending: at its reservation, as its usage never came
+  // (src/pipeline/settle.ts, rule 4; the upstream may have generated more than was relayed).
   const after = openDatabase(db.path);
-  const rows = after.sqlite.prepare('SELECT status, usage_source FROM ledger').all();
+  const rows = after.sqlite.prepare('SELECT status, usage_source, error_code, completion_tokens, cost_micros, est_cost_micros FROM ledger').all();
   after.close();
-  expect(rows).toEqual([{ status: 'client_aborted', usage_source: 'counted' }]);
+  expect(rows).toEqual([
+    {
+      status: 'upstream_interrupted',
+      usage_source: 'reserved',
+      error_code: 'proxy_shutdown',
+      completion_tokens: expect.any(Number),
+      cost_micros: expect.any(Number),
+      est_cost_micros: expect.any(Number),
+    },
+  ]);
+  const row = rows[0] as { completion_tokens: number; cost_micros: number; est_cost_micros: number };
+  expect(row.cost_micros).toBe(row.est_cost_micros);
+  expect(row.completion_tokens).toBeGreaterThan(25);
+  expect(proc.logs.some((l) => l.msg === 'requests still open at shutdown: upstream stopped, settled at their reservation')).toBe(true);
 });
