@@ -190,6 +190,12 @@ describe('eight concurrent streams that hang up after their first chunk, wave af
     };
     const { outcomes, rows } = await hangUpInWaves(key, attack);
     expectBudgetHeld(attack, outcomes, rows);
+    // The operator sees it: each request's log line, and the aborts counted by how they settled.
+    const line = proxy.logs.lines.find((l) => l.msg === 'request' && l.requestId === rows.find((row) => row.status !== 'rejected')!.request_id);
+    expect(line).toMatchObject({ outcome: 'client_aborted', usageSource: 'reported' });
+    const metrics = await (await fetch(`${proxy.server.url}/metrics`)).text();
+    const counted = Number(/^tollgate_client_aborts_total\{usage_source="reported"\} (\d+)$/m.exec(metrics)?.[1]);
+    expect(counted).toBeGreaterThanOrEqual(rows.filter((row) => row.status === 'client_aborted').length);
   });
 
   it('on /v1/responses: each row at least the upstream bill, the budget held', async () => {
