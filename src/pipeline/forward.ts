@@ -44,15 +44,13 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
   if (client.abort.signal.aborted) return clientLeftFirst(request, deps);
   // Until it is settled, a shutdown stops it (open-requests.ts).
   deps.open?.track(request, () => stopForwarded(request, {}, deps));
-  // Waiting for a connection ends when the client leaves: nothing was sent yet.
-  const queueSignal = AbortSignal.any([client.abort.signal, upstreamAbort.signal]);
   const candidates = request.route?.candidates ?? [];
   const attempts: Attempt[] = [];
   let failed: unknown;
   let tried: RouteCandidate | undefined;
   for (let i = 0; i < candidates.length || (i === 0 && candidates.length === 0); i += 1) {
     // A client that left (or a shutdown) while an upstream failed is not sent to the next one.
-    if (i > 0 && queueSignal.aborted) break;
+    if (i > 0 && (client.abort.signal.aborted || upstreamAbort.signal.aborted)) break;
     const candidate = candidates[i];
     const last = i >= candidates.length - 1;
     // The last candidate is always tried: an answer, even an error, beats none.
@@ -67,7 +65,8 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
       headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': request.requestId },
       body: bodyFor(request, candidate?.upstreamModel ?? request.facts.model),
       signal: upstreamAbort.signal,
-      queueSignal,
+      // Waiting for a connection ends when the client leaves: nothing was sent yet.
+      queueSignal: client.abort.signal,
       owner: request.caller.key.id,
     };
     let response: UpstreamResponse;

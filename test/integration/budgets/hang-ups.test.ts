@@ -353,3 +353,51 @@ describe('a request read on after its client left', () => {
     expect((await next).status).toBe(200);
   });
 });
+
+describe('a client that leaves before its request was sent', () => {
+  it('is never sent and costs nothing, even while it waited for an upstream connection', async () => {
+    // Two connections: one key may hold one, so its second request waits for it.
+    const pooled = await startTestProxy({ TOLLGATE_UPSTREAM_CONNECTIONS: '2', TOLLGATE_LOG_LEVEL: 'warn' });
+    try {
+      const key = pooled.issueKey('waits-for-a-connection', { limits: [] });
+      const send = (scenario: string, signal?: AbortSignal): Promise<Response> =>
+        fetch(`${pooled.baseURL}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-fake-scenario': scenario },
+          body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+          ...(signal ? { signal } : {}),
+        });
+      const holding = await send('delay=100,words=10');
+      const controller = new AbortController();
+      const waiting = send('', controller.signal).catch(() => undefined);
+      await waitFor(() => {
+        const database = openDatabase(pooled.dbPath);
+        try {
+          return (database.sqlite.prepare("SELECT count(*) AS n FROM ledger WHERE status = 'pending'").get() as { n: number }).n === 2;
+        } finally {
+          database.close();
+        }
+      }, 'the second request to be admitted and wait');
+      controller.abort();
+      await waiting;
+      await holding.text();
+      const database = openDatabase(pooled.dbPath);
+      try {
+        await waitFor(
+          () => (database.sqlite.prepare("SELECT count(*) AS n FROM ledger WHERE status = 'pending'").get() as { n: number }).n === 0,
+          'both to settle',
+        );
+        const rows = database.sqlite.prepare('SELECT status, usage_source, cost_micros FROM ledger ORDER BY created_at').all();
+        expect(rows).toEqual([
+          { status: 'ok', usage_source: 'reported', cost_micros: expect.any(Number) },
+          { status: 'client_aborted', usage_source: 'none', cost_micros: 0 },
+        ]);
+      } finally {
+        database.close();
+      }
+      expect(pooled.fake.requests).toHaveLength(1);
+    } finally {
+      await pooled.close();
+    }
+  });
+});
