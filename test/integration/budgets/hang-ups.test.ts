@@ -354,6 +354,36 @@ describe('a request read on after its client left', () => {
   });
 });
 
+describe('a stream read on after its client left, past what it may spend', () => {
+  it('is cut there: its upstream aborted, settled at its reservation, within its cost cap', async () => {
+    const before = proxy.fake.requests.length;
+    const controller = new AbortController();
+    // $0.001 of gpt-4o-mini output is ~1,600 tokens; the upstream ignores the limit and would send 3,000.
+    const response = await fetch(`${proxy.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${proxy.key}`,
+        'content-type': 'application/json',
+        'x-fake-scenario': 'ignoreLimit=1,words=3000,delay=1',
+        'x-tollgate-max-cost-usd': '0.001',
+      },
+      body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Count forever.' }] }),
+      signal: controller.signal,
+    });
+    await response.body!.getReader().read();
+    controller.abort();
+    const [row] = await settled([response.headers.get('x-request-id')!]);
+    const upstream = proxy.fake.requests[before]!;
+    await waitFor(() => upstream.closedEarly, 'the upstream to be stopped');
+    expect(upstream.finished).toBe(false);
+    expect(row).toMatchObject({ status: 'client_aborted', usage_source: 'reserved', error_code: 'cost_cap_reached' });
+    expect(row!.cost_micros).toBeLessThanOrEqual(1000);
+    // Stopped near the cap, not run to its 3,000 words (an upstream that ignores its limit bills
+    // the few tokens in flight past the cut: README, "Budgets are hard caps").
+    expect(upstream.billed.completionTokens).toBeLessThan(2000);
+  });
+});
+
 describe('a client that leaves before its request was sent', () => {
   it('is never sent and costs nothing, even while it waited for an upstream connection', async () => {
     // Two connections: one key may hold one, so its second request waits for it.
