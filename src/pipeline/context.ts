@@ -80,7 +80,7 @@ export interface Admission {
 }
 
 /** What admission holds for a request: the completion it reserved (all choices) and the whole reservation's cost. */
-export interface Reservation {
+interface Reservation {
   readonly completionTokens: number;
   readonly microUsd: number;
 }
