@@ -13,7 +13,7 @@ import { bindingsFor } from '../../../src/keys/caller.js';
 import { parseLimit } from '../../../src/limits/algorithm/policy.js';
 import { admit } from '../../../src/pipeline/admit.js';
 import type { Ending } from '../../../src/pipeline/context.js';
-import { costOfEnding, settleForwarded } from '../../../src/pipeline/settle.js';
+import { costOfEnding, settleForwarded, stopForwarded } from '../../../src/pipeline/settle.js';
 import { issue, startHarness, type PipelineHarness } from '../../support/pipeline.js';
 
 let harness: PipelineHarness | undefined;
@@ -60,6 +60,30 @@ describe('settleForwarded', () => {
 
     expect(harness.row(request.requestId)).toMatchObject({ status: 'upstream_error', cost_micros: 0 });
     expect(harness.test.limiter.peek(bindingsFor(request.caller, [])[0]!.bucket).remaining).toBe(100_000);
+  });
+});
+
+describe('stopForwarded', () => {
+  it('settles a request open at shutdown at its reservation, aborts its upstream, and leaves none open', async () => {
+    harness = startHarness({ limiterClock: () => 0 });
+    const key = issue(harness, 'stopped', { limits: [parseLimit('tokens:100000/min')] });
+    const request = harness.request(key);
+    const pipeline = harness.test.tollgate.pipeline;
+    const admitted = await admit(request, pipeline);
+    const open = pipeline.open!;
+    open.track(admitted, () => stopForwarded(admitted, {}, pipeline));
+    const idle = open.idle();
+
+    expect(open.stopAll()).toBe(1);
+    await idle;
+    settleForwarded(admitted, reported(8, 20), pipeline);
+    harness.test.ledger.flush();
+
+    expect(open.size).toBe(0);
+    expect(admitted.upstreamAbort.signal.aborted).toBe(true);
+    expect(harness.row(request.requestId)).toMatchObject({ status: 'upstream_interrupted', cost_micros: request.estimate.reservedMicroUsd });
+    // The buckets keep the whole reservation: max_tokens 100 and the prompt.
+    expect(harness.test.limiter.peek(bindingsFor(request.caller, [])[0]!.bucket).remaining).toBe(100_000 - request.estimate.reservedTokens);
   });
 });
 
