@@ -126,6 +126,8 @@ const CONNECT_ERRORS = new Set([SLOT_WAIT_CODE, 'ECONNREFUSED', 'ENOTFOUND', 'EA
 
 /** True when a failure happened before the request could reach the upstream (nothing to bill). */
 export function failedBeforeSending(error: unknown): boolean {
+  // Tollgate's own refusal (no network error underneath, e.g. no upstream configured): never sent.
+  if (error instanceof TollgateError && error.cause === undefined) return true;
   // send() wraps failures; judge by the network error underneath.
   const cause = error instanceof TollgateError ? error.cause : error;
   if (cause instanceof undiciErrors.ConnectTimeoutError) return true;
