@@ -124,20 +124,24 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let closing: Promise<void> | undefined;
   async function shutDown(): Promise<void> {
     lifecycle.shuttingDown = true;
-    logger.info({ inFlight }, 'shutting down: no new connections, waiting for in-flight requests');
+    // Requests whose client left are still read for their usage (src/pipeline/relay.ts): waited for too.
+    const open = tollgate.pipeline.open!;
+    logger.info({ inFlight, open: open.size }, 'shutting down: no new connections, waiting for in-flight requests');
     const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    if (inFlight > 0) {
+    if (inFlight > 0 || open.size > 0) {
       let timer: NodeJS.Timeout | undefined;
-      const finished = new Promise<void>((resolve) => {
-        drained = resolve;
+      const answered = new Promise<void>((resolve) => {
+        if (inFlight === 0) resolve();
+        else drained = resolve;
       });
+      const finished = answered.then(() => open.idle());
       const deadline = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), config.shutdownTimeoutMs);
       });
       const result = await Promise.race([finished, deadline]);
       clearTimeout(timer);
-      if (result === 'timeout') logger.warn({ inFlight }, 'shutdown deadline reached; closing remaining connections');
+      if (result === 'timeout') logger.warn({ inFlight, open: open.size }, 'shutdown deadline reached; closing remaining connections');
     }
     server.closeAllConnections();
     await stopped;

@@ -52,6 +52,8 @@ export class Metrics {
   readonly estimateRatio: Histogram<'endpoint' | 'upstream'>;
   /** Tries of each upstream by how they ended (labels: the config's upstream names, a fixed set of outcomes). */
   readonly upstreamAttempts: Counter<'upstream' | 'outcome'>;
+  /** Requests whose client left before the answer ended, by how they were settled (a fixed set: bounded). */
+  readonly clientAborts: Counter<'usage_source'>;
   readonly rejections: Counter<'key' | 'reason'>;
   readonly decisions: Counter<'limit' | 'result'>;
   readonly decisionDuration: Histogram<'store'>;
@@ -133,6 +135,12 @@ export class Metrics {
       name: 'tollgate_upstream_attempts_total',
       help: 'Tries of an upstream, by outcome: ok, client_error, rate_limited, server_error, connect_error, timeout, skipped (breaker open or Retry-After), client_aborted.',
       labelNames: ['upstream', 'outcome'],
+      registers,
+    });
+    this.clientAborts = new Counter({
+      name: 'tollgate_client_aborts_total',
+      help: 'Forwarded requests whose client left before the answer ended, by how they were settled: reported (read on until the upstream reported its usage), reserved (its usage never came: at the reservation), counted (the text of an answer that ended without usage), none (nothing billed).',
+      labelNames: ['usage_source'],
       registers,
     });
     this.rejections = new Counter({
@@ -261,6 +269,11 @@ export class Metrics {
 
   observeEstimateRatio(endpoint: string, ratio: number, upstream = 'default'): void {
     this.histogram('ratio', this.estimateRatio, endpoint, upstream).observe(ratio);
+  }
+
+  /** One request whose client left before its answer ended, settled from `usageSource`. */
+  countClientAbort(usageSource: string): void {
+    this.counter('client-abort', this.clientAborts, usageSource).inc();
   }
 
   /** One try of an upstream (names come from the config, outcomes from a fixed set: bounded labels). */

@@ -39,6 +39,7 @@ import { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
 import { exportPgLedger } from './reports/pg-export.js';
 import { RequestEvents } from './pipeline/finished.js';
+import { OpenRequests } from './pipeline/open-requests.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
 import { pgReconciliations } from './reconcile/pg-store.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
@@ -224,6 +225,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     now,
     responses: responses.hooks,
     inFlight: new InFlightLimits({ defaultKeyMax: config.maxInFlight, maxWaitMs: config.upstream.queueTimeoutMs }),
+    open: new OpenRequests(),
   };
   const lifecycle = { shuttingDown: false };
   const secretThrottle = new SecretThrottle();
@@ -297,6 +299,10 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       alerts?.start();
     },
     async close() {
+      // Requests still read after their client left, or still waiting for their upstream: stopped
+      // and settled at their reservation (src/pipeline/settle.ts), never left pending.
+      const stopped = pipeline.open!.stopAll((error) => logger.error({ err: error }, 'an open request could not be stopped'));
+      if (stopped > 0) logger.warn({ requests: stopped }, 'requests still open at shutdown: upstream stopped, settled at their reservation');
       // Unsettled background jobs stay pending in the ledger; the next start takes them over.
       responses.close();
       await upstream.close();

@@ -22,7 +22,8 @@ export interface ClientRequest {
   readBody(limit: number): Promise<Buffer>;
   /**
    * Aborted when the client closes the connection before the response is
-   * complete; the proxy may also abort it itself (to stop the upstream).
+   * complete. It does not stop a request already sent upstream: that one is
+   * read on to its usage (src/pipeline/relay.ts).
    */
   readonly abort: AbortController;
   /**

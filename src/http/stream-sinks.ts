@@ -23,7 +23,7 @@ export interface StreamSource {
   start(sink: StreamSink): void;
   /** The client's buffer drained: send again. */
   resume(): void;
-  /** The client went away before the end. */
+  /** The client went away before the end: send nothing more (the relay reads the upstream on to its usage). */
   cancel(): void;
 }
 
@@ -81,8 +81,8 @@ export function nodeStreamResponse(
   // @hono/node-server writes its own lightweight Responses itself, "already sent" or not; reading
   // `body` makes this a standard Response, which it leaves alone when it carries that header.
   void response.body;
-  // Should the placeholder never be sent (a bug on the way out), the client's leaving still ends
-  // the relay: the upstream is aborted and the request settled, not left pending.
+  // Should the placeholder never be sent (a bug on the way out), the client's leaving still
+  // reaches the relay, which reads the upstream on to its usage and settles the request.
   let started = false;
   outgoing.once('close', () => {
     if (!started) source.cancel();

@@ -58,8 +58,11 @@ export interface PendingEntry {
 /** `cut_at_cost_cap`: Tollgate ended a stream whose completion reached what its budget or cost cap allows. */
 export type FinalStatus = 'ok' | 'upstream_error' | 'client_aborted' | 'upstream_interrupted' | 'upstream_timeout' | 'cut_at_cost_cap';
 
-/** reported: usage from the upstream; counted: from streamed text; none: nothing was generated. */
-export type UsageSource = 'reported' | 'counted' | 'none';
+/**
+ * reported: usage from the upstream; counted: from the answer's text; reserved: the request's
+ * reservation (its usage is unknown: src/pipeline/settle.ts, rule 4); none: nothing was generated.
+ */
+export type UsageSource = 'reported' | 'counted' | 'reserved' | 'none';
 
 export interface Completion {
   readonly requestId: string;

@@ -172,7 +172,16 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
     admission.release();
     throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
   }
-  return { ...request, ...sent, admission, completionAllowance: plan?.completionTokens, sentAt: request.startedAt, settled: false };
+  return {
+    ...request,
+    ...sent,
+    admission,
+    completionAllowance: plan?.completionTokens,
+    reservation: { completionTokens: plan?.completionTokens ?? estimate.completionTokensReserved, microUsd: reservedMicroUsd },
+    upstreamAbort: new AbortController(),
+    sentAt: request.startedAt,
+    settled: false,
+  };
 }
 
 /** Takes the request's cost from every bucket it belongs to, or returns the refusal (nothing taken). */

@@ -79,9 +79,26 @@ export interface Admission {
   release(): void;
 }
 
+/** What admission holds for a request: the completion it reserved (all choices) and the whole reservation's cost. */
+interface Reservation {
+  readonly completionTokens: number;
+  readonly microUsd: number;
+}
+
 /** A request recorded as pending and free to go upstream. */
 export interface AdmittedRequest extends EstimatedRequest {
   readonly admission: Admission;
+  /**
+   * What its buckets, budgets and pending row hold: the budget's plan when a budget or cost cap
+   * bounds the request, else the estimate's. A request whose usage stays unknown is settled at
+   * it (settle.ts, rule 4).
+   */
+  readonly reservation: Reservation;
+  /**
+   * Aborts the upstream request. Only Tollgate aborts it — a stream cut at its cost cap, a
+   * shutdown — never the client's leaving: then Tollgate reads the answer on until its usage.
+   */
+  readonly upstreamAbort: AbortController;
   /**
    * Completion tokens (all choices) the answer may carry before a stream is cut,
    * when a budget or cost cap bounds the request; undefined otherwise.
@@ -104,8 +121,17 @@ export interface Ending {
   readonly accepted: boolean;
   /** Usage the upstream reported, if it did. */
   readonly usage: Usage | undefined;
-  /** Completion text streamed before an early end (to charge what was generated). */
+  /** Without `usage`: the prompt's usage the upstream reported before the end (Messages' `message_start`). */
+  readonly promptUsage?: Usage | undefined;
+  /**
+   * The answer reached its own end (a whole JSON body, a stream's terminal event). One that did
+   * not, and carried no usage, is settled at the request's reservation (settle.ts, rule 4).
+   */
+  readonly complete?: boolean;
+  /** Completion text the answer carried without its usage (counted, never billed below). */
   readonly streamedText: string;
+  /** Tokens of `streamedText` as already counted (a stream watched by its allowance); absent = count it. */
+  readonly countedTokens?: number | undefined;
   readonly firstTokenAt: number | undefined;
   readonly upstreamRequestId: string | undefined;
   readonly errorCode: string | undefined;

@@ -17,6 +17,7 @@ import type { AppEnv } from '../app-env.js';
 import type { StoredObjects } from '../responses/ownership.js';
 import type { AdmittedRequest, Ending } from './context.js';
 import type { RequestEvents } from './finished.js';
+import type { OpenRequests } from './open-requests.js';
 
 /** Stored and background Responses (src/responses), as the request path calls them. */
 export interface ResponsesHooks {
@@ -60,4 +61,6 @@ export interface PipelineDeps {
   readonly now: () => number;
   /** Stored and background Responses; absent = answers are settled as they end. */
   readonly responses?: ResponsesHooks;
+  /** Requests sent and not settled yet, which a shutdown stops and settles (absent in tests that build deps by hand). */
+  readonly open?: OpenRequests;
 }

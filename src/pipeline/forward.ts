@@ -14,7 +14,14 @@
  * going back: the relay owns the body. Every attempt is noted on the request
  * (`answered`) for the ledger and the metrics. When no upstream answers or
  * the client leaves first, the request is settled here and the client gets
- * the error. Anthropic's Messages API is routed the same way among the
+ * the error.
+ *
+ * The upstream request is not tied to the client's connection: a client that
+ * leaves before the request is sent (or while it waits for a connection) means
+ * it is never sent and costs nothing; one that leaves later does not abort it
+ * — the headers are awaited as usual and the relay reads the answer on until
+ * its usage. Only Tollgate aborts an upstream request (`upstreamAbort`: a cost
+ * cap, a shutdown). Anthropic's Messages API is routed the same way among the
  * config's `anthropic` upstreams; without any, it goes to the one Anthropic
  * upstream of TOLLGATE_ANTHROPIC_URL (src/anthropic/upstream.ts).
  */
@@ -28,18 +35,22 @@ import { answerPrice } from '../upstreams/route-prices.js';
 import type { RouteCandidate } from '../upstreams/router.js';
 import type { AdmittedRequest, Attempt } from './context.js';
 import type { PipelineDeps } from './deps.js';
-import { settleForwarded } from './settle.js';
+import { settleForwarded, stopForwarded } from './settle.js';
 
 /** Stage 4: the upstream's response (headers arrived; the body is still to come). */
 export async function forward(request: AdmittedRequest, deps: PipelineDeps): Promise<UpstreamResponse> {
-  const { client } = request;
+  const { client, upstreamAbort } = request;
   request.sentAt = deps.now();
   if (client.abort.signal.aborted) return clientLeftFirst(request, deps);
+  // Until it is settled, a shutdown stops it (open-requests.ts).
+  deps.open?.track(request, () => stopForwarded(request, {}, deps));
   const candidates = request.route?.candidates ?? [];
   const attempts: Attempt[] = [];
   let failed: unknown;
   let tried: RouteCandidate | undefined;
   for (let i = 0; i < candidates.length || (i === 0 && candidates.length === 0); i += 1) {
+    // A client that left (or a shutdown) while an upstream failed is not sent to the next one.
+    if (i > 0 && (client.abort.signal.aborted || upstreamAbort.signal.aborted)) break;
     const candidate = candidates[i];
     const last = i >= candidates.length - 1;
     // The last candidate is always tried: an answer, even an error, beats none.
@@ -53,7 +64,9 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
       path: upstreamPath(request.url, request.endpoint === 'messages' ? MESSAGES_QUERY : []),
       headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': request.requestId },
       body: bodyFor(request, candidate?.upstreamModel ?? request.facts.model),
-      signal: client.abort.signal,
+      signal: upstreamAbort.signal,
+      // Waiting for a connection ends when the client leaves: nothing was sent yet.
+      queueSignal: client.abort.signal,
       owner: request.caller.key.id,
     };
     let response: UpstreamResponse;
@@ -63,9 +76,11 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     } catch (error) {
       failed = error;
       const name = candidate?.upstream.name;
-      if (client.abort.signal.aborted) {
+      const sent = !failedBeforeSending(error);
+      // The client left while it waited for a connection, or Tollgate stopped it: not the upstream's fault.
+      if ((!sent && client.abort.signal.aborted) || upstreamAbort.signal.aborted) {
         candidate?.upstream.breaker.release();
-        if (name !== undefined) attempts.push({ upstream: name, outcome: 'client_aborted', billed: !failedBeforeSending(error) });
+        if (name !== undefined) attempts.push({ upstream: name, outcome: 'client_aborted', billed: sent });
         break;
       }
       candidate?.upstream.breaker.recordFailure(deps.now());
@@ -93,6 +108,11 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     return response;
   }
   if (tried !== undefined) noteAnswer(request, tried, attempts);
+  if (upstreamAbort.signal.aborted) {
+    // Stopped by Tollgate (a shutdown), which settled it.
+    stopForwarded(request, {}, deps);
+    throw new TollgateError('upstream_unreachable', 'The request was stopped: Tollgate is shutting down.');
+  }
   const clientGone = client.abort.signal.aborted;
   const failure = clientGone ? undefined : toUpstreamError(failed);
   settleForwarded(
@@ -100,9 +120,12 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     {
       outcome: clientGone ? 'client_aborted' : failure?.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted',
       status: null,
-      // A refused connection never reached the upstream: nothing to bill.
-      accepted: clientGone || !failedBeforeSending(failed),
+      // Sent and then lost (a timeout, a reset): the upstream may be generating, so it is billed
+      // its reservation. A refused connection, or an upstream that answered with an error before
+      // the client left, bills nothing.
+      accepted: failed !== undefined && !failedBeforeSending(failed),
       usage: undefined,
+      complete: false,
       streamedText: '',
       firstTokenAt: undefined,
       upstreamRequestId: undefined,

@@ -1,7 +1,9 @@
 /**
  * Admission with a cap on requests in flight (limits/in-flight.ts): the
  * request takes a slot of its key and tenant before {@link admit}, and gives
- * it back when it is settled (or refused). Waiting for a slot happens before
+ * it back when it is settled (or refused) — not when its client leaves: a
+ * request read on to its usage keeps its slot until then, so a client that
+ * hangs up cannot start the next one early. Waiting for a slot happens before
  * any bucket or budget is taken; a request that waited too long is refused
  * with a 429 and filed like any rate-limit refusal.
  */

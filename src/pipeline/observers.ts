@@ -20,6 +20,7 @@ export function recordMetrics(metrics: Metrics, store: 'local' | 'redis' | 'ipc'
     }
     const { endpoint, model, usage } = event;
     metrics.countRequest(key, model, endpoint, event.outcome);
+    if (event.outcome === 'client_aborted') metrics.countClientAbort(event.usageSource);
     metrics.recordUsage(key, model, usage.promptTokens, usage.completionTokens, microsToUsd(event.costMicros));
     metrics.observeUpstream(endpoint, event.stream, (event.completedAt - event.sentAt) / 1000);
     if (event.ttftMs !== null) metrics.observeTimeToFirstToken(endpoint, event.ttftMs / 1000);

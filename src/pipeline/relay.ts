@@ -3,11 +3,20 @@
  * JSON is read whole (usage is at its end) and passed on unchanged; SSE goes
  * chunk by chunk through a tap that notes usage, time to first token and the
  * text streamed so far, ending cleanly (with an error event in the stream's
- * own dialect) when the upstream breaks or goes silent, and aborting the
- * upstream when the client goes away. A stream whose completion reaches what
- * its budget or cost cap allows is ended there as if by its output limit
- * (README, "Budgets are hard caps"). Either way the request is settled once
- * when its answer ends.
+ * own dialect) when the upstream breaks or goes silent. A stream whose
+ * completion reaches what its budget or cost cap allows is ended there as if
+ * by its output limit, and its upstream aborted (README, "Budgets are hard
+ * caps").
+ *
+ * A client that leaves does not end its request: the upstream bills what it
+ * generated, hidden reasoning included, and only its usage says how much. A
+ * JSON answer is read to its end; a stream stops being relayed but is read on
+ * through the same tap until its usage arrives (or it ends, breaks, goes
+ * silent, or reaches its allowance: then the upstream is aborted and the
+ * request settled at its reservation, settle.ts rule 4). The request keeps its
+ * in-flight slot, buckets and budget reservation until then. A background
+ * Response is not read on: the poller settles it (src/responses).
+ * Either way the request is settled once when its answer ends.
  */
 import type { Readable } from 'node:stream';
 import type { Endpoint } from '../endpoints.js';
@@ -25,14 +34,14 @@ import { countStreamedTokens } from '../estimate/index.js';
 import { outputItemIds, parseResponseObject, responseIdOfJson } from '../responses/wire.js';
 import type { AdmittedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
-import { settleForwarded } from './settle.js';
+import { settleForwarded, SHUTDOWN_ERROR_CODE, stopForwarded } from './settle.js';
 
-/** Stage 5: the client's response; the request is settled when its body ends. */
+/** Stage 5: the client's response; the request is settled when its answer ends. */
 export async function relay(request: AdmittedRequest, response: UpstreamResponse, deps: PipelineDeps): Promise<Response> {
   const { requestId, endpoint } = request;
   const upstreamRequestId = headerValue(response.headers['x-request-id']);
   const ok = response.status >= 200 && response.status < 300;
-  const abort = request.client.abort;
+  const clientLeft = request.client.abort.signal;
   if (isEventStream(response.headers)) {
     const allowance = request.completionAllowance;
     const countText = (text: string): number => countStreamedTokens(endpoint, text, request.facts.model);
@@ -50,38 +59,58 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       remembered = true;
       deps.responses?.created(request, tap.responseId);
     };
-    const source = relayStream(response, tap, endpoint, abort, onChunk, cutEnding, (outcome, errorCode) => {
-      // A Messages stream reports its exact prompt usage first: kept even when the stream ends early.
-      const usage = tap.usage ?? (endpoint === 'messages' ? tap.usageSoFar(countText) : undefined);
-      settleForwarded(
-        request,
-        {
-          outcome: ok ? outcome : 'upstream_error',
-          status: response.status,
-          accepted: ok,
-          usage,
-          streamedText: usage === undefined ? tap.completionText() : '',
-          firstTokenAt: tap.firstTokenTime,
-          upstreamRequestId,
-          errorCode,
-          responseId: tap.responseId,
-          outputItemIds: tap.outputItemIds,
-        },
-        deps,
-      );
+    const source = relayStream({
+      response,
+      tap,
+      endpoint,
+      upstream: request.upstreamAbort,
+      // A background job runs on upstream whoever reads it; the poller settles it.
+      readOnWhenClientLeaves: !(endpoint === 'responses' && request.body.background === true),
+      onChunk,
+      cutEnding,
+      onEnd: (outcome, errorCode) => {
+        const usage = tap.usage;
+        settleForwarded(
+          request,
+          {
+            outcome: ok ? outcome : 'upstream_error',
+            status: response.status,
+            accepted: ok,
+            usage,
+            // A Messages stream reports its exact prompt first: kept when the stream ends early.
+            promptUsage: usage === undefined && endpoint === 'messages' ? tap.promptUsage : undefined,
+            complete: tap.finished && tap.error === undefined,
+            streamedText: usage === undefined ? tap.completionText() : '',
+            // With an allowance, the count the stream was watched (and maybe cut) by.
+            countedTokens: usage === undefined && allowance !== undefined ? tap.streamedTokens() : undefined,
+            firstTokenAt: tap.firstTokenTime,
+            upstreamRequestId,
+            errorCode,
+            responseId: tap.responseId,
+            outputItemIds: tap.outputItemIds,
+          },
+          deps,
+        );
+      },
     });
+    deps.open?.track(request, () => source.stop());
+    // The client may have left while the headers were awaited, or leave before the sink starts.
+    if (clientLeft.aborted) source.cancel();
+    else clientLeft.addEventListener('abort', () => source.cancel(), { once: true });
     const headers = { ...toClientHeaders(response.headers, requestId, true, response.status), ...request.admission.headers };
     const outgoing = request.client.outgoing;
     if (outgoing === undefined) return new Response(toWebStream(source), { status: response.status, headers });
     return nodeStreamResponse(outgoing, response.status, headers, source, () => response.body.readableLength > 0);
   }
 
+  // Read to its end even when the client left: the upstream bills the whole answer.
+  deps.open?.track(request, () => stopForwarded(request, { status: response.status, accepted: ok, upstreamRequestId }, deps));
   let answer: Buffer;
   try {
     answer = await readAll(response.body);
   } catch (error) {
     const failure = toUpstreamError(error);
-    const clientGone = abort.signal.aborted;
+    const clientGone = clientLeft.aborted;
     settleForwarded(
       request,
       {
@@ -89,10 +118,11 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
         status: response.status,
         accepted: ok,
         usage: undefined,
+        complete: false,
         streamedText: '',
         firstTokenAt: undefined,
         upstreamRequestId,
-        errorCode: clientGone ? 'client_aborted' : failure.code,
+        errorCode: request.upstreamAbort.signal.aborted ? SHUTDOWN_ERROR_CODE : failure.code,
       },
       deps,
     );
@@ -105,10 +135,11 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
   settleForwarded(
     request,
     {
-      outcome: ok ? 'ok' : 'upstream_error',
+      outcome: !ok ? 'upstream_error' : clientLeft.aborted ? 'client_aborted' : 'ok',
       status: response.status,
       accepted: ok,
       usage,
+      complete: true,
       streamedText: ok && usage === undefined ? (messages ? completionTextOfMessage(answer) : completionTextOfJson(answer)) : '',
       firstTokenAt: undefined,
       upstreamRequestId,
@@ -125,25 +156,43 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
   return new Response(asBody(body), { status: response.status, headers: { ...headers, ...request.admission.headers } });
 }
 
+/** What {@link relayStream} relays, and how it ends. */
+interface RelayedStream {
+  readonly response: UpstreamResponse;
+  readonly tap: SseTap;
+  readonly endpoint: Endpoint;
+  /** Aborts the upstream request (a cut, a stop): Tollgate's, not the client's. */
+  readonly upstream: AbortController;
+  /** Read the upstream on until its usage when the client leaves (else stop reading at once). */
+  readonly readOnWhenClientLeaves: boolean;
+  readonly onChunk: () => void;
+  readonly cutEnding: () => Uint8Array;
+  /** Called exactly once, however the stream ends; the tap says what it saw. */
+  readonly onEnd: (outcome: FinalStatus, errorCode: string | undefined) => void;
+}
+
+/** A relayed stream that a shutdown can also stop. */
+interface RelaySource extends StreamSource {
+  /** Ends the stream now: its upstream aborted, the request settled at its reservation. */
+  stop(): void;
+}
+
 /**
  * Relays an upstream SSE body to the client as it arrives: each upstream read
  * is written at once (never held back for the next), and the upstream is
  * paused while the client's buffer is full. Calls `onEnd` exactly once,
  * however the stream ends: finished, upstream broke or went silent (the
- * client gets an error event, then a clean end), or the client went away (the
- * upstream request is aborted).
+ * client gets an error event, then a clean end), cut at its allowance, or
+ * stopped. When the client goes away (`cancel`), nothing more is relayed, but
+ * the body is read on through the tap until its usage arrives.
  */
-function relayStream(
-  response: UpstreamResponse,
-  tap: SseTap,
-  endpoint: Endpoint,
-  abort: AbortController,
-  onChunk: () => void,
-  cutEnding: () => Uint8Array,
-  onEnd: (outcome: FinalStatus, errorCode: string | undefined) => void,
-): StreamSource {
+function relayStream(relayed: RelayedStream): RelaySource {
+  const { response, tap, endpoint, upstream, onChunk, cutEnding, onEnd } = relayed;
   const body = response.body;
   let ended = false;
+  /** The client is gone: the upstream is read for its usage only. */
+  let draining = false;
+  let reading = false;
   const end = (outcome: FinalStatus, errorCode: string | undefined): void => {
     if (ended) return;
     ended = true;
@@ -151,11 +200,33 @@ function relayStream(
     body.off('end', onFinished);
     onEnd(outcome, errorCode);
   };
+  /** Stops the upstream generating what nobody will pay for (the request is settled first). */
+  const stopUpstream = (): void => {
+    upstream.abort();
+    body.destroy();
+  };
   let sink: StreamSink | undefined;
   let earlyError: { error: unknown } | undefined;
+  const read = (): void => {
+    if (reading) return;
+    reading = true;
+    body.on('end', onFinished);
+    body.on('data', onData);
+  };
   const onData = (chunk: Buffer): void => {
     const forward = tap.push(chunk);
     onChunk();
+    if (draining) {
+      if (tap.usage !== undefined) {
+        // Settled at the usage; what follows it ([DONE], message_stop) is read and dropped.
+        end('client_aborted', 'client_aborted');
+        body.resume();
+      } else if (tap.overAllowance) {
+        end('client_aborted', 'cost_cap_reached');
+        stopUpstream();
+      }
+      return;
+    }
     if (tap.overAllowance) {
       // The request may spend no more: end the stream as its output limit
       // would have, and stop the upstream generating what nobody pays for.
@@ -163,63 +234,90 @@ function relayStream(
       sink!.write(cutEnding());
       sink!.end();
       end('cut_at_cost_cap', 'cost_cap_reached');
-      abort.abort();
-      body.destroy();
+      stopUpstream();
       return;
     }
     if (forward !== null && !sink!.write(forward)) body.pause();
   };
   const onFinished = (): void => {
     const tail = tap.finish();
-    if (tail !== null) sink!.write(tail);
-    sink!.end();
-    if (tap.error !== undefined) end('upstream_error', tap.error.code ?? 'upstream_stream_error');
-    else if (tap.finished) end('ok', undefined);
-    else end('upstream_interrupted', 'upstream_stream_truncated');
+    if (!draining) {
+      if (tail !== null) sink!.write(tail);
+      sink!.end();
+    }
+    const outcome = (normal: FinalStatus): FinalStatus => (draining ? 'client_aborted' : normal);
+    if (tap.error !== undefined) end(outcome('upstream_error'), tap.error.code ?? 'upstream_stream_error');
+    else if (tap.finished) end(outcome('ok'), draining ? 'client_aborted' : undefined);
+    else end(outcome('upstream_interrupted'), 'upstream_stream_truncated');
   };
   const onError = (error: unknown): void => {
     // Stays attached after the end: aborting or destroying the body may still report an error.
     if (ended) return;
-    if (abort.signal.aborted) {
-      end('client_aborted', 'client_aborted');
-      return;
-    }
-    if (sink === undefined) {
+    if (sink === undefined && !draining) {
       earlyError = { error };
       return;
     }
     const failure = toUpstreamError(error);
+    const timedOut = failure.code === 'upstream_timeout';
+    if (draining) {
+      end('client_aborted', timedOut ? 'upstream_stream_timeout' : 'upstream_stream_interrupted');
+      return;
+    }
     const tail = tap.finish();
-    if (tail !== null) sink.write(tail);
-    const code: ErrorCode = failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_bad_response';
-    sink.write(streamErrorEvent(endpoint, code, 'The upstream stream was interrupted before it finished.'));
-    sink.end();
-    end(failure.code === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_interrupted', 'upstream_stream_interrupted');
+    if (tail !== null) sink!.write(tail);
+    const code: ErrorCode = timedOut ? 'upstream_timeout' : 'upstream_bad_response';
+    sink!.write(streamErrorEvent(endpoint, code, 'The upstream stream was interrupted before it finished.'));
+    sink!.end();
+    end(timedOut ? 'upstream_timeout' : 'upstream_interrupted', 'upstream_stream_interrupted');
   };
   // From the start: the body may fail before the response is sent (src/http/stream-sinks.ts).
   body.on('error', onError);
   return {
     start(target) {
       sink = target;
+      if (draining || ended) {
+        target.end();
+        return;
+      }
       if (earlyError !== undefined) {
         onError(earlyError.error);
         return;
       }
-      if (ended) {
-        target.end();
-        return;
-      }
-      body.on('end', onFinished);
-      body.on('data', onData);
+      read();
     },
     resume() {
-      if (!ended) body.resume();
+      if (!ended && !draining) body.resume();
     },
     cancel() {
+      if (ended || draining) return;
+      if (!relayed.readOnWhenClientLeaves) {
+        end('client_aborted', 'client_aborted');
+        stopUpstream();
+        return;
+      }
+      draining = true;
+      if (earlyError !== undefined) {
+        onError(earlyError.error);
+        return;
+      }
+      if (tap.usage !== undefined) {
+        end('client_aborted', 'client_aborted');
+        body.resume();
+        return;
+      }
+      read();
+      body.resume();
+    },
+    stop() {
       if (ended) return;
-      abort.abort();
-      end('client_aborted', 'client_aborted');
-      body.destroy();
+      if (sink !== undefined && !draining) {
+        const tail = tap.finish();
+        if (tail !== null) sink.write(tail);
+        sink.write(streamErrorEvent(endpoint, 'upstream_unreachable', 'The stream was stopped: Tollgate is shutting down.'));
+        sink.end();
+      }
+      end('upstream_interrupted', SHUTDOWN_ERROR_CODE);
+      stopUpstream();
     },
   };
 }

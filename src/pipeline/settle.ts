@@ -9,19 +9,28 @@
  *   `rejected`/`invalid_request` row with no cost.
  * Both then tell the observers (metrics, log) through one finished event.
  *
- * What a finished request actually cost ({@link costOfEnding}, pure):
+ * What a finished request actually cost ({@link costOfEnding}, pure) — at
+ * least what the provider bills for it, and within its reservation unless the
+ * upstream reported more (README, "The ledger"):
  * 1. The upstream reported usage (JSON `usage`, final SSE usage chunk, the
- *    Responses API's completion event): that is the bill, whatever happened
- *    after.
+ *    Responses API's completion event, Messages' `message_delta`): that is the
+ *    bill, whatever happened after. A client that left is still billed this
+ *    way: Tollgate reads the answer on until its usage (relay.ts).
  * 2. The upstream answered with an error status: nothing was generated, the
  *    whole reservation is refunded.
- * 3. The upstream accepted the request (answered 200, or was still working on
- *    it) but the answer ended before usage arrived — client abort, broken or
- *    silent stream, timeout while it worked: the prompt (our estimate of it)
- *    plus the completion text actually streamed, counted with the model's
- *    tokenizer.
- * 4. The request never reached the upstream (connection refused or timed
- *    out): nothing.
+ * 3. The answer reached its own end without usage (a JSON answer without a
+ *    `usage` block, a stream that finished without a usage chunk: upstreams
+ *    that never send one): the prompt (our estimate of it) plus the
+ *    completion text it carried, counted with the model's tokenizer.
+ * 4. The upstream accepted the request but its usage is unknown — a stream
+ *    that broke, sent an error event or went silent, an answer that never
+ *    came, a stream cut at its cost cap, a drain that had to stop, a
+ *    shutdown: the reservation (the prompt plus the completion reserved at
+ *    admission), never below the completion text counted. Hidden output
+ *    (reasoning, thinking) cannot be counted, and the provider bills it up
+ *    to the output limit the reservation covers.
+ * 5. The request never reached the upstream (connection refused or timed
+ *    out, or the client left first): nothing.
  */
 import type { TollgateError } from '../errors.js';
 import { countStreamedTokens, type Estimate } from '../estimate/index.js';
@@ -42,12 +51,18 @@ export interface CostInput {
   readonly estimate: Estimate;
   /** Usage the upstream reported, if it did. */
   readonly reported: Usage | undefined;
+  /** The prompt's usage the upstream reported before its answer ended without its final usage (Messages' `message_start`). */
+  readonly reportedPrompt?: Usage | undefined;
   /** Did the upstream take the request (a 2xx answer, or no answer yet when it ended)? */
   readonly accepted: boolean;
   /** Did the upstream answer with an error status? */
   readonly upstreamError: boolean;
-  /** Completion text that was streamed before the end (rule 3). */
+  /** Did the answer reach its own end (a whole JSON body, a stream's terminal event) — rule 3 — or not — rule 4? */
+  readonly complete: boolean;
+  /** Completion text the answer carried before it ended (rules 3 and 4). */
   readonly streamedText: string;
+  /** Completion tokens (all choices) reserved at admission: what an unfinished answer is billed (rule 4). */
+  readonly reservedCompletionTokens: number;
   /** Tokens of completion text, for the request's model. */
   readonly countTokens: (text: string) => number;
   /** The answering upstream's reported cost (`usage.cost`) is the bill (OpenRouter). */
@@ -66,6 +81,7 @@ export function costOfEnding(input: CostInput): Settlement {
   const askedTier = estimate.serviceTier === 'standard' ? undefined : estimate.serviceTier;
   // Chat search models search once per request; their usage does not list the call.
   const perRequest = Object.keys(estimate.toolCallsPerRequest).length > 0 ? { toolCalls: estimate.toolCallsPerRequest } : {};
+  const priced = (usage: Usage, source: UsageSource): Settlement => ({ usage, costMicros: costMicroUsd(usage, estimate.price, estimate.toolRates), source });
   if (input.reported !== undefined) {
     const tier = input.reported.serviceTier ?? askedTier;
     const usage: Usage = {
@@ -74,24 +90,70 @@ export function costOfEnding(input: CostInput): Settlement {
       ...(tier === undefined ? {} : { serviceTier: tier }),
     };
     const reportedCost = input.useReportedCost === true ? input.reported.reportedCostMicros : undefined;
-    return { usage, costMicros: reportedCost ?? costMicroUsd(usage, estimate.price, estimate.toolRates), source: 'reported' };
+    return reportedCost === undefined ? priced(usage, 'reported') : { usage, costMicros: reportedCost, source: 'reported' };
   }
   if (input.upstreamError || !input.accepted) {
     return { usage: NOTHING, costMicros: 0, source: 'none' };
   }
-  const completionTokens = input.streamedText === '' ? 0 : input.countTokens(input.streamedText);
-  const usage: Usage = {
-    promptTokens: estimate.promptTokens,
-    cachedTokens: 0,
-    completionTokens,
-    reasoningTokens: 0,
-    ...(askedTier === undefined ? {} : { serviceTier: askedTier }),
-    ...perRequest,
-  };
-  return { usage, costMicros: costMicroUsd(usage, estimate.price, estimate.toolRates), source: 'counted' };
+  const counted = input.streamedText === '' ? 0 : input.countTokens(input.streamedText);
+  const prompt = input.reportedPrompt === undefined ? undefined : promptSide(input.reportedPrompt, askedTier);
+  if (input.complete) {
+    const base = prompt ?? {
+      promptTokens: estimate.promptTokens,
+      cachedTokens: 0,
+      ...(askedTier === undefined ? {} : { serviceTier: askedTier }),
+      ...perRequest,
+    };
+    return priced({ ...base, completionTokens: counted, reasoningTokens: 0 }, 'counted');
+  }
+  // Rule 4: the completion reserved, hidden output included; more only if more was visibly sent.
+  const completionTokens = Math.max(input.reservedCompletionTokens, counted);
+  if (prompt !== undefined) return priced({ ...prompt, completionTokens, reasoningTokens: 0 }, 'reserved');
+  // Priced as admission priced the reservation (estimate-body.ts, reservationCost), so never above it at the same price.
+  const { audioCompletion, serviceTier, ...reserved } = estimate.reservationBase;
+  const tier = serviceTier === 'standard' ? {} : { serviceTier };
+  return priced(
+    { ...reserved, ...tier, cachedTokens: 0, completionTokens, reasoningTokens: 0, audioCompletionTokens: audioCompletion ? completionTokens : 0 },
+    'reserved',
+  );
 }
 
-type SettleDeps = Pick<PipelineDeps, 'ledger' | 'events' | 'now'> & Pick<Partial<PipelineDeps>, 'responses'>;
+/** The prompt's part of a usage the upstream reported (its output not final yet). */
+function promptSide(usage: Usage, askedTier: string | undefined): Omit<Usage, 'completionTokens' | 'reasoningTokens'> {
+  const { completionTokens: _completion, reasoningTokens: _reasoning, audioCompletionTokens: _audio, reportedCostMicros: _cost, ...prompt } = usage;
+  const tier = usage.serviceTier ?? askedTier;
+  return { ...prompt, ...(tier === undefined ? {} : { serviceTier: tier }) };
+}
+
+type SettleDeps = Pick<PipelineDeps, 'ledger' | 'events' | 'now'> & Pick<Partial<PipelineDeps>, 'responses' | 'open'>;
+
+/** The `error_code` of a request Tollgate stopped at shutdown before its usage came. */
+export const SHUTDOWN_ERROR_CODE = 'proxy_shutdown';
+
+/**
+ * Stops a request whose answer Tollgate can no longer wait for (a shutdown): it is settled at
+ * once — its usage unknown, so at its reservation (rule 4), as `upstream_interrupted` with
+ * {@link SHUTDOWN_ERROR_CODE} whether or not its client had left — and its upstream aborted.
+ */
+export function stopForwarded(request: AdmittedRequest, ending: Partial<Ending>, deps: SettleDeps): void {
+  settleForwarded(
+    request,
+    {
+      outcome: 'upstream_interrupted',
+      status: null,
+      accepted: true,
+      usage: undefined,
+      complete: false,
+      streamedText: '',
+      firstTokenAt: undefined,
+      upstreamRequestId: undefined,
+      errorCode: SHUTDOWN_ERROR_CODE,
+      ...ending,
+    },
+    deps,
+  );
+  request.upstreamAbort.abort();
+}
 
 /**
  * Settles an admitted request at its actual cost — exactly once, whoever calls.
@@ -100,7 +162,10 @@ type SettleDeps = Pick<PipelineDeps, 'ledger' | 'events' | 'now'> & Pick<Partial
  */
 export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: SettleDeps): void {
   if (request.settled) return;
-  if (deps.responses?.deferSettlement(request, ending) === true) return;
+  if (deps.responses?.deferSettlement(request, ending) === true) {
+    deps.open?.done(request); // the poller settles it
+    return;
+  }
   request.settled = true;
   const { facts, answered } = request;
   // Billed at the price of the upstream that answered; reserved at the dearest that might have.
@@ -110,11 +175,14 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
     useReportedCost: answered?.usageCost === true,
     estimate,
     reported: ending.usage,
+    reportedPrompt: ending.promptUsage,
     accepted: ending.accepted,
-    // An error event inside a 200 stream is not an error status: what streamed before it was generated.
+    // An error event inside a 200 stream is not an error status: what was generated before it is billed.
     upstreamError: ending.status !== null && (ending.status < 200 || ending.status >= 300),
+    complete: ending.complete === true,
     streamedText: ending.streamedText,
-    countTokens: (text) => countStreamedTokens(request.endpoint, text, facts.model),
+    reservedCompletionTokens: request.reservation.completionTokens,
+    countTokens: (text) => ending.countedTokens ?? countStreamedTokens(request.endpoint, text, facts.model),
   });
   const completion: Completion = {
     requestId: request.requestId,
@@ -146,6 +214,7 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
   deps.ledger.complete(completion);
   request.admission.settle({ tokens: completion.promptTokens + completion.completionTokens, microUsd: completion.costMicros });
   deps.responses?.settled(request, ending);
+  deps.open?.done(request);
   deps.events.emit({
     kind: 'settled',
     requestId: request.requestId,

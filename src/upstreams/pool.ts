@@ -37,6 +37,8 @@ export interface UpstreamRequest {
   readonly headers: Record<string, string>;
   readonly body?: Buffer;
   readonly signal: AbortSignal;
+  /** Ends only the wait for a connection (the client left before the request could be sent); default `signal`. */
+  readonly queueSignal?: AbortSignal;
   /** Whose share of the connections this request uses (the key id); without one, the shared "" owner. */
   readonly owner?: string;
 }
@@ -79,7 +81,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   return {
     async send(request) {
       const headers: Record<string, string> = { ...options.defaultHeaders, ...request.headers, ...fixedHeaders };
-      const release = await slots.acquire(request.owner ?? '', request.signal).catch((error: unknown) => {
+      const release = await slots.acquire(request.owner ?? '', request.queueSignal ?? request.signal).catch((error: unknown) => {
         throw toUpstreamError(error);
       });
       try {
@@ -124,6 +126,8 @@ const CONNECT_ERRORS = new Set([SLOT_WAIT_CODE, 'ECONNREFUSED', 'ENOTFOUND', 'EA
 
 /** True when a failure happened before the request could reach the upstream (nothing to bill). */
 export function failedBeforeSending(error: unknown): boolean {
+  // Tollgate's own refusal (no network error underneath, e.g. no upstream configured): never sent.
+  if (error instanceof TollgateError && error.cause === undefined) return true;
   // send() wraps failures; judge by the network error underneath.
   const cause = error instanceof TollgateError ? error.cause : error;
   if (cause instanceof undiciErrors.ConnectTimeoutError) return true;

@@ -1,8 +1,10 @@
 /**
  * A tap on an upstream SSE stream. Bytes go to the client as they arrive; on
  * the side the tap reads the events to learn the final usage, the completion
- * text streamed so far (to charge a stream that ends early), when the first
- * token came, and whether the stream finished.
+ * text streamed so far (never billed below, if the stream ends early), when
+ * the first token came, and whether the stream finished. After the client
+ * left, the relay keeps feeding it the upstream's bytes (and drops what it
+ * returns) until the usage arrives.
  *
  * When Tollgate asked the upstream for a usage chunk the client did not ask
  * for, the tap withholds exactly that event and forwards every other byte as
@@ -170,17 +172,12 @@ export class SseTap {
   }
 
   /**
-   * Anthropic Messages streams that ended before their final `message_delta`: the exact prompt
-   * usage `message_start` reported, with the output counted from the text streamed (never below
-   * the count `message_start` gave). Undefined before `message_start` or for other endpoints.
+   * Anthropic Messages streams: the exact prompt usage `message_start` reported (its output
+   * count is not final), kept for a stream that ends before its `message_delta`. Undefined
+   * before `message_start` or for other endpoints.
    */
-  usageSoFar(countText: (text: string) => number): Usage | undefined {
-    const start = readAnthropicUsage(this.messageStartUsage);
-    if (start === undefined) return undefined;
-    // With an allowance, the count the cut used (and told the client in its message_delta).
-    const text = this.allowance === undefined ? this.completionText() : '';
-    const streamed = this.allowance === undefined ? (text === '' ? 0 : countText(text)) : this.streamedTokens();
-    return { ...start, completionTokens: Math.max(start.completionTokens, streamed) };
+  get promptUsage(): Usage | undefined {
+    return readAnthropicUsage(this.messageStartUsage);
   }
 
   /** True once `[DONE]` (or the Responses API's terminal event) was seen. */

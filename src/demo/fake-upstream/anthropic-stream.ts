@@ -4,14 +4,18 @@
  * `text_delta`, `input_json_delta`) and `content_block_stop`, with a `ping` after the first
  * block starts, then `message_delta` (stop reason, cumulative `output_tokens`) and
  * `message_stop`. Misbehaves as the scenario asks: slow deltas, a break, a hang, an error event.
+ * Output is billed as it is generated (thinking not shown too); a client that disconnects stops
+ * the generation and pays for the prompt and the output until then.
  */
 import type { ServerResponse } from 'node:http';
-import { num, sleep, tokens, type Scenario } from './scenario.js';
+import { num, sleep, think, tokens, type Scenario } from './scenario.js';
 import type { FakeBilling, RecordedRequest } from './types.js';
 
 export interface MessagePlan {
   readonly id: string;
   readonly model: string;
+  /** Thinking tokens billed but not shown (Claude 4 streams a summary of its thinking). */
+  readonly hiddenThinking: number;
   readonly thinking: readonly string[];
   readonly answer: readonly string[];
   readonly tool: string | undefined;
@@ -46,8 +50,10 @@ export async function streamMessage(
     return true;
   };
   let sentTokens = 0;
+  /** Thinking not shown, billed as it is generated whether or not the client stays. */
+  let thought = 0;
   const bill = (): void => {
-    record.billed = { ...billPrompt, completionTokens: sentTokens };
+    record.billed = { ...billPrompt, completionTokens: thought + sentTokens };
   };
 
   write('message_start', {
@@ -90,8 +96,9 @@ export async function streamMessage(
       write('ping', {});
     }
   };
-  if (plan.thinking.length > 0) {
+  if (plan.thinking.length > 0 || plan.hiddenThinking > 0) {
     start({ type: 'thinking', thinking: '', signature: '' });
+    if (!(await think(plan.hiddenThinking, num(scenario, 'reasoningMs') ?? 0, res, (tokens) => ((thought = tokens), bill())))) return;
     for (const word of plan.thinking) if (!(await delta(index, { type: 'thinking_delta', thinking: word }, word))) return;
     write('content_block_delta', { index, delta: { type: 'signature_delta', signature: 'fake-signature' } });
     write('content_block_stop', { index });
@@ -124,7 +131,7 @@ export const TOOL_INPUT = { query: 'quick brown fox' };
 
 /** Output tokens of a whole answer, as the fake bills them. */
 export function outputTokens(plan: MessagePlan): number {
-  let total = tokens(plan.model, plan.thinking.join('')) + tokens(plan.model, plan.answer.join(''));
+  let total = plan.hiddenThinking + tokens(plan.model, plan.thinking.join('')) + tokens(plan.model, plan.answer.join(''));
   if (plan.tool !== undefined) total += tokens(plan.model, plan.tool) + tokens(plan.model, JSON.stringify(TOOL_INPUT));
   return total;
 }

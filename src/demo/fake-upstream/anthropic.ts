@@ -2,12 +2,18 @@
  * The fake upstream's Anthropic dialect: `POST /v1/messages` (JSON and SSE) and
  * `POST /v1/messages/count_tokens`, authenticated the way Anthropic's API is (`x-api-key` and
  * `anthropic-version`), with Anthropic's error shape, usage fields (cache reads, 5-minute and
- * 1-hour cache writes), `max_tokens` honoured and its own bill for tests to compare.
+ * 1-hour cache writes), `max_tokens` honoured and its own bill for tests to compare. It bills as
+ * Anthropic does when a client leaves: a JSON message is finished and billed in full; a stream
+ * stops and bills the prompt and the output (thinking included) generated until then.
  *
  * Scenario settings (`x-fake-scenario`), besides the shared ones (status, delay, headersDelay,
  * breakAfter, hangAfter, errorAfter, words):
  *   cacheRead=N, cacheWrite=N, cacheWrite1h=N   that many prompt tokens read from / written to the cache
  *   thinking=N    N words of thinking before the answer (thinking_delta; billed as output)
+ *   reasoning=N   N more thinking tokens billed as output but not shown: Claude 4 models return a
+ *                 summary of their thinking and bill the full thinking. Generated first, over
+ *                 reasoningMs=MS (default 0); a stream's client that leaves meanwhile still pays
+ *                 for what was thought so far
  *   ignoreLimit=1 generate past max_tokens (a misbehaving upstream)
  *   tool=NAME     end with a tool_use block calling NAME (input streamed as input_json_delta)
  *   status=529    overloaded_error (429 rate_limit_error with retry-after, 500 api_error, …)
@@ -35,10 +41,10 @@ const ERRORS: Record<number, { type: string; message: string }> = {
 };
 
 function sendAnthropicJson(res: ServerResponse, status: number, payload: unknown, record: RecordedRequest): void {
-  if (res.destroyed) return;
-  const text = JSON.stringify(payload);
   record.status = status;
   record.finished = true;
+  if (res.destroyed) return;
+  const text = JSON.stringify(payload);
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),
@@ -144,14 +150,17 @@ export async function handleAnthropic(
   // Output: thinking first, then the answer, then a tool call — all within max_tokens
   // (unless the scenario says ignoreLimit: a misbehaving upstream).
   const limit = scenario.ignoreLimit === undefined ? maxTokens : Number.MAX_SAFE_INTEGER;
+  const wantedHidden = num(scenario, 'reasoning') ?? 0;
+  const hiddenThinking = Math.min(wantedHidden, limit);
   const wantedThinking = num(scenario, 'thinking') ?? 0;
-  const thinking = answerWords({ words: String(wantedThinking) }, limit).map((word) => word.toLowerCase());
-  const answer = answerWords(scenario, limit - thinking.length);
-  const tool = scenario.tool !== undefined && thinking.length + answer.length < limit ? scenario.tool : undefined;
-  const truncated = wantedThinking + (num(scenario, 'words') ?? 12) > limit;
+  const thinking = answerWords({ words: String(wantedThinking) }, limit - hiddenThinking).map((word) => word.toLowerCase());
+  const answer = answerWords(scenario, limit - hiddenThinking - thinking.length);
+  const tool = scenario.tool !== undefined && hiddenThinking + thinking.length + answer.length < limit ? scenario.tool : undefined;
+  const truncated = wantedHidden + wantedThinking + (num(scenario, 'words') ?? 12) > limit;
   const plan: MessagePlan = {
     id: `msg_${randomBytes(12).toString('hex')}`,
     model,
+    hiddenThinking,
     thinking,
     answer,
     tool,
@@ -161,12 +170,12 @@ export async function handleAnthropic(
   };
 
   await sleep(num(scenario, 'headersDelay') ?? 0);
-  if (res.destroyed) return;
-  if (body.stream === true) return streamMessage(res, plan, record, billPrompt);
-  await sleep(num(scenario, 'delay') ?? 0);
-  if (res.destroyed) return;
+  // A stream whose client left before its first byte is not generated; a JSON message is
+  // finished and billed whether or not its client stays.
+  if (body.stream === true) return res.destroyed ? undefined : streamMessage(res, plan, record, billPrompt);
+  await sleep((hiddenThinking > 0 ? (num(scenario, 'reasoningMs') ?? 0) : 0) + (num(scenario, 'delay') ?? 0));
   const content: unknown[] = [];
-  if (thinking.length > 0) content.push({ type: 'thinking', thinking: thinking.join(''), signature: 'fake-signature' });
+  if (thinking.length > 0 || hiddenThinking > 0) content.push({ type: 'thinking', thinking: thinking.join(''), signature: 'fake-signature' });
   if (answer.length > 0) content.push({ type: 'text', text: answer.join('') });
   if (tool !== undefined) content.push({ type: 'tool_use', id: 'toolu_fake', name: tool, input: TOOL_INPUT });
   const output = outputTokens(plan);

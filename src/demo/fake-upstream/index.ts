@@ -6,7 +6,11 @@
  * error events inside a stream, garbage SSE, 4xx/5xx/429, slow headers.
  *
  * It also keeps a record of every request and what it "billed", so tests can
- * hold Tollgate's ledger against it. `tollgate demo` runs it too.
+ * hold Tollgate's ledger against it. `tollgate demo` runs it too. It bills as
+ * the API does when a client leaves: a JSON answer is finished and billed in
+ * full; a stream stops and bills the prompt, the reasoning generated (hidden,
+ * and generated before the first visible token) and the tokens sent.
+
  *
  * Behaviour is chosen per request with the header
  * `x-fake-scenario: key=value,key=value` (or per server with `setScenario`):
@@ -21,6 +25,8 @@
  *   words=N            length of the answer in words (default 12)
  *   cached=N           report N prompt tokens as cached
  *   reasoning=N        think N hidden reasoning tokens before answering (within the output limit)
+ *   reasoningMs=MS     the reasoning takes this long (default 0); a stream's client that leaves
+ *                      meanwhile still pays for what was thought so far
  *   ignoreLimit=1      ignore max_completion_tokens / max_tokens / max_output_tokens (a misbehaving upstream)
  *   jobMs=MS           a background Response finishes this long after it was created (default 50)
  *   jobEnd=failed|incomplete   how a background Response ends (default completed)
@@ -173,7 +179,9 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     record.billed = { promptTokens, cachedTokens, completionTokens: 0, reasoningTokens: 0 };
 
     await sleep(num(scenario, 'headersDelay') ?? 0);
-    if (res.destroyed) return;
+    // A stream whose client left before its first byte is not generated; any other answer is
+    // finished and billed whether or not its client stays, as the API does.
+    if (res.destroyed && body.stream === true) return;
 
     if (endpoint === 'embeddings') return sendEmbeddings(res, body, model, promptTokens, record);
 
@@ -231,8 +239,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
         record,
       );
     }
-    await sleep(num(scenario, 'delay') ?? 0);
-    if (res.destroyed) return;
+    await sleep((reasoning > 0 ? (num(scenario, 'reasoningMs') ?? 0) : 0) + (num(scenario, 'delay') ?? 0));
     const completionTokens = perChoiceTokens * n + reasoning + extras.audioCompletionTokens;
     const costUsd = kind.cost(promptTokens, completionTokens);
     record.billed = {

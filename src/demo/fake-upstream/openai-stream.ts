@@ -2,12 +2,18 @@
  * A streamed answer in the OpenAI API's SSE dialects (chat and completions
  * chunks, the Responses API's typed events), misbehaving as the scenario
  * asks: slow chunks, a break, a hang, an error event, garbage lines.
+ *
+ * Billed as the API bills a stream: the prompt once accepted, hidden
+ * reasoning as it is generated (before the first visible token, spread over
+ * `reasoningMs`), visible tokens as they are sent. A client that disconnects
+ * stops the generation: it pays for the prompt, the reasoning generated and
+ * the tokens sent until then, and never sees the usage.
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { RecordedRequest } from './types.js';
 import { messageIdOf, responseObject, toolCallItems, usageBlock } from './openai-objects.js';
-import { billedExtras, num, sleep, tokens, type Extras, type Scenario } from './scenario.js';
+import { billedExtras, num, sleep, think, tokens, type Extras, type Scenario } from './scenario.js';
 
 export interface StreamPlan {
   endpoint: 'chat' | 'completions' | 'responses';
@@ -80,15 +86,14 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
   });
   // Counted word by word (each fake word is one token), so a long stream costs linear time.
   let sentTokens = 0;
+  /** Hidden reasoning tokens generated so far: billed whether or not the client stays to see the answer. */
+  let reasoned = 0;
   const bill = (): void => {
-    const completionTokens = sentTokens;
-    const finishedAll = sent.length === words.length * n;
-    const reasoningTokens = finishedAll ? plan.reasoning : 0;
     record.billed = {
       promptTokens: plan.promptTokens,
       cachedTokens: plan.cachedTokens,
-      completionTokens: completionTokens + reasoningTokens,
-      reasoningTokens,
+      completionTokens: sentTokens + reasoned,
+      reasoningTokens: reasoned,
       serviceTier: plan.extras.serviceTier,
     };
   };
@@ -115,6 +120,7 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     );
   }
   bill();
+  if (!(await think(plan.reasoning, num(scenario, 'reasoningMs') ?? 0, res, (tokens) => ((reasoned = tokens), bill())))) return;
 
   let contentChunks = 0;
   for (let i = 0; i < words.length; i += 1) {

@@ -17,13 +17,14 @@ export const ERROR_TYPES: Record<number, { type: string; code: string; message: 
   503: { type: 'server_error', code: 'service_unavailable', message: 'The engine is currently overloaded.' },
 };
 
+/** Sends a JSON answer; one whose client already left was still finished (and billed) by the caller. */
 export function sendJson(res: ServerResponse, status: number, payload: unknown, record: RecordedRequest | undefined): void {
-  if (res.destroyed) return;
-  const text = JSON.stringify(payload);
   if (record) {
     record.status = status;
     record.finished = true;
   }
+  if (res.destroyed) return;
+  const text = JSON.stringify(payload);
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),

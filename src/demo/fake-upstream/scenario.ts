@@ -3,6 +3,7 @@
  * `x-fake-scenario` settings, the models it knows, the answer it gives and
  * its own token counts (deliberately independent of src/estimate).
  */
+import type { ServerResponse } from 'node:http';
 import { getEncoding, type Tiktoken } from 'js-tiktoken';
 
 /** Words that are one token each in both cl100k_base and o200k_base (checked by a test). */
@@ -136,6 +137,21 @@ export function answerWords(scenario: Scenario, limit: number | undefined): stri
 
 export function sleep(ms: number): Promise<void> {
   return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+}
+
+/**
+ * Generates `total` hidden reasoning tokens over `ms` (at once when 0), reporting each step's
+ * running total; false when the client left meanwhile (the generation stops there, as a stream's does).
+ */
+export async function think(total: number, ms: number, res: ServerResponse, generated: (tokens: number) => void): Promise<boolean> {
+  if (total <= 0) return true;
+  const steps = ms > 0 ? Math.min(total, 10) : 1;
+  for (let step = 1; step <= steps; step += 1) {
+    await sleep(ms / steps);
+    if (res.destroyed) return false;
+    generated(Math.floor((total * step) / steps));
+  }
+  return true;
 }
 
 /** What the answer bills beyond text: audio tokens, the tier used, built-in tool calls. */

@@ -30,12 +30,17 @@ export interface RecordedRequest {
   readonly body: unknown;
   readonly startedAt: number;
   status: number;
-  /** What this request cost on the fake's books: prompt + what was actually generated and sent. */
+  /**
+   * What this request cost on the fake's books: the prompt, and what was generated — a JSON
+   * answer in full even when its client left; a stream's hidden reasoning as it was generated
+   * and its visible tokens as they were sent.
+   */
   billed: FakeBilling;
   /** Content chunks written to the socket. */
   chunksSent: number;
   /** The client went away before the answer was complete. */
   closedEarly: boolean;
+  /** The answer was generated to its end (a JSON answer is, even after its client left). */
   finished: boolean;
 }
 

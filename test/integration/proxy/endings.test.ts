@@ -1,8 +1,10 @@
 /**
  * Endings that once billed nothing: an error event after content in a 200
  * stream, and an upstream whose headers, first chunks and reset arrive
- * together. What was generated and relayed is billed, as for any stream
- * that ends early (src/pipeline/settle.ts, rule 3).
+ * together. What arrived is relayed; the request is billed its reservation,
+ * as any answer that ends before its usage (src/pipeline/settle.ts, rule 4):
+ * the upstream may have generated more than it sent — hidden reasoning —
+ * and only its usage would say how much.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -18,13 +20,17 @@ interface Row {
   prompt_tokens: number;
   completion_tokens: number;
   cost_micros: number;
+  est_cost_micros: number;
+  usage_source: string;
 }
 
 function rowOf(proxy: TestProxy, requestId: string): Row | undefined {
   const database = openDatabase(proxy.dbPath);
   try {
     return database.sqlite
-      .prepare("SELECT status, http_status, prompt_tokens, completion_tokens, cost_micros FROM ledger WHERE request_id = ? AND status != 'pending'")
+      .prepare(
+        "SELECT status, http_status, prompt_tokens, completion_tokens, cost_micros, est_cost_micros, usage_source FROM ledger WHERE request_id = ? AND status != 'pending'",
+      )
       .get(requestId) as Row | undefined;
   } finally {
     database.close();
@@ -49,16 +55,18 @@ describe('an error event after content in a 200 stream', () => {
     await proxy.close();
   });
 
-  it('bills the prompt and the text that streamed, as the upstream does', async () => {
-    const answer = await chat(proxy, true, 'errorAfter=3');
+  it('bills its reservation, at least what the upstream billed for the prompt, the reasoning and the text', async () => {
+    const answer = await chat(proxy, true, 'errorAfter=3,reasoning=20');
     expect(answer.status).toBe(200);
     expect(answer.text).toContain('"server_error"');
     await waitFor(() => rowOf(proxy, answer.requestId) !== undefined, 'the request to settle');
     const row = rowOf(proxy, answer.requestId)!;
     const billed = proxy.fake.requests.at(-1)!.billed;
-    expect(row.completion_tokens).toBe(3);
-    expect(row.cost_micros).toBeGreaterThan(0);
-    expect(row.cost_micros).toBe(costMicroUsd(billed, resolvePrice('gpt-4o-mini', builtinPriceTable)));
+    expect(billed.completionTokens).toBe(23);
+    // max_tokens 50, reserved and billed: the error event carried no usage.
+    expect(row).toMatchObject({ status: 'upstream_error', completion_tokens: 50, usage_source: 'reserved' });
+    expect(row.cost_micros).toBe(row.est_cost_micros);
+    expect(row.cost_micros).toBeGreaterThan(costMicroUsd(billed, resolvePrice('gpt-4o-mini', builtinPriceTable)));
   });
 });
 
@@ -90,15 +98,16 @@ describe('an upstream that sends headers, its first chunks and a reset together'
 
   for (const [name, end] of Object.entries(endings)) {
     for (const stream of [true, false]) {
-      it(`relays and bills what arrived (${name}, client ${stream ? 'streaming' : 'asking for JSON of a stream'})`, async () => {
+      it(`relays what arrived and bills the reservation (${name}, client ${stream ? 'streaming' : 'asking for JSON of a stream'})`, async () => {
         ending = end;
         const answer = await chat(proxy, stream);
         expect(answer.status).toBe(200);
         expect(answer.text).toContain('"Hello"');
         expect(answer.text).toContain('" world"');
         await waitFor(() => rowOf(proxy, answer.requestId) !== undefined, 'the request to settle');
-        expect(rowOf(proxy, answer.requestId)).toMatchObject({ status: 'upstream_interrupted', http_status: 200, completion_tokens: 2 });
-        expect(rowOf(proxy, answer.requestId)!.cost_micros).toBeGreaterThan(0);
+        const row = rowOf(proxy, answer.requestId)!;
+        expect(row).toMatchObject({ status: 'upstream_interrupted', http_status: 200, completion_tokens: 50, usage_source: 'reserved' });
+        expect(row.cost_micros).toBe(row.est_cost_micros);
       });
     }
   }

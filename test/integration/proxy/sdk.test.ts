@@ -133,17 +133,18 @@ describe('the SDK raises its typed errors', () => {
 });
 
 describe('client aborts', () => {
-  it('a client that aborts mid-stream closes the upstream connection', async () => {
+  it('a client that aborts mid-stream leaves Tollgate reading the upstream on to its usage', async () => {
     const before = proxy.fake.requests.length;
-    const stream = await viaProxy.chat.completions.create({ model: 'gpt-4o', messages, stream: true }, scenario('delay=30,words=200'));
+    const stream = await viaProxy.chat.completions.create({ model: 'gpt-4o', messages, stream: true }, scenario('delay=20,words=40'));
     let chunks = 0;
     for await (const _chunk of stream) {
       chunks += 1;
       if (chunks === 3) stream.controller.abort();
     }
     const record = proxy.fake.requests[before]!;
-    await waitFor(() => record.closedEarly, 'the upstream to see its connection closed');
-    expect(record.finished).toBe(false);
-    expect(record.chunksSent).toBeLessThan(20);
+    // The upstream bills what it generates; only the usage at its end says how much.
+    await waitFor(() => record.finished, 'the upstream to send its whole answer');
+    expect(record.closedEarly).toBe(false);
+    expect(record.chunksSent).toBe(40);
   });
 });

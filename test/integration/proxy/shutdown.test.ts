@@ -1,4 +1,7 @@
-/** Graceful shutdown of the real process: SIGTERM lets in-flight streams finish, refuses new work, exits 0. */
+/**
+ * Graceful shutdown of the real process: SIGTERM lets in-flight streams finish — those whose
+ * client left too, read on to their usage — refuses new work, exits 0, and leaves no row pending.
+ */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { request } from 'node:http';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
@@ -6,6 +9,7 @@ import { spawnServe } from '../../support/process.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { openDatabase } from '../../../src/db/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
+import { waitFor } from '../../support/wait.js';
 
 /** A database file with one key, for a spawned server. */
 function keyedDatabase(): { path: string; key: string } {
@@ -24,11 +28,15 @@ afterAll(async () => {
   await fake.close();
 });
 
-function streamChat(url: string, key: string): Promise<{ firstChunk: Promise<void>; body: Promise<string> }> {
+function streamChat(
+  url: string,
+  key: string,
+  scenario = 'delay=40,words=25',
+): Promise<{ firstChunk: Promise<void>; body: Promise<string>; hangUp: () => void }> {
   return new Promise((resolve, reject) => {
     const req = request(
       `${url}/v1/chat/completions`,
-      { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-fake-scenario': 'delay=40,words=25' } },
+      { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-fake-scenario': scenario } },
       (res) => {
         let text = '';
         let markFirst: () => void = () => undefined;
@@ -41,7 +49,7 @@ function streamChat(url: string, key: string): Promise<{ firstChunk: Promise<voi
           res.on('end', () => done(text));
           res.on('error', fail);
         });
-        resolve({ firstChunk, body });
+        resolve({ firstChunk, body, hangUp: () => req.destroy() });
       },
     );
     req.on('error', reject);
@@ -99,9 +107,76 @@ it('cuts streams off at the shutdown deadline and still exits 0', async () => {
   expect(await proc.exited).toBe(0);
   expect(Date.now() - sentAt).toBeLessThan(5000);
   expect(proc.logs.some((l) => l.msg === 'shutdown deadline reached; closing remaining connections')).toBe(true);
-  // Cut off, but settled: prompt plus what was streamed, nothing left pending.
+  // Cut off, but settled, nothing left pending: at its reservation, as its usage never came
+  // (src/pipeline/settle.ts, rule 4; the upstream may have generated more than was relayed).
   const after = openDatabase(db.path);
-  const rows = after.sqlite.prepare('SELECT status, usage_source FROM ledger').all();
+  const rows = after.sqlite.prepare('SELECT status, usage_source, error_code, completion_tokens, cost_micros, est_cost_micros FROM ledger').all();
   after.close();
-  expect(rows).toEqual([{ status: 'client_aborted', usage_source: 'counted' }]);
+  expect(rows).toEqual([
+    {
+      status: 'upstream_interrupted',
+      usage_source: 'reserved',
+      error_code: 'proxy_shutdown',
+      completion_tokens: expect.any(Number),
+      cost_micros: expect.any(Number),
+      est_cost_micros: expect.any(Number),
+    },
+  ]);
+  const row = rows[0] as { completion_tokens: number; cost_micros: number; est_cost_micros: number };
+  expect(row.cost_micros).toBe(row.est_cost_micros);
+  expect(row.completion_tokens).toBeGreaterThan(25);
+  expect(proc.logs.some((l) => l.msg === 'requests still open at shutdown: upstream stopped, settled at their reservation')).toBe(true);
+});
+
+function ledgerRows(path: string): unknown[] {
+  const database = openDatabase(path);
+  try {
+    return database.sqlite.prepare('SELECT status, usage_source, error_code, completion_tokens FROM ledger').all();
+  } finally {
+    database.close();
+  }
+}
+
+it('reads a stream whose client left on to its usage before exiting, within the deadline', async () => {
+  const db = keyedDatabase();
+  const proc = await spawnServe({
+    TOLLGATE_UPSTREAM_URL: fake.url,
+    TOLLGATE_UPSTREAM_KEY: 'sk-shutdown',
+    TOLLGATE_SHUTDOWN_TIMEOUT: '10s',
+    TOLLGATE_DB: db.path,
+  });
+  const before = fake.requests.length;
+  const { firstChunk, body, hangUp } = await streamChat(proc.url, db.key);
+  await firstChunk;
+  hangUp();
+  void body.catch(() => undefined);
+  proc.child.kill('SIGTERM');
+  expect(await proc.exited).toBe(0);
+  expect(fake.requests[before]!.finished).toBe(true);
+  expect(ledgerRows(db.path)).toEqual([{ status: 'client_aborted', usage_source: 'reported', error_code: 'client_aborted', completion_tokens: 25 }]);
+});
+
+it('stops a stream whose client left still being read at the deadline: upstream aborted, settled at its reservation', async () => {
+  const db = keyedDatabase();
+  const proc = await spawnServe({
+    TOLLGATE_UPSTREAM_URL: fake.url,
+    TOLLGATE_UPSTREAM_KEY: 'sk-shutdown',
+    TOLLGATE_SHUTDOWN_TIMEOUT: '300ms',
+    TOLLGATE_DB: db.path,
+  });
+  const before = fake.requests.length;
+  const { firstChunk, body, hangUp } = await streamChat(proc.url, db.key, 'delay=100,words=100');
+  await firstChunk;
+  hangUp();
+  void body.catch(() => undefined);
+  const sentAt = Date.now();
+  proc.child.kill('SIGTERM');
+  expect(await proc.exited).toBe(0);
+  expect(Date.now() - sentAt).toBeLessThan(5000);
+  const upstream = fake.requests[before]!;
+  await waitFor(() => upstream.closedEarly, 'the upstream to see its connection closed');
+  expect(upstream.finished).toBe(false);
+  expect(ledgerRows(db.path)).toEqual([
+    { status: 'upstream_interrupted', usage_source: 'reserved', error_code: 'proxy_shutdown', completion_tokens: expect.any(Number) },
+  ]);
 });

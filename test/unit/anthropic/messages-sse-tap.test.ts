@@ -92,15 +92,15 @@ describe('SseTap on Anthropic Messages streams', () => {
     expect(tap.usage).toMatchObject({ promptTokens: 95, cachedTokens: 40, completionTokens: 9 });
   });
 
-  it('has no final usage before message_delta, but the exact prompt and the counted output so far', () => {
+  it('has no final usage before message_delta, but the exact prompt and the text so far', () => {
     const tap = new SseTap({ endpoint: 'messages', stripUsageChunk: false });
     tap.push(Buffer.from(start + thinking));
     expect(tap.usage).toBeUndefined();
     expect(tap.finished).toBe(false);
-    const soFar = tap.usageSoFar((t) => t.length);
-    expect(soFar).toMatchObject({ promptTokens: 90, cachedTokens: 40, completionTokens: 'Let me think'.length, cacheWrite1hTokens: 20 });
-    // Never below the count message_start gave.
-    expect(new SseTap({ endpoint: 'messages', stripUsageChunk: false }).usageSoFar(() => 0)).toBeUndefined();
+    expect(tap.promptUsage).toMatchObject({ promptTokens: 90, cachedTokens: 40, cacheWrite1hTokens: 20 });
+    expect(tap.completionText()).toBe('Let me think');
+    // Nothing before message_start.
+    expect(new SseTap({ endpoint: 'messages', stripUsageChunk: false }).promptUsage).toBeUndefined();
   });
 
   it('reads an error event as the upstream error, with Anthropic error type as its code', () => {

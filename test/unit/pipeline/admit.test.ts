@@ -134,6 +134,8 @@ describe('admit with a budget or a cost cap (README, "Budgets are hard caps")', 
     const row = harness.row(request.requestId)!;
     expect(row.est_cost_micros).toBeLessThanOrEqual(50_000);
     expect(row.est_cost_micros).toBeGreaterThan(49_000);
+    // What the request holds, to settle it at should its usage never come (settle.ts, rule 4).
+    expect(admitted.reservation).toEqual({ completionTokens: cap, microUsd: row.est_cost_micros });
   });
 
   it('reserves the worst case, not the default, when it fits — and sends the body unchanged', async () => {

@@ -36,7 +36,16 @@ describe('provider usage', () => {
       },
     );
     const reported = { promptTokens: 1000, cachedTokens: 0, completionTokens: 1000, reasoningTokens: 0, reportedCostMicros: 7 };
-    const base = { estimate, reported, accepted: true, upstreamError: false, streamedText: '', countTokens: () => 0 };
+    const base = {
+      estimate,
+      reported,
+      accepted: true,
+      upstreamError: false,
+      complete: true,
+      streamedText: '',
+      reservedCompletionTokens: 100,
+      countTokens: () => 0,
+    };
     expect(costOfEnding({ ...base, useReportedCost: true }).costMicros).toBe(7);
     expect(costOfEnding(base).costMicros).toBe(150 + 600);
   });
