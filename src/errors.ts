@@ -40,6 +40,7 @@ export type ErrorCode =
   | 'insufficient_quota'
   | 'exceeds_limit_burst'
   | 'limiter_unavailable'
+  | 'too_many_end_users'
   // the upstream
   | 'upstream_unreachable'
   | 'upstream_timeout'
@@ -99,6 +100,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'key_misconfigured':
       return { status: 500, type: 'server_error' };
     case 'rate_limit_exceeded':
+    case 'too_many_end_users':
       return { status: 429, type: 'rate_limit_error' };
     case 'insufficient_quota':
       return { status: 429, type: 'insufficient_quota' };

@@ -161,6 +161,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     },
     onBusy: () => metrics.ledgerLockWaits.inc(),
     refusalRowsPerMinute: config.refusalRowsPerMinute,
+    nameBounds: config.nameBounds,
     onError: (error) => {
       metrics.ledgerFailures.inc();
       logger.error({ err: error }, 'ledger commit failed; retrying');
@@ -168,6 +169,9 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     onCommit: (stats) => {
       metrics.ledgerRows.inc(stats.rows);
       metrics.ledgerWriteDuration.observe(stats.durationMs / 1000);
+      if (stats.foldedEndUsers > 0) metrics.rollupFolded.inc({ kind: 'end_user' }, stats.foldedEndUsers);
+      if (stats.foldedTags > 0) metrics.rollupFolded.inc({ kind: 'tag' }, stats.foldedTags);
+      if (stats.refusedEndUsers > 0) metrics.rollupFolded.inc({ kind: 'end_user_refused' }, stats.refusedEndUsers);
     },
   });
   // An override replaces the shorthand's one upstream (tests, the demo); with a config's list, each upstream has its own pool.
