@@ -23,6 +23,6 @@ END;
 --> statement-breakpoint
 INSERT INTO rollup_names (key_id, day, end_users, tags)
   SELECT key_id, day, sum(end_users), sum(tags) FROM (
-    SELECT key_id, day, count(*) AS end_users, 0 AS tags FROM rollups_end_users GROUP BY key_id, day
-    UNION ALL SELECT key_id, day, 0, count(*) FROM rollups_tags GROUP BY key_id, day)
+    SELECT key_id, day, count(*) AS end_users, 0 AS tags FROM rollups_end_users WHERE end_user <> '(other)' GROUP BY key_id, day
+    UNION ALL SELECT key_id, day, 0, count(*) FROM rollups_tags WHERE tag <> '(other)' GROUP BY key_id, day)
   GROUP BY key_id, day;

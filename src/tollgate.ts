@@ -113,6 +113,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
           logger,
           registry: metrics.registry,
           retentionDays: config.ledgerRetentionDays,
+          nameBounds: config.nameBounds,
           onKeysChanged: () => keys.refresh(),
         });
   if (replica === undefined) disableOutbox(database);

@@ -41,6 +41,8 @@ export function buildTestApp(options: {
   /** Monotonic clock for the limiter's buckets (tests move it by hand). */
   limiterClock?: () => number;
   globalLimits?: readonly LimitSpec[];
+  /** More settings, as environment variables (e.g. TOLLGATE_MAX_END_USERS). */
+  env?: Record<string, string>;
 }): TestApp {
   const db = openTempDatabase();
   const config = {
@@ -50,6 +52,7 @@ export function buildTestApp(options: {
       TOLLGATE_DEFAULT_MAX_TOKENS: '1000',
       TOLLGATE_KEY_REFRESH: '20ms',
       ...(options.adminToken === undefined ? {} : { TOLLGATE_ADMIN_TOKEN: options.adminToken }),
+      ...options.env,
     }),
     globalLimits: options.globalLimits ?? [],
   };
