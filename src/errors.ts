@@ -47,6 +47,7 @@ export type ErrorCode =
   | 'upstream_bad_response'
   // ourselves
   | 'ledger_unavailable'
+  | 'reports_busy'
   | 'internal_error';
 
 type ErrorType =
@@ -112,6 +113,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'upstream_timeout':
       return { status: 504, type: 'upstream_error' };
     case 'ledger_unavailable':
+    case 'reports_busy':
       return { status: 503, type: 'server_error' };
     case 'internal_error':
       return { status: 500, type: 'server_error' };

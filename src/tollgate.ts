@@ -19,6 +19,7 @@ import { RedisBudgetStore } from './budgets/redis-budgets.js';
 import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config.js';
 import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
+import { ReadWorker, WorkerDashboardReads, workerSpend } from './dashboard/read-worker.js';
 import { pgDashboardTokens } from './dashboard/pg-tenant-tokens.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './db/open.js';
@@ -227,6 +228,9 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     inFlight: new InFlightLimits({ defaultKeyMax: config.maxInFlight, maxWaitMs: config.upstream.queueTimeoutMs }),
   };
   const lifecycle = { shuttingDown: false };
+  // The dashboard's and the spend reports' SQLite reads run on a worker thread, never on the event
+  // loop the requests share (src/dashboard/read-worker.ts); a replica reads PostgreSQL, in pages.
+  const readWorker = replica === undefined && database.path !== ':memory:' ? new ReadWorker(database.path) : undefined;
   const app = createApp({
     pipeline,
     logger,
@@ -234,14 +238,16 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     admin: {
       ops:
         replica === undefined
-          ? localAdminOps(database, { onChange: () => keys.refresh() })
+          ? localAdminOps(database, { onChange: () => keys.refresh(), ...(readWorker === undefined ? {} : { readSpend: workerSpend(readWorker) }) })
           : pgAdminOps(replica.pool, { onChange: () => replica.keySync.kick() }),
       token: config.adminToken,
     },
     database,
     // A replica's dashboard shows every node (src/dashboard/pg-reads.ts), and every node's tenant tokens and reconciliations.
     ...(replica === undefined
-      ? {}
+      ? readWorker === undefined
+        ? {}
+        : { dashboardReads: new WorkerDashboardReads(database, readWorker) }
       : {
           dashboardReads: new PgDashboardReads(replica.pool),
           shared: { dashboardTokens: pgDashboardTokens(replica.pool), reconciliations: pgReconciliations(replica.pool) },
@@ -308,6 +314,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       // Ship what the last requests wrote; anything left ships on the next start.
       await replica?.close();
       await checkpointer?.stop();
+      await readWorker?.close();
       if (overrides.database === undefined) database.close();
       await closeEstimator();
     },
