@@ -23,7 +23,7 @@ import type { TollgateDatabase } from '../db/open.js';
 import { TollgateError, type ErrorCode } from '../errors.js';
 import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';
 import { DirectoryReader, type Directory } from './directory.js';
-import type { DashboardReads, DayPoint, HourPoint, PeriodTotals, RequestRow, SpendByKey } from './reads.js';
+import type { DashboardReads, DayPoint, HourPoint, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from './reads.js';
 import type { ReadJob, ReadResult, WorkerReadMethod } from './read-worker-protocol.js';
 
 /** Reads waiting for the worker at most, by default. */
@@ -180,14 +180,14 @@ export class WorkerDashboardReads implements DashboardReads {
   keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>> {
     return this.worker.call('keyModels', [keyId, since, now]);
   }
-  keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number): Promise<Array<{ name: string; totals: SpendTotals }>> {
-    return this.worker.call('keyTop', [keyId, by, since, now, limit]);
+  keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
+    return this.worker.call('keyTop', [keyId, by, since, now, limit, cursor]);
   }
-  latestRequests(keyId: string, limit: number): Promise<RequestRow[]> {
-    return this.worker.call('latestRequests', [keyId, limit]);
+  latestRequests(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>> {
+    return this.worker.call('latestRequests', [keyId, limit, cursor]);
   }
-  recent429s(keyId: string, limit: number): Promise<RequestRow[]> {
-    return this.worker.call('recent429s', [keyId, limit]);
+  recent429s(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>> {
+    return this.worker.call('recent429s', [keyId, limit, cursor]);
   }
 }
 

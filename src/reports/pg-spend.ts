@@ -212,7 +212,7 @@ async function queryByAttribution(pool: PgPool, query: SpendQuery & { by: 'user'
   let { rows, hasMore, nextCursor } = pageRows(sorted, query.limit, page.scope);
   // The whole spend of the same keys, from the rollups the other groupings read (whole months from the monthly one).
   const { total, pending } = await queryByMonths(pool, { ...query, by: 'total', limit: undefined, cursor: undefined }, { ...page, position: undefined });
-  if (query.by === 'user' && !hasMore) {
+  if (query.by === 'user' && !hasMore && query.namedOnly !== true) {
     const named = (await pool.query<SpendTotals>(`SELECT ${SUMS} ${from}`, params)).rows[0]!;
     const rest = difference(total, [named]);
     if (SPEND_COUNTERS.some((counter) => rest[counter] !== 0)) {

@@ -32,6 +32,8 @@ export interface SpendQuery {
   readonly limit?: number | undefined;
   /** Where the page starts: the previous page's `nextCursor` (spend-cursor.ts). */
   readonly cursor?: string | undefined;
+  /** By user: leave out the `(no end user)` row (the dashboard's lists of a key's end users). */
+  readonly namedOnly?: boolean | undefined;
 }
 
 export interface SpendTotals {
@@ -190,7 +192,7 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
   // By end user, the requests that named no end user are one more row after all the others, so
   // the rows sum to the total (both sides move in the same transactions). Tags need not: a request
   // may carry several.
-  if (query.by === 'user' && !hasMore) {
+  if (query.by === 'user' && !hasMore && query.namedOnly !== true) {
     const named = database.sqlite.prepare(`SELECT ${SUMS} ${fromOf('rollups_end_users')}`).get(params) as SpendTotals;
     const rest = difference(total, [named]);
     if (SPEND_COUNTERS.some((counter) => rest[counter] !== 0)) {
