@@ -6,8 +6,8 @@
 import { TollgateError } from '../errors.js';
 
 /** Rows per page of a dashboard list when none is asked for, and the most a page may hold. */
-export const LIST_PAGE_ROWS = 50;
-export const MAX_LIST_PAGE_ROWS = 500;
+const LIST_PAGE_ROWS = 50;
+const MAX_LIST_PAGE_ROWS = 500;
 
 /** Which list of which key a cursor belongs to. */
 interface ListScope {

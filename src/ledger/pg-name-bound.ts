@@ -99,13 +99,18 @@ export async function planNames(client: pg.PoolClient, rows: readonly NamedRow[]
   );
   /** Names each row adds (new to PostgreSQL), to count those of rows actually inserted. */
   const adds = new Map<string, string[]>();
+  const noteAdd = (requestId: string, id: string): void => {
+    const ids = adds.get(requestId);
+    if (ids === undefined) adds.set(requestId, [id]);
+    else ids.push(id);
+  };
   const added = new Set<string>();
   const place = (row: NamedRow, kind: Kind, name: string, bit: number): boolean => {
     if ((row.rollup_folded ?? 0) & bit) return false;
     const id = `${kind}\u0000${row.key_id}\u0000${row.day}\u0000${name}`;
     if (existing.has(id)) return true;
     if (added.has(id)) {
-      adds.get(row.request_id)?.push(id) ?? adds.set(row.request_id, [id]);
+      noteAdd(row.request_id, id);
       return true;
     }
     if (isRefusal(row)) return false;
@@ -113,7 +118,7 @@ export async function planNames(client: pg.PoolClient, rows: readonly NamedRow[]
     if (count[kind] >= (kind === 'user' ? bounds.endUsers : bounds.tags) && ((row.rollup_exact ?? 0) & bit) === 0) return false;
     count[kind] += 1;
     added.add(id);
-    adds.get(row.request_id)?.push(id) ?? adds.set(row.request_id, [id]);
+    noteAdd(row.request_id, id);
     return true;
   };
   for (const row of ordered) {

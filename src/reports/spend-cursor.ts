@@ -12,10 +12,9 @@
  * at all). A report of past days (`until` before today) does not move.
  */
 import { TollgateError } from '../errors.js';
-import type { SpendGrouping } from './spend.js';
 
 /** Rows per page when none is asked for, and the most a page may hold (README, "Admin API"). */
-export const SPEND_PAGE_ROWS = 1000;
+const SPEND_PAGE_ROWS = 1000;
 export const MAX_SPEND_PAGE_ROWS = 5000;
 
 /** Where a page starts: after the row with these sort values, or at the `(no end user)` row that ends a report by user. */
@@ -23,7 +22,8 @@ export type SpendPosition = { readonly after: { readonly cost: number; readonly 
 
 /** What a cursor was given for: another report's cursor is refused. */
 export interface CursorScope {
-  readonly by: SpendGrouping;
+  /** The grouping (spend.ts's SpendGrouping). */
+  readonly by: string;
   readonly since: string;
   readonly until: string;
   readonly keyId: string | undefined;
