@@ -126,3 +126,21 @@ it('shows a tenant’s session its own keys’ lists, and 404 for another tenant
     expect(res.status, list).toBe(404);
   }
 });
+
+it('pages a tenant’s own spend report through its session, its tenant forced on every page', async () => {
+  const tenantId = test.store.getTenant('acme').id;
+  const whole = querySpend(test.db.database, { tenantId, since: '2026-11-01', by: 'user' }, NOW).rows;
+  const rows: unknown[] = [];
+  let cursor: string | null = null;
+  do {
+    const res = await test.request(`/admin/api/spend?by=user&since=2026-11-01&limit=5${cursor === null ? '' : `&cursor=${cursor}`}`, {
+      cookie: tenantCookie,
+    });
+    expect(res.status).toBe(200);
+    const page = (await res.json()) as { rows: unknown[]; hasMore: boolean; nextCursor: string | null };
+    rows.push(...page.rows);
+    cursor = page.hasMore ? page.nextCursor : null;
+  } while (cursor !== null);
+  expect(rows).toEqual(whole);
+  expect(whole.length).toBeGreaterThan(20);
+});
