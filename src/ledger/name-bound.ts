@@ -14,7 +14,8 @@
  *   refused instead (its budget reads its own row: counted under `(other)`
  *   it would be unbounded);
  * - a refusal (it cost nothing and reached nothing) never creates a row: its
- *   names are counted in their row when they have one, else under `(other)`.
+ *   names are counted in their row when they have one, else under `(other)`
+ *   (a budgeted tag excepted, as above).
  *
  * Names known to have a row are remembered between transactions (rows are
  * never deleted), so a busy key's usual names cost no lookup.
@@ -105,7 +106,8 @@ export class NameBound {
       this.known.add(id);
       return 'keep';
     }
-    if (use === 'existing') return 'fold';
+    // A refusal adds no name, except a budgeted tag (the policy names few): its refusals show under it.
+    if (use === 'existing' && !(exact && kind === 'tag')) return 'fold';
     const counted = this.dayCount(kind, keyId, day);
     const bound = kind === 'user' ? this.bounds.endUsers : this.bounds.tags;
     if (counted.stored + counted.added < bound || (exact && kind === 'tag')) {

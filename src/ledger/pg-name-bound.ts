@@ -11,7 +11,8 @@
  *   keeps its row whatever the count: the node admitted it under its own
  *   bound, and its budget reads PostgreSQL's row. So PostgreSQL can hold more
  *   exact names than the bound, at most the bound per node.
- * - A refusal creates no row: its names count in their row or under `(other)`.
+ * - A refusal creates no row: its names count in their row or under `(other)`
+ *   (a budgeted tag excepted: its refusals show under it, as on the node).
  *
  * The count rows of the batch's key·days are locked (FOR UPDATE, in key
  * order, before any rollup row) before the existing names are read, so two
@@ -56,7 +57,10 @@ export async function planNames(client: pg.PoolClient, rows: readonly NamedRow[]
   if (named.length === 0) return { folded, record: async () => undefined };
   // Lock the count rows of the key·days that may gain names, in key order.
   const days = new Map<string, { key_id: string; day: string }>();
-  for (const row of named) if (!isRefusal(row)) days.set(`${row.key_id}\u0000${row.day}`, { key_id: row.key_id, day: row.day });
+  for (const row of named) {
+    // Refusals add names only for budgeted tags.
+    if (!isRefusal(row) || (row.rollup_exact ?? 0) !== 0) days.set(`${row.key_id}\u0000${row.day}`, { key_id: row.key_id, day: row.day });
+  }
   const counts = new Map<string, { user: number; tag: number }>();
   if (days.size > 0) {
     const keyDays = [...days.values()].sort((a, b) => (a.key_id < b.key_id ? -1 : a.key_id > b.key_id ? 1 : a.day < b.day ? -1 : a.day > b.day ? 1 : 0));
@@ -113,9 +117,10 @@ export async function planNames(client: pg.PoolClient, rows: readonly NamedRow[]
       noteAdd(row.request_id, id);
       return true;
     }
-    if (isRefusal(row)) return false;
+    const exact = ((row.rollup_exact ?? 0) & bit) !== 0;
+    if (isRefusal(row) && !(exact && kind === 'tag')) return false;
     const count = counts.get(`${row.key_id}\u0000${row.day}`)!;
-    if (count[kind] >= (kind === 'user' ? bounds.endUsers : bounds.tags) && ((row.rollup_exact ?? 0) & bit) === 0) return false;
+    if (count[kind] >= (kind === 'user' ? bounds.endUsers : bounds.tags) && !exact) return false;
     count[kind] += 1;
     added.add(id);
     noteAdd(row.request_id, id);

@@ -124,6 +124,8 @@ export interface Rejection {
   /** When known (refusals after the body was read): counted in the end user's and tags' rollups too. */
   readonly endUser?: string | undefined;
   readonly tags?: readonly string[] | undefined;
+  /** As PendingEntry's: a budgeted tag keeps its own row even for a refusal (the policy names few). */
+  readonly exact?: { readonly endUser: boolean; readonly tags: readonly string[] } | undefined;
 }
 
 interface WriterStats {
@@ -252,9 +254,9 @@ export class LedgerWriter {
       insertRejection: s.prepare(
         `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, completed_at, endpoint, model, stream, status,
            http_status, est_prompt_tokens, est_completion_tokens, est_cost_micros, prompt_tokens, cached_tokens,
-           completion_tokens, reasoning_tokens, cost_micros, usage_source, latency_ms, error_code, end_user, tags, rollup_folded)
+           completion_tokens, reasoning_tokens, cost_micros, usage_source, latency_ms, error_code, end_user, tags, rollup_folded, rollup_exact)
          VALUES (@requestId, @keyId, @tenantId, @createdAt, @createdAt, @endpoint, @model, @stream, @status,
-           @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode, @endUser, @tags, @rollupFolded)
+           @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode, @endUser, @tags, @rollupFolded, @rollupExact)
          ON CONFLICT(request_id) DO NOTHING`,
       ),
       contributionOf: s.prepare(
@@ -438,15 +440,18 @@ export class LedgerWriter {
             let folded = 0;
             if (rejection.raw) {
               // A refusal cost nothing: its names count in their rows when they have one, else under (other).
-              const decision = this.names.decide(rejection.keyId, calendarDay(rejection.createdAt), rejection.endUser, rejection.tags ?? [], 0, 'existing');
+              const tags = rejection.tags ?? [];
+              const exact = rejection.exact === undefined ? 0 : exactMaskOf(rejection.endUser, tags, rejection.exact);
+              const decision = this.names.decide(rejection.keyId, calendarDay(rejection.createdAt), rejection.endUser, tags, exact, 'existing');
               folded = decision.folded;
-              const { rollupModel: _model, raw: _raw, ...row } = rejection;
+              const { rollupModel: _model, raw: _raw, exact: _exact, ...row } = rejection;
               const result = this.statements.insertRejection.run({
                 ...row,
                 stream: rejection.stream ? 1 : 0,
                 endUser: rejection.endUser ?? null,
-                tags: encodeTags(rejection.tags ?? []),
+                tags: encodeTags(tags),
                 rollupFolded: folded === 0 ? null : folded,
+                rollupExact: exact === 0 ? null : exact,
               });
               if (result.changes === 0) continue;
               foldedEndUsers += decision.foldedEndUsers;

@@ -73,6 +73,27 @@ it('holds the bound over every node’s names, and settlements shipped later mov
   }
   // One budgeted end user of node 1, admitted by its node (its fifth): PostgreSQL keeps its row even past the bound (its budget reads it).
   await writers[1]!.begin(pending(keyId, 'exact', 9, { endUser: 'budgeted', exact: { endUser: true, tags: [] } }));
+  // Refusals: a new end user's counts under (other), a budgeted tag's under the tag (on the node and in PostgreSQL alike).
+  writers[0]!.reject({
+    requestId: 'refused',
+    keyId,
+    tenantId: null,
+    createdAt: T0 + 20,
+    endpoint: 'chat',
+    model: 'gpt-4o-mini',
+    stream: false,
+    status: 'rejected',
+    httpStatus: 429,
+    errorCode: 'insufficient_quota',
+    reason: 'budget',
+    estPromptTokens: 0,
+    estCompletionTokens: 0,
+    estCostMicros: 0,
+    endUser: 'stranger',
+    tags: ['budgeted-tag'],
+    exact: { endUser: false, tags: ['budgeted-tag'] },
+  });
+  expect(writers[0]!.flush()).toBe(true);
   for (const node of nodes) expectNamedRollupsEqualRows(node.database.sqlite);
   // The nodes ship at once, in small batches: their transactions take turns on the key·day's count.
   await Promise.all(shippers.map((shipper) => shipper.drain()));
@@ -107,10 +128,12 @@ it('holds the bound over every node’s names, and settlements shipped later mov
   expect(named).toContain('budgeted');
   expect(named.filter((name) => name !== 'budgeted')).toHaveLength(named.length === BOUNDS.endUsers + 1 ? BOUNDS.endUsers : BOUNDS.endUsers - 1);
   const tags = await names('rollups_tags');
-  expect(tags).toHaveLength(BOUNDS.tags + 1);
+  expect(tags.filter((name) => name !== 'budgeted-tag')).toHaveLength(BOUNDS.tags + 1);
   expect(tags).toContain('shared');
+  expect(tags).toContain('budgeted-tag');
+  expect(users).not.toContain('stranger');
   const counted = await pg.pool.query<{ end_users: number; tags: number }>('SELECT end_users, tags FROM rollup_names');
-  expect(counted.rows).toEqual([{ end_users: named.length, tags: BOUNDS.tags }]);
+  expect(counted.rows).toEqual([{ end_users: named.length, tags: tags.length - 1 }]);
   // Every raw row keeps its own end user and tags in PostgreSQL too.
   expect((await pg.pool.query(`SELECT end_user, tags FROM ledger WHERE request_id = 'n1-3'`)).rows).toEqual([
     { end_user: 'node1-user-3', tags: 'node1-tag-3,shared' },
@@ -121,7 +144,7 @@ it('holds the bound over every node’s names, and settlements shipped later mov
     'SELECT sum(requests)::bigint AS requests, sum(cost_micros)::bigint AS cost FROM rollups_end_users',
   );
   const ledgerTotal = await pg.pool.query<{ requests: number; cost: number }>(
-    `SELECT count(*)::bigint AS requests, sum(CASE WHEN status = 'pending' THEN est_cost_micros ELSE cost_micros END)::bigint AS cost FROM ledger`,
+    `SELECT count(*) FILTER (WHERE status NOT IN ('rejected', 'invalid_request'))::bigint AS requests, sum(CASE WHEN status = 'pending' THEN est_cost_micros ELSE cost_micros END)::bigint AS cost FROM ledger`,
   );
   expect(total.rows).toEqual(ledgerTotal.rows);
 });

@@ -188,9 +188,14 @@ it('never creates an end-user or tag row for a refusal: it counts in the name’
   writer.reject(refusal(keyId, 'no-1', { endUser: 'alice', tags: ['search', 'fresh'] }));
   writer.reject(refusal(keyId, 'no-2', { endUser: 'mallory-1', tags: ['fresh-2'] }));
   writer.reject(refusal(keyId, 'no-3', { endUser: 'mallory-2', status: 'invalid_request', httpStatus: 400, errorCode: 'invalid_json', reason: 'other' }));
+  // A budgeted tag is the exception: the policy names it, and its refusals show under it.
+  writer.reject(
+    refusal(keyId, 'no-4', { tags: ['nightly', 'fresh-3'], errorCode: 'insufficient_quota', reason: 'budget', exact: { endUser: false, tags: ['nightly'] } }),
+  );
   expect(writer.flush()).toBe(true);
   expect(names(db, 'rollups_end_users')).toEqual(['(other)', 'alice']);
-  expect(names(db, 'rollups_tags')).toEqual(['(other)', 'search']);
+  expect(names(db, 'rollups_tags')).toEqual(['(other)', 'nightly', 'search']);
+  expect(db.database.sqlite.prepare(`SELECT rejected_budget FROM rollups_tags WHERE tag = 'nightly'`).pluck().get()).toBe(1);
   expect(db.database.sqlite.prepare(`SELECT rejected_rate_limit FROM rollups_end_users WHERE end_user = 'alice'`).pluck().get()).toBe(1);
   expect(db.database.sqlite.prepare(`SELECT rejected_rate_limit, errors FROM rollups_end_users WHERE end_user = '(other)'`).get()).toEqual({
     rejected_rate_limit: 1,
