@@ -91,6 +91,8 @@ export interface Tollgate {
   readonly alerts: Alerts | undefined;
   /** What every stage of the request path is given. */
   readonly pipeline: PipelineDeps;
+  /** The thread that reads the dashboard and the spend reports from SQLite (none on a replica or in memory). */
+  readonly readWorker: ReadWorker | undefined;
   /** Flipped when shutting down: /readyz answers 503, connections close after their response. */
   readonly lifecycle: { shuttingDown: boolean };
   /** Connects Redis, loads the tokenizer, starts key polling and WAL checkpoints. */
@@ -285,6 +287,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     responses,
     alerts,
     pipeline,
+    readWorker,
     lifecycle,
     async start() {
       keys.start();

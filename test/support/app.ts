@@ -81,6 +81,7 @@ export function buildTestApp(options: {
     },
     close() {
       tollgate.keys.stop();
+      void tollgate.readWorker?.close();
       tollgate.ledger.close();
       db.remove();
     },
