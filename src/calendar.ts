@@ -39,6 +39,11 @@ export function setTimeZone(name: string): void {
   dayEnd = 0;
 }
 
+/** The zone calendar days are counted in (a worker thread sets the same: src/dashboard/read-worker.ts). */
+export function currentTimeZone(): string {
+  return zone?.resolvedOptions().timeZone ?? 'UTC';
+}
+
 /** Milliseconds the zone is ahead of UTC at `ms`. */
 function offsetAt(ms: number): number {
   if (zone === null) return 0;

@@ -12,6 +12,7 @@ import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type Pric
 import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './limits/algorithm/policy.js';
 import { FAIL_MODES, type FailMode } from './limits/stores/fail-mode.js';
 import { parseTrustedProxies } from './http/client-address.js';
+import { DEFAULT_NAME_BOUNDS, type NameBounds } from './endusers/rollup-names.js';
 import { KEY_LABEL_MODES, type KeyLabelMode } from './metrics.js';
 import { httpUrlSchema, resolveUpstreams, upstreamsFileFields, type UpstreamsConfig } from './upstreams/upstream-config.js';
 import { redactUrlsIn } from './redact-url.js';
@@ -213,6 +214,10 @@ const envSchema = z.object({
     .regex(/^(\d+|all)$/, 'must be a whole number or "all"')
     .transform((text) => (text === 'all' ? Number.POSITIVE_INFINITY : Number(text)))
     .default(60),
+  /** Distinct end users one key has rollup rows for per day; the rest are counted under `(other)` (src/ledger/name-bound.ts). */
+  TOLLGATE_MAX_END_USERS: positiveInt.default(DEFAULT_NAME_BOUNDS.endUsers),
+  /** Distinct tags one key has rollup rows for per day; the rest are counted under `(other)`. */
+  TOLLGATE_MAX_TAGS: positiveInt.default(DEFAULT_NAME_BOUNDS.tags),
   /** Addresses of load balancers/proxies whose X-Forwarded-For is believed (comma-separated). */
   TOLLGATE_TRUSTED_PROXIES: z.string().trim().optional(),
   /** Bearer token /metrics requires; unset = open (as before). */
@@ -314,6 +319,8 @@ export interface Config {
   readonly maxInFlight: number;
   /** Refusals of one key written as raw ledger rows per minute (Infinity = every one). */
   readonly refusalRowsPerMinute: number;
+  /** Distinct end users and tags per key per day with rollup rows of their own; the rest count under `(other)`. */
+  readonly nameBounds: NameBounds;
   /** Proxies believed about X-Forwarded-For (the throttle on presented tokens, src/http/secret-throttle.ts). */
   readonly trustedProxies: ReadonlySet<string>;
   /** /metrics: the bearer token it requires (none = open) and its own port (none = the proxy's). */
@@ -423,6 +430,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     maxInFlight: e.TOLLGATE_MAX_IN_FLIGHT,
     refusalRowsPerMinute: e.TOLLGATE_REFUSAL_ROWS,
+    nameBounds: { endUsers: e.TOLLGATE_MAX_END_USERS, tags: e.TOLLGATE_MAX_TAGS },
     trustedProxies: parseTrustedProxies(e.TOLLGATE_TRUSTED_PROXIES),
     metrics: { token: e.TOLLGATE_METRICS_TOKEN, port: e.TOLLGATE_METRICS_PORT },
     alerts: file.alerts === undefined ? undefined : alertSettings(file.alerts, env, e.TOLLGATE_CONFIG ?? ''),

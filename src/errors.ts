@@ -46,12 +46,14 @@ export type ErrorCode =
   | 'insufficient_quota'
   | 'exceeds_limit_burst'
   | 'limiter_unavailable'
+  | 'too_many_end_users'
   // the upstream
   | 'upstream_unreachable'
   | 'upstream_timeout'
   | 'upstream_bad_response'
   // ourselves
   | 'ledger_unavailable'
+  | 'reports_busy'
   | 'internal_error';
 
 type ErrorType =
@@ -110,6 +112,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
       return { status: 500, type: 'server_error' };
     case 'rate_limit_exceeded':
     case 'too_many_attempts':
+    case 'too_many_end_users':
       return { status: 429, type: 'rate_limit_error' };
     case 'insufficient_quota':
       return { status: 429, type: 'insufficient_quota' };
@@ -121,6 +124,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'upstream_timeout':
       return { status: 504, type: 'upstream_error' };
     case 'ledger_unavailable':
+    case 'reports_busy':
       return { status: 503, type: 'server_error' };
     case 'internal_error':
       return { status: 500, type: 'server_error' };

@@ -67,6 +67,7 @@ export class Metrics {
   readonly ledgerRows: Counter;
   readonly ledgerFailures: Counter;
   readonly ledgerLockWaits: Counter;
+  readonly rollupFolded: Counter<'kind'>;
 
   private readonly prices: PriceTable;
   private readonly keyLabels = new BoundedLabel(MAX_KEY_LABELS);
@@ -203,6 +204,12 @@ export class Metrics {
     this.ledgerLockWaits = new Counter({
       name: 'tollgate_ledger_lock_waits_total',
       help: 'Ledger commits that found the database busy (another process, a checkpoint) and waited to try again.',
+      registers,
+    });
+    this.rollupFolded = new Counter({
+      name: 'tollgate_rollup_names_folded_total',
+      help: 'End users (kind=end_user) and tags (kind=tag) counted under "(other)" because their key had TOLLGATE_MAX_END_USERS or TOLLGATE_MAX_TAGS names that day; kind=end_user_refused: requests refused instead (the end user has limits or a budget).',
+      labelNames: ['kind'],
       registers,
     });
   }

@@ -19,6 +19,7 @@ import { RedisBudgetStore } from './budgets/redis-budgets.js';
 import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config.js';
 import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
+import { ReadWorker, WorkerDashboardReads, workerSpend } from './dashboard/read-worker.js';
 import { pgDashboardTokens } from './dashboard/pg-tenant-tokens.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './db/open.js';
@@ -92,6 +93,8 @@ export interface Tollgate {
   readonly alerts: Alerts | undefined;
   /** What every stage of the request path is given. */
   readonly pipeline: PipelineDeps;
+  /** The thread that reads the dashboard and the spend reports from SQLite (none on a replica or in memory). */
+  readonly readWorker: ReadWorker | undefined;
   /** Flipped when shutting down: /readyz answers 503, connections close after their response. */
   readonly lifecycle: { shuttingDown: boolean };
   /** The per-address brake on guessing tokens, for every surface of the app and the metrics port (src/http/secret-throttle.ts). */
@@ -117,6 +120,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
           logger,
           registry: metrics.registry,
           retentionDays: config.ledgerRetentionDays,
+          nameBounds: config.nameBounds,
           onKeysChanged: () => keys.refresh(),
         });
   if (replica === undefined) disableOutbox(database);
@@ -165,6 +169,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     },
     onBusy: () => metrics.ledgerLockWaits.inc(),
     refusalRowsPerMinute: config.refusalRowsPerMinute,
+    nameBounds: config.nameBounds,
     onError: (error) => {
       metrics.ledgerFailures.inc();
       logger.error({ err: error }, 'ledger commit failed; retrying');
@@ -172,6 +177,9 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     onCommit: (stats) => {
       metrics.ledgerRows.inc(stats.rows);
       metrics.ledgerWriteDuration.observe(stats.durationMs / 1000);
+      if (stats.foldedEndUsers > 0) metrics.rollupFolded.inc({ kind: 'end_user' }, stats.foldedEndUsers);
+      if (stats.foldedTags > 0) metrics.rollupFolded.inc({ kind: 'tag' }, stats.foldedTags);
+      if (stats.refusedEndUsers > 0) metrics.rollupFolded.inc({ kind: 'end_user_refused' }, stats.refusedEndUsers);
     },
   });
   // An override replaces the shorthand's one upstream (tests, the demo); with a config's list, each upstream has its own pool.
@@ -229,6 +237,9 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   };
   const lifecycle = { shuttingDown: false };
   const secretThrottle = new SecretThrottle();
+  // The dashboard's and the spend reports' SQLite reads run on a worker thread, never on the event
+  // loop the requests share (src/dashboard/read-worker.ts); a replica reads PostgreSQL, in pages.
+  const readWorker = replica === undefined && database.path !== ':memory:' ? new ReadWorker(database.path) : undefined;
   const app = createApp({
     pipeline,
     logger,
@@ -236,14 +247,16 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     admin: {
       ops:
         replica === undefined
-          ? localAdminOps(database, { onChange: () => keys.refresh() })
+          ? localAdminOps(database, { onChange: () => keys.refresh(), ...(readWorker === undefined ? {} : { readSpend: workerSpend(readWorker) }) })
           : pgAdminOps(replica.pool, { onChange: () => replica.keySync.kick() }),
       token: config.adminToken,
     },
     database,
     // A replica's dashboard shows every node (src/dashboard/pg-reads.ts), and every node's tenant tokens and reconciliations.
     ...(replica === undefined
-      ? {}
+      ? readWorker === undefined
+        ? {}
+        : { dashboardReads: new WorkerDashboardReads(database, readWorker) }
       : {
           dashboardReads: new PgDashboardReads(replica.pool),
           shared: { dashboardTokens: pgDashboardTokens(replica.pool), reconciliations: pgReconciliations(replica.pool) },
@@ -282,6 +295,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     responses,
     alerts,
     pipeline,
+    readWorker,
     lifecycle,
     secretThrottle,
     async start() {
@@ -316,6 +330,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       // Ship what the last requests wrote; anything left ships on the next start.
       await replica?.close();
       await checkpointer?.stop();
+      await readWorker?.close();
       if (overrides.database === undefined) database.close();
       await closeEstimator();
     },

@@ -67,7 +67,18 @@ export function remoteAdminOps(baseUrl: string, adminToken: string | undefined):
     getTenant: (r) => call('GET', `/tenants/${ref(r)}`),
     updateTenant: (r, patch) => call('PATCH', `/tenants/${ref(r)}`, patch),
     spend: (request) =>
-      call<SpendReport>('GET', `/spend${q({ key: request.key, tenant: request.tenant, since: request.since, until: request.until, by: request.by })}`),
+      call<SpendReport>(
+        'GET',
+        `/spend${q({
+          key: request.key,
+          tenant: request.tenant,
+          since: request.since,
+          until: request.until,
+          by: request.by,
+          limit: request.limit === undefined ? undefined : String(request.limit),
+          cursor: request.cursor,
+        })}`,
+      ),
     close: async () => undefined,
   };
 }

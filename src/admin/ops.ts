@@ -4,7 +4,7 @@
  * its admin API. The CLI uses either; the admin API serves the local one.
  */
 import type { TollgateDatabase } from '../db/open.js';
-import { querySpend, type SpendGrouping, type SpendReport } from '../reports/spend.js';
+import { querySpend, type SpendGrouping, type SpendQuery, type SpendReport } from '../reports/spend.js';
 import type { Budget, LimitSpec, Policy } from '../limits/algorithm/policy.js';
 import { KeyStore, type IssuedKey, type KeyPatch, type KeyView, type TenantPatch, type TenantView } from '../keys/store.js';
 
@@ -23,6 +23,10 @@ interface SpendRequest {
   readonly since: string;
   readonly until?: string | undefined;
   readonly by: SpendGrouping;
+  /** Rows of the page (default: every row; the admin API always asks for a page: src/reports/spend-cursor.ts). */
+  readonly limit?: number | undefined;
+  /** The previous page's `nextCursor`. */
+  readonly cursor?: string | undefined;
 }
 
 export interface AdminOps {
@@ -41,9 +45,19 @@ export interface AdminOps {
 }
 
 /** The operations on a local database (the CLI's default, and what the admin API serves). */
-export function localAdminOps(database: TollgateDatabase, options: { now?: () => number; onChange?: () => void; closeDatabase?: boolean } = {}): AdminOps {
+export function localAdminOps(
+  database: TollgateDatabase,
+  options: {
+    now?: () => number;
+    onChange?: () => void;
+    closeDatabase?: boolean;
+    /** Where spend reports are read (the proxy: on its read worker, src/dashboard/read-worker.ts); default: here. */
+    readSpend?: (query: SpendQuery, now: number) => Promise<SpendReport>;
+  } = {},
+): AdminOps {
   const store = new KeyStore(database, options.now);
   const now = options.now ?? Date.now;
+  const readSpend = options.readSpend ?? (async (query: SpendQuery, at: number) => querySpend(database, query, at));
   const changed = <T>(value: T): T => {
     options.onChange?.();
     return value;
@@ -67,14 +81,15 @@ export function localAdminOps(database: TollgateDatabase, options: { now?: () =>
     getTenant: async (ref) => store.getTenant(ref),
     updateTenant: async (ref, patch) => changed(store.updateTenant(ref, patch)),
     spend: async (request) =>
-      querySpend(
-        database,
+      readSpend(
         {
           keyId: request.key === undefined ? undefined : store.getKey(request.key).id,
           tenantId: request.tenant === undefined ? undefined : store.getTenant(request.tenant).id,
           since: request.since,
           until: request.until,
           by: request.by,
+          limit: request.limit,
+          cursor: request.cursor,
         },
         now(),
       ),

@@ -38,6 +38,8 @@ export function pgAdminOps(pool: PgPool, options: { now?: () => number; onChange
           since: request.since,
           until: request.until,
           by: request.by,
+          limit: request.limit,
+          cursor: request.cursor,
         },
         now(),
       ),

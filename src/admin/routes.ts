@@ -8,7 +8,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { z } from 'zod';
 import { TollgateError } from '../errors.js';
 import { parseSince, SPEND_GROUPINGS, type SpendGrouping } from '../reports/spend.js';
-import { parseExportRange, spendReportCsv, textStream, type LedgerExportFormat, type LedgerExporter } from '../reports/export.js';
+import { parseExportRange, spendCsvRecords, spendReportCsv, textStream, type LedgerExportFormat, type LedgerExporter } from '../reports/export.js';
+import { parseSpendLimit } from '../reports/spend-cursor.js';
 import type { Policy } from '../limits/algorithm/policy.js';
 import type { AdminOps } from './ops.js';
 import { createKeyBody, createTenantBody, updateKeyBody, updateTenantBody } from './wire.js';
@@ -111,15 +112,31 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
     } catch (error) {
       throw new TollgateError('invalid_value', (error as Error).message, { param: 'since' });
     }
-    return { key: c.req.query('key'), tenant: c.req.query('tenant'), since, until, by };
+    // One page of rows (README, "Admin API"): at most `limit`, from `cursor` on.
+    const cursor = c.req.query('cursor');
+    return { key: c.req.query('key'), tenant: c.req.query('tenant'), since, until, by, limit: parseSpendLimit(c.req.query('limit')), cursor };
   };
   api.get('/spend', async (c) => c.json(await deps.ops.spend(spendRequest(c))));
+  // The whole report as one CSV file, read page by page (each page a bounded read), streamed as it is read.
   api.get('/spend.csv', async (c) => {
-    const report = await deps.ops.spend(spendRequest(c));
-    return c.body(spendReportCsv(report), 200, {
-      'content-type': 'text/csv; charset=utf-8; header=present',
-      'content-disposition': `attachment; filename="tollgate-spend-${report.by}-${report.since}-${report.until}.csv"`,
-      'x-request-id': c.get('requestId'),
+    const request = spendRequest(c);
+    const first = await deps.ops.spend(request);
+    const ops = deps.ops;
+    async function* pages(): AsyncGenerator<string, void, undefined> {
+      yield spendReportCsv(first);
+      let report = first;
+      while (report.hasMore && report.nextCursor !== null) {
+        report = await ops.spend({ ...request, cursor: report.nextCursor });
+        yield spendCsvRecords(report);
+      }
+    }
+    return new Response(await textStream(pages()), {
+      status: 200,
+      headers: {
+        'content-type': 'text/csv; charset=utf-8; header=present',
+        'content-disposition': `attachment; filename="tollgate-spend-${first.by}-${first.since}-${first.until}.csv"`,
+        'x-request-id': c.get('requestId'),
+      },
     });
   });
 

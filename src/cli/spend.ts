@@ -1,9 +1,11 @@
 /** `tollgate spend`: spend per day, model, key, tenant, end user or tag, from the rollups. */
 import { Option, type Command } from 'commander';
-import { parseSince, SPEND_GROUPINGS, type SpendGrouping, type SpendRow, type SpendTotals } from '../reports/spend.js';
+import type { AdminOps } from '../admin/ops.js';
+import { parseSince, SPEND_GROUPINGS, type SpendGrouping, type SpendReport, type SpendRow, type SpendTotals } from '../reports/spend.js';
+import { MAX_SPEND_PAGE_ROWS } from '../reports/spend-cursor.js';
 import { spendReportCsv } from '../reports/export.js';
 import { forecastLines, localBudgetForecasts } from './alerts.js';
-import { print, printJson, withOps } from './context.js';
+import { CliError, EXIT_USAGE, print, printJson, withOps } from './context.js';
 import { count, table, usd } from './format.js';
 
 type SpendFormat = 'table' | 'json' | 'csv';
@@ -21,6 +23,29 @@ function cells(group: string, row: SpendTotals): string[] {
   ];
 }
 
+type SpendRequest = Parameters<AdminOps['spend']>[0];
+
+/**
+ * The report's rows, read page after page (src/reports/spend-cursor.ts): every
+ * row, or the first `limit`. The totals are the first page's. Without a limit
+ * the local file answers every row at once, and a proxy (`--url`) in pages of
+ * its default size, which are followed.
+ */
+async function readPages(ops: AdminOps, request: SpendRequest, limit: number | undefined): Promise<SpendReport> {
+  const pageRows = limit === undefined ? undefined : Math.min(limit, MAX_SPEND_PAGE_ROWS);
+  const first = await ops.spend({ ...request, limit: pageRows });
+  const rows = [...first.rows];
+  let page = first;
+  while (page.hasMore && page.nextCursor !== null && (limit === undefined || rows.length < limit)) {
+    page = await ops.spend({ ...request, limit: pageRows, cursor: page.nextCursor });
+    rows.push(...page.rows);
+  }
+  const cut = limit !== undefined && rows.length > limit;
+  if (cut) rows.length = limit;
+  const hasMore = cut || page.hasMore;
+  return { ...first, rows, hasMore, nextCursor: hasMore && !cut ? page.nextCursor : null };
+}
+
 export function registerSpendCommand(program: Command): void {
   program
     .command('spend')
@@ -32,14 +57,17 @@ export function registerSpendCommand(program: Command): void {
     .addOption(new Option('--by <grouping>', 'group rows by').choices([...SPEND_GROUPINGS]).default('day'))
     .addOption(new Option('--format <format>', 'output: an aligned table, JSON, or CSV (RFC 4180, exact USD)').choices(FORMATS).default('table'))
     .option('--json', 'print JSON (same as --format json)')
+    .option('--limit <rows>', 'print the first N rows only (default: every row, read in pages)')
     .action(
       async (
-        options: { key?: string; tenant?: string; since: string; until?: string; by: SpendGrouping; format: SpendFormat; json?: boolean },
+        options: { key?: string; tenant?: string; since: string; until?: string; by: SpendGrouping; format: SpendFormat; json?: boolean; limit?: string },
         command: Command,
       ) => {
         const since = parseSince(options.since);
         const until = options.until === undefined ? undefined : parseSince(options.until);
-        const report = await withOps(command, (ops) => ops.spend({ key: options.key, tenant: options.tenant, since, until, by: options.by }));
+        const limit = options.limit === undefined ? undefined : Number(options.limit);
+        if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1)) throw new CliError('--limit must be a whole number from 1', EXIT_USAGE);
+        const report = await withOps(command, (ops) => readPages(ops, { key: options.key, tenant: options.tenant, since, until, by: options.by }, limit));
         // The budgets of one key or tenant, with where they are heading (local database only).
         const budgets = options.format === 'csv' ? undefined : localBudgetForecasts(command, options);
         if (options.json || options.format === 'json') {
@@ -69,6 +97,7 @@ export function registerSpendCommand(program: Command): void {
           `Spend${scope}, ${report.since} to ${report.until} (UTC)${report.pending > 0 ? `; ${report.pending} request(s) in flight, counted at their estimate` : ''}\n\n`,
         );
         print(table(headers, rows, [...(withKey ? (['left'] as const) : []), 'left', 'right', 'right', 'right', 'right', 'right', 'right']));
+        if (report.hasMore) print(`\nThe first ${report.rows.length} rows only: more follow (run without --limit for every one).\n`);
         if (budgets !== undefined && budgets.length > 0) print(`\nBudgets\n${forecastLines(budgets)}`);
       },
     );

@@ -211,7 +211,7 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
     });
     budgetForecast = describeForecast(forecast, formatMicrosExact, now);
   }
-  const latest = latestRows.map((row) => requestItem(row, now));
+  const latest = latestRows.rows.map((row) => requestItem(row, now));
   const lastUsedAt = latest[0]?.createdAt ?? null;
   const status = keyStatusOf(key, now);
   const snapshot = ctx.limitSnapshot?.(key.id);
@@ -235,10 +235,10 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
     limits: limitItems(key, snapshot),
     limitsLive: ctx.limitSnapshot !== undefined,
     models,
-    topUsers: top(topUserRows),
-    topTags: top(topTagRows),
+    topUsers: top(topUserRows.rows),
+    topTags: top(topTagRows.rows),
     latest,
-    recent429: recent429Rows.map((row) => requestItem(row, now)),
+    recent429: recent429Rows.rows.map((row) => requestItem(row, now)),
     charts: {
       hourly: chartOfHours(hourly, ['spend', 'tokens']),
       daily: chartOfDays(daily, ['spend', 'tokens']),

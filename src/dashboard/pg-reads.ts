@@ -25,16 +25,21 @@ import {
   daysUntil,
   hoursFrom,
   pickTotals,
+  requestPage,
+  topPage,
   withPending,
   ZERO_TOTALS,
   type DashboardReads,
   type DayPoint,
   type HourPoint,
   type KeySpend,
+  type Page,
   type PeriodTotals,
   type RequestRow,
   type SpendByKey,
+  type TopRow,
 } from './reads.js';
+import { decodeRequestCursor } from './request-cursor.js';
 
 const SUMS = `coalesce(sum(requests), 0) AS "requests", coalesce(sum(prompt_tokens), 0) AS "promptTokens",
   coalesce(sum(cached_tokens), 0) AS "cachedTokens", coalesce(sum(completion_tokens), 0) AS "completionTokens",
@@ -229,23 +234,34 @@ export class PgDashboardReads implements DashboardReads {
     return (await this.spend({ keyId, since, by: 'model' }, now)).rows.map((row) => ({ model: row.group, totals: pickTotals(row) }));
   }
 
-  /** PostgreSQL holds no end users or tags yet (src/endusers): the key's page shows none there. */
-  /** From rollups_end_users / rollups_tags by their key, as reads.ts does from SQLite's. */
-  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number): Promise<Array<{ name: string; totals: SpendTotals }>> {
-    const report = await guard(() => queryPgSpend(this.pool, { keyId, since, by, limit }, now));
-    return report.rows.map((row) => ({ name: row.group, totals: pickTotals(row) }));
+  /** From rollups_end_users / rollups_tags by their key, as reads.ts does from SQLite's (a page, in the same order). */
+  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
+    return topPage(await this.spend({ keyId, since, by, limit, cursor, namedOnly: true }, now));
   }
 
-  /** Through ledger_key_time, newest first. */
-  latestRequests(keyId: string, limit: number): Promise<RequestRow[]> {
-    return this.rows<RequestRow>(`SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = $1 ORDER BY created_at DESC LIMIT $2`, [keyId, limit]);
+  /** Through ledger_key_time, newest first (request ids in byte order, as SQLite's). */
+  latestRequests(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>> {
+    return this.requests(keyId, limit, cursor, 'requests');
   }
 
   /** Through the partial index ledger_key_429. */
-  recent429s(keyId: string, limit: number): Promise<RequestRow[]> {
-    return this.rows<RequestRow>(`SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = $1 AND http_status = 429 ORDER BY created_at DESC LIMIT $2`, [
-      keyId,
-      limit,
-    ]);
+  recent429s(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>> {
+    return this.requests(keyId, limit, cursor, '429');
+  }
+
+  private async requests(keyId: string, limit: number, cursor: string | undefined, list: 'requests' | '429'): Promise<Page<RequestRow>> {
+    const values: unknown[] = [keyId, limit + 1];
+    const where = ['key_id = $1'];
+    if (list === '429') where.push('http_status = 429');
+    if (cursor !== undefined) {
+      const from = decodeRequestCursor(cursor, { keyId, list });
+      values.push(from.createdAt, from.requestId);
+      where.push('(created_at, request_id COLLATE "C") < ($3::bigint, $4::text)');
+    }
+    const rows = await this.rows<RequestRow>(
+      `SELECT ${REQUEST_COLUMNS} FROM ledger WHERE ${where.join(' AND ')} ORDER BY created_at DESC, request_id COLLATE "C" DESC LIMIT $2`,
+      values,
+    );
+    return requestPage(rows, limit, keyId, list);
   }
 }

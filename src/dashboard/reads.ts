@@ -26,6 +26,7 @@
  */
 import type { TollgateDatabase } from '../db/open.js';
 import { querySpend, type SpendReport, type SpendTotals } from '../reports/spend.js';
+import { decodeRequestCursor, encodeRequestCursor } from './request-cursor.js';
 import { addDays, dayEndMs, dayStartMs, HOUR_MS, monthStartOf, calendarDay, periodStart, utcHour } from '../calendar.js';
 import { DirectoryReader, type Directory } from './directory.js';
 
@@ -109,6 +110,19 @@ export interface RequestRow {
   readonly errorCode: string | null;
 }
 
+/** One page of a list: its rows, and where the next page starts (`nextCursor`, when `hasMore`). */
+export interface Page<T> {
+  readonly rows: readonly T[];
+  readonly hasMore: boolean;
+  readonly nextCursor: string | null;
+}
+
+/** An end user or tag of a key with its spend. */
+export interface TopRow {
+  readonly name: string;
+  readonly totals: SpendTotals;
+}
+
 /** What the dashboard reads, from SQLite (one host) or PostgreSQL (replicas). */
 export interface DashboardReads {
   /** Every key and tenant with parsed policies; re-read only when one of them changed. */
@@ -133,12 +147,25 @@ export interface DashboardReads {
   tenantHourlySeries(tenantId: string, now: number): Promise<HourPoint[]>;
   /** One key's spend by model since `since`, most expensive first. */
   keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>>;
-  /** A key's end users or tags that spent the most since `since` (src/endusers), at most `limit`. */
-  keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number): Promise<Array<{ name: string; totals: SpendTotals }>>;
-  /** The newest ledger rows of a key. */
-  latestRequests(keyId: string, limit: number): Promise<RequestRow[]>;
-  /** The newest 429 answers of a key. */
-  recent429s(keyId: string, limit: number): Promise<RequestRow[]>;
+  /** A key's end users or tags since `since` (src/endusers), the most spent first: a page of at most `limit`, from `cursor` (src/reports/spend-cursor.ts). */
+  keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>>;
+  /** A key's ledger rows, newest first: a page of at most `limit`, from `cursor` (request-cursor.ts). */
+  latestRequests(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>>;
+  /** A key's 429 answers, newest first: a page of at most `limit`, from `cursor`. */
+  recent429s(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>>;
+}
+
+/** A page of ledger rows from `limit + 1` read: the extra one says more follow. */
+export function requestPage(rows: RequestRow[], limit: number, keyId: string, list: 'requests' | '429'): Page<RequestRow> {
+  const hasMore = rows.length > limit;
+  if (hasMore) rows.length = limit;
+  const last = rows[rows.length - 1];
+  return { rows, hasMore, nextCursor: hasMore && last !== undefined ? encodeRequestCursor({ keyId, list }, last) : null };
+}
+
+/** A page of a key's end users or tags from its spend report. */
+export function topPage(report: SpendReport): Page<TopRow> {
+  return { rows: report.rows.map((row) => ({ name: row.group, totals: pickTotals(row) })), hasMore: report.hasMore, nextCursor: report.nextCursor };
 }
 
 /** A row as SQLite returns it (booleans are 0/1). */
@@ -232,9 +259,16 @@ export class SqliteDashboardReads implements DashboardReads {
            rejected_rate_limit AS rejectedRateLimit, rejected_budget AS rejectedBudget
          FROM rollups_hourly WHERE key_id = ? AND hour >= ? AND hour <= ? ORDER BY hour`,
       ),
-      // The newest rows of one key, through ledger_key_time (and ledger_key_429 for the 429s).
-      latest: s.prepare(`SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = ? ORDER BY created_at DESC LIMIT ?`),
-      recent429: s.prepare(`SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = ? AND http_status = 429 ORDER BY created_at DESC LIMIT ?`),
+      // The newest rows of one key, through ledger_key_time (and ledger_key_429 for the 429s); older than a cursor's row after the first page.
+      latest: s.prepare(`SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = ? ORDER BY created_at DESC, request_id DESC LIMIT ?`),
+      latestAfter: s.prepare(
+        `SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = ? AND (created_at, request_id) < (?, ?) ORDER BY created_at DESC, request_id DESC LIMIT ?`,
+      ),
+      recent429: s.prepare(`SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = ? AND http_status = 429 ORDER BY created_at DESC, request_id DESC LIMIT ?`),
+      recent429After: s.prepare(
+        `SELECT ${REQUEST_COLUMNS} FROM ledger WHERE key_id = ? AND http_status = 429 AND (created_at, request_id) < (?, ?)
+         ORDER BY created_at DESC, request_id DESC LIMIT ?`,
+      ),
     };
   }
 
@@ -344,19 +378,32 @@ export class SqliteDashboardReads implements DashboardReads {
     return querySpend(this.database, { keyId, since, by: 'model' }, now).rows.map((row) => ({ model: row.group, totals: pickTotals(row) }));
   }
 
-  /** A key's end users or tags that spent the most since `since` (src/endusers), at most `limit`. */
-  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number): Promise<Array<{ name: string; totals: SpendTotals }>> {
-    return querySpend(this.database, { keyId, since, by, limit }, now).rows.map((row) => ({ name: row.group, totals: pickTotals(row) }));
+  /** A key's end users or tags since `since` (src/endusers), the most spent first, a page of at most `limit`. */
+  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
+    return topPage(querySpend(this.database, { keyId, since, by, limit, cursor, namedOnly: true }, now));
   }
 
-  /** The newest ledger rows of a key. */
-  async latestRequests(keyId: string, limit: number): Promise<RequestRow[]> {
-    return (this.statements.latest.all(keyId, limit) as RawRequestRow[]).map((row) => ({ ...row, stream: row.stream === 1 }));
+  /** A key's ledger rows, newest first, a page of at most `limit`. */
+  async latestRequests(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>> {
+    return this.requests(keyId, limit, cursor, 'requests');
   }
 
-  /** The newest 429 answers of a key (refused by a limit or budget, or passed on from the upstream). */
-  async recent429s(keyId: string, limit: number): Promise<RequestRow[]> {
-    return (this.statements.recent429.all(keyId, limit) as RawRequestRow[]).map((row) => ({ ...row, stream: row.stream === 1 }));
+  /** A key's 429 answers (refused by a limit or budget, or passed on from the upstream), newest first. */
+  async recent429s(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>> {
+    return this.requests(keyId, limit, cursor, '429');
+  }
+
+  private requests(keyId: string, limit: number, cursor: string | undefined, list: 'requests' | '429'): Page<RequestRow> {
+    const [first, after] =
+      list === 'requests' ? [this.statements.latest, this.statements.latestAfter] : [this.statements.recent429, this.statements.recent429After];
+    const from = cursor === undefined ? undefined : decodeRequestCursor(cursor, { keyId, list });
+    const raw = (from === undefined ? first.all(keyId, limit + 1) : after.all(keyId, from.createdAt, from.requestId, limit + 1)) as RawRequestRow[];
+    return requestPage(
+      raw.map((row) => ({ ...row, stream: row.stream === 1 })),
+      limit,
+      keyId,
+      list,
+    );
   }
 }
 

@@ -22,6 +22,7 @@ import type { StoredReconciliation } from '../reconcile/store.js';
 import { loadAssets, type AssetName } from './assets.js';
 import { bearerOf, checkPresentedSecret, ownSecretGuard, retryAfterSeconds, tooManyAttempts, type SecretGuard } from '../http/secret-check.js';
 import { buildKeyPage, KeyPage } from './key-page.js';
+import { readKeyList, type KeyList } from './key-lists.js';
 import { buildKeys, KeysPage } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
 import { DisabledPage, LoginPage, NotFoundPage, renderDocument } from './layout.js';
@@ -223,6 +224,12 @@ export function createDashboardApiRoutes(deps: DashboardDeps): Hono<AppEnv> {
     const view = await buildKeyPage(contextOf(deps, now, admin), c.req.param('id'));
     if (view === undefined) throw new TollgateError('not_found', `no key with id "${c.req.param('id')}"`, { param: 'id' });
     return c.json(view);
+  });
+  // A key's lists in pages (key-lists.ts).
+  api.get('/keys/:id/:list{users|tags|requests}', async (c) => {
+    const page = await readKeyList(contextOf(deps, now, admin), c.req.param('id'), c.req.param('list') as KeyList, c.req.query());
+    if (page === undefined) throw new TollgateError('not_found', `no key with id "${c.req.param('id')}"`, { param: 'id' });
+    return c.json(page);
   });
   return api;
 }

@@ -8,7 +8,8 @@
  * runs in front of the admin API and answers every request that carries a
  * tenant session itself —
  * - reads only (GET/HEAD; anything else is 401: writes need the admin token);
- * - the dashboard's JSON from the tenant's narrowed reads (tenant-scope.ts);
+ * - the dashboard's JSON from the tenant's narrowed reads (tenant-scope.ts),
+ *   a key's lists in pages included (key-lists.ts);
  * - `/keys`, `/keys/:ref`, `/tenants`, `/tenants/:ref` of its own tenant;
  * - `/spend`, `/spend.csv`, `/ledger.csv`, `/ledger.ndjson` with the tenant
  *   filter forced to its own (and a `key` that must be one of its keys),
@@ -25,6 +26,7 @@ import { renderError, TollgateError } from '../errors.js';
 import type { KeyView } from '../keys/store.js';
 import type { LedgerExporter } from '../reports/export.js';
 import { buildKeyPage } from './key-page.js';
+import { readKeyList, type KeyList } from './key-lists.js';
 import { buildKeys } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
 import { buildOverview } from './overview.js';
@@ -104,6 +106,13 @@ export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv
       const view = id === undefined ? undefined : await buildKeyPage(ctx(), id);
       if (view === undefined) throw notFound('key');
       return c.json(view);
+    }
+    const keyList = /^\/dashboard\/keys\/([^/]+)\/(users|tags|requests)$/.exec(path);
+    if (keyList) {
+      const id = decoded(keyList[1]!);
+      const page = id === undefined ? undefined : await readKeyList(ctx(), id, keyList[2] as KeyList, c.req.query());
+      if (page === undefined) throw notFound('key');
+      return c.json(page);
     }
     const ownKeys = async (): Promise<KeyView[]> => deps.ops.listKeys({ tenant: tenant.tenantId, includeRevoked: true });
     const ownKey = async (ref: string): Promise<KeyView> => {

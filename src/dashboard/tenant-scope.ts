@@ -12,7 +12,7 @@
 import { TollgateError } from '../errors.js';
 import type { SpendTotals } from '../reports/spend.js';
 import type { Directory } from './directory.js';
-import type { DashboardReads, DayPoint, HourPoint, PeriodTotals, RequestRow, SpendByKey } from './reads.js';
+import type { DashboardReads, DayPoint, HourPoint, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from './reads.js';
 
 function filterMap<V>(map: ReadonlyMap<string, V>, keep: ReadonlySet<string>): Map<string, V> {
   const out = new Map<string, V>();
@@ -128,18 +128,18 @@ export class TenantScopedReads implements DashboardReads {
     return this.inner.keyModels(keyId, since, now);
   }
 
-  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number): Promise<Array<{ name: string; totals: SpendTotals }>> {
+  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
     await this.requireOwn(keyId);
-    return this.inner.keyTop(keyId, by, since, now, limit);
+    return this.inner.keyTop(keyId, by, since, now, limit, cursor);
   }
 
-  async latestRequests(keyId: string, limit: number): Promise<RequestRow[]> {
+  async latestRequests(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>> {
     await this.requireOwn(keyId);
-    return this.inner.latestRequests(keyId, limit);
+    return this.inner.latestRequests(keyId, limit, cursor);
   }
 
-  async recent429s(keyId: string, limit: number): Promise<RequestRow[]> {
+  async recent429s(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>> {
     await this.requireOwn(keyId);
-    return this.inner.recent429s(keyId, limit);
+    return this.inner.recent429s(keyId, limit, cursor);
   }
 }

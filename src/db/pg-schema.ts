@@ -101,6 +101,11 @@ export const ledger = pgTable(
     upstream: text('upstream'),
     attempts: integer('attempts'),
     billedAttempts: integer('billed_attempts'),
+    /**
+     * Which names PostgreSQL's rollups count this row under `(other)` (bits as in schema.ts), as
+     * the shipper decided against every node's names of the day; null when none.
+     */
+    rollupFolded: integer('rollup_folded'),
   },
   (t) => [
     index('ledger_key_time').on(t.keyId, t.createdAt),
@@ -193,6 +198,22 @@ export const tagRollups = pgTable(
     lastRequestAt: big('last_request_at').notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.keyId, t.tag, t.day] }), index('rollups_tags_day').on(t.day)],
+);
+
+/**
+ * Distinct end users and tags of a key's day in PostgreSQL's rollups (`(other)`
+ * not counted), kept by the shipper in the same transaction as the rollups,
+ * whose row lock serialises the nodes' decisions (src/ledger/shipper.ts).
+ */
+export const rollupNames = pgTable(
+  'rollup_names',
+  {
+    keyId: text('key_id').notNull(),
+    day: text('day').notNull(),
+    endUsers: integer('end_users').notNull().default(0),
+    tags: integer('tags').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.day] })],
 );
 
 export const dailyTotalRollups = pgTable('rollups_daily_total', {

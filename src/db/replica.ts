@@ -13,6 +13,7 @@ import { LedgerShipper, registerShipperMetrics } from '../ledger/shipper.js';
 import type { Logger } from '../logger.js';
 import type { TollgateDatabase } from './open.js';
 import { migratePg, openPg, type PgPool } from './pg.js';
+import type { NameBounds } from '../endusers/rollup-names.js';
 
 export interface ReplicaOptions {
   readonly url: string;
@@ -24,6 +25,8 @@ export interface ReplicaOptions {
   readonly startWaitMs?: number;
   /** Days of raw ledger rows PostgreSQL keeps (pruned hourly by one node at a time); undefined = all. */
   readonly retentionDays?: number | undefined;
+  /** Distinct end users and tags per key per day in PostgreSQL's rollups (src/ledger/pg-name-bound.ts). */
+  readonly nameBounds?: NameBounds;
 }
 
 export interface Replica {
@@ -60,6 +63,7 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
     onError: (error) => logger.debug({ message: (error as Error).message }, 'budget read from PostgreSQL failed; the last answer stands'),
   });
   const shipper = new LedgerShipper(pool, database, {
+    ...(options.nameBounds === undefined ? {} : { nameBounds: options.nameBounds }),
     onShipped: (result) => {
       spend.shippedBatch(result.changes);
       if (pgDown) logger.info('ledger shipping to PostgreSQL resumed');

@@ -121,6 +121,14 @@ export const ledger = sqliteTable(
     attempts: integer('attempts'),
     /** Failed tries an upstream may bill although another answered (a timeout after sending; 5xx of an upstream that bills errors). */
     billedAttempts: integer('billed_attempts'),
+    /**
+     * Which of the row's names its rollups count under `(other)` (past TOLLGATE_MAX_END_USERS or
+     * TOLLGATE_MAX_TAGS that day): bit 0 the end user, bit 1 + i its i-th tag; null when none
+     * (src/endusers/rollup-names.ts). The row itself keeps its own end user and tags.
+     */
+    rollupFolded: integer('rollup_folded'),
+    /** Which of its names must keep a row of their own whatever the bound (budgeted end user and tags; same bits); for the shipper. */
+    rollupExact: integer('rollup_exact'),
   },
   (t) => [
     index('ledger_key_time').on(t.keyId, t.createdAt),
@@ -270,6 +278,24 @@ export const tagRollups = sqliteTable(
     lastRequestAt: integer('last_request_at').notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.keyId, t.tag, t.day] }), index('rollups_tags_day').on(t.day)],
+);
+
+/**
+ * How many distinct end users and tags each key has rollup rows for in a day
+ * (`(other)` not counted), kept by triggers on rollups_end_users and
+ * rollups_tags (drizzle/0012): what the ledger writer compares with
+ * TOLLGATE_MAX_END_USERS and TOLLGATE_MAX_TAGS (src/ledger/name-bound.ts).
+ */
+export const rollupNames = sqliteTable(
+  'rollup_names',
+  {
+    keyId: text('key_id').notNull(),
+    /** YYYY-MM-DD (TOLLGATE_TIMEZONE). */
+    day: text('day').notNull(),
+    endUsers: integer('end_users').notNull().default(0),
+    tags: integer('tags').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.keyId, t.day] })],
 );
 
 /**

@@ -64,3 +64,19 @@ export function hasAttributedUsdCap(policy: Policy): boolean {
     (policy.endUser?.budgets ?? []).length > 0 || (policy.endUser?.limits ?? []).some((limit) => limit.unit === 'usd') || (policy.tagBudgets ?? []).length > 0
   );
 }
+
+/**
+ * The names whose rollup rows must stay exact whatever the key's bound of
+ * distinct names a day (src/ledger/name-bound.ts): every end user when the
+ * key's or its tenant's policy gives end users limits or budgets (their
+ * budgets read their own rows), and the tags with budgets.
+ */
+export function exactNames(caller: Caller): { endUser: boolean; tags: readonly string[] } | undefined {
+  const endUser = hasEndUserRules(caller.policy) || (caller.tenantPolicy !== undefined && hasEndUserRules(caller.tenantPolicy));
+  const tags = (caller.policy.tagBudgets ?? []).map((budget) => budget.tag);
+  return endUser || tags.length > 0 ? { endUser, tags } : undefined;
+}
+
+function hasEndUserRules(policy: Policy): boolean {
+  return (policy.endUser?.limits ?? []).length > 0 || (policy.endUser?.budgets ?? []).length > 0;
+}

@@ -9,10 +9,13 @@
  * Every amount is filed under the period the request *started* in: a pending
  * row adds its estimate, its settlement adds (actual − estimate) to the same
  * hour, day, month and key, so each rollup equals the sum of its rows at
- * every commit (schema.ts; README "The ledger").
+ * every commit (schema.ts; README "The ledger"). End users and tags past the
+ * key's bound of the day are counted under `(other)`, as the writer decided
+ * for the pending row (name-bound.ts), so its settlement moves the same rows.
  */
 import type Database from 'better-sqlite3';
 import { calendarDay, utcHour } from '../calendar.js';
+import { rollupNamesOf } from '../endusers/rollup-names.js';
 
 /** What a pending row contributed to the rollups, to settle the difference later. */
 export interface Contribution {
@@ -28,6 +31,8 @@ export interface Contribution {
   /** The request's end user and tags: their own rollups move too (src/endusers). */
   readonly endUser: string | undefined;
   readonly tags: readonly string[];
+  /** Which of them are counted under `(other)` (bits: src/endusers/rollup-names.ts); 0 when none. */
+  readonly folded: number;
 }
 
 /** The fields of a ledger write that place it in the rollups. */
@@ -41,10 +46,11 @@ export type ContributionSource = Pick<
 
 const NO_TAGS: readonly string[] = Object.freeze([]);
 
-export function contributionOf(entry: ContributionSource): Contribution {
+export function contributionOf(entry: ContributionSource, folded = 0): Contribution {
   return {
     endUser: entry.endUser,
     tags: entry.tags ?? NO_TAGS,
+    folded,
     keyId: entry.keyId,
     tenantId: entry.tenantId,
     day: calendarDay(entry.createdAt),
@@ -248,8 +254,9 @@ export class RollupDeltas {
 
   /** Adds `counts` to every rollup row the request at `at` is filed under. */
   add(at: Contribution, counts: RollupCounts): void {
-    if (at.endUser !== undefined) addNamed(this.endUsers, at, at.endUser, counts);
-    for (const tag of at.tags) addNamed(this.tags, at, tag, counts);
+    const { endUser, tags } = rollupNamesOf(at.endUser, at.tags, at.folded);
+    if (endUser !== undefined) addNamed(this.endUsers, at, endUser, counts);
+    for (const tag of tags) addNamed(this.tags, at, tag, counts);
     const id = `${at.keyId}\u0000${at.hour}\u0000${at.model}`;
     let cell = this.cells.get(id);
     if (cell === undefined) {

@@ -11,7 +11,11 @@
  *   or a stale pending state after its settlement, counts once;
  * - moves every rollup by the difference of exactly the rows it inserted or
  *   settled, in the same transaction (rollup rows in key order, so nodes
- *   shipping at once never deadlock).
+ *   shipping at once never deadlock);
+ * - bounds each key's distinct end users and tags of a day over every node
+ *   (pg-name-bound.ts): a new row's names past the bound count under
+ *   `(other)`, recorded on PostgreSQL's row so its settlement moves the same
+ *   rollup rows.
  *
  * Owners of stored responses (src/responses/store.ts) ride along from their
  * own small outbox, in the same loop.
@@ -28,6 +32,8 @@ import type { PgPool } from '../db/pg.js';
 import { calendarDay, utcHour } from '../calendar.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
 import { decodeTags } from '../endusers/attribution.js';
+import { DEFAULT_NAME_BOUNDS, rollupNamesOf, type NameBounds } from '../endusers/rollup-names.js';
+import { planNames } from './pg-name-bound.js';
 import { countsDelta, transition, type LedgerState, type RowCounts } from './row-counts.js';
 
 /** Creates the local outbox and its triggers; the first time, queues every row already in the file. */
@@ -117,17 +123,20 @@ interface LocalRow extends LedgerState {
   readonly end_user: string | null;
   /** Comma-joined, as the writer stores them (src/endusers/attribution.ts). */
   readonly tags: string | null;
+  /** The node's own name-bound decision and exact names (src/endusers/rollup-names.ts). */
+  readonly rollup_folded: number | null;
+  readonly rollup_exact: number | null;
 }
 
-type HeldRow = LedgerState & { readonly request_id: string };
+type HeldRow = LedgerState & { readonly request_id: string; readonly rollup_folded: number | null };
 
 const STATE_COLUMNS =
-  'request_id, status, created_at, est_prompt_tokens, est_completion_tokens, est_cost_micros, prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, cost_micros, error_code';
+  'request_id, status, created_at, est_prompt_tokens, est_completion_tokens, est_cost_micros, prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, cost_micros, error_code, rollup_folded';
 
-/** A row as PostgreSQL's `json_populate_recordset(null::ledger, …)` reads it. */
-function toPgRow(row: LocalRow): Record<string, unknown> {
-  const { seq: _seq, stream, price_known, ...rest } = row;
-  return { ...rest, stream: stream === 1, price_known: price_known === 1 };
+/** A row as PostgreSQL's `json_populate_recordset(null::ledger, …)` reads it, with PostgreSQL's own name-bound decision. */
+function toPgRow(row: LocalRow, folded?: number): Record<string, unknown> {
+  const { seq: _seq, stream, price_known, rollup_exact: _exact, ...rest } = row;
+  return { ...rest, stream: stream === 1, price_known: price_known === 1, rollup_folded: folded === undefined || folded === 0 ? null : folded };
 }
 
 interface Counters extends RowCounts {
@@ -147,7 +156,7 @@ class RollupSums {
   readonly endUsers = new Map<string, RollupRow>();
   readonly tags = new Map<string, RollupRow>();
 
-  add(row: { key_id: string; model: string; created_at: number; end_user: string | null; tags: string | null }, delta: RowCounts): void {
+  add(row: { key_id: string; model: string; created_at: number; end_user: string | null; tags: string | null }, delta: RowCounts, folded: number | null): void {
     const day = calendarDay(row.created_at);
     const hour = utcHour(row.created_at);
     const month = day.slice(0, 7);
@@ -156,10 +165,11 @@ class RollupSums {
     addTo(this.monthly, `${month}\u0000${row.key_id}\u0000${row.model}`, { month, key_id: row.key_id, model: row.model }, delta, row.created_at);
     addTo(this.total, day, { day }, delta, row.created_at);
     addTo(this.lifetime, row.key_id, { key_id: row.key_id }, delta, row.created_at);
-    // As the writer files them in SQLite (rollups.ts): one end user, each tag once.
-    if (row.end_user !== null)
-      addTo(this.endUsers, `${row.key_id}\u0000${row.end_user}\u0000${day}`, { key_id: row.key_id, end_user: row.end_user, day }, delta, row.created_at);
-    for (const tag of decodeTags(row.tags)) addTo(this.tags, `${row.key_id}\u0000${tag}\u0000${day}`, { key_id: row.key_id, tag, day }, delta, row.created_at);
+    // As the writer files them in SQLite (rollups.ts): one end user, each tag once, those past the bound as (other).
+    const names = rollupNamesOf(row.end_user, decodeTags(row.tags), folded);
+    if (names.endUser !== undefined)
+      addTo(this.endUsers, `${row.key_id}\u0000${names.endUser}\u0000${day}`, { key_id: row.key_id, end_user: names.endUser, day }, delta, row.created_at);
+    for (const tag of names.tags) addTo(this.tags, `${row.key_id}\u0000${tag}\u0000${day}`, { key_id: row.key_id, tag, day }, delta, row.created_at);
   }
 }
 
@@ -250,7 +260,7 @@ export interface ShipResult {
  * Ships `rows` (their current local state) in one transaction; returns what
  * changed. Exported for the tests, which ship the same rows twice.
  */
-export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise<Omit<ShipResult, 'entries'>> {
+export async function shipRows(pool: PgPool, rows: readonly LocalRow[], bounds: NameBounds = DEFAULT_NAME_BOUNDS): Promise<Omit<ShipResult, 'entries'>> {
   const candidates = new Map<string, LocalRow>();
   for (const row of rows) if (row.request_id !== null) candidates.set(row.request_id, row);
   if (candidates.size === 0) return { inserted: 0, settled: 0, changes: [] };
@@ -286,15 +296,24 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise
     const toInsert = ids.filter((id) => transition(held.get(id), byId.get(id)!) === 'insert');
     let inserted = 0;
     if (toInsert.length > 0) {
+      const names = await planNames(
+        client,
+        toInsert.map((id) => {
+          const row = byId.get(id)!;
+          return { ...row, request_id: id, day: calendarDay(row.created_at), tags: decodeTags(row.tags) };
+        }),
+        bounds,
+      );
       const result = await client.query<{ request_id: string }>(
         `INSERT INTO ledger SELECT * FROM json_populate_recordset(null::ledger, $1::json) ORDER BY request_id ON CONFLICT (request_id) DO NOTHING RETURNING request_id`,
-        [JSON.stringify(toInsert.map((id) => toPgRow(byId.get(id)!)))],
+        [JSON.stringify(toInsert.map((id) => toPgRow(byId.get(id)!, names.folded.get(id))))],
       );
       const done = new Set(result.rows.map((r) => r.request_id));
       inserted = done.size;
+      await names.record(client, done);
       for (const id of done) {
         const delta = countsDelta(undefined, byId.get(id)!);
-        sums.add(byId.get(id)!, delta);
+        sums.add(byId.get(id)!, delta, names.folded.get(id) ?? 0);
         note(byId.get(id)!, delta);
       }
       // Another shipper of the same file inserted these first: treat them as held.
@@ -318,7 +337,8 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[]): Promise
       settled = result.rows.length;
       for (const { request_id: id } of result.rows) {
         const delta = countsDelta(held.get(id), byId.get(id)!);
-        sums.add(byId.get(id)!, delta);
+        // The rollup rows its insert chose in PostgreSQL.
+        sums.add(byId.get(id)!, delta, held.get(id)!.rollup_folded);
         note(byId.get(id)!, delta);
       }
     }
@@ -378,6 +398,8 @@ export interface ShipperOptions {
   readonly idleMs?: number;
   /** Longest wait between attempts while PostgreSQL fails (default 5 s). */
   readonly maxBackoffMs?: number;
+  /** Distinct end users and tags per key per day in PostgreSQL's rollups (TOLLGATE_MAX_END_USERS, TOLLGATE_MAX_TAGS). */
+  readonly nameBounds?: NameBounds;
   readonly now?: () => number;
   readonly onShipped?: (result: ShipResult) => void;
   readonly onError?: (error: unknown) => void;
@@ -444,7 +466,7 @@ export class LedgerShipper {
       if (rows.length === 0 && owners.length === 0) return { entries: 0, inserted: 0, settled: 0, changes: [] };
       let changed: Omit<ShipResult, 'entries'> = { inserted: 0, settled: 0, changes: [] };
       if (rows.length > 0) {
-        changed = await shipRows(this.pool, rows);
+        changed = await shipRows(this.pool, rows, this.options.nameBounds);
         this.deleteShipped.run(rows[rows.length - 1]!.seq);
       }
       let ownersShipped = 0;

@@ -11,6 +11,10 @@
  * - `reject` records a request refused before it went anywhere: counted in
  *   the rollups always, written as a (compact) raw row only within a per-key
  *   allowance (refusal-allowance.ts), so refusal floods cannot grow the file.
+ * - End users and tags: a key's distinct names of a day are bounded, decided
+ *   in the same transaction (name-bound.ts); past the bound they are counted
+ *   under `(other)`, and a new end user with its own limits or budget makes
+ *   `begin` reject with 429 `too_many_end_users` (nothing is written).
  *
  * Locking: every transaction is `BEGIN IMMEDIATE` (the write lock is taken up
  * front, so SQLite's busy handler applies and no read-to-write upgrade can
@@ -27,7 +31,10 @@ import type { TollgateDatabase } from '../db/open.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
 import { calendarDay } from '../calendar.js';
 import { decodeTags, encodeTags } from '../endusers/attribution.js';
+import { DEFAULT_NAME_BOUNDS, exactMaskOf, type NameBounds } from '../endusers/rollup-names.js';
+import { TollgateError } from '../errors.js';
 import { truncateForStorage } from '../http/client-strings.js';
+import { NameBound, REFUSED } from './name-bound.js';
 import { RefusalAllowance } from './refusal-allowance.js';
 import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './rollups.js';
 
@@ -53,6 +60,11 @@ export interface PendingEntry {
   /** The end user the request was made for, and its tags (src/endusers/attribution.ts). */
   readonly endUser?: string | undefined;
   readonly tags?: readonly string[] | undefined;
+  /**
+   * Names the key's policy needs exact rollup rows for (src/endusers/checks.ts): an end user
+   * with limits or budgets of its own, budgeted tags. Never counted under `(other)`.
+   */
+  readonly exact?: { readonly endUser: boolean; readonly tags: readonly string[] } | undefined;
 }
 
 /** `cut_at_cost_cap`: Tollgate ended a stream whose completion reached what its budget or cost cap allows. */
@@ -115,11 +127,18 @@ export interface Rejection {
   /** When known (refusals after the body was read): counted in the end user's and tags' rollups too. */
   readonly endUser?: string | undefined;
   readonly tags?: readonly string[] | undefined;
+  /** As PendingEntry's: a budgeted tag keeps its own row even for a refusal (the policy names few). */
+  readonly exact?: { readonly endUser: boolean; readonly tags: readonly string[] } | undefined;
 }
 
 interface WriterStats {
   readonly rows: number;
   readonly durationMs: number;
+  /** End users and tags of this commit's rows counted under `(other)` (past the key's bound of the day). */
+  readonly foldedEndUsers: number;
+  readonly foldedTags: number;
+  /** Requests refused because their new end user has limits or a budget and the key is past its bound. */
+  readonly refusedEndUsers: number;
 }
 
 export interface LedgerWriterOptions {
@@ -159,6 +178,8 @@ export interface LedgerWriterOptions {
    * refused requests naming thousands of models add one row. Default: as sent.
    */
   readonly refusalRollupModel?: (model: string) => string;
+  /** Distinct end users and tags per key per day with rollup rows of their own (TOLLGATE_MAX_END_USERS, TOLLGATE_MAX_TAGS). */
+  readonly nameBounds?: NameBounds;
 }
 
 /** Longest model name and error code kept in a refusal's raw row. */
@@ -199,6 +220,7 @@ export class LedgerWriter {
   private lastCommitFailed = false;
   private readonly statements: ReturnType<LedgerWriter['prepare']>;
   private readonly rollupStatements: RollupStatements;
+  private readonly names: NameBound;
 
   constructor(database: TollgateDatabase, options: LedgerWriterOptions = {}) {
     this.sqlite = database.sqlite;
@@ -210,6 +232,7 @@ export class LedgerWriter {
     this.refusalAllowance = new RefusalAllowance(options.refusalRowsPerMinute ?? 60);
     this.statements = this.prepare();
     this.rollupStatements = prepareRollupStatements(this.sqlite);
+    this.names = new NameBound(this.sqlite, options.nameBounds ?? DEFAULT_NAME_BOUNDS);
   }
 
   private prepare() {
@@ -217,9 +240,9 @@ export class LedgerWriter {
     return {
       insertPending: s.prepare(
         `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, endpoint, model, stream, status,
-           est_prompt_tokens, est_completion_tokens, est_cost_micros, price_known, end_user, tags)
+           est_prompt_tokens, est_completion_tokens, est_cost_micros, price_known, end_user, tags, rollup_folded, rollup_exact)
          VALUES (@requestId, @keyId, @tenantId, @createdAt, @endpoint, @model, @stream, 'pending',
-           @estPromptTokens, @estCompletionTokens, @estCostMicros, @priceKnown, @endUser, @tags)`,
+           @estPromptTokens, @estCompletionTokens, @estCostMicros, @priceKnown, @endUser, @tags, @rollupFolded, @rollupExact)`,
       ),
       complete: s.prepare(
         `UPDATE ledger SET status = @status, http_status = @httpStatus, completed_at = @completedAt,
@@ -234,13 +257,13 @@ export class LedgerWriter {
       insertRejection: s.prepare(
         `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, completed_at, endpoint, model, stream, status,
            http_status, est_prompt_tokens, est_completion_tokens, est_cost_micros, prompt_tokens, cached_tokens,
-           completion_tokens, reasoning_tokens, cost_micros, usage_source, latency_ms, error_code, end_user, tags)
+           completion_tokens, reasoning_tokens, cost_micros, usage_source, latency_ms, error_code, end_user, tags, rollup_folded, rollup_exact)
          VALUES (@requestId, @keyId, @tenantId, @createdAt, @createdAt, @endpoint, @model, @stream, @status,
-           @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode, @endUser, @tags)
+           @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode, @endUser, @tags, @rollupFolded, @rollupExact)
          ON CONFLICT(request_id) DO NOTHING`,
       ),
       contributionOf: s.prepare(
-        'SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros, end_user, tags FROM ledger WHERE request_id = ?',
+        'SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros, end_user, tags, rollup_folded FROM ledger WHERE request_id = ?',
       ),
     };
   }
@@ -348,6 +371,10 @@ export class LedgerWriter {
     const started = performance.now();
     const rollups = new RollupDeltas();
     const settled: string[] = [];
+    // What the name bound decided for each begin: its contribution, or refused (nothing written).
+    const placed: Array<Contribution | undefined> = [];
+    let foldedEndUsers = 0;
+    let foldedTags = 0;
     // The connection's own busy timeout serves its other users (key admin);
     // this commit waits at most busyWaitMs on the event loop.
     const busyTimeout = this.sqlite.pragma('busy_timeout', { simple: true }) as number;
@@ -355,15 +382,32 @@ export class LedgerWriter {
     try {
       this.sqlite
         .transaction(() => {
+          placed.length = 0;
+          foldedEndUsers = 0;
+          foldedTags = 0;
           for (const { entry } of begins) {
+            const at = contributionOf(entry);
+            const exact = entry.exact === undefined ? 0 : exactMaskOf(at.endUser, at.tags, entry.exact);
+            const decision = this.names.decide(entry.keyId, at.day, at.endUser, at.tags, exact, 'add');
+            if (decision.folded === REFUSED) {
+              placed.push(undefined);
+              continue;
+            }
+            foldedEndUsers += decision.foldedEndUsers;
+            foldedTags += decision.foldedTags;
+            const contribution = decision.folded === 0 ? at : { ...at, folded: decision.folded };
+            placed.push(contribution);
             this.statements.insertPending.run({
               ...entry,
+              exact: undefined,
               stream: entry.stream ? 1 : 0,
               priceKnown: entry.priceKnown ? 1 : 0,
               endUser: entry.endUser ?? null,
               tags: encodeTags(entry.tags ?? []),
+              rollupFolded: decision.folded === 0 ? null : decision.folded,
+              rollupExact: exact === 0 ? null : exact,
             });
-            rollups.add(contributionOf(entry), {
+            rollups.add(contribution, {
               requests: 1,
               promptTokens: entry.estPromptTokens,
               completionTokens: entry.estCompletionTokens,
@@ -396,15 +440,25 @@ export class LedgerWriter {
             rollups.add(contribution, delta);
           }
           for (const rejection of rejections) {
+            let folded = 0;
             if (rejection.raw) {
-              const { rollupModel: _model, raw: _raw, ...row } = rejection;
+              // A refusal cost nothing: its names count in their rows when they have one, else under (other).
+              const tags = rejection.tags ?? [];
+              const exact = rejection.exact === undefined ? 0 : exactMaskOf(rejection.endUser, tags, rejection.exact);
+              const decision = this.names.decide(rejection.keyId, calendarDay(rejection.createdAt), rejection.endUser, tags, exact, 'existing');
+              folded = decision.folded;
+              const { rollupModel: _model, raw: _raw, exact: _exact, ...row } = rejection;
               const result = this.statements.insertRejection.run({
                 ...row,
                 stream: rejection.stream ? 1 : 0,
                 endUser: rejection.endUser ?? null,
-                tags: encodeTags(rejection.tags ?? []),
+                tags: encodeTags(tags),
+                rollupFolded: folded === 0 ? null : folded,
+                rollupExact: exact === 0 ? null : exact,
               });
               if (result.changes === 0) continue;
+              foldedEndUsers += decision.foldedEndUsers;
+              foldedTags += decision.foldedTags;
             }
             const counts = {
               rejectedRateLimit: rejection.reason === 'rate_limit' ? 1 : 0,
@@ -416,7 +470,10 @@ export class LedgerWriter {
             // refusals naming a new user each must not grow the file (README, "Hostile tenants").
             const attributed = rejection.raw ? {} : { endUser: undefined, tags: undefined };
             rollups.add(
-              contributionOf({ ...rejection, ...attributed, model: rejection.rollupModel, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 }),
+              contributionOf(
+                { ...rejection, ...attributed, model: rejection.rollupModel, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 },
+                folded,
+              ),
               counts,
             );
           }
@@ -425,6 +482,7 @@ export class LedgerWriter {
         .immediate();
     } catch (error) {
       if (busyTimeout > this.busyWaitMs) this.sqlite.pragma(`busy_timeout = ${busyTimeout}`);
+      this.names.rolledBack();
       this.lastCommitFailed = true;
       // Completions and rejections wait for the next attempt.
       this.completions.unshift(...completions);
@@ -453,13 +511,20 @@ export class LedgerWriter {
       return;
     }
     if (busyTimeout > this.busyWaitMs) this.sqlite.pragma(`busy_timeout = ${busyTimeout}`);
+    this.names.committed();
     this.busyStreak = 0;
     this.lastCommitFailed = false;
     const spend = this.options.spend;
-    for (const { entry } of begins) {
-      this.contributions.set(entry.requestId, contributionOf(entry));
-      spend?.committedChange(spendOfBegin(entry));
-    }
+    const refused: Waiter[] = [];
+    begins.forEach((waiter, i) => {
+      const contribution = placed[i];
+      if (contribution === undefined) {
+        refused.push(waiter);
+        return;
+      }
+      this.contributions.set(waiter.entry.requestId, contribution);
+      spend?.committedChange(spendOfBegin(waiter.entry));
+    });
     for (const completion of completions) {
       const contribution = this.contributions.get(completion.requestId);
       if (spend !== undefined && contribution !== undefined && this.settling.has(completion.requestId)) {
@@ -468,8 +533,15 @@ export class LedgerWriter {
       this.settling.delete(completion.requestId);
     }
     for (const requestId of settled) this.contributions.delete(requestId);
-    for (const waiter of begins) waiter.resolve();
-    this.options.onCommit?.({ rows: begins.length + completions.length + rejections.length, durationMs: performance.now() - started });
+    for (let i = 0; i < begins.length; i += 1) if (placed[i] !== undefined) begins[i]!.resolve();
+    this.refuseBegins(refused, tooManyEndUsers(this.options.nameBounds ?? DEFAULT_NAME_BOUNDS));
+    this.options.onCommit?.({
+      rows: begins.length + completions.length + rejections.length,
+      durationMs: performance.now() - started,
+      foldedEndUsers,
+      foldedTags,
+      refusedEndUsers: refused.length,
+    });
   }
 
   /** Refuses `begin`s whose rows could not be written: their requests are not forwarded. */
@@ -502,21 +574,36 @@ export class LedgerWriter {
           est_cost_micros: number;
           end_user: string | null;
           tags: string | null;
+          rollup_folded: number | null;
         }
       | undefined;
     if (row === undefined) return undefined;
-    return contributionOf({
-      keyId: row.key_id,
-      tenantId: row.tenant_id,
-      createdAt: row.created_at,
-      model: row.model,
-      estPromptTokens: row.est_prompt_tokens,
-      estCompletionTokens: row.est_completion_tokens,
-      estCostMicros: row.est_cost_micros,
-      endUser: row.end_user ?? undefined,
-      tags: decodeTags(row.tags),
-    });
+    return contributionOf(
+      {
+        keyId: row.key_id,
+        tenantId: row.tenant_id,
+        createdAt: row.created_at,
+        model: row.model,
+        estPromptTokens: row.est_prompt_tokens,
+        estCompletionTokens: row.est_completion_tokens,
+        estCostMicros: row.est_cost_micros,
+        endUser: row.end_user ?? undefined,
+        tags: decodeTags(row.tags),
+      },
+      row.rollup_folded ?? 0,
+    );
   }
+}
+
+/** The refusal of a new end user with limits or a budget of its own, once the key has the most end users a day may have. */
+function tooManyEndUsers(bounds: NameBounds): TollgateError {
+  return new TollgateError(
+    'too_many_end_users',
+    `This key already has ${bounds.endUsers} distinct end users today, the most Tollgate tracks one by one (TOLLGATE_MAX_END_USERS); ` +
+      'this end user is new and has limits or a budget of its own, which cannot be kept exactly beyond that bound. ' +
+      'Requests of end users already seen today still pass; new ones can again tomorrow.',
+    { param: 'user', headers: { 'x-should-retry': 'false' } },
+  );
 }
 
 /** A refusal as queued: compacted, with where the rollups count it and whether it gets a raw row. */

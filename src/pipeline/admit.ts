@@ -23,14 +23,14 @@
 import { affordable, budgetChecksFor, checkBudgets, type BudgetDecision } from '../budgets/check.js';
 import { planOutput, reservationOf, usefulMinimum, type OutputPlan } from '../budgets/output-cap.js';
 import { reserveSharedBudgets, type SharedOutcome } from '../budgets/redis-budgets.js';
-import { attributedBudgetChecks, endUserBindings } from '../endusers/checks.js';
+import { attributedBudgetChecks, endUserBindings, exactNames } from '../endusers/checks.js';
 import { TollgateError } from '../errors.js';
 import { bindingsFor } from '../keys/caller.js';
 import { buildRateLimitHeaders, computeSettlement, createDemands, type Demand, type LimitBinding, type Ticket } from '../limits/index.js';
 import type { Admission, AdmittedRequest, EstimatedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { withOutputLimit } from '../upstreams/request-facts.js';
-import { type AdmissionRefused, budgetHeaders, budgetRefusal, costCapRefusal, limiterUnavailable, limitRefusal } from './refusals.js';
+import { AdmissionRefused, budgetHeaders, budgetRefusal, costCapRefusal, limiterUnavailable, limitRefusal } from './refusals.js';
 import { settleRefused } from './settle.js';
 
 /** Buckets taken for a request (how to settle or refund them), or the limiter's refusal (nothing taken). */
@@ -135,6 +135,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
     priceKnown: estimate.price.known,
     endUser: request.attribution.endUser,
     tags: request.attribution.tags,
+    exact: exactNames(caller),
   });
   const reservation = shared.kind === 'reserved' ? shared.reservation : undefined;
   let done = false;
@@ -170,6 +171,8 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
     await recorded;
   } catch (error) {
     admission.release();
+    // A new end user with limits or a budget, past the key's bound of end users today (src/ledger/name-bound.ts).
+    if (error instanceof TollgateError && error.code === 'too_many_end_users') return refuse(new AdmissionRefused('other', error));
     throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
   }
   return {

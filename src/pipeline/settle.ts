@@ -39,6 +39,7 @@ import type { Completion, RejectionReason, UsageSource } from '../ledger/writer.
 import type { Usage } from '../upstreams/usage.js';
 import type { AdmittedRequest, Ending, RequestContext } from './context.js';
 import type { Attribution } from '../endusers/attribution.js';
+import { exactNames } from '../endusers/checks.js';
 import type { PipelineDeps } from './deps.js';
 
 export interface Settlement {
@@ -272,6 +273,7 @@ export function settleRefused(request: RequestContext, refusal: TollgateError, r
     estCostMicros: record.estimate?.reservedMicroUsd ?? 0,
     endUser: record.attribution?.endUser,
     tags: record.attribution?.tags,
+    exact: record.attribution === undefined ? undefined : exactNames(caller),
   });
   deps.events.emit({
     kind: 'refused',

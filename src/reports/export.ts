@@ -77,9 +77,20 @@ function totalCells(row: SpendTotals): Cell[] {
 export function spendReportCsv(report: SpendReport): string {
   const period: Cell[] = [report.since, report.until];
   if (report.by === 'total') return csvLine(['since', 'until', ...TOTAL_COLUMNS]) + csvLine([...period, ...totalCells(report.total)]);
-  // End users and tags belong to a key, so their records name it too.
-  const byKey = report.by === 'key' || report.by === 'user' || report.by === 'tag';
-  let text = csvLine(['since', 'until', report.by, ...(byKey ? ['key_id', 'key_prefix'] : []), ...TOTAL_COLUMNS]);
+  return csvLine(['since', 'until', report.by, ...(keyed(report) ? ['key_id', 'key_prefix'] : []), ...TOTAL_COLUMNS]) + spendCsvRecords(report);
+}
+
+/** End users and tags belong to a key, so their records name it too. */
+function keyed(report: SpendReport): boolean {
+  return report.by === 'key' || report.by === 'user' || report.by === 'tag';
+}
+
+/** The records of a report's rows without the header (the later pages of a report: src/reports/spend-cursor.ts). */
+export function spendCsvRecords(report: SpendReport): string {
+  if (report.by === 'total') return '';
+  const period: Cell[] = [report.since, report.until];
+  const byKey = keyed(report);
+  let text = '';
   for (const row of report.rows as SpendRow[]) {
     text += csvLine([...period, row.group, ...(byKey ? [row.keyId, row.prefix] : []), ...totalCells(row)]);
   }

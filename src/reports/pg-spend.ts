@@ -8,10 +8,25 @@
  * month of the range from the monthly rollup instead of its ~30 daily rows
  * per key and model (a month is whole when the range covers all its days, or
  * all its days that have rows).
+ *
+ * Pages as in spend.ts (a `limit` and the cursor of spend-cursor.ts): the
+ * grouping runs in PostgreSQL, and only a page of rows comes back.
  */
 import type { PgPool } from '../db/pg.js';
-import { addDays, calendarDay, dayEndMs, dayStartMs, monthStartOf } from '../calendar.js';
-import { difference, NO_END_USER, SPEND_COUNTERS, type SpendQuery, type SpendReport, type SpendRow, type SpendTotals } from './spend.js';
+import { addDays, dayEndMs, dayStartMs, monthStartOf } from '../calendar.js';
+import { encodeSpendCursor, type CursorScope, type SpendPosition } from './spend-cursor.js';
+import {
+  difference,
+  NO_END_USER,
+  pageOf,
+  SPEND_COUNTERS,
+  splitSortValues,
+  type SortedRow,
+  type SpendQuery,
+  type SpendReport,
+  type SpendRow,
+  type SpendTotals,
+} from './spend.js';
 
 const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
   coalesce(sum(r.prompt_tokens), 0) AS "promptTokens",
@@ -23,13 +38,52 @@ const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
   coalesce(sum(r.rejected_rate_limit), 0) AS "rejectedRateLimit",
   coalesce(sum(r.rejected_budget), 0) AS "rejectedBudget"`;
 
-const GROUP_COLUMNS: Record<Exclude<SpendQuery['by'], 'user' | 'tag'>, { select: string; group: string; order: string }> = {
-  day: { select: 'r.day AS "group"', group: 'GROUP BY r.day', order: 'ORDER BY r.day' },
-  model: { select: 'r.model AS "group"', group: 'GROUP BY r.model', order: 'ORDER BY "costMicros" DESC, r.model' },
-  key: { select: 'k.name AS "group", k.id AS "keyId", k.prefix AS "prefix"', group: 'GROUP BY k.id', order: 'ORDER BY "costMicros" DESC, k.name' },
-  tenant: { select: `coalesce(t.name, '(no tenant)') AS "group"`, group: 'GROUP BY k.tenant_id, t.name', order: 'ORDER BY "costMicros" DESC' },
-  total: { select: `'total' AS "group"`, group: '', order: '' },
+/** Each grouping's columns and its sort values `_name`, `_id`, as in spend.ts (the same order, so the same cursors). */
+const GROUP_COLUMNS: Record<Exclude<SpendQuery['by'], 'user' | 'tag'>, { select: string; group: string }> = {
+  day: { select: `r.day AS "group", r.day AS _name, '' AS _id`, group: 'GROUP BY r.day' },
+  model: { select: `r.model AS "group", r.model AS _name, '' AS _id`, group: 'GROUP BY r.model' },
+  key: { select: 'k.name AS "group", k.id AS "keyId", k.prefix AS "prefix", k.name AS _name, k.id AS _id', group: 'GROUP BY k.id' },
+  tenant: {
+    select: `coalesce(t.name, '(no tenant)') AS "group", coalesce(t.name, '(no tenant)') AS _name, coalesce(k.tenant_id, '') AS _id`,
+    group: 'GROUP BY k.tenant_id, t.name',
+  },
+  total: { select: `'total' AS "group", '' AS _name, '' AS _id`, group: '' },
 };
+
+/** A page of what `grouped` selects: the rows after `position` in the report's order, one more than `limit`. */
+async function readPage(
+  pool: PgPool,
+  grouped: string,
+  params: unknown[],
+  byDay: boolean,
+  position: SpendPosition | undefined,
+  limit: number | undefined,
+): Promise<SortedRow[]> {
+  if (position !== undefined && 'rest' in position) return [];
+  const values = [...params];
+  let after = '';
+  if (position !== undefined) {
+    if (byDay) {
+      values.push(position.after.name);
+      after = `WHERE g._name COLLATE "C" > $${values.length}::text`;
+    } else {
+      values.push(-position.after.cost, position.after.name, position.after.id);
+      after = `WHERE (-g."costMicros", g._name COLLATE "C", g._id COLLATE "C") > ($${values.length - 2}::numeric, $${values.length - 1}::text, $${values.length}::text)`;
+    }
+  }
+  // Text sort values compare byte by byte (COLLATE "C"), as SQLite's do: the same order, the same cursors.
+  const order = byDay ? 'g._name COLLATE "C"' : 'g."costMicros" DESC, g._name COLLATE "C", g._id COLLATE "C"';
+  const cap = limit === undefined ? '' : `LIMIT ${Math.max(0, Math.floor(limit)) + 1}`;
+  return (await pool.query<SortedRow>(`SELECT * FROM (${grouped}) g ${after} ORDER BY ${order} ${cap}`, values)).rows;
+}
+
+/** The page's rows without their sort values, whether more follow, and the cursor of the next page. */
+function pageRows(sorted: SortedRow[], limit: number | undefined, scope: CursorScope): { rows: SpendRow[]; hasMore: boolean; nextCursor: string | null } {
+  const hasMore = limit !== undefined && sorted.length > limit;
+  if (hasMore) sorted.length = limit;
+  const rows = sorted.map((row) => splitSortValues(row).row);
+  return { rows, hasMore, nextCursor: hasMore ? encodeSpendCursor(scope, splitSortValues(sorted[sorted.length - 1]!).position) : null };
+}
 
 const COUNTER_COLUMNS =
   'key_id, model, requests, prompt_tokens, cached_tokens, completion_tokens, reasoning_tokens, cost_micros, errors, rejected_rate_limit, rejected_budget';
@@ -61,9 +115,10 @@ async function rangeRows(pool: PgPool, since: string, until: string, params: unk
 
 /** Spend over a range of UTC days, grouped as asked, with the grand total (see spend.ts). */
 export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.now()): Promise<SpendReport> {
-  const until = query.until ?? calendarDay(now);
-  if (query.by === 'user' || query.by === 'tag') return queryByAttribution(pool, { ...query, by: query.by }, until);
-  if (query.by !== 'day' && query.since <= until) return queryByMonths(pool, { ...query, by: query.by }, until);
+  const page = pageOf(query, now);
+  const { until } = page;
+  if (query.by === 'user' || query.by === 'tag') return queryByAttribution(pool, { ...query, by: query.by }, page);
+  if (query.by !== 'day' && query.since <= until) return queryByMonths(pool, { ...query, by: query.by }, page);
   const params: unknown[] = [query.since, until];
   const where = ['r.day >= $1', 'r.day <= $2'];
   if (query.keyId !== undefined) {
@@ -79,16 +134,20 @@ export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.n
   // Days over every key: one row a day of the all-keys rollup, no join (every rollup row belongs to a key: keys are never deleted).
   const allKeys = query.keyId === undefined && query.tenantId === undefined;
   const rowsSql = allKeys
-    ? `SELECT r.day AS "group", ${SUMS} FROM rollups_daily_total r WHERE r.day >= $1 AND r.day <= $2 GROUP BY r.day ORDER BY r.day`
-    : `SELECT ${shape.select}, ${SUMS} ${from} ${shape.group} ${shape.order}`;
-  const rows = (await pool.query<SpendRow>(rowsSql, allKeys ? [query.since, until] : params)).rows;
+    ? `SELECT r.day AS "group", r.day AS _name, '' AS _id, ${SUMS} FROM rollups_daily_total r WHERE r.day >= $1 AND r.day <= $2 GROUP BY r.day`
+    : `SELECT ${shape.select}, ${SUMS} ${from} ${shape.group}`;
+  const sorted = await readPage(pool, rowsSql, allKeys ? [query.since, until] : params, true, page.position, query.limit);
   const totalSql = allKeys ? `SELECT ${SUMS} FROM rollups_daily_total r WHERE r.day >= $1 AND r.day <= $2` : `SELECT ${SUMS} ${from}`;
   const total = (await pool.query<SpendTotals>(totalSql, allKeys ? [query.since, until] : params)).rows[0]!;
-  return { since: query.since, until, by: query.by, rows, total, pending: await pendingCount(pool, query, until) };
+  return { since: query.since, until, by: query.by, ...pageRows(sorted, query.limit, page.scope), total, pending: await pendingCount(pool, query, until) };
 }
 
+/** The range and page of a query (spend.ts's pageOf). */
+type Page = ReturnType<typeof pageOf>;
+
 /** Grouped by model, key, tenant or not at all: whole months read from the monthly rollup (see the header). */
-async function queryByMonths(pool: PgPool, query: SpendQuery & { by: keyof typeof GROUP_COLUMNS }, until: string): Promise<SpendReport> {
+async function queryByMonths(pool: PgPool, query: SpendQuery & { by: keyof typeof GROUP_COLUMNS }, page: Page): Promise<SpendReport> {
+  const { until } = page;
   const params: unknown[] = [query.since, until];
   const source = await rangeRows(pool, query.since, until, params);
   const where: string[] = [];
@@ -102,14 +161,16 @@ async function queryByMonths(pool: PgPool, query: SpendQuery & { by: keyof typeo
   }
   const from = `FROM ${source} r JOIN api_keys k ON k.id = r.key_id LEFT JOIN tenants t ON t.id = k.tenant_id${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}`;
   const shape = GROUP_COLUMNS[query.by];
-  const rows = query.by === 'total' ? [] : (await pool.query<SpendRow>(`SELECT ${shape.select}, ${SUMS} ${from} ${shape.group} ${shape.order}`, params)).rows;
+  const sorted =
+    query.by === 'total' ? [] : await readPage(pool, `SELECT ${shape.select}, ${SUMS} ${from} ${shape.group}`, params, false, page.position, query.limit);
   const allKeys = query.keyId === undefined && query.tenantId === undefined;
+  const whole = query.limit === undefined && page.position === undefined;
   const total = allKeys
     ? (await pool.query<SpendTotals>(`SELECT ${SUMS} FROM rollups_daily_total r WHERE r.day >= $1 AND r.day <= $2`, [query.since, until])).rows[0]!
-    : query.by === 'total'
+    : query.by === 'total' || !whole
       ? (await pool.query<SpendTotals>(`SELECT ${SUMS} ${from}`, params)).rows[0]!
-      : sumRows(rows);
-  return { since: query.since, until, by: query.by, rows, total, pending: await pendingCount(pool, query, until) };
+      : sumRows(sorted);
+  return { since: query.since, until, by: query.by, ...pageRows(sorted, query.limit, page.scope), total, pending: await pendingCount(pool, query, until) };
 }
 
 /** What the end-user and tag groupings read: their own daily rollups (src/endusers), per key. */
@@ -125,7 +186,8 @@ const ATTRIBUTED = {
  * end user the requests that named none are one more row, so the rows sum to
  * the total (a request may carry several tags, so tags need not).
  */
-async function queryByAttribution(pool: PgPool, query: SpendQuery & { by: 'user' | 'tag' }, until: string): Promise<SpendReport> {
+async function queryByAttribution(pool: PgPool, query: SpendQuery & { by: 'user' | 'tag' }, page: Page): Promise<SpendReport> {
+  const { until } = page;
   const { table, column } = ATTRIBUTED[query.by];
   const params: unknown[] = [query.since, until];
   const where = ['r.day >= $1', 'r.day <= $2'];
@@ -137,22 +199,30 @@ async function queryByAttribution(pool: PgPool, query: SpendQuery & { by: 'user'
     params.push(query.tenantId);
     where.push(`k.tenant_id = $${params.length}`);
   }
-  const limit = query.limit === undefined ? '' : `LIMIT ${Math.max(0, Math.floor(query.limit))}`;
-  const rows = (
-    await pool.query<SpendRow>(
-      `SELECT r.${column} AS "group", k.id AS "keyId", k.prefix AS "prefix", k.name AS "key", ${SUMS}
-       FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE ${where.join(' AND ')}
-       GROUP BY r.key_id, r.${column}, k.id ORDER BY "costMicros" DESC, r.${column}, k.name ${limit}`,
-      params,
-    )
-  ).rows;
+  const from = `FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE ${where.join(' AND ')}`;
+  const sorted = await readPage(
+    pool,
+    `SELECT r.${column} AS "group", k.id AS "keyId", k.prefix AS "prefix", k.name AS "key", r.${column} AS _name, r.key_id AS _id, ${SUMS}
+     ${from} GROUP BY r.key_id, r.${column}, k.id`,
+    params,
+    false,
+    page.position,
+    query.limit,
+  );
+  let { rows, hasMore, nextCursor } = pageRows(sorted, query.limit, page.scope);
   // The whole spend of the same keys, from the rollups the other groupings read (whole months from the monthly one).
-  const { total, pending } = await queryByMonths(pool, { ...query, by: 'total' }, until);
-  if (query.by === 'user' && query.limit === undefined) {
-    const rest = difference(total, rows);
-    if (SPEND_COUNTERS.some((counter) => rest[counter] !== 0)) rows.push({ group: NO_END_USER, ...rest });
+  const { total, pending } = await queryByMonths(pool, { ...query, by: 'total', limit: undefined, cursor: undefined }, { ...page, position: undefined });
+  if (query.by === 'user' && !hasMore && query.namedOnly !== true) {
+    const named = (await pool.query<SpendTotals>(`SELECT ${SUMS} ${from}`, params)).rows[0]!;
+    const rest = difference(total, [named]);
+    if (SPEND_COUNTERS.some((counter) => rest[counter] !== 0)) {
+      if (query.limit !== undefined && rows.length >= query.limit) {
+        hasMore = true;
+        nextCursor = encodeSpendCursor(page.scope, { rest: true });
+      } else rows = [...rows, { group: NO_END_USER, ...rest }];
+    }
   }
-  return { since: query.since, until, by: query.by, rows, total, pending };
+  return { since: query.since, until, by: query.by, rows, total, pending, hasMore, nextCursor };
 }
 
 /** The grand total of grouped rows (each row a disjoint part of the range's rows). */

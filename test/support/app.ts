@@ -41,7 +41,7 @@ export function buildTestApp(options: {
   /** Monotonic clock for the limiter's buckets (tests move it by hand). */
   limiterClock?: () => number;
   globalLimits?: readonly LimitSpec[];
-  /** More settings, as environment variables (e.g. TOLLGATE_METRICS_TOKEN). */
+  /** More settings, as environment variables (e.g. TOLLGATE_METRICS_TOKEN, TOLLGATE_MAX_END_USERS). */
   env?: Readonly<Record<string, string>>;
 }): TestApp {
   const db = openTempDatabase();
@@ -81,6 +81,7 @@ export function buildTestApp(options: {
     },
     close() {
       tollgate.keys.stop();
+      void tollgate.readWorker?.close();
       tollgate.ledger.close();
       db.remove();
     },
