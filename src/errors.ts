@@ -10,6 +10,7 @@
 export type ErrorCode =
   // the request itself
   | 'invalid_json'
+  | 'duplicate_key'
   | 'invalid_request'
   | 'invalid_type'
   | 'invalid_value'
@@ -46,6 +47,7 @@ export type ErrorCode =
   | 'upstream_bad_response'
   // ourselves
   | 'ledger_unavailable'
+  | 'server_busy'
   | 'internal_error';
 
 type ErrorType =
@@ -62,6 +64,7 @@ type ErrorType =
 function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
   switch (code) {
     case 'invalid_json':
+    case 'duplicate_key':
     case 'invalid_request':
     case 'invalid_type':
     case 'invalid_value':
@@ -110,6 +113,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'upstream_timeout':
       return { status: 504, type: 'upstream_error' };
     case 'ledger_unavailable':
+    case 'server_busy':
       return { status: 503, type: 'server_error' };
     case 'internal_error':
       return { status: 500, type: 'server_error' };
