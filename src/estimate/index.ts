@@ -144,8 +144,11 @@ export async function openBody(endpoint: Endpoint, bytes: Buffer): Promise<OpenB
     };
   }
   pool ??= new EstimateWorkerPool(config.workerThreads);
-  // The buffer is transferred whole: a view into a bigger or shared one is copied into its own first.
-  const own = bytes.byteOffset === 0 ? bytes : Buffer.from(new Uint8Array(bytes));
+  // The buffer is transferred whole: a view into a shared one (an offset, or Node's pool of small
+  // buffers) is copied into one of its own first. Bodies read from a client have their own.
+  const shared = bytes.byteOffset !== 0 || bytes.byteLength < Buffer.poolSize >>> 1;
+  const own = shared ? Buffer.from(new ArrayBuffer(bytes.byteLength)) : bytes;
+  if (shared) bytes.copy(own);
   const length = own.byteLength; // the view reads 0 once its buffer is transferred
   let opened;
   try {
