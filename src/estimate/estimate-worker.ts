@@ -6,6 +6,8 @@
  * layout; the estimate follows once the main thread has decided the model and the prices. Bodies
  * parsed by the main thread (small ones with much text to count) arrive as jobs.
  */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { TollgateError } from '../errors.js';
 import { readClientBody } from '../upstreams/request-facts.js';
@@ -17,6 +19,19 @@ import type { Endpoint } from '../endpoints.js';
 import { createTextCounter } from './text-counter.js';
 import { loadEncodingSync } from './tokenizer.js';
 import type { EstimateJob, EstimateJobResult, OpenBodyJob, OpenedBodyResult, WorkerInbound } from './worker-protocol.js';
+
+/**
+ * The worker's niceness: on a busy machine the event loop, which answers every tenant, wins the
+ * CPU over a large body's parse (bench/body-flood.ts). Linux only (a thread's id from
+ * /proc/thread-self; setpriority of a thread id changes that thread alone); best effort elsewhere.
+ */
+const WORKER_NICENESS = 10;
+try {
+  const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+  if (Number.isSafeInteger(tid) && tid > 0) setPriority(tid, WORKER_NICENESS);
+} catch {
+  // Not Linux, or not allowed: the worker runs at the process's priority.
+}
 
 const cache = new TokenCountCache();
 /** Slices received per job and string, until the job message arrives. */

@@ -45,7 +45,7 @@ export interface OpenBodyJob {
 }
 
 /** Main → worker: estimate the body kept as `id` (with `model` in place of its own), then let it go. */
-export interface EstimateOpenedJob {
+interface EstimateOpenedJob {
   readonly kind: 'estimate';
   readonly id: number;
   readonly endpoint: Endpoint;
@@ -64,7 +64,7 @@ interface CloseBodyMessage {
 export type WorkerInbound = StringSliceMessage | EstimateJob | CancelMessage | OpenBodyJob | EstimateOpenedJob | CloseBodyMessage;
 
 /** A refusal of the body the worker read, as the TollgateError it becomes on the main thread. */
-export interface BodyRefusal {
+interface BodyRefusal {
   readonly code: string;
   readonly message: string;
   readonly param: string | null;

@@ -32,7 +32,7 @@ export interface RequestFacts {
  * to, the output limit), and the ones Tollgate may change. A large body never
  * reaches the event loop parsed: a stage that needs another field adds it here.
  */
-export const READ_FIELDS = [
+const READ_FIELDS = [
   'model',
   'stream',
   'stream_options',
@@ -50,7 +50,7 @@ export const READ_FIELDS = [
   'service_tier',
 ] as const;
 
-export type ReadField = (typeof READ_FIELDS)[number];
+type ReadField = (typeof READ_FIELDS)[number];
 
 /** The client's own values of the {@link READ_FIELDS} it sent (as parsed; absent ones undefined). */
 export type RequestFields = { readonly [K in ReadField]?: unknown };
@@ -62,7 +62,7 @@ const READ_FIELD_NAMES: ReadonlySet<string> = new Set(READ_FIELDS);
  * (OpenAI's `metadata`: 16 pairs of at most 64 + 512 characters), and they
  * cross from the worker to the event loop, so a hostile one must not be large.
  */
-export const MAX_FIELD_BYTES = 16 * 1024;
+const MAX_FIELD_BYTES = 16 * 1024;
 
 /** A client's body as the pipeline carries it: what it needs besides the estimate. */
 export interface ClientBody {
@@ -102,7 +102,7 @@ export function readClientBody(endpoint: Endpoint, bytes: Buffer): ClientBody & 
 }
 
 /** Reads model/stream/stream_options with precise 400s for wrong types. */
-export function readRequestFacts(endpoint: Endpoint, body: Record<string, unknown>): RequestFacts {
+function readRequestFacts(endpoint: Endpoint, body: Record<string, unknown>): RequestFacts {
   const model = body.model;
   if (model === undefined || model === null) {
     throw new TollgateError('invalid_request', 'You must provide a model parameter.', { param: 'model' });
