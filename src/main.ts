@@ -102,7 +102,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           ) as Server;
           created.once('error', reject);
         });
+  // The metrics port's connections hold descriptors of the same process: one guard for both.
+  if (metricsServer !== undefined) guard.attach(metricsServer);
   const metricsUrl = metricsServer === undefined ? undefined : `http://${hostPart}:${(metricsServer.address() as AddressInfo).port}`;
+  const guardReport = reportGuard(guard, logger);
   logger.info(
     {
       url,
@@ -121,6 +124,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let closing: Promise<void> | undefined;
   async function shutDown(): Promise<void> {
     lifecycle.shuttingDown = true;
+    clearInterval(guardReport);
     logger.info({ inFlight }, 'shutting down: no new connections, waiting for in-flight requests');
     const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
@@ -176,6 +180,36 @@ export function connectionLimits(config: Config, fileLimit: number | undefined =
     headersTimeoutMs: Math.min(config.connections.headersTimeoutMs, config.requestTimeoutMs),
     trusted: config.trustedProxies,
   };
+}
+
+/** How often the connection guard's refusals are logged, at most. */
+const GUARD_REPORT_MS = 10_000;
+
+/**
+ * A warning, at most every 10 s, when the connection guard has turned connections away or closed
+ * them to make room since the last one: the signature of a connection flood.
+ */
+function reportGuard(guard: ConnectionGuard, logger: Logger): NodeJS.Timeout {
+  let last = guard.stats;
+  const timer = setInterval(() => {
+    const now = guard.stats;
+    const turnedAway = now.refusedPerAddress + now.refusedTotal + now.evicted - (last.refusedPerAddress + last.refusedTotal + last.evicted);
+    if (turnedAway > 0) {
+      logger.warn(
+        {
+          open: now.open,
+          refusedPerAddress: now.refusedPerAddress - last.refusedPerAddress,
+          refusedTotal: now.refusedTotal - last.refusedTotal,
+          evicted: now.evicted - last.evicted,
+          headersTimedOut: now.headersTimedOut - last.headersTimedOut,
+        },
+        'connections turned away by the connection caps (TOLLGATE_MAX_CONNECTIONS, TOLLGATE_MAX_CONNECTIONS_PER_ADDRESS)',
+      );
+    }
+    last = now;
+  }, GUARD_REPORT_MS);
+  timer.unref();
+  return timer;
 }
 
 /**

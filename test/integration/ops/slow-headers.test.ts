@@ -147,6 +147,12 @@ describe('a slow-headers flood', () => {
     // The ones past the cap made room before any deadline: the oldest gave way to the newest.
     const atOnce = attacks.reduce((sum, attack) => sum + attack.closedWithin(AT_ONCE_MS), 0);
     expect(atOnce).toBeGreaterThanOrEqual(8 * 300 - MAX_CONNECTIONS);
+    // The operator hears of it (a warning at most every 10 s).
+    await waitFor(
+      () => proxy.logs.some((line) => line.level === 'warn' && String(line.msg).startsWith('connections turned away')),
+      'a warning about the flood in the log',
+      15_000,
+    );
   }, 60_000);
 
   it('exempts a trusted proxy from the per-address cap, not from the deadline', async () => {
