@@ -10,9 +10,11 @@
  * - **per process**, the bytes of bodies being taken in stay within
  *   `memoryBytes`, and one key holds at most half of them.
  *
- * A body asks as it grows (its declared length first, then each chunk past
- * it); one that does not fit waits, in arrival order, at most `maxWaitMs`
- * with its bytes unread (the socket holds the client back), then is refused:
+ * A body asks before it is read (a large one, by its declared length, takes
+ * its key's slot then) and as its bytes arrive (memory is counted as received,
+ * not as declared: a slow upload holds only what it sent); one that does not
+ * fit waits, in arrival order, at most `maxWaitMs` with its bytes unread (the
+ * socket holds the client back), then is refused:
  * 429 `rate_limit_exceeded` when its key has too many large bodies in, 503
  * `server_busy` when the process's memory for bodies is taken. No I/O.
  */
@@ -78,14 +80,21 @@ export class BodyIntake {
   open(keyId: string, signal?: AbortSignal): IntakeTicket {
     const holder: Holder = { keyId, granted: 0, large: false, released: false };
     return {
-      grow: (total) => this.grow(holder, total, signal),
+      grow: (received, declared) => this.grow(holder, received, declared, signal),
       release: () => this.release(holder),
     };
   }
 
-  private grow(holder: Holder, total: number, signal: AbortSignal | undefined): Promise<void> | undefined {
-    if (holder.released || total <= holder.granted) return undefined;
-    const bytes = Math.min(Math.max(total, holder.granted + GRANT_STEP), Math.max(total, this.options.memoryBytes));
+  /**
+   * `received` bytes are in (memory is granted for them, in steps); the body is
+   * `declared` long, when known (a large one takes its key's slot before a byte is read).
+   */
+  private grow(holder: Holder, received: number, declared: number | undefined, signal: AbortSignal | undefined): Promise<void> | undefined {
+    if (holder.released) return undefined;
+    const total = Math.max(received, declared ?? 0);
+    const bytes =
+      received <= holder.granted ? holder.granted : Math.min(Math.max(received, holder.granted + GRANT_STEP), Math.max(received, this.options.memoryBytes));
+    if (bytes === holder.granted && !this.needsLargeSlot(holder, total)) return undefined;
     // A body that fits goes ahead of waiters that do not (they wait for others to finish, not for it).
     if (this.fits(holder, total, bytes)) {
       this.take(holder, total, bytes);

@@ -10,12 +10,13 @@ import { TollgateError } from '../errors.js';
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /**
- * What reading a body may take, granted as it grows (src/http/body-intake.ts).
- * `grow` returns undefined when the bytes are granted at once, or a promise
- * to wait for (reading stops meanwhile) that rejects with the refusal.
+ * What reading a body may take, granted as it grows (src/http/body-intake.ts):
+ * `received` bytes so far, of `declared` (Content-Length) when known. `grow`
+ * returns undefined when granted at once, or a promise to wait for (reading
+ * stops meanwhile) that rejects with the refusal.
  */
 export interface BodyAllowance {
-  grow(total: number): Promise<void> | undefined;
+  grow(received: number, declared?: number): Promise<void> | undefined;
 }
 
 /** Collects a body's chunks into one ArrayBuffer of its own, sized by the declared length or grown by doubling. */
@@ -60,7 +61,7 @@ export async function readBodyBytes(request: Request, limit: number, allowance?:
   if (declared !== undefined && declared > limit) {
     throw tooLarge(limit);
   }
-  await allowance?.grow(declared ?? 0);
+  await allowance?.grow(0, declared);
   const body = new BodyBuffer(declared, limit);
   if (request.body === null) return body.finish();
   const reader = request.body.getReader();

@@ -134,7 +134,7 @@ function readIncoming(incoming: IncomingMessage, limit: number, allowance: BodyA
     incoming.on('error', onError);
     incoming.on('aborted', onAborted);
     // The declared size is asked for before a byte is read: a large body waits with its bytes unread.
-    const allowed = allowance?.grow(declared ?? 0);
+    const allowed = allowance?.grow(0, declared);
     if (allowed !== undefined) wait(allowed);
   });
 }

@@ -67,6 +67,21 @@ describe('large bodies per key', () => {
     expect(late.error()?.headers).toMatchObject({ 'retry-after': '1', connection: 'close' });
   });
 
+  it('takes the slot by the declared length before a byte is read, and counts memory only as bytes arrive', async () => {
+    const gate = intake();
+    const slow = gate.open('key_a');
+    expect(slow.grow(0, 30 * MB)).toBeUndefined();
+    expect(gate.largeBodiesOf('key_a')).toBe(1);
+    // A slow upload holds what it sent, not what it announced.
+    expect(gate.bytesInUse).toBe(0);
+    expect(slow.grow(64 * 1024)).toBeUndefined();
+    expect(gate.bytesInUse).toBeLessThan(MB);
+    gate.open('key_a').grow(0, 30 * MB);
+    const third = track(gate.open('key_a').grow(0, 30 * MB));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(third.state()).toBe('waiting');
+  });
+
   it('counts a body whose length was not declared once it grows past the size', async () => {
     const gate = intake();
     gate.open('key_a').grow(5 * MB);
