@@ -4,7 +4,7 @@
  * a {@link Config}.
  */
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { z } from 'zod';
 import { alertsFileSchema, resolveAlertSettings, type AlertSettings } from './alerts/settings.js';
 import { setTimeZone } from './calendar.js';
@@ -126,8 +126,21 @@ const envSchema = z.object({
   TOLLGATE_MAX_IN_FLIGHT: positiveInt.default(64),
   /** Longest a request waits for an upstream connection (or an in-flight slot) before a 429. */
   TOLLGATE_QUEUE_TIMEOUT: duration.default(10_000),
-  /** Largest request body accepted from a client; enforced while reading. */
-  TOLLGATE_MAX_BODY: byteSize.default(20 * 1024 * 1024),
+  /**
+   * Largest request body accepted from a client; enforced while reading. 32 MB is Anthropic's own
+   * request limit and holds OpenAI's largest single image (20 MB, ~27 MB as base64); see README.
+   */
+  TOLLGATE_MAX_BODY: byteSize.default(32 * 1024 * 1024),
+  /** Bodies of 1 MB or more one key may have being read and parsed at once (more wait, then 429). */
+  TOLLGATE_LARGE_BODIES_PER_KEY: positiveInt.default(4),
+  /** Bytes of request bodies being read and parsed at once, all keys together; unset = a quarter of the memory, at most 1 GB. */
+  TOLLGATE_BODY_MEMORY: byteSize.optional(),
+  /** Open client connections in all; unset = the process's open-file limit minus room for upstreams and files. */
+  TOLLGATE_MAX_CONNECTIONS: positiveInt.optional(),
+  /** Open client connections from one address (trusted proxies exempt); unset = a quarter of TOLLGATE_MAX_CONNECTIONS. */
+  TOLLGATE_MAX_CONNECTIONS_PER_ADDRESS: positiveInt.optional(),
+  /** Time a new connection has to send its first request's headers. */
+  TOLLGATE_HEADERS_TIMEOUT: duration.default(10_000),
   /** Time a client has to send its whole request (slow clients are cut off). */
   TOLLGATE_REQUEST_TIMEOUT: duration.default(60_000),
   /** Time in-flight requests and streams get to finish on SIGTERM/SIGINT. */
@@ -288,6 +301,15 @@ export interface Config {
    */
   readonly anthropic: { readonly url: string; readonly apiKey: string | undefined; readonly version: string };
   readonly maxBodyBytes: number;
+  /** Large bodies (1 MB or more) one key may have being read and parsed at once. */
+  readonly largeBodiesPerKey: number;
+  /** Bytes of bodies being read and parsed at once, all keys together. */
+  readonly bodyMemoryBytes: number;
+  /**
+   * Client connections: caps in all and per address (undefined = derived from the process's
+   * open-file limit when the server starts, src/main.ts), and the deadline for a new connection's headers.
+   */
+  readonly connections: { readonly max: number | undefined; readonly perAddress: number | undefined; readonly headersTimeoutMs: number };
   readonly requestTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
   /** Processes serving the port; above 1 a primary forks them (main.ts, startCluster). */
@@ -394,6 +416,13 @@ export function loadConfig(env: Env = process.env): Config {
       version: e.TOLLGATE_ANTHROPIC_VERSION,
     },
     maxBodyBytes: e.TOLLGATE_MAX_BODY,
+    largeBodiesPerKey: e.TOLLGATE_LARGE_BODIES_PER_KEY,
+    bodyMemoryBytes: e.TOLLGATE_BODY_MEMORY ?? defaultBodyMemory(e.TOLLGATE_MAX_BODY),
+    connections: {
+      max: e.TOLLGATE_MAX_CONNECTIONS,
+      perAddress: e.TOLLGATE_MAX_CONNECTIONS_PER_ADDRESS,
+      headersTimeoutMs: Math.max(1, e.TOLLGATE_HEADERS_TIMEOUT),
+    },
     requestTimeoutMs: e.TOLLGATE_REQUEST_TIMEOUT,
     shutdownTimeoutMs: e.TOLLGATE_SHUTDOWN_TIMEOUT,
     workers: e.TOLLGATE_WORKERS,
@@ -441,6 +470,18 @@ export function loadConfig(env: Env = process.env): Config {
       tolerancePercent: e.TOLLGATE_RECONCILE_TOLERANCE,
     },
   };
+}
+
+/**
+ * Memory for bodies being read when TOLLGATE_BODY_MEMORY is unset: a quarter of what the process
+ * may use (its cgroup's limit, else the machine's memory), at most 1 GB, and room for two bodies
+ * of the largest size at least.
+ */
+function defaultBodyMemory(maxBody: number): number {
+  const machine = totalmem();
+  const constrained = process.constrainedMemory?.();
+  const available = constrained !== undefined && constrained > 0 && constrained < machine ? constrained : machine;
+  return Math.max(2 * maxBody, Math.min(1024 ** 3, Math.floor(available / 4)));
 }
 
 /** The file's alerts with each webhook's secret read from the variable it names. */

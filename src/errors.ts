@@ -10,6 +10,7 @@
 export type ErrorCode =
   // the request itself
   | 'invalid_json'
+  | 'duplicate_key'
   | 'invalid_request'
   | 'invalid_type'
   | 'invalid_value'
@@ -54,6 +55,7 @@ export type ErrorCode =
   // ourselves
   | 'ledger_unavailable'
   | 'reports_busy'
+  | 'server_busy'
   | 'internal_error';
 
 type ErrorType =
@@ -70,6 +72,7 @@ type ErrorType =
 function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
   switch (code) {
     case 'invalid_json':
+    case 'duplicate_key':
     case 'invalid_request':
     case 'invalid_type':
     case 'invalid_value':
@@ -125,6 +128,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
       return { status: 504, type: 'upstream_error' };
     case 'ledger_unavailable':
     case 'reports_busy':
+    case 'server_busy':
       return { status: 503, type: 'server_error' };
     case 'internal_error':
       return { status: 500, type: 'server_error' };

@@ -9,6 +9,7 @@
  */
 import { createAdaptorServer, serve } from '@hono/node-server';
 import cluster, { type Worker } from 'node:cluster';
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
@@ -16,6 +17,7 @@ import type { Config } from './config.js';
 import { openDatabase } from './db/open.js';
 import { createLogger, flushLogger, type Logger } from './logger.js';
 import { createMetricsApp } from './app.js';
+import { ConnectionGuard, type ConnectionLimits } from './http/connection-guard.js';
 import type { IpcClient } from './limits/stores/ipc-client.js';
 import { LimitsPrimary } from './limits/stores/ipc-primary.js';
 import { buildTollgate } from './tollgate.js';
@@ -52,6 +54,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   }
   await tollgate.start();
 
+  const limits = connectionLimits(config);
+  const headersTimeoutMs = limits.headersTimeoutMs;
+  const guard = new ConnectionGuard(limits);
   const server = await new Promise<Server>((resolve, reject) => {
     const created = createAdaptorServer({
       fetch: app.fetch,
@@ -60,14 +65,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         // Slow clients: the whole request must arrive within requestTimeout,
         // the headers sooner. Node enforces both only when it checks its
         // connections, every 30 s by default: check often enough to matter.
+        // (A connection that sends nothing at all is the guard's, below.)
         requestTimeout: config.requestTimeoutMs,
-        headersTimeout: Math.min(config.requestTimeoutMs, 30_000),
-        connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.requestTimeoutMs / 4))),
+        headersTimeout: headersTimeoutMs,
+        connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
         // Longer than common load-balancer idle timeouts (60 s), so the LB closes first.
         keepAliveTimeout: 65_000,
       },
     }) as Server;
     created.once('error', reject);
+    guard.attach(created);
     // serve() would listen with Node's default backlog (511); see TOLLGATE_LISTEN_BACKLOG in config.ts.
     created.listen({ port: config.port, host: config.host, backlog: config.listenBacklog }, () => resolve(created));
   });
@@ -104,7 +111,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           ) as Server;
           created.once('error', reject);
         });
+  // The metrics port's connections hold descriptors of the same process: one guard for both.
+  if (metricsServer !== undefined) guard.attach(metricsServer);
   const metricsUrl = metricsServer === undefined ? undefined : `http://${hostPart}:${(metricsServer.address() as AddressInfo).port}`;
+  const guardReport = reportGuard(guard, logger);
   logger.info(
     {
       url,
@@ -117,6 +127,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       admin: config.adminToken === undefined ? 'disabled' : 'enabled',
       metrics: metricsUrl ?? url,
       metricsToken: config.metrics.token === undefined ? 'none' : 'required',
+      maxConnections: limits.maxConnections,
+      maxConnectionsPerAddress: limits.maxPerAddress,
     },
     'tollgate listening',
   );
@@ -124,6 +136,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let closing: Promise<void> | undefined;
   async function shutDown(): Promise<void> {
     lifecycle.shuttingDown = true;
+    clearInterval(guardReport);
     // Requests whose client left are still read for their usage (src/pipeline/relay.ts): waited for too.
     const open = tollgate.pipeline.open!;
     logger.info({ inFlight, open: open.size }, 'shutting down: no new connections, waiting for in-flight requests');
@@ -164,6 +177,69 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       return closing;
     },
   };
+}
+
+/**
+ * The connection guard's limits (src/http/connection-guard.ts). Unset caps come from the process's
+ * open-file limit: each connection holds a descriptor, and upstream connections, the database,
+ * logs and worker threads need theirs, so clients get what is left after a quarter (at least 1,024,
+ * at most half); one address gets a quarter of that.
+ */
+export function connectionLimits(config: Config, fileLimit: number | undefined = openFileLimit()): ConnectionLimits {
+  const files = fileLimit ?? 16_384;
+  const reserve = Math.min(Math.floor(files / 2), Math.max(1024, Math.floor(files / 4)));
+  const maxConnections = config.connections.max ?? Math.max(64, files - reserve);
+  return {
+    maxConnections,
+    maxPerAddress: config.connections.perAddress ?? Math.max(16, Math.floor(maxConnections / 4)),
+    // Node requires headersTimeout ≤ requestTimeout.
+    headersTimeoutMs: Math.min(config.connections.headersTimeoutMs, config.requestTimeoutMs),
+    trusted: config.trustedProxies,
+  };
+}
+
+/** How often the connection guard's refusals are logged, at most. */
+const GUARD_REPORT_MS = 10_000;
+
+/**
+ * A warning, at most every 10 s, when the connection guard has turned connections away or closed
+ * them to make room since the last one: the signature of a connection flood.
+ */
+function reportGuard(guard: ConnectionGuard, logger: Logger): NodeJS.Timeout {
+  let last = guard.stats;
+  const timer = setInterval(() => {
+    const now = guard.stats;
+    const turnedAway = now.refusedPerAddress + now.refusedTotal + now.evicted - (last.refusedPerAddress + last.refusedTotal + last.evicted);
+    if (turnedAway > 0) {
+      logger.warn(
+        {
+          open: now.open,
+          refusedPerAddress: now.refusedPerAddress - last.refusedPerAddress,
+          refusedTotal: now.refusedTotal - last.refusedTotal,
+          evicted: now.evicted - last.evicted,
+          headersTimedOut: now.headersTimedOut - last.headersTimedOut,
+        },
+        'connections turned away by the connection caps (TOLLGATE_MAX_CONNECTIONS, TOLLGATE_MAX_CONNECTIONS_PER_ADDRESS)',
+      );
+    }
+    last = now;
+  }, GUARD_REPORT_MS);
+  timer.unref();
+  return timer;
+}
+
+/**
+ * The process's limit on open files (Linux; Node raises its soft limit to the hard one at start),
+ * or undefined where it cannot be read.
+ */
+function openFileLimit(): number | undefined {
+  try {
+    const match = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    if (match === null) return undefined;
+    return match[1] === 'unlimited' ? 1_048_576 : Number(match[1]);
+  } catch {
+    return undefined;
+  }
 }
 
 export interface RunningCluster {

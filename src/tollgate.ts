@@ -24,6 +24,7 @@ import { pgDashboardTokens } from './dashboard/pg-tenant-tokens.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './db/open.js';
 import { createReplica, type Replica } from './db/replica.js';
+import { BodyIntake, LARGE_BODY_BYTES } from './http/body-intake.js';
 import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } from './estimate/index.js';
 import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
@@ -234,6 +235,12 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     responses: responses.hooks,
     inFlight: new InFlightLimits({ defaultKeyMax: config.maxInFlight, maxWaitMs: config.upstream.queueTimeoutMs }),
     open: new OpenRequests(),
+    intake: new BodyIntake({
+      largeBytes: LARGE_BODY_BYTES,
+      largePerKey: config.largeBodiesPerKey,
+      memoryBytes: config.bodyMemoryBytes,
+      maxWaitMs: config.upstream.queueTimeoutMs,
+    }),
   };
   const lifecycle = { shuttingDown: false };
   const secretThrottle = new SecretThrottle();

@@ -8,7 +8,7 @@
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
 import { TollgateError } from '../errors.js';
-import { parseJsonObject } from '../http/body.js';
+import { openBody } from '../estimate/index.js';
 import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
 import { checkModelAllowed } from '../keys/caller.js';
 import { authenticate } from '../pipeline/authenticate.js';
@@ -19,7 +19,6 @@ import { forwardedUpstream, MESSAGES_QUERY, upstreamPath } from '../pipeline/for
 import { AdmissionRefused } from '../pipeline/refusals.js';
 import { asBody, readAll } from '../pipeline/relay.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
-import { readRequestFacts } from '../upstreams/request-facts.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
 import type { RouteCandidate } from '../upstreams/router.js';
 
@@ -33,10 +32,13 @@ export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promi
   const refuse = (refusal: TollgateError, model: string): never => row.refuse(refusal, refusal instanceof AdmissionRefused ? refusal.reason : 'other', model);
   let model = '(unknown)';
   let bytes: Buffer;
+  // Read and checked as any body (a large one on the estimate worker), but never estimated.
+  const intake = deps.intake?.open(caller.key.id, client.abort.signal);
   try {
-    bytes = await client.readBody(deps.maxBodyBytes);
-    const body = parseJsonObject(bytes);
-    model = readRequestFacts('messages', body).model;
+    const opened = await openBody('messages', await client.readBody(deps.maxBodyBytes, intake));
+    opened.close();
+    bytes = opened.bytes;
+    model = opened.facts.model;
     checkModelAllowed(caller.policy, model);
   } catch (error) {
     const refusal = await chargeRefusal(
@@ -45,6 +47,8 @@ export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promi
       deps,
     );
     return refuse(refusal, model);
+  } finally {
+    intake?.release();
   }
   const limited = await chargeRequestLimits(request, deps);
   if (limited !== undefined) return refuse(limited, model);

@@ -1,13 +1,16 @@
 /**
- * A small, lazily started pool of worker threads for estimating large bodies off the event loop.
- * The one I/O piece of the estimate module. Workers are unref'd while idle (they never keep the
- * process alive) and ref'd while a job is in flight (so a CLI awaiting an estimate does not exit).
+ * A small, lazily started pool of worker threads for reading and estimating large bodies off the
+ * event loop. The one I/O piece of the estimate module. Workers are unref'd while idle (they never
+ * keep the process alive) and ref'd while a job is in flight (so a CLI awaiting an estimate does
+ * not exit).
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { detachLargeStrings } from './detach-strings.js';
-import type { EstimateJob, EstimateJobResult, WorkerInbound } from './worker-protocol.js';
+import type { Endpoint } from '../endpoints.js';
+import type { EstimateOptions } from './estimate-body.js';
+import type { EstimateJob, EstimateJobResult, OpenedBodyResult, WorkerInbound, WorkerOutbound } from './worker-protocol.js';
 
 /** Strings at least this long are sent apart from the body, in slices of {@link SLICE_CHARS}. */
 const DETACH_MIN_CHARS = 256 * 1024;
@@ -15,8 +18,18 @@ const DETACH_MIN_CHARS = 256 * 1024;
 const SLICE_CHARS = 256 * 1024;
 
 interface PendingJob {
-  readonly resolve: (result: EstimateJobResult) => void;
+  readonly resolve: (result: WorkerOutbound) => void;
   readonly reject: (error: Error) => void;
+}
+
+/** A large body a worker has read and keeps until it is estimated or closed. */
+export interface OpenedBody {
+  /** What the worker read, with the body's bytes back (or its refusal). */
+  readonly result: OpenedBodyResult;
+  /** Estimates the kept body (with `model` in place of its own); the worker then lets it go. */
+  estimate(endpoint: Endpoint, model: string | undefined, options: EstimateOptions, learnedMaxChars: number): Promise<EstimateJobResult>;
+  /** Lets the kept body go without estimating it. */
+  close(): void;
 }
 
 interface PoolWorker {
@@ -80,7 +93,7 @@ export class EstimateWorkerPool {
     const target = this.pickWorker();
     const id = this.nextId++;
     const result = new Promise<EstimateJobResult>((resolve, reject) => {
-      target.pending.set(id, { resolve, reject });
+      target.pending.set(id, { resolve: (message) => resolve(message as EstimateJobResult), reject });
     });
     target.worker.ref();
     const post = (message: WorkerInbound): void => target.worker.postMessage(message);
@@ -109,6 +122,41 @@ export class EstimateWorkerPool {
     return result;
   }
 
+  /**
+   * Hands a body's bytes to a worker: the buffer is transferred (this thread loses it until the
+   * answer brings it back), so nothing of it is copied or parsed here. Rejects if the worker dies
+   * or cannot start; the bytes are then gone with it.
+   */
+  async open(endpoint: Endpoint, bytes: Buffer): Promise<OpenedBody> {
+    if (this.closed) throw new Error('estimate worker pool is closed');
+    const target = this.pickWorker();
+    const id = this.nextId++;
+    const send = (message: WorkerInbound, transfer?: ArrayBuffer[]): Promise<WorkerOutbound> => {
+      const answer = new Promise<WorkerOutbound>((resolve, reject) => target.pending.set(id, { resolve, reject }));
+      target.worker.ref();
+      target.worker.postMessage(message, transfer);
+      return answer;
+    };
+    const buffer = bytes.buffer as ArrayBuffer;
+    if (bytes.byteOffset !== 0) throw new RangeError('a body handed to a worker must start its own buffer');
+    const result = (await send({ kind: 'open', id, endpoint, buffer, byteLength: bytes.byteLength }, [buffer])) as OpenedBodyResult;
+    let open = result.ok;
+    return {
+      result,
+      estimate: async (estimateEndpoint, model, options, learnedMaxChars) => {
+        if (!open) throw new Error('estimate worker: the body is not open');
+        open = false;
+        if (!this.workers.includes(target)) throw new Error('estimate worker exited');
+        return (await send({ kind: 'estimate', id, endpoint: estimateEndpoint, model, options, learnedMaxChars })) as EstimateJobResult;
+      },
+      close: () => {
+        if (!open) return;
+        open = false;
+        if (this.workers.includes(target)) target.worker.postMessage({ kind: 'close', id } satisfies WorkerInbound);
+      },
+    };
+  }
+
   private pickWorker(): PoolWorker {
     let best: PoolWorker | undefined;
     for (const candidate of this.workers) {
@@ -122,7 +170,7 @@ export class EstimateWorkerPool {
     const worker = createWorker();
     worker.unref();
     const entry: PoolWorker = { worker, pending: new Map() };
-    worker.on('message', (result: EstimateJobResult) => {
+    worker.on('message', (result: WorkerOutbound) => {
       const job = entry.pending.get(result.id);
       if (!job) return;
       entry.pending.delete(result.id);

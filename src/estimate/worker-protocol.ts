@@ -3,6 +3,7 @@ import type { BodyPath } from './detach-strings.js';
 import type { Endpoint } from '../endpoints.js';
 import type { Estimate, EstimateOptions } from './estimate-body.js';
 import type { EstimateInputErrorCode } from './errors.js';
+import type { ClientBody } from '../upstreams/request-facts.js';
 
 /** Main → worker: one slice of a large string of job `jobId` (sent before the job itself). */
 interface StringSliceMessage {
@@ -30,8 +31,49 @@ interface CancelMessage {
   readonly jobId: number;
 }
 
+/**
+ * Main → worker: a large body's raw bytes, transferred (not copied): the
+ * worker parses and checks them, keeps the parsed body as `id`, and sends the
+ * bytes back with what the main thread needs ({@link OpenedBodyResult}).
+ */
+export interface OpenBodyJob {
+  readonly kind: 'open';
+  readonly id: number;
+  readonly endpoint: Endpoint;
+  readonly buffer: ArrayBuffer;
+  readonly byteLength: number;
+}
+
+/** Main → worker: estimate the body kept as `id` (with `model` in place of its own), then let it go. */
+interface EstimateOpenedJob {
+  readonly kind: 'estimate';
+  readonly id: number;
+  readonly endpoint: Endpoint;
+  readonly model: string | undefined;
+  readonly options: EstimateOptions;
+  readonly learnedMaxChars: number;
+}
+
+/** Main → worker: let the body kept as `id` go without estimating it. */
+interface CloseBodyMessage {
+  readonly kind: 'close';
+  readonly id: number;
+}
+
 /** Everything the main thread sends. */
-export type WorkerInbound = StringSliceMessage | EstimateJob | CancelMessage;
+export type WorkerInbound = StringSliceMessage | EstimateJob | CancelMessage | OpenBodyJob | EstimateOpenedJob | CloseBodyMessage;
+
+/** A refusal of the body the worker read, as the TollgateError it becomes on the main thread. */
+interface BodyRefusal {
+  readonly code: string;
+  readonly message: string;
+  readonly param: string | null;
+}
+
+/** Worker → main, for an {@link OpenBodyJob}: the bytes come back either way. */
+export type OpenedBodyResult = { readonly id: number; readonly buffer: ArrayBuffer } & (
+  ({ readonly ok: true } & ClientBody) | { readonly ok: false; readonly refusal: BodyRefusal | undefined; readonly message: string }
+);
 
 /** Worker → main. `learned` carries whole-text counts for the main thread's cache. */
 export type EstimateJobResult =
@@ -46,3 +88,6 @@ export type EstimateJobResult =
         readonly code: EstimateInputErrorCode | null;
       };
     };
+
+/** Everything a worker sends. */
+export type WorkerOutbound = EstimateJobResult | OpenedBodyResult;

@@ -8,7 +8,7 @@
  */
 
 /** `::ffff:10.0.0.1` and `10.0.0.1` are one address. */
-function normalize(address: string): string {
+export function normalizeAddress(address: string): string {
   const trimmed = address.trim().toLowerCase();
   return trimmed.startsWith('::ffff:') && trimmed.includes('.') ? trimmed.slice('::ffff:'.length) : trimmed;
 }
@@ -18,18 +18,18 @@ export function parseTrustedProxies(text: string | undefined): ReadonlySet<strin
   return new Set(
     (text ?? '')
       .split(',')
-      .map(normalize)
+      .map(normalizeAddress)
       .filter((address) => address !== ''),
   );
 }
 
 /** The client's address: the socket's, or — from a trusted proxy — the nearest untrusted hop in X-Forwarded-For. */
 export function clientAddressOf(socketAddress: string | undefined, forwardedFor: string | string[] | undefined, trusted: ReadonlySet<string>): string {
-  const socket = socketAddress === undefined ? 'unknown' : normalize(socketAddress);
+  const socket = socketAddress === undefined ? 'unknown' : normalizeAddress(socketAddress);
   if (!trusted.has(socket) || forwardedFor === undefined) return socket;
   const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor)
     .split(',')
-    .map(normalize)
+    .map(normalizeAddress)
     .filter((hop) => hop !== '');
   for (let i = hops.length - 1; i >= 0; i -= 1) {
     const hop = hops[i]!;

@@ -9,7 +9,7 @@
  * the web Request is used instead; both behave the same.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readBodyBytes, tooLarge } from './body.js';
+import { BodyBuffer, declaredLength, readBodyBytes, tooLarge, type BodyAllowance } from './body.js';
 import { TollgateError } from '../errors.js';
 import type { NodeBindings } from '../app-env.js';
 
@@ -18,8 +18,12 @@ export type HeaderRecord = Readonly<Record<string, string | string[] | undefined
 export interface ClientRequest {
   /** Lower-case header names. */
   readonly headers: HeaderRecord;
-  /** The whole body, refusing more than `limit` bytes while it arrives. */
-  readBody(limit: number): Promise<Buffer>;
+  /**
+   * The whole body, refusing more than `limit` bytes while it arrives, in a
+   * buffer of its own (transferable to a worker). `allowance` is asked before
+   * the bytes are taken (src/http/body-intake.ts); reading waits for it.
+   */
+  readBody(limit: number, allowance?: BodyAllowance): Promise<Buffer>;
   /**
    * Aborted when the client closes the connection before the response is
    * complete. It does not stop a request already sent upstream: that one is
@@ -44,7 +48,7 @@ function fromNode(incoming: IncomingMessage, outgoing: ServerResponse): ClientRe
   return {
     headers: incoming.headers,
     outgoing,
-    readBody: (limit) => readIncoming(incoming, limit),
+    readBody: (limit, allowance) => readIncoming(incoming, limit, allowance),
     get abort() {
       if (controller === undefined) {
         const created = new AbortController();
@@ -67,47 +71,71 @@ function fromWeb(raw: Request): ClientRequest {
   const abort = new AbortController();
   if (raw.signal.aborted) abort.abort();
   else raw.signal.addEventListener('abort', () => abort.abort(), { once: true });
-  return { headers, readBody: (limit) => readBodyBytes(raw, limit), abort };
+  return { headers, readBody: (limit, allowance) => readBodyBytes(raw, limit, allowance), abort };
 }
 
-function readIncoming(incoming: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = incoming.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
+function readIncoming(incoming: IncomingMessage, limit: number, allowance: BodyAllowance | undefined): Promise<Buffer> {
+  const declared = declaredLength(incoming.headers['content-length']);
+  if (declared !== undefined && declared > limit) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
+    const body = new BodyBuffer(declared, limit);
+    let done = false;
+    let waiting: Promise<void> | undefined;
     const cleanup = (): void => {
+      done = true;
       incoming.off('data', onData);
       incoming.off('end', onEnd);
       incoming.off('error', onError);
       incoming.off('aborted', onAborted);
     };
+    const fail = (error: unknown): void => {
+      if (done) return;
+      cleanup();
+      // Stop reading; the response is sent and the connection closed after it.
+      incoming.pause();
+      reject(error);
+    };
+    /** Waits for the allowance with the stream paused (the socket then holds the client back). */
+    const wait = (allowed: Promise<void>): void => {
+      incoming.pause();
+      const current = allowed.then(
+        () => {
+          if (waiting === current) waiting = undefined;
+          if (!done) incoming.resume();
+        },
+        (error: unknown) => fail(error),
+      );
+      waiting = current;
+    };
     const onData = (chunk: Buffer): void => {
-      total += chunk.byteLength;
-      if (total > limit) {
-        cleanup();
-        // Stop reading; the response (413) is sent and the connection closed after it.
-        incoming.pause();
-        reject(tooLarge(limit));
-        return;
-      }
-      chunks.push(chunk);
+      const total = body.size + chunk.byteLength;
+      if (total > limit) return fail(tooLarge(limit));
+      body.push(chunk);
+      const allowed = allowance?.grow(total);
+      if (allowed !== undefined) wait(allowed);
     };
     const onEnd = (): void => {
+      if (done) return;
+      if (waiting !== undefined) {
+        // The last bytes arrived while their allowance is still awaited: answer once it is granted.
+        void waiting.then(onEnd);
+        return;
+      }
       cleanup();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
+      resolve(body.finish());
     };
     const onError = (error: Error): void => {
-      cleanup();
-      reject(new TollgateError('invalid_request', 'The request body could not be read.', { cause: error }));
+      fail(new TollgateError('invalid_request', 'The request body could not be read.', { cause: error }));
     };
     const onAborted = (): void => {
-      cleanup();
-      reject(new TollgateError('client_closed_request', 'The client closed the connection while sending the body.'));
+      fail(new TollgateError('client_closed_request', 'The client closed the connection while sending the body.'));
     };
     incoming.on('data', onData);
     incoming.on('end', onEnd);
     incoming.on('error', onError);
     incoming.on('aborted', onAborted);
+    // The declared size is asked for before a byte is read: a large body waits with its bytes unread.
+    const allowed = allowance?.grow(0, declared);
+    if (allowed !== undefined) wait(allowed);
   });
 }

@@ -29,7 +29,7 @@ import { bindingsFor } from '../keys/caller.js';
 import { buildRateLimitHeaders, computeSettlement, createDemands, type Demand, type LimitBinding, type Ticket } from '../limits/index.js';
 import type { Admission, AdmittedRequest, EstimatedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
-import { withOutputLimit } from '../upstreams/request-facts.js';
+import { outputLimitEdits } from '../upstreams/request-facts.js';
 import { AdmissionRefused, budgetHeaders, budgetRefusal, costCapRefusal, limiterUnavailable, limitRefusal } from './refusals.js';
 import { settleRefused } from './settle.js';
 
@@ -120,7 +120,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
   const reservedMicroUsd = plan?.microUsd ?? estimate.reservedMicroUsd;
   // The model could outrun a bound Tollgate only assumed (no known output limit): send it as the limit.
   const limited = plan !== undefined && (plan.capped || (estimate.clientMaxCompletion === undefined && estimate.price.maxOutputTokens === undefined));
-  const sent = limited ? withOutputLimit(request.endpoint, request.body, plan!.perChoice) : { bytes: request.bytes, body: request.body };
+  const sent = limited ? { edits: [...request.edits, ...outputLimitEdits(request.endpoint, request.body, plan!.perChoice)] } : {};
   const recorded = deps.ledger.begin({
     requestId: request.requestId,
     keyId: caller.key.id,

@@ -15,7 +15,7 @@ import type { ClientRequest } from '../http/client-request.js';
 import type { Caller } from '../keys/caller.js';
 import type { FinalStatus } from '../ledger/writer.js';
 import type { ResolvedPrice } from '../estimate/prices.js';
-import type { RequestFacts } from '../upstreams/request-facts.js';
+import type { BodyEdit, BodyLayout, RequestFacts, RequestFields } from '../upstreams/request-facts.js';
 import type { Route } from '../upstreams/router.js';
 import type { Usage } from '../upstreams/usage.js';
 
@@ -33,8 +33,18 @@ export interface RequestContext {
 
 /** A request whose body was read and checked, and whose cost was estimated. */
 export interface EstimatedRequest extends RequestContext {
+  /** The client's bytes as received; forwarded with `edits` spliced in (src/upstreams/request-facts.ts, forwardedBody). */
   readonly bytes: Buffer;
-  readonly body: Record<string, unknown>;
+  /**
+   * The client's own values of the top-level fields stages read (READ_FIELDS in
+   * src/upstreams/request-facts.ts). Nothing else of the body is here: a large
+   * body is parsed on a worker thread, never on the event loop.
+   */
+  readonly body: RequestFields;
+  /** Where those fields sit in `bytes`. */
+  readonly layout: BodyLayout;
+  /** Changes Tollgate makes to the body before forwarding it (a budget's output limit). */
+  readonly edits: readonly BodyEdit[];
   readonly facts: RequestFacts;
   readonly estimate: Estimate;
   /** The client's own cap on this request's cost (`x-tollgate-max-cost-usd`), µUSD. */

@@ -10,6 +10,7 @@ import type { LedgerWriter } from '../ledger/writer.js';
 import type { Limiter } from '../limits/index.js';
 import type { LimitSpec } from '../limits/algorithm/policy.js';
 import type { InFlightLimits } from '../limits/in-flight.js';
+import type { BodyIntake } from '../http/body-intake.js';
 import type { Upstream } from '../upstreams/pool.js';
 import type { Router } from '../upstreams/router.js';
 import type { Hono } from 'hono';
@@ -37,6 +38,8 @@ export interface PipelineDeps {
   readonly keys: KeyCache;
   /** Largest request body accepted, enforced while it is read. */
   readonly maxBodyBytes: number;
+  /** Bodies being read and parsed at once, per key and in all (absent: unbounded, as in tests that build deps by hand). */
+  readonly intake?: BodyIntake;
   readonly estimate: EstimateOptions;
   /** Fewest completion tokens per choice worth admitting a budget-capped request with. */
   readonly minOutputTokens: number;

@@ -1,9 +1,12 @@
 /**
- * Stage 2, estimate: read the body (with its size limit), check the fields
- * the proxy itself relies on and the key's model allow-list, and price the
- * request: prompt tokens counted with the model's tokenizer, the completion
- * reserved, both priced, and every id it refers to checked against the key
- * (src/responses/ownership.ts). A request refused here is filed as a refusal.
+ * Stage 2, estimate: read the body (with its size limit, and within the
+ * intake's bounds: src/http/body-intake.ts), check the fields the proxy itself
+ * relies on and the key's model allow-list, and price the request: prompt
+ * tokens counted with the model's tokenizer, the completion reserved, both
+ * priced, and every id it refers to checked against the key
+ * (src/responses/ownership.ts). A large body is parsed and estimated on a
+ * worker thread from its raw bytes (src/estimate/index.ts, openBody). A
+ * request refused here is filed as a refusal.
  */
 import type { Endpoint } from '../endpoints.js';
 import { TollgateError, type ErrorCode } from '../errors.js';
@@ -11,12 +14,11 @@ import { budgetChecksFor } from '../budgets/check.js';
 import { downgradeSource, downgradeTarget } from '../budgets/downgrade.js';
 import { readAttribution } from '../endusers/attribution.js';
 import { hasAttributedUsdCap } from '../endusers/checks.js';
-import { estimateRequest, EstimateInputError, resolvePrice, withStoredHistory, type Estimate } from '../estimate/index.js';
-import { parseJsonObject } from '../http/body.js';
+import { EstimateInputError, openBody, resolvePrice, withStoredHistory, type Estimate, type OpenBody } from '../estimate/index.js';
 import { checkReferences } from '../responses/ownership.js';
 import { bindingsFor, checkModelAllowed } from '../keys/caller.js';
 import { usdToMicros } from '../money.js';
-import { readRequestFacts, type RequestFacts } from '../upstreams/request-facts.js';
+import type { RequestFacts } from '../upstreams/request-facts.js';
 import { reservationPricing } from '../upstreams/route-prices.js';
 import type { Route } from '../upstreams/router.js';
 import { chargeRefusal } from './charge-refusal.js';
@@ -28,33 +30,33 @@ import { settleRefused } from './settle.js';
 /** Stage 2: the request with its body, facts and estimate, or a 4xx (recorded). */
 export async function estimate(request: RequestContext, deps: PipelineDeps): Promise<EstimatedRequest> {
   let facts: RequestFacts | undefined;
+  let opened: OpenBody | undefined;
+  // Held until the estimate is known: a large body's parse and count are the worker time the intake bounds.
+  const intake = deps.intake?.open(request.caller.key.id, request.client.abort.signal);
   try {
-    let bytes = await request.client.readBody(deps.maxBodyBytes);
-    let body = parseJsonObject(bytes);
-    facts = readRequestFacts(request.endpoint, body);
+    opened = await openBody(request.endpoint, await request.client.readBody(deps.maxBodyBytes, intake));
+    facts = opened.facts;
     checkModelAllowed(request.caller.policy, facts.model);
     const asked = facts.model;
     const cheaper = downgradeOf(request, asked, deps);
-    if (cheaper !== undefined) {
-      body = { ...body, model: cheaper };
-      bytes = Buffer.from(JSON.stringify(body));
-      facts = readRequestFacts(request.endpoint, body);
-    }
+    if (cheaper !== undefined) facts = { ...facts, model: cheaper };
     const route = routeOf(facts.model, request.endpoint, deps);
     checkModelPriced(facts.model, route, deps);
     const maxCostMicroUsd = readCostCap(request.client.headers[COST_CAP_HEADER]);
-    const attribution = readAttribution(body, request.client.headers);
+    const attribution = readAttribution(opened.fields, request.client.headers);
     // Only a configured fallback can be below the highest prices; otherwise nothing to decide per key.
     const highestForUnknown = deps.estimate.prices.fallbackExplicit === true && hasUsdCap(request, deps);
     const base = highestForUnknown ? { ...deps.estimate, highestForUnknown: true } : deps.estimate;
-    const counted: Estimate = await estimateRequest(request.endpoint, body, withRoutePricing(base, route, highestForUnknown));
+    const counted: Estimate = await opened.estimate(withRoutePricing(base, route, highestForUnknown), cheaper);
     // Every id the body refers to must be the key's own; a stored history Tollgate settled is reserved at its size.
     const known = await checkReferences(request.caller.key.id, counted.references, deps.responses?.stored);
     const estimated = known.historyTokens === undefined ? counted : withStoredHistory(counted, known.historyTokens);
     return {
       ...request,
-      bytes,
-      body,
+      bytes: opened.bytes,
+      body: opened.fields,
+      layout: opened.layout,
+      edits: [],
       facts,
       estimate: estimated,
       maxCostMicroUsd,
@@ -66,18 +68,23 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     // Refusals count against the key's request limits too (charge-refusal.ts).
     const refusal = await chargeRefusal(request, asRefusal(error), deps);
     const limited = refusal instanceof AdmissionRefused;
+    // Turned away by the intake's bounds (src/http/body-intake.ts), not by what the body says.
+    const busy = refusal.code === 'rate_limit_exceeded' || refusal.code === 'server_busy';
     settleRefused(
       request,
       refusal,
       {
         model: facts?.model ?? modelOf(error),
         stream: facts?.stream ?? false,
-        status: limited || refusal.code === 'model_not_allowed' || refusal.code === 'model_not_found' ? 'rejected' : 'invalid_request',
-        reason: limited ? refusal.reason : 'other',
+        status: limited || busy || refusal.code === 'model_not_allowed' || refusal.code === 'model_not_found' ? 'rejected' : 'invalid_request',
+        reason: limited ? refusal.reason : refusal.code === 'rate_limit_exceeded' ? 'rate_limit' : 'other',
       },
       deps,
     );
     throw refusal;
+  } finally {
+    opened?.close();
+    intake?.release();
   }
 }
 

@@ -30,7 +30,7 @@ import { TollgateError } from '../errors.js';
 import { toUpstreamHeaders } from '../http/headers.js';
 import { retryAfterMs } from '../upstreams/breaker.js';
 import { failedBeforeSending, toUpstreamError, type Upstream, type UpstreamResponse } from '../upstreams/pool.js';
-import { needsUsageInjection, withUsageRequested } from '../upstreams/request-facts.js';
+import { forwardedBody } from '../upstreams/request-facts.js';
 import { answerPrice } from '../upstreams/route-prices.js';
 import type { RouteCandidate } from '../upstreams/router.js';
 import type { AdmittedRequest, Attempt } from './context.js';
@@ -150,12 +150,9 @@ export function forwardedUpstream(endpoint: Endpoint, deps: Pick<PipelineDeps, '
   return deps.anthropic;
 }
 
-/** The body for an upstream that knows the model as `upstreamModel`. */
+/** The body for an upstream that knows the model as `upstreamModel`: the client's bytes with Tollgate's changes spliced in. */
 function bodyFor(request: AdmittedRequest, upstreamModel: string): Buffer {
-  const renamed = upstreamModel !== request.facts.model;
-  const body = renamed ? { ...request.body, model: upstreamModel } : request.body;
-  const bytes = renamed ? Buffer.from(JSON.stringify(body)) : request.bytes;
-  return needsUsageInjection(request.endpoint, request.facts) ? withUsageRequested(bytes, body) : bytes;
+  return forwardedBody(request, upstreamModel);
 }
 
 /** Notes who answered (or was tried last). A model no table prices stays at the price it was reserved at. */

@@ -1,10 +1,23 @@
 /**
- * The few fields of a client's body the proxy itself reads, validated, and
- * the one change it makes to a body before forwarding it.
+ * A client's body as the proxy reads it — parsed, free of duplicate keys,
+ * its facts validated, the few top-level fields other stages read — and the
+ * changes the proxy makes to it before forwarding, spliced into the client's
+ * bytes (src/http/body-splice.ts): the upstream's name for the model, a
+ * budget's output limit, `stream_options.include_usage`.
+ *
+ * {@link readClientBody} runs wherever the body is parsed: on the event loop
+ * for small bodies, on the estimate worker for large ones
+ * (src/estimate/index.ts, `openBody`); both give the same answers.
  */
 import { TollgateError } from '../errors.js';
 import type { Endpoint } from '../endpoints.js';
+import { parseJsonObject } from '../http/body.js';
+import { spliceMembers, type BodyEdit } from '../http/body-splice.js';
 import { modelNameProblem } from '../http/client-strings.js';
+import { scanJsonObject, type BodyLayout } from '../http/json-scan.js';
+
+export type { BodyEdit } from '../http/body-splice.js';
+export type { BodyLayout } from '../http/json-scan.js';
 
 export interface RequestFacts {
   readonly model: string;
@@ -13,8 +26,83 @@ export interface RequestFacts {
   readonly clientWantsUsage: boolean;
 }
 
+/**
+ * The top-level fields of a client's body that stages besides the estimate
+ * read (attribution, stored and background Responses, ids a request refers
+ * to, the output limit), and the ones Tollgate may change. A large body never
+ * reaches the event loop parsed: a stage that needs another field adds it here.
+ */
+const READ_FIELDS = [
+  'model',
+  'stream',
+  'stream_options',
+  'user',
+  'safety_identifier',
+  'metadata',
+  'store',
+  'background',
+  'previous_response_id',
+  'conversation',
+  'max_tokens',
+  'max_completion_tokens',
+  'max_output_tokens',
+  'n',
+  'service_tier',
+] as const;
+
+type ReadField = (typeof READ_FIELDS)[number];
+
+/** The client's own values of the {@link READ_FIELDS} it sent (as parsed; absent ones undefined). */
+export type RequestFields = { readonly [K in ReadField]?: unknown };
+
+const READ_FIELD_NAMES: ReadonlySet<string> = new Set(READ_FIELDS);
+
+/**
+ * Largest value of a read field, as JSON text. They are small by nature
+ * (OpenAI's `metadata`: 16 pairs of at most 64 + 512 characters), and they
+ * cross from the worker to the event loop, so a hostile one must not be large.
+ */
+const MAX_FIELD_BYTES = 16 * 1024;
+
+/** A client's body as the pipeline carries it: what it needs besides the estimate. */
+export interface ClientBody {
+  readonly facts: RequestFacts;
+  readonly fields: RequestFields;
+  /** Where the read fields sit in the bytes (for splicing changes). */
+  readonly layout: BodyLayout;
+}
+
+/**
+ * Parses and checks a client's body: a JSON object (400 `invalid_json`),
+ * without a duplicate key in any object (400 `duplicate_key`, naming the
+ * key's path), with valid facts and small read fields. Returns the parsed
+ * body too; it stays on the thread that parsed it.
+ */
+export function readClientBody(endpoint: Endpoint, bytes: Buffer): ClientBody & { readonly body: Record<string, unknown> } {
+  const body = parseJsonObject(bytes);
+  const scan = scanJsonObject(bytes, READ_FIELD_NAMES);
+  if (!scan.ok) {
+    throw new TollgateError(
+      'duplicate_key',
+      `The request body has the key ${scan.duplicatePath} twice in one object; JSON leaves what that means undefined, so it is refused.`,
+      { param: scan.duplicatePath },
+    );
+  }
+  const facts = readRequestFacts(endpoint, body);
+  const fields: Record<string, unknown> = {};
+  for (const name of READ_FIELDS) {
+    const span = scan.layout.members[name];
+    if (span === undefined) continue;
+    if (span.valueEnd - span.valueStart > MAX_FIELD_BYTES) {
+      throw new TollgateError('invalid_value', `${name} is larger than ${MAX_FIELD_BYTES / 1024} KB.`, { param: name });
+    }
+    fields[name] = body[name];
+  }
+  return { body, facts, fields: fields as RequestFields, layout: scan.layout };
+}
+
 /** Reads model/stream/stream_options with precise 400s for wrong types. */
-export function readRequestFacts(endpoint: Endpoint, body: Record<string, unknown>): RequestFacts {
+function readRequestFacts(endpoint: Endpoint, body: Record<string, unknown>): RequestFacts {
   const model = body.model;
   if (model === undefined || model === null) {
     throw new TollgateError('invalid_request', 'You must provide a model parameter.', { param: 'model' });
@@ -47,35 +135,58 @@ export function needsUsageInjection(endpoint: Endpoint, facts: RequestFacts): bo
   return facts.stream && !facts.clientWantsUsage && (endpoint === 'chat' || endpoint === 'completions');
 }
 
-const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');
-
-/**
- * The body to forward with `stream_options.include_usage: true`. When the
- * client sent no stream_options, the field is spliced in after the opening
- * brace so the rest of the client's bytes go upstream unchanged; otherwise
- * the body is re-serialised with the option set.
- */
-export function withUsageRequested(bytes: Buffer, body: Record<string, unknown>): Buffer {
-  if (body.stream_options === undefined) {
-    const brace = bytes.indexOf(0x7b); // '{' — the body parsed as an object, so it exists
-    return Buffer.concat([bytes.subarray(0, brace + 1), INCLUDE_USAGE, bytes.subarray(brace + 1)]);
-  }
-  const options = (body.stream_options ?? {}) as Record<string, unknown>;
-  return Buffer.from(JSON.stringify({ ...body, stream_options: { ...options, include_usage: true } }));
-}
-
 /** The field that limits a request's completion per choice, per endpoint. */
-function outputLimitField(endpoint: Endpoint, body: Record<string, unknown>): string | undefined {
+function outputLimitField(endpoint: Endpoint, fields: RequestFields): ReadField | undefined {
   if (endpoint === 'responses') return 'max_output_tokens';
   if (endpoint === 'completions' || endpoint === 'messages') return 'max_tokens';
   if (endpoint !== 'chat') return undefined;
   // A client that limits with the older `max_tokens` keeps it (some models accept only one of the two).
-  return body.max_completion_tokens === undefined && body.max_tokens !== undefined && body.max_tokens !== null ? 'max_tokens' : 'max_completion_tokens';
+  // (null means unset, as the API reads it.)
+  const given = (value: unknown): boolean => value !== undefined && value !== null;
+  return !given(fields.max_completion_tokens) && given(fields.max_tokens) ? 'max_tokens' : 'max_completion_tokens';
 }
 
-/** The body with its completion limited to `tokens` per choice (the budget's cap, README "Budgets are hard caps"). */
-export function withOutputLimit(endpoint: Endpoint, body: Record<string, unknown>, tokens: number): { body: Record<string, unknown>; bytes: Buffer } {
-  const field = outputLimitField(endpoint, body);
-  const limited = field === undefined ? body : { ...body, [field]: tokens };
-  return { body: limited, bytes: Buffer.from(JSON.stringify(limited)) };
+/**
+ * The changes that limit a request's completion to `tokens` per choice (the
+ * budget's cap, README "Budgets are hard caps"): the body then has exactly
+ * one output-limit field, set to the cap — a chat body's other one goes.
+ */
+export function outputLimitEdits(endpoint: Endpoint, fields: RequestFields, tokens: number): BodyEdit[] {
+  const field = outputLimitField(endpoint, fields);
+  if (field === undefined) return [];
+  const edits: BodyEdit[] = [{ key: field, json: String(tokens) }];
+  if (endpoint === 'chat') {
+    const other = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
+    if (fields[other] !== undefined) edits.push({ key: other, json: undefined });
+  }
+  return edits;
+}
+
+/** What the forwarded body is made from: the client's bytes, where its fields sit, and Tollgate's changes so far. */
+export interface ForwardedBodySource {
+  readonly endpoint: Endpoint;
+  readonly bytes: Buffer;
+  readonly layout: BodyLayout;
+  readonly body: RequestFields;
+  readonly facts: RequestFacts;
+  /** Changes decided before forwarding (admit's output limit). */
+  readonly edits: readonly BodyEdit[];
+}
+
+/**
+ * The bytes to send an upstream that knows the model as `upstreamModel`: the
+ * client's bytes with the earlier changes, the model renamed when the
+ * upstream (an alias, a deployment) or a downgrade calls it otherwise, and —
+ * for a stream whose usage arrives only on request —
+ * `stream_options.include_usage: true` (the relay withholds that chunk again).
+ */
+export function forwardedBody(source: ForwardedBodySource, upstreamModel: string): Buffer {
+  const edits = [...source.edits];
+  if (upstreamModel !== source.body.model) edits.push({ key: 'model', json: JSON.stringify(upstreamModel) });
+  if (needsUsageInjection(source.endpoint, source.facts)) {
+    const options = source.body.stream_options;
+    const kept = options !== null && typeof options === 'object' ? options : {};
+    edits.push({ key: 'stream_options', json: JSON.stringify({ ...kept, include_usage: true }) });
+  }
+  return spliceMembers(source.bytes, source.layout, edits);
 }

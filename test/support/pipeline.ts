@@ -13,6 +13,7 @@ import type { EstimatedRequest } from '../../src/pipeline/context.js';
 import type { RequestFinished } from '../../src/pipeline/finished.js';
 import { newRequestId } from '../../src/request-id.js';
 import { createUpstream } from '../../src/upstreams/pool.js';
+import { readClientBody } from '../../src/upstreams/request-facts.js';
 import { buildTestApp, type TestApp } from './app.js';
 import { captureLogs } from './logs.js';
 
@@ -50,6 +51,7 @@ export function startHarness(options: { now?: () => number; limiterClock?: () =>
       if (key === undefined) throw new Error('unknown key');
       const json = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 100, ...body };
       const bytes = Buffer.from(JSON.stringify(json));
+      const read = readClientBody('chat', bytes);
       const client: ClientRequest = { headers: {}, readBody: () => Promise.resolve(bytes), abort: new AbortController() };
       return {
         requestId: newRequestId(),
@@ -59,7 +61,9 @@ export function startHarness(options: { now?: () => number; limiterClock?: () =>
         client,
         caller: callerFor(key, test.keys),
         bytes,
-        body: json,
+        body: read.fields,
+        layout: read.layout,
+        edits: [],
         facts: { model: json.model, stream: false, clientWantsUsage: false },
         estimate: estimateRequestSync('chat', json, test.tollgate.pipeline.estimate),
         maxCostMicroUsd: options.maxCostMicroUsd,

@@ -9,7 +9,25 @@ describe('loadConfig', () => {
     expect(config.host).toBe('127.0.0.1');
     expect(config.upstream.url).toBe('https://api.openai.com/v1');
     expect(config.upstream.apiKey).toBeUndefined();
-    expect(config.maxBodyBytes).toBe(20 * 1024 * 1024);
+    expect(config.maxBodyBytes).toBe(32 * 1024 * 1024);
+    expect(config.largeBodiesPerKey).toBe(4);
+    expect(config.bodyMemoryBytes).toBeGreaterThanOrEqual(64 * 1024 * 1024);
+    expect(config.bodyMemoryBytes).toBeLessThanOrEqual(1024 ** 3);
+    expect(config.connections).toEqual({ max: undefined, perAddress: undefined, headersTimeoutMs: 10_000 });
+  });
+
+  it('reads the intake and connection bounds', () => {
+    const config = loadConfig({
+      TOLLGATE_LARGE_BODIES_PER_KEY: '2',
+      TOLLGATE_BODY_MEMORY: '128mb',
+      TOLLGATE_MAX_CONNECTIONS: '5000',
+      TOLLGATE_MAX_CONNECTIONS_PER_ADDRESS: '100',
+      TOLLGATE_HEADERS_TIMEOUT: '3s',
+    });
+    expect(config.largeBodiesPerKey).toBe(2);
+    expect(config.bodyMemoryBytes).toBe(128 * 1024 * 1024);
+    expect(config.connections).toEqual({ max: 5000, perAddress: 100, headersTimeoutMs: 3000 });
+    expect(() => loadConfig({ TOLLGATE_MAX_CONNECTIONS: '0' })).toThrow(/TOLLGATE_MAX_CONNECTIONS/);
   });
 
   it('falls back to OPENAI_API_KEY and prefers TOLLGATE_UPSTREAM_KEY', () => {

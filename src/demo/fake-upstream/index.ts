@@ -119,6 +119,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       url: req.url ?? '/',
       headers: req.headers,
       body,
+      rawBody: raw,
       startedAt: (options.now ?? Date.now)(),
       status: 0,
       billed: { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 },

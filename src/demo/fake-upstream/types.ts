@@ -28,6 +28,8 @@ export interface RecordedRequest {
   readonly url?: string;
   readonly headers: IncomingMessage['headers'];
   readonly body: unknown;
+  /** The body's bytes as received (OpenAI paths), to check what a proxy changed in them. */
+  readonly rawBody?: string;
   readonly startedAt: number;
   status: number;
   /**

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { rawRequest } from '../../support/raw-http.js';
+import { waitFor } from '../../support/wait.js';
 
 let proxy: TestProxy;
 let port: number;
@@ -93,6 +94,13 @@ describe('bodies that try to hurt', () => {
     const messages = Array.from({ length: 5000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message number ${i}` }));
     const { status } = await post(JSON.stringify({ model: 'gpt-4o-mini', messages }));
     expect(status).toBe(200);
+  });
+
+  it('refuses a body with a duplicate key, naming its path, and logs the refusal', async () => {
+    const { status, error } = await post('{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"max_tokens":50000}');
+    expect(status).toBe(400);
+    expect(error).toMatchObject({ code: 'duplicate_key', param: 'max_tokens', type: 'invalid_request_error' });
+    await waitFor(() => proxy.logs.lines.some((line) => line.code === 'duplicate_key'), 'the refusal in the request log');
   });
 
   it('refuses invalid UTF-8', async () => {

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { planOutput, reservationOf, usefulMinimum } from '../../../src/budgets/output-cap.js';
 import { builtinPriceTable, estimateRequestSync } from '../../../src/estimate/index.js';
-import { withOutputLimit } from '../../../src/upstreams/request-facts.js';
+import type { Endpoint } from '../../../src/endpoints.js';
+import { forwardedBody, readClientBody, outputLimitEdits } from '../../../src/upstreams/request-facts.js';
 
 const options = { prices: builtinPriceTable, defaultMaxCompletionTokens: 4096 };
 const chat = (body: Record<string, unknown>) =>
@@ -88,17 +89,26 @@ describe('planOutput', () => {
   });
 });
 
-describe('withOutputLimit', () => {
+/** The body a capped request forwards: the client's with the cap spliced in. */
+function capped(endpoint: Endpoint, body: Record<string, unknown>, tokens: number): Record<string, unknown> {
+  const bytes = Buffer.from(JSON.stringify(body));
+  const read = readClientBody(endpoint, bytes);
+  const sent = forwardedBody({ endpoint, bytes, ...read, body: read.fields, edits: outputLimitEdits(endpoint, read.fields, tokens) }, read.facts.model);
+  return JSON.parse(sent.toString()) as Record<string, unknown>;
+}
+
+describe('outputLimitEdits', () => {
   it('sets the field each endpoint limits its output with, keeping a chat client’s older max_tokens', () => {
-    expect(withOutputLimit('chat', { model: 'o4-mini' }, 900).body).toEqual({ model: 'o4-mini', max_completion_tokens: 900 });
-    expect(withOutputLimit('chat', { model: 'gpt-4o', max_tokens: 5000 }, 900).body).toEqual({ model: 'gpt-4o', max_tokens: 900 });
-    expect(withOutputLimit('chat', { model: 'x', max_tokens: 5, max_completion_tokens: 5000 }, 900).body).toMatchObject({
-      max_completion_tokens: 900,
-      max_tokens: 5,
-    });
-    expect(withOutputLimit('responses', { model: 'o4-mini', input: 'hi' }, 900).body).toMatchObject({ max_output_tokens: 900 });
-    expect(withOutputLimit('completions', { model: 'gpt-3.5-turbo-instruct', prompt: 'hi' }, 900).body).toMatchObject({ max_tokens: 900 });
-    const { body, bytes } = withOutputLimit('responses', { model: 'o4-mini', input: 'hi' }, 7);
-    expect(JSON.parse(bytes.toString())).toEqual(body);
+    expect(capped('chat', { model: 'o4-mini' }, 900)).toEqual({ model: 'o4-mini', max_completion_tokens: 900 });
+    expect(capped('chat', { model: 'gpt-4o', max_tokens: 5000 }, 900)).toEqual({ model: 'gpt-4o', max_tokens: 900 });
+    expect(capped('responses', { model: 'o4-mini', input: 'hi' }, 900)).toEqual({ model: 'o4-mini', input: 'hi', max_output_tokens: 900 });
+    expect(capped('completions', { model: 'gpt-3.5-turbo-instruct', prompt: 'hi' }, 900)).toMatchObject({ max_tokens: 900 });
+    expect(capped('messages', { model: 'claude-sonnet-4-5', max_tokens: 64_000, messages: [] }, 900)).toMatchObject({ max_tokens: 900 });
+  });
+
+  it('leaves a capped chat request exactly one output limit, set to the cap', () => {
+    expect(capped('chat', { model: 'x', max_tokens: 5, max_completion_tokens: 5000 }, 900)).toEqual({ model: 'x', max_completion_tokens: 900 });
+    expect(capped('chat', { max_completion_tokens: 5000, model: 'x', max_tokens: null }, 900)).toEqual({ model: 'x', max_completion_tokens: 900 });
+    expect(capped('chat', { max_tokens: 7, model: 'x', max_completion_tokens: null }, 900)).toEqual({ max_tokens: 900, model: 'x' });
   });
 });

@@ -11,7 +11,8 @@ import { parseLimit } from '../../../src/limits/algorithm/policy.js';
 import { formatMicrosFixed } from '../../../src/money.js';
 import { admit } from '../../../src/pipeline/admit.js';
 import { forward } from '../../../src/pipeline/forward.js';
-import type { EstimatedRequest } from '../../../src/pipeline/context.js';
+import type { AdmittedRequest, EstimatedRequest } from '../../../src/pipeline/context.js';
+import { forwardedBody } from '../../../src/upstreams/request-facts.js';
 import { issue, startHarness, type PipelineHarness } from '../../support/pipeline.js';
 
 let harness: PipelineHarness;
@@ -21,6 +22,11 @@ afterEach(() => harness.close());
 function remaining(request: EstimatedRequest): number[] {
   const { limiter, tollgate } = harness.test;
   return bindingsFor(request.caller, tollgate.config.globalLimits).map(({ bucket }) => limiter.peek(bucket).remaining);
+}
+
+/** The body an admitted request sends upstream. */
+function sentBody(admitted: AdmittedRequest): Record<string, unknown> {
+  return JSON.parse(forwardedBody(admitted, admitted.facts.model).toString()) as Record<string, unknown>;
 }
 
 async function refusal(promise: Promise<unknown>): Promise<TollgateError> {
@@ -125,10 +131,9 @@ describe('admit with a budget or a cost cap (README, "Budgets are hard caps")', 
 
     const admitted = await admit(request, harness.test.tollgate.pipeline);
 
-    const cap = admitted.body.max_completion_tokens as number;
+    const cap = sentBody(admitted).max_completion_tokens as number;
     expect(cap).toBeGreaterThan(11_000);
     expect(cap).toBeLessThan(11_364);
-    expect(JSON.parse(admitted.bytes.toString()).max_completion_tokens).toBe(cap);
     expect(admitted.admission.headers['x-tollgate-output-capped']).toBe(String(cap));
     expect(admitted.completionAllowance).toBe(cap);
     const row = harness.row(request.requestId)!;
@@ -143,7 +148,7 @@ describe('admit with a budget or a cost cap (README, "Budgets are hard caps")', 
     const key = issue(harness, 'rich', { limits: [], budget: { microUsd: 10_000_000, period: 'month' } });
     const request = harness.request(key, reasoning);
     const admitted = await admit(request, harness.test.tollgate.pipeline);
-    expect(admitted.bytes).toBe(request.bytes);
+    expect(forwardedBody(admitted, admitted.facts.model)).toBe(request.bytes);
     expect(admitted.admission.headers['x-tollgate-output-capped']).toBeUndefined();
     expect(harness.row(request.requestId)!.est_cost_micros).toBeGreaterThan(request.estimate.reservedMicroUsd * 20);
   });
@@ -163,7 +168,7 @@ describe('admit with a budget or a cost cap (README, "Budgets are hard caps")', 
     harness = startHarness();
     const key = issue(harness, 'careful', { limits: [] });
     const admitted = await admit(harness.request(key, reasoning, { maxCostMicroUsd: 10_000 }), harness.test.tollgate.pipeline);
-    expect(admitted.body.max_completion_tokens).toBeLessThan(2_273);
+    expect(sentBody(admitted).max_completion_tokens).toBeLessThan(2_273);
     expect(harness.row(admitted.requestId)!.est_cost_micros).toBeLessThanOrEqual(10_000);
     const error = await refusal(admit(harness.request(key, reasoning, { maxCostMicroUsd: 1_000 }), harness.test.tollgate.pipeline));
     expect(error.code).toBe('invalid_value');
@@ -174,7 +179,7 @@ describe('admit with a budget or a cost cap (README, "Budgets are hard caps")', 
     harness = startHarness();
     const key = issue(harness, 'modest', { limits: [], budget: { microUsd: 50_000, period: 'day' } });
     const admitted = await admit(harness.request(key, { model: 'o4-mini', max_tokens: undefined, max_completion_tokens: 500 }), harness.test.tollgate.pipeline);
-    expect(admitted.body.max_completion_tokens).toBe(500);
+    expect(sentBody(admitted).max_completion_tokens).toBe(500);
     expect(admitted.admission.headers['x-tollgate-output-capped']).toBeUndefined();
   });
 });
