@@ -1,5 +1,5 @@
 /**
- * Big bodies against another tenant (issue 23, point 5): while one to four
+ * Big bodies against another tenant: while one to four
  * senders — each its own tenant — post 20 MB bodies of 600k tiny messages
  * (refused with a 400: far beyond any context window) as fast as they are
  * answered, another tenant sends small chat requests one after another, one

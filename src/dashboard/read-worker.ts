@@ -3,7 +3,7 @@
  *
  * better-sqlite3 is synchronous: a read that sums a tenant's month of
  * end-user rows holds the proxy's event loop for its whole duration, and
- * every other tenant's requests wait behind it (issue 23: 1.8 s for one
+ * every other tenant's requests wait behind it (measured: 1.8 s for one
  * dashboard page). Here the reads run on one worker thread with its own
  * read-only connection to the file (WAL lets it read while the proxy
  * writes); the event loop only posts the job and receives the answer.

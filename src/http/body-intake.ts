@@ -1,5 +1,5 @@
 /**
- * How many request bodies are being taken in at once (issue 23): read from
+ * How many request bodies are being taken in at once: read from
  * the socket and parsed, until the request's estimate is known. Large bodies
  * are parsed on a worker thread, so they no longer block the event loop —
  * but they still take memory and worker time, so:

@@ -1,5 +1,5 @@
 /**
- * Sockets before authentication (issue 23): every open connection holds a
+ * Sockets before authentication: every open connection holds a
  * file descriptor, and a client that opens thousands and sends half their
  * headers costs nothing to keep waiting — until the process runs out of
  * descriptors and every request, `/healthz` included, fails. So:

@@ -1,5 +1,5 @@
 /**
- * A client who hangs up cannot spend without limit (issue 23, point 1). Against a fake upstream
+ * A client who hangs up cannot spend without limit. Against a fake upstream
  * that bills as the real APIs do — hidden reasoning billed as it is generated, a JSON answer
  * finished and billed after its client left — every request's ledger row is at least what the
  * upstream billed for it, the key's budget holds, and a request read on after its client left

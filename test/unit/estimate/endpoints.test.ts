@@ -82,7 +82,7 @@ describe('each endpoint counts its own input shapes', () => {
   });
 
   // Was a fixed 8,000 tokens for web search: what a search reads is billed as input and has no
-  // such bound, so it is now reserved at what the window leaves (issue 23; unseen-input.test.ts).
+  // such bound, so it is now reserved at what the window leaves (unseen-input.test.ts).
   it('reserves built-in Responses tools whose results are billed as input at what the window leaves', () => {
     const without = estimateRequestSync('responses', { model: 'gpt-4.1', input: 'news?' }, options);
     const withSearch = estimateRequestSync('responses', { model: 'gpt-4.1', input: 'news?', tools: [{ type: 'web_search' }] }, options);

@@ -52,7 +52,7 @@ describe('image tokens follow the vision guide', () => {
   });
 
   // Was a 1024×1024 image (765 for gpt-4o): a remote image of the worst aspect ratio bills 1445,
-  // so a request of such images could spend past its reservation (issue 23).
+  // so a request of such images could spend past its reservation.
   it('prices an image whose size it cannot read at the most one image can bill for the model and detail', () => {
     expect(imageTokens('https://example.com/cat.png', 'high', 'gpt-4o')).toEqual({ tokens: 85 + 8 * 170, sized: false });
     expect(imageTokens('https://example.com/cat.png', 'auto', 'gpt-4o')).toEqual({ tokens: 1445, sized: false });
