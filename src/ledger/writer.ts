@@ -534,7 +534,8 @@ export class LedgerWriter {
     }
     for (const requestId of settled) this.contributions.delete(requestId);
     for (let i = 0; i < begins.length; i += 1) if (placed[i] !== undefined) begins[i]!.resolve();
-    this.refuseBegins(refused, tooManyEndUsers(this.options.nameBounds ?? DEFAULT_NAME_BOUNDS));
+    // Built only when some begin was refused: an error captures a stack, and commits are many.
+    if (refused.length > 0) this.refuseBegins(refused, tooManyEndUsers(this.options.nameBounds ?? DEFAULT_NAME_BOUNDS));
     this.options.onCommit?.({
       rows: begins.length + completions.length + rejections.length,
       durationMs: performance.now() - started,
