@@ -30,6 +30,7 @@ import { buildRateLimitHeaders, computeSettlement, createDemands, type Demand, t
 import type { Admission, AdmittedRequest, EstimatedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { outputLimitEdits } from '../upstreams/request-facts.js';
+import { UpstreamStop } from '../upstreams/upstream-stop.js';
 import { AdmissionRefused, budgetHeaders, budgetRefusal, costCapRefusal, limiterUnavailable, limitRefusal } from './refusals.js';
 import { settleRefused } from './settle.js';
 
@@ -181,7 +182,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
     admission,
     completionAllowance: plan?.completionTokens,
     reservation: { completionTokens: plan?.completionTokens ?? estimate.completionTokensReserved, microUsd: reservedMicroUsd },
-    upstreamAbort: new AbortController(),
+    upstreamAbort: new UpstreamStop(),
     sentAt: request.startedAt,
     settled: false,
   };

@@ -17,6 +17,7 @@ import type { FinalStatus } from '../ledger/writer.js';
 import type { ResolvedPrice } from '../estimate/prices.js';
 import type { BodyEdit, BodyLayout, RequestFacts, RequestFields } from '../upstreams/request-facts.js';
 import type { Route } from '../upstreams/router.js';
+import type { UpstreamStop } from '../upstreams/upstream-stop.js';
 import type { Usage } from '../upstreams/usage.js';
 
 /** An authenticated request. */
@@ -108,7 +109,7 @@ export interface AdmittedRequest extends EstimatedRequest {
    * Aborts the upstream request. Only Tollgate aborts it — a stream cut at its cost cap, a
    * shutdown — never the client's leaving: then Tollgate reads the answer on until its usage.
    */
-  readonly upstreamAbort: AbortController;
+  readonly upstreamAbort: UpstreamStop;
   /**
    * Completion tokens (all choices) the answer may carry before a stream is cut,
    * when a budget or cost cap bounds the request; undefined otherwise.

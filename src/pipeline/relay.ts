@@ -28,6 +28,7 @@ import type { FinalStatus } from '../ledger/writer.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import { needsUsageInjection } from '../upstreams/request-facts.js';
 import { SseTap } from '../upstreams/sse-tap.js';
+import type { UpstreamStop } from '../upstreams/upstream-stop.js';
 import { completionTextOfJson, usageFromJsonBytes } from '../upstreams/usage.js';
 import { anthropicUsageFromJson, completionTextOfMessage } from '../upstreams/anthropic-usage.js';
 import { countStreamedTokens } from '../estimate/index.js';
@@ -122,7 +123,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
         streamedText: '',
         firstTokenAt: undefined,
         upstreamRequestId,
-        errorCode: request.upstreamAbort.signal.aborted ? SHUTDOWN_ERROR_CODE : failure.code,
+        errorCode: request.upstreamAbort.aborted ? SHUTDOWN_ERROR_CODE : failure.code,
       },
       deps,
     );
@@ -162,7 +163,7 @@ interface RelayedStream {
   readonly tap: SseTap;
   readonly endpoint: Endpoint;
   /** Aborts the upstream request (a cut, a stop): Tollgate's, not the client's. */
-  readonly upstream: AbortController;
+  readonly upstream: UpstreamStop;
   /** Read the upstream on until its usage when the client leaves (else stop reading at once). */
   readonly readOnWhenClientLeaves: boolean;
   readonly onChunk: () => void;
