@@ -62,7 +62,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     const send = {
       method: 'POST' as const,
       path: upstreamPath(request.url, request.endpoint === 'messages' ? MESSAGES_QUERY : []),
-      headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': request.requestId },
+      headers: withRequestId(toUpstreamHeaders(client.headers, true), request.requestId),
       body: bodyFor(request, candidate?.upstreamModel ?? request.facts.model),
       signal: upstreamAbort,
       // Waiting for a connection ends when the client leaves: nothing was sent yet.
@@ -148,6 +148,12 @@ export function forwardedUpstream(endpoint: Endpoint, deps: Pick<PipelineDeps, '
   if (endpoint !== 'messages') return deps.upstream;
   if (deps.anthropic === undefined) throw new TollgateError('upstream_unreachable', 'No Anthropic upstream is configured for /v1/messages.');
   return deps.anthropic;
+}
+
+/** The client's headers as sent upstream, with Tollgate's request id (set on the fresh set, not spread: src/with-fields.ts). */
+function withRequestId(headers: Record<string, string>, requestId: string): Record<string, string> {
+  headers['x-client-request-id'] = requestId;
+  return headers;
 }
 
 /** The body for an upstream that knows the model as `upstreamModel`: the client's bytes with Tollgate's changes spliced in. */

@@ -98,7 +98,8 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     // The client may have left while the headers were awaited, or leave before the sink starts.
     if (clientLeft.aborted) source.cancel();
     else clientLeft.addEventListener('abort', () => source.cancel(), { once: true });
-    const headers = { ...toClientHeaders(response.headers, requestId, true, response.status), ...request.admission.headers };
+    // Onto the fresh header set, not a spread of both (src/with-fields.ts).
+    const headers = Object.assign(toClientHeaders(response.headers, requestId, true, response.status), request.admission.headers);
     const outgoing = request.client.outgoing;
     if (outgoing === undefined) return new Response(toWebStream(source), { status: response.status, headers });
     return nodeStreamResponse(outgoing, response.status, headers, source, () => response.body.readableLength > 0);
@@ -154,7 +155,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
   const body = ok ? answer : redactProviderAccount(answer);
   const headers = toClientHeaders(response.headers, requestId, false, response.status);
   if (body !== answer) delete headers['content-length'];
-  return new Response(asBody(body), { status: response.status, headers: { ...headers, ...request.admission.headers } });
+  return new Response(asBody(body), { status: response.status, headers: Object.assign(headers, request.admission.headers) });
 }
 
 /** What {@link relayStream} relays, and how it ends. */
