@@ -4,11 +4,16 @@
  * interleaved in random order so machine drift hits both alike. For checking
  * that a change made the proxy no slower.
  *
+ * Both run as deployed, built (`node dist/cli/index.js serve`): this working
+ * tree is built first; another checkout must have been built (`npm run build`
+ * there). Under tsx, esbuild's keepNames wraps every closure made at run time
+ * (support.ts), which charges a build per closure it makes per request.
+ *
  * Run: npx tsx bench/ab.ts /path/to/other/checkout [--this /path/to/checkout] [--quick]
  * (`--this` defaults to this working tree).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -24,6 +29,7 @@ import {
   REPO_ROOT,
   shuffled,
   startChild,
+  tollgateEntry,
   type BenchResult,
   type LoadTarget,
 } from './support.js';
@@ -41,10 +47,18 @@ function cpuMicros(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6; // clock ticks at 100 Hz
 }
 
+/** The built entry point of the checkout at `root` (this working tree's is built now). */
+function builtEntry(root: string): string {
+  if (join(root, '.') === join(REPO_ROOT, '.')) return tollgateEntry();
+  const entry = join(root, 'dist', 'cli', 'index.js');
+  if (!existsSync(entry)) throw new Error(`${root} has no dist/cli/index.js: run \`npm run build\` there first`);
+  return entry;
+}
+
 async function serve(root: string, env: Record<string, string>): Promise<{ url: string; pid: number; stop: () => void }> {
   const port = await findFreePort();
   // The proxies alone on core 1; this process (the load) and the fake upstream on core 0.
-  const child = spawn('taskset', ['-c', '1', process.execPath, '--import', 'tsx', 'src/cli/index.ts', 'serve'], {
+  const child = spawn('taskset', ['-c', '1', process.execPath, builtEntry(root), 'serve'], {
     cwd: root,
     env: { ...process.env, ...env, TOLLGATE_PORT: String(port), TOLLGATE_HOST: '127.0.0.1', TOLLGATE_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],

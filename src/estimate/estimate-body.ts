@@ -120,7 +120,19 @@ export interface ReservationBase extends Omit<TokenUsage, 'completionTokens' | '
 
 /** What a reservation of `completionTokens` (all choices) costs, µUSD: the one pricing of estimates and output plans. */
 export function reservationCost(base: ReservationBase, completionTokens: number, price: ModelPrice, toolRates: ToolRates): number {
-  return costMicroUsd({ ...base, completionTokens, audioCompletionTokens: base.audioCompletion ? completionTokens : 0 }, price, toolRates);
+  // Every field listed, not `{ ...base, … }`: in Node 20 each field a literal defines after a spread costs ~0.5–0.8 µs.
+  const usage: { [K in keyof Required<TokenUsage>]: TokenUsage[K] } = {
+    promptTokens: base.promptTokens,
+    cachedTokens: base.cachedTokens,
+    completionTokens,
+    audioPromptTokens: base.audioPromptTokens,
+    audioCompletionTokens: base.audioCompletion ? completionTokens : 0,
+    serviceTier: base.serviceTier,
+    toolCalls: base.toolCalls,
+    cacheWrite5mTokens: base.cacheWrite5mTokens,
+    cacheWrite1hTokens: base.cacheWrite1hTokens,
+  };
+  return costMicroUsd(usage, price, toolRates);
 }
 
 /** A count with every prompt's tokens multiplied by `factor` (rounded up), for tokenizers Tollgate can only approximate. */

@@ -23,6 +23,7 @@ import { createTextCounter, InlineBudgetExceeded } from './text-counter.js';
 import { countTextTokens, loadEncoding, loadEncodingSync, type EncodingName } from './tokenizer.js';
 import { EstimateWorkerPool } from './worker-pool.js';
 import { TollgateError, type ErrorCode } from '../errors.js';
+import { ownsItsBuffer } from '../http/body.js';
 import { readClientBody, type ClientBody } from '../upstreams/request-facts.js';
 
 export { withStoredHistory, type Estimate, type EstimateOptions } from './estimate-body.js';
@@ -145,9 +146,11 @@ export async function openBody(endpoint: Endpoint, bytes: Buffer): Promise<OpenB
     };
   }
   pool ??= new EstimateWorkerPool(config.workerThreads);
-  // The buffer is transferred whole: a view into a shared one (an offset, or Node's pool of small
-  // buffers) is copied into one of its own first. Bodies read from a client have their own.
-  const shared = bytes.byteOffset !== 0 || bytes.byteLength < Buffer.poolSize >>> 1;
+  // The buffer is transferred whole: a view that shares its ArrayBuffer (an offset, a socket's
+  // read, Node's pool of small buffers) is copied into one of its own first. A large body read
+  // from a client has its own (src/http/body.ts).
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.byteLength >= Buffer.poolSize >>> 1;
+  const shared = !ownsItsBuffer(bytes) && !whole;
   const own = shared ? Buffer.from(new ArrayBuffer(bytes.byteLength)) : bytes;
   if (shared) bytes.copy(own);
   const length = own.byteLength; // the view reads 0 once its buffer is transferred

@@ -1,7 +1,7 @@
 /**
  * Reading a client's JSON body: the size limit is enforced while the bytes
- * arrive (a 2 GB upload is cut off at the limit, not after), the bytes land
- * in one buffer of their own (so a large body can be handed to a worker
+ * arrive (a 2 GB upload is cut off at the limit, not after), a large body's
+ * bytes land in one buffer of their own (so it can be handed to a worker
  * thread without a copy), the bytes must be valid UTF-8, and the JSON must be
  * an object.
  */
@@ -19,14 +19,21 @@ export interface BodyAllowance {
   grow(received: number, declared?: number): Promise<void> | undefined;
 }
 
-/** Collects a body's chunks into one ArrayBuffer of its own, sized by the declared length or grown by doubling. */
+/**
+ * Collects a body's chunks. A body that arrives in one chunk is that chunk,
+ * uncopied (a view into the socket's read, as small bodies are); a body of
+ * several chunks lands in one buffer, sized by the declared length or grown
+ * by doubling — of its own when large (see {@link ownsItsBuffer}), from
+ * Node's pool when small.
+ */
 export class BodyBuffer {
-  private buffer: Buffer;
+  private first: Uint8Array | undefined;
+  private buffer: Buffer | undefined;
   private length = 0;
+  private readonly expected: number;
 
   constructor(expected: number | undefined, limit: number) {
-    const size = expected === undefined || !Number.isSafeInteger(expected) || expected < 0 ? 16 * 1024 : Math.min(expected, limit);
-    this.buffer = ownBuffer(size);
+    this.expected = expected === undefined || !Number.isSafeInteger(expected) || expected < 0 ? 16 * 1024 : Math.min(expected, limit);
   }
 
   get size(): number {
@@ -35,8 +42,17 @@ export class BodyBuffer {
 
   push(chunk: Uint8Array): void {
     const needed = this.length + chunk.byteLength;
-    if (needed > this.buffer.length) {
-      const grown = ownBuffer(Math.max(needed, this.buffer.length * 2));
+    if (this.buffer === undefined) {
+      if (this.first === undefined) {
+        this.first = chunk;
+        this.length = needed;
+        return;
+      }
+      this.buffer = bodyBuffer(Math.max(needed, this.expected));
+      this.buffer.set(this.first, 0);
+      this.first = undefined;
+    } else if (needed > this.buffer.length) {
+      const grown = bodyBuffer(Math.max(needed, this.buffer.length * 2));
       this.buffer.copy(grown, 0, 0, this.length);
       this.buffer = grown;
     }
@@ -44,15 +60,38 @@ export class BodyBuffer {
     this.length = needed;
   }
 
-  /** The body: a view of its own ArrayBuffer (transferable), starting at offset 0. */
+  /** The body's bytes. */
   finish(): Buffer {
-    return this.buffer.subarray(0, this.length);
+    if (this.buffer !== undefined) return this.buffer.subarray(0, this.length);
+    if (this.first === undefined) return Buffer.alloc(0);
+    return Buffer.isBuffer(this.first) ? this.first : Buffer.from(this.first.buffer, this.first.byteOffset, this.first.byteLength);
   }
 }
 
-/** A Buffer over a fresh ArrayBuffer (never Node's shared pool, which cannot be transferred). */
-function ownBuffer(size: number): Buffer {
-  return Buffer.from(new ArrayBuffer(size));
+/** ArrayBuffers that {@link BodyBuffer} made for one body alone: nothing else has a view into them. */
+const ownBuffers = new WeakSet<ArrayBufferLike>();
+
+/**
+ * Whether `bytes` may be handed to a worker by transferring its ArrayBuffer:
+ * true only for a body {@link BodyBuffer} gathered into a buffer of its own. Any
+ * other view (a socket's read, Node's pool of small buffers) shares its
+ * ArrayBuffer with bytes that are not this body's, and must be copied first.
+ */
+export function ownsItsBuffer(bytes: Buffer): boolean {
+  return bytes.byteOffset === 0 && ownBuffers.has(bytes.buffer);
+}
+
+/**
+ * A buffer for a body of several chunks: one of its own (transferable,
+ * uninitialised: only the bytes written are ever read) when it is large
+ * enough that a worker may get it, else a slice of Node's pool (a small body
+ * is parsed here, or copied when a worker gets it: see openBody).
+ */
+function bodyBuffer(size: number): Buffer {
+  if (size < Buffer.poolSize >>> 1) return Buffer.allocUnsafe(size);
+  const buffer = Buffer.allocUnsafeSlow(size);
+  ownBuffers.add(buffer.buffer);
+  return buffer;
 }
 
 /** Reads the whole body, refusing more than `limit` bytes. */

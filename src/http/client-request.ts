@@ -19,9 +19,10 @@ export interface ClientRequest {
   /** Lower-case header names. */
   readonly headers: HeaderRecord;
   /**
-   * The whole body, refusing more than `limit` bytes while it arrives, in a
-   * buffer of its own (transferable to a worker). `allowance` is asked before
-   * the bytes are taken (src/http/body-intake.ts); reading waits for it.
+   * The whole body, refusing more than `limit` bytes while it arrives; a
+   * large one in a buffer of its own (transferable to a worker: body.ts,
+   * BodyBuffer). `allowance` is asked before the bytes are taken
+   * (src/http/body-intake.ts); reading waits for it.
    */
   readBody(limit: number, allowance?: BodyAllowance): Promise<Buffer>;
   /**

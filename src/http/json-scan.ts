@@ -171,14 +171,14 @@ export function scanJsonObject(bytes: Buffer, keep: ReadonlySet<string>): JsonSc
   let topKeyStart = -1;
   let topKeyEnd = -1;
   let topValueStart = -1;
-  let lastKept: string | undefined;
+  let lastKept: { -readonly [K in keyof MemberSpan]: MemberSpan[K] } | undefined;
   let lastValueEnd = -1;
   const endTopMember = (valueEnd: number): void => {
-    if (lastKept !== undefined) members[lastKept] = { ...members[lastKept]!, nextKeyStart: topKeyStart };
+    if (lastKept !== undefined) lastKept.nextKeyStart = topKeyStart;
     const name = decodeName(bytes, topKeyStart, topKeyEnd);
     if (keep.has(name)) {
-      members[name] = { keyStart: topKeyStart, valueStart: topValueStart, valueEnd, prevValueEnd: lastValueEnd, nextKeyStart: -1 };
-      lastKept = name;
+      lastKept = { keyStart: topKeyStart, valueStart: topValueStart, valueEnd, prevValueEnd: lastValueEnd, nextKeyStart: -1 };
+      members[name] = lastKept;
     } else {
       lastKept = undefined;
     }
@@ -253,7 +253,19 @@ export function scanJsonObject(bytes: Buffer, keep: ReadonlySet<string>): JsonSc
     else while (at < length && !isDelimiter(bytes[at]!)) at++;
     if (depth === 0) endTopMember(at);
   }
-  return { ok: true, layout: { open, memberCount, keys: [...keep], members } };
+  return { ok: true, layout: { open, memberCount, keys: keysOf(keep), members } };
+}
+
+const keyLists = new WeakMap<ReadonlySet<string>, readonly string[]>();
+
+/** The names of `keep` as a list, made once per set (the set is the caller's constant). */
+function keysOf(keep: ReadonlySet<string>): readonly string[] {
+  let keys = keyLists.get(keep);
+  if (keys === undefined) {
+    keys = Object.freeze([...keep]);
+    keyLists.set(keep, keys);
+  }
+  return keys;
 }
 
 function isDelimiter(byte: number): boolean {

@@ -397,16 +397,7 @@ export class LedgerWriter {
             foldedTags += decision.foldedTags;
             const contribution = decision.folded === 0 ? at : { ...at, folded: decision.folded };
             placed.push(contribution);
-            this.statements.insertPending.run({
-              ...entry,
-              exact: undefined,
-              stream: entry.stream ? 1 : 0,
-              priceKnown: entry.priceKnown ? 1 : 0,
-              endUser: entry.endUser ?? null,
-              tags: encodeTags(entry.tags ?? []),
-              rollupFolded: decision.folded === 0 ? null : decision.folded,
-              rollupExact: exact === 0 ? null : exact,
-            });
+            this.statements.insertPending.run(pendingRow(entry, decision.folded, exact));
             rollups.add(contribution, {
               requests: 1,
               promptTokens: entry.estPromptTokens,
@@ -416,16 +407,7 @@ export class LedgerWriter {
             });
           }
           for (const completion of completions) {
-            const result = this.statements.complete.run({
-              ...completion,
-              audioPromptTokens: completion.audioPromptTokens ?? 0,
-              audioCompletionTokens: completion.audioCompletionTokens ?? 0,
-              serviceTier: completion.serviceTier ?? null,
-              toolCostMicros: completion.toolCostMicros ?? 0,
-              upstream: completion.upstream ?? null,
-              attempts: completion.attempts ?? null,
-              billedAttempts: completion.billedAttempts ?? null,
-            });
+            const result = this.statements.complete.run(completionRow(completion));
             const contribution = this.contributions.get(completion.requestId) ?? this.loadContribution(completion.requestId);
             settled.push(completion.requestId);
             if (result.changes === 0 || contribution === undefined) continue; // already settled: exactly once
@@ -534,7 +516,8 @@ export class LedgerWriter {
     }
     for (const requestId of settled) this.contributions.delete(requestId);
     for (let i = 0; i < begins.length; i += 1) if (placed[i] !== undefined) begins[i]!.resolve();
-    this.refuseBegins(refused, tooManyEndUsers(this.options.nameBounds ?? DEFAULT_NAME_BOUNDS));
+    // Built only when some begin was refused: an error captures a stack, and commits are many.
+    if (refused.length > 0) this.refuseBegins(refused, tooManyEndUsers(this.options.nameBounds ?? DEFAULT_NAME_BOUNDS));
     this.options.onCommit?.({
       rows: begins.length + completions.length + rejections.length,
       durationMs: performance.now() - started,
@@ -604,6 +587,61 @@ function tooManyEndUsers(bounds: NameBounds): TollgateError {
       'Requests of end users already seen today still pass; new ones can again tomorrow.',
     { param: 'user', headers: { 'x-should-retry': 'false' } },
   );
+}
+
+/*
+ * The statements' named parameters, each row built as one object literal of
+ * exactly those: a spread of the entry with overrides made an object of
+ * another shape for every row, and building it and binding from it cost the
+ * writer ~3 µs a row (CPU profiles of the 1 KB chat path).
+ */
+
+/** The `insertPending` parameters of a pending row. */
+function pendingRow(entry: PendingEntry, folded: number, exact: number) {
+  return {
+    requestId: entry.requestId,
+    keyId: entry.keyId,
+    tenantId: entry.tenantId,
+    createdAt: entry.createdAt,
+    endpoint: entry.endpoint,
+    model: entry.model,
+    stream: entry.stream ? 1 : 0,
+    estPromptTokens: entry.estPromptTokens,
+    estCompletionTokens: entry.estCompletionTokens,
+    estCostMicros: entry.estCostMicros,
+    priceKnown: entry.priceKnown ? 1 : 0,
+    endUser: entry.endUser ?? null,
+    tags: encodeTags(entry.tags ?? []),
+    rollupFolded: folded === 0 ? null : folded,
+    rollupExact: exact === 0 ? null : exact,
+  };
+}
+
+/** The `complete` parameters of a settlement. */
+function completionRow(completion: Completion) {
+  return {
+    requestId: completion.requestId,
+    status: completion.status,
+    httpStatus: completion.httpStatus,
+    completedAt: completion.completedAt,
+    promptTokens: completion.promptTokens,
+    cachedTokens: completion.cachedTokens,
+    completionTokens: completion.completionTokens,
+    reasoningTokens: completion.reasoningTokens,
+    audioPromptTokens: completion.audioPromptTokens ?? 0,
+    audioCompletionTokens: completion.audioCompletionTokens ?? 0,
+    serviceTier: completion.serviceTier ?? null,
+    toolCostMicros: completion.toolCostMicros ?? 0,
+    costMicros: completion.costMicros,
+    usageSource: completion.usageSource,
+    latencyMs: completion.latencyMs,
+    ttftMs: completion.ttftMs,
+    upstreamRequestId: completion.upstreamRequestId,
+    errorCode: completion.errorCode,
+    upstream: completion.upstream ?? null,
+    attempts: completion.attempts ?? null,
+    billedAttempts: completion.billedAttempts ?? null,
+  };
 }
 
 /** A refusal as queued: compacted, with where the rollups count it and whether it gets a raw row. */

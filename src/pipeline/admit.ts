@@ -27,9 +27,10 @@ import { attributedBudgetChecks, endUserBindings, exactNames } from '../endusers
 import { TollgateError } from '../errors.js';
 import { bindingsFor } from '../keys/caller.js';
 import { buildRateLimitHeaders, computeSettlement, createDemands, type Demand, type LimitBinding, type Ticket } from '../limits/index.js';
-import type { Admission, AdmittedRequest, EstimatedRequest } from './context.js';
+import type { Admission, AdmittedRequest, EstimatedRequest, Whole } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { outputLimitEdits } from '../upstreams/request-facts.js';
+import { UpstreamStop } from '../upstreams/upstream-stop.js';
 import { AdmissionRefused, budgetHeaders, budgetRefusal, costCapRefusal, limiterUnavailable, limitRefusal } from './refusals.js';
 import { settleRefused } from './settle.js';
 
@@ -44,8 +45,11 @@ interface Taken {
   readonly headers: Readonly<Record<string, string>>;
 }
 
-/** Stage 3: the admitted request, recorded as pending — or a refusal (recorded) or a 503. */
-export async function admit(request: EstimatedRequest, deps: PipelineDeps): Promise<AdmittedRequest> {
+/**
+ * Stage 3: the admitted request, recorded as pending — or a refusal (recorded) or a 503.
+ * `afterwards` runs once its admission is settled or released (in-flight.ts gives its slot back then).
+ */
+export async function admit(request: EstimatedRequest, deps: PipelineDeps, afterwards?: () => void): Promise<AdmittedRequest> {
   const { caller, estimate, facts } = request;
   // 1. Every bucket, all or none.
   const limits = await takeLimits(request, deps);
@@ -120,7 +124,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
   const reservedMicroUsd = plan?.microUsd ?? estimate.reservedMicroUsd;
   // The model could outrun a bound Tollgate only assumed (no known output limit): send it as the limit.
   const limited = plan !== undefined && (plan.capped || (estimate.clientMaxCompletion === undefined && estimate.price.maxOutputTokens === undefined));
-  const sent = limited ? { edits: [...request.edits, ...outputLimitEdits(request.endpoint, request.body, plan!.perChoice)] } : {};
+  const edits = limited ? [...request.edits, ...outputLimitEdits(request.endpoint, request.body, plan!.perChoice)] : request.edits;
   const recorded = deps.ledger.begin({
     requestId: request.requestId,
     keyId: caller.key.id,
@@ -140,12 +144,12 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
   const reservation = shared.kind === 'reserved' ? shared.reservation : undefined;
   let done = false;
   const admission: Admission = {
-    headers: {
-      ...limits.headers,
-      ...budgetHeaders(decision.tightest),
-      ...(plan?.capped ? { 'x-tollgate-output-capped': String(plan.perChoice) } : {}),
-      ...(request.downgradedFrom === undefined ? {} : { 'x-tollgate-downgraded': `${request.downgradedFrom}->${facts.model}` }),
-    },
+    headers: admissionHeaders(
+      limits.headers,
+      decision.tightest,
+      plan,
+      request.downgradedFrom === undefined ? undefined : `${request.downgradedFrom}->${facts.model}`,
+    ),
     decisionMs,
     settle(usage) {
       if (done) return;
@@ -157,12 +161,14 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
         );
       }
       reservation?.settle(usage.microUsd);
+      afterwards?.();
     },
     release() {
       if (done) return;
       done = true;
       refund();
       reservation?.release();
+      afterwards?.();
     },
   };
 
@@ -175,16 +181,46 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps): Prom
     if (error instanceof TollgateError && error.code === 'too_many_end_users') return refuse(new AdmissionRefused('other', error));
     throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
   }
-  return {
-    ...request,
-    ...sent,
+  const admitted: Whole<AdmittedRequest> = {
+    requestId: request.requestId,
+    endpoint: request.endpoint,
+    startedAt: request.startedAt,
+    url: request.url,
+    client: request.client,
+    caller: request.caller,
+    bytes: request.bytes,
+    body: request.body,
+    layout: request.layout,
+    edits,
+    facts,
+    estimate,
+    maxCostMicroUsd: request.maxCostMicroUsd,
+    attribution: request.attribution,
+    route: request.route,
+    downgradedFrom: request.downgradedFrom,
     admission,
     completionAllowance: plan?.completionTokens,
     reservation: { completionTokens: plan?.completionTokens ?? estimate.completionTokensReserved, microUsd: reservedMicroUsd },
-    upstreamAbort: new AbortController(),
+    upstreamAbort: new UpstreamStop(),
     sentAt: request.startedAt,
     settled: false,
+    answered: undefined,
   };
+  return admitted;
+}
+
+/** The headers an admitted request's answer carries: its limits', its tightest budget's, an output cap, a downgrade. */
+function admissionHeaders(
+  limitHeaders: Record<string, string>,
+  tightest: Parameters<typeof budgetHeaders>[0],
+  plan: OutputPlan | undefined,
+  downgraded: string | undefined,
+): Record<string, string> {
+  // Merged onto a fresh object, not spread into a literal (context.ts, Whole).
+  const headers = Object.assign({}, limitHeaders, budgetHeaders(tightest));
+  if (plan?.capped === true) headers['x-tollgate-output-capped'] = String(plan.perChoice);
+  if (downgraded !== undefined) headers['x-tollgate-downgraded'] = downgraded;
+  return headers;
 }
 
 /** Takes the request's cost from every bucket it belongs to, or returns the refusal (nothing taken). */

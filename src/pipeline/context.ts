@@ -17,7 +17,19 @@ import type { FinalStatus } from '../ledger/writer.js';
 import type { ResolvedPrice } from '../estimate/prices.js';
 import type { BodyEdit, BodyLayout, RequestFacts, RequestFields } from '../upstreams/request-facts.js';
 import type { Route } from '../upstreams/router.js';
+import type { UpstreamStop } from '../upstreams/upstream-stop.js';
 import type { Usage } from '../upstreams/usage.js';
+
+/**
+ * Every field of `T`, optional ones included (as undefined): the type of a
+ * stage's object literal. Each stage builds its request as one literal of
+ * all its fields, not `{ ...request, … }`: in Node 20 (V8 11.3) every
+ * property a literal defines after a spread goes through the runtime,
+ * ~0.5–0.8 µs each, which the stages paid tens of µs per request for; listed
+ * this way, a field added to a stage's type fails to compile until the
+ * stages copy it.
+ */
+export type Whole<T> = { [K in keyof Required<T>]: T[K] };
 
 /** An authenticated request. */
 export interface RequestContext {
@@ -108,7 +120,7 @@ export interface AdmittedRequest extends EstimatedRequest {
    * Aborts the upstream request. Only Tollgate aborts it — a stream cut at its cost cap, a
    * shutdown — never the client's leaving: then Tollgate reads the answer on until its usage.
    */
-  readonly upstreamAbort: AbortController;
+  readonly upstreamAbort: UpstreamStop;
   /**
    * Completion tokens (all choices) the answer may carry before a stream is cut,
    * when a budget or cost cap bounds the request; undefined otherwise.

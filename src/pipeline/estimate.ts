@@ -22,7 +22,7 @@ import type { RequestFacts } from '../upstreams/request-facts.js';
 import { reservationPricing } from '../upstreams/route-prices.js';
 import type { Route } from '../upstreams/router.js';
 import { chargeRefusal } from './charge-refusal.js';
-import type { EstimatedRequest, RequestContext } from './context.js';
+import type { EstimatedRequest, RequestContext, Whole } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { AdmissionRefused } from './refusals.js';
 import { settleRefused } from './settle.js';
@@ -51,8 +51,13 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     // Every id the body refers to must be the key's own; a stored history Tollgate settled is reserved at its size.
     const known = await checkReferences(request.caller.key.id, counted.references, deps.responses?.stored);
     const estimated = known.historyTokens === undefined ? counted : withStoredHistory(counted, known.historyTokens);
-    return {
-      ...request,
+    const estimatedRequest: Whole<EstimatedRequest> = {
+      requestId: request.requestId,
+      endpoint: request.endpoint,
+      startedAt: request.startedAt,
+      url: request.url,
+      client: request.client,
+      caller: request.caller,
       bytes: opened.bytes,
       body: opened.fields,
       layout: opened.layout,
@@ -61,9 +66,10 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
       estimate: estimated,
       maxCostMicroUsd,
       attribution,
-      ...(route === undefined ? {} : { route }),
-      ...(cheaper === undefined ? {} : { downgradedFrom: asked }),
+      route,
+      downgradedFrom: cheaper === undefined ? undefined : asked,
     };
+    return estimatedRequest;
   } catch (error) {
     // Refusals count against the key's request limits too (charge-refusal.ts).
     const refusal = await chargeRefusal(request, asRefusal(error), deps);

@@ -50,7 +50,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
   let tried: RouteCandidate | undefined;
   for (let i = 0; i < candidates.length || (i === 0 && candidates.length === 0); i += 1) {
     // A client that left (or a shutdown) while an upstream failed is not sent to the next one.
-    if (i > 0 && (client.abort.signal.aborted || upstreamAbort.signal.aborted)) break;
+    if (i > 0 && (client.abort.signal.aborted || upstreamAbort.aborted)) break;
     const candidate = candidates[i];
     const last = i >= candidates.length - 1;
     // The last candidate is always tried: an answer, even an error, beats none.
@@ -62,9 +62,9 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     const send = {
       method: 'POST' as const,
       path: upstreamPath(request.url, request.endpoint === 'messages' ? MESSAGES_QUERY : []),
-      headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': request.requestId },
+      headers: withRequestId(toUpstreamHeaders(client.headers, true), request.requestId),
       body: bodyFor(request, candidate?.upstreamModel ?? request.facts.model),
-      signal: upstreamAbort.signal,
+      signal: upstreamAbort,
       // Waiting for a connection ends when the client leaves: nothing was sent yet.
       queueSignal: client.abort.signal,
       owner: request.caller.key.id,
@@ -78,7 +78,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
       const name = candidate?.upstream.name;
       const sent = !failedBeforeSending(error);
       // The client left while it waited for a connection, or Tollgate stopped it: not the upstream's fault.
-      if ((!sent && client.abort.signal.aborted) || upstreamAbort.signal.aborted) {
+      if ((!sent && client.abort.signal.aborted) || upstreamAbort.aborted) {
         candidate?.upstream.breaker.release();
         if (name !== undefined) attempts.push({ upstream: name, outcome: 'client_aborted', billed: sent });
         break;
@@ -108,7 +108,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     return response;
   }
   if (tried !== undefined) noteAnswer(request, tried, attempts);
-  if (upstreamAbort.signal.aborted) {
+  if (upstreamAbort.aborted) {
     // Stopped by Tollgate (a shutdown), which settled it.
     stopForwarded(request, {}, deps);
     throw new TollgateError('upstream_unreachable', 'The request was stopped: Tollgate is shutting down.');
@@ -148,6 +148,12 @@ export function forwardedUpstream(endpoint: Endpoint, deps: Pick<PipelineDeps, '
   if (endpoint !== 'messages') return deps.upstream;
   if (deps.anthropic === undefined) throw new TollgateError('upstream_unreachable', 'No Anthropic upstream is configured for /v1/messages.');
   return deps.anthropic;
+}
+
+/** The client's headers as sent upstream, with Tollgate's request id (set on the fresh set, not spread: src/with-fields.ts). */
+function withRequestId(headers: Record<string, string>, requestId: string): Record<string, string> {
+  headers['x-client-request-id'] = requestId;
+  return headers;
 }
 
 /** The body for an upstream that knows the model as `upstreamModel`: the client's bytes with Tollgate's changes spliced in. */

@@ -33,27 +33,11 @@ export async function admitInFlight(request: EstimatedRequest, deps: PipelineDep
     }
     throw error;
   }
-  let admitted: AdmittedRequest;
   try {
-    admitted = await admit(request, deps);
+    // Settled or given back exactly once either way: the slot follows.
+    return await admit(request, deps, release);
   } catch (error) {
     release();
     throw error;
   }
-  // Settled or given back exactly once either way: the slot follows.
-  const { admission } = admitted;
-  return {
-    ...admitted,
-    admission: {
-      ...admission,
-      settle(usage) {
-        admission.settle(usage);
-        release();
-      },
-      release() {
-        admission.release();
-        release();
-      },
-    },
-  };
 }

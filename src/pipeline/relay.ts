@@ -28,6 +28,7 @@ import type { FinalStatus } from '../ledger/writer.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import { needsUsageInjection } from '../upstreams/request-facts.js';
 import { SseTap } from '../upstreams/sse-tap.js';
+import type { UpstreamStop } from '../upstreams/upstream-stop.js';
 import { completionTextOfJson, usageFromJsonBytes } from '../upstreams/usage.js';
 import { anthropicUsageFromJson, completionTextOfMessage } from '../upstreams/anthropic-usage.js';
 import { countStreamedTokens } from '../estimate/index.js';
@@ -97,7 +98,8 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     // The client may have left while the headers were awaited, or leave before the sink starts.
     if (clientLeft.aborted) source.cancel();
     else clientLeft.addEventListener('abort', () => source.cancel(), { once: true });
-    const headers = { ...toClientHeaders(response.headers, requestId, true, response.status), ...request.admission.headers };
+    // Onto the fresh header set, not a spread of both (src/with-fields.ts).
+    const headers = Object.assign(toClientHeaders(response.headers, requestId, true, response.status), request.admission.headers);
     const outgoing = request.client.outgoing;
     if (outgoing === undefined) return new Response(toWebStream(source), { status: response.status, headers });
     return nodeStreamResponse(outgoing, response.status, headers, source, () => response.body.readableLength > 0);
@@ -122,7 +124,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
         streamedText: '',
         firstTokenAt: undefined,
         upstreamRequestId,
-        errorCode: request.upstreamAbort.signal.aborted ? SHUTDOWN_ERROR_CODE : failure.code,
+        errorCode: request.upstreamAbort.aborted ? SHUTDOWN_ERROR_CODE : failure.code,
       },
       deps,
     );
@@ -153,7 +155,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
   const body = ok ? answer : redactProviderAccount(answer);
   const headers = toClientHeaders(response.headers, requestId, false, response.status);
   if (body !== answer) delete headers['content-length'];
-  return new Response(asBody(body), { status: response.status, headers: { ...headers, ...request.admission.headers } });
+  return new Response(asBody(body), { status: response.status, headers: Object.assign(headers, request.admission.headers) });
 }
 
 /** What {@link relayStream} relays, and how it ends. */
@@ -162,7 +164,7 @@ interface RelayedStream {
   readonly tap: SseTap;
   readonly endpoint: Endpoint;
   /** Aborts the upstream request (a cut, a stop): Tollgate's, not the client's. */
-  readonly upstream: AbortController;
+  readonly upstream: UpstreamStop;
   /** Read the upstream on until its usage when the client leaves (else stop reading at once). */
   readonly readOnWhenClientLeaves: boolean;
   readonly onChunk: () => void;

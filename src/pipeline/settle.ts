@@ -170,7 +170,7 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
   request.settled = true;
   const { facts, answered } = request;
   // Billed at the price of the upstream that answered; reserved at the dearest that might have.
-  const estimate = answered?.price === undefined ? request.estimate : { ...request.estimate, price: answered.price };
+  const estimate = answered?.price === undefined ? request.estimate : repriced(request.estimate, answered.price);
   const completedAt = deps.now();
   const cost = costOfEnding({
     useReportedCost: answered?.usageCost === true,
@@ -238,6 +238,16 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
     errorCode: completion.errorCode,
     ...(answered === undefined ? {} : { upstream: answered.upstream, attempts: answered.attempts }),
   });
+}
+
+/**
+ * The estimate at another price. A copy whose `price` is then set: setting a field the copy has is
+ * cheap, where a literal defining it after a spread is not in Node 20 (context.ts, Whole).
+ */
+function repriced(estimate: Estimate, price: Estimate['price']): Estimate {
+  const copy: { -readonly [K in keyof Estimate]: Estimate[K] } = { ...estimate };
+  copy.price = price;
+  return copy;
 }
 
 /** How a refused request is filed. */

@@ -9,6 +9,7 @@ import { Pool, errors as undiciErrors } from 'undici';
 import type { Readable } from 'node:stream';
 import { TollgateError } from '../errors.js';
 import { FairSlots, perOwnerMaxOf, SLOT_WAIT_CODE } from './fair-slots.js';
+import { UpstreamStop } from './upstream-stop.js';
 
 export interface UpstreamOptions {
   /** Base URL including the version path, without trailing slash (e.g. https://api.openai.com/v1). */
@@ -36,8 +37,9 @@ export interface UpstreamRequest {
   readonly path: string;
   readonly headers: Record<string, string>;
   readonly body?: Buffer;
-  readonly signal: AbortSignal;
-  /** Ends only the wait for a connection (the client left before the request could be sent); default `signal`. */
+  /** Aborts the request: the client's signal, or Tollgate's own stop (upstream-stop.ts). */
+  readonly signal: AbortSignal | UpstreamStop;
+  /** Ends only the wait for a connection (the client left before the request could be sent); default `signal`, when an AbortSignal. */
   readonly queueSignal?: AbortSignal;
   /** Whose share of the connections this request uses (the key id); without one, the shared "" owner. */
   readonly owner?: string;
@@ -81,7 +83,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   return {
     async send(request) {
       const headers: Record<string, string> = { ...options.defaultHeaders, ...request.headers, ...fixedHeaders };
-      const release = await slots.acquire(request.owner ?? '', request.queueSignal ?? request.signal).catch((error: unknown) => {
+      const queueSignal = request.queueSignal ?? (request.signal instanceof UpstreamStop ? undefined : request.signal);
+      const release = await slots.acquire(request.owner ?? '', queueSignal).catch((error: unknown) => {
         throw toUpstreamError(error);
       });
       try {

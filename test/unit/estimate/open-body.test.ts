@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Endpoint } from '../../../src/endpoints.js';
+import { BodyBuffer, ownsItsBuffer } from '../../../src/http/body.js';
 import { builtinPriceTable, closeEstimator, configureEstimator, getEstimatorStats, openBody, warmEstimator } from '../../../src/estimate/index.js';
 
 const options = { prices: builtinPriceTable, defaultMaxCompletionTokens: 1_000 };
@@ -107,4 +108,35 @@ describe('a body read on the worker', () => {
     // The loop kept turning while the worker parsed 9 MB (timing itself is measured in bench/body-flood.ts).
     expect(ticks).toBeGreaterThan(1);
   }, 60_000);
+
+  it('copies a body that shares its memory with other bytes (a socket read) instead of taking that memory from them', async () => {
+    configureEstimator({ offloadThresholdBytes: 0 });
+    const text = chat({ messages: Array.from({ length: 2_000 }, (_, i) => ({ role: 'user', content: `m${i}` })) });
+    // The body first, then the next request's bytes, in one read (a pipelined connection).
+    const read = Buffer.from(`${text}POST /v1/chat/completions HTTP/1.1\r\n`);
+    const body = read.subarray(0, Buffer.byteLength(text));
+    const opened = await openBody('chat', body);
+    opened.close();
+    expect(opened.offloaded).toBe(true);
+    expect(opened.bytes.toString()).toBe(text);
+    expect(read.subarray(Buffer.byteLength(text)).toString()).toBe('POST /v1/chat/completions HTTP/1.1\r\n');
+    configureEstimator({ offloadThresholdBytes: 64 * 1024 });
+  }, 60_000);
+});
+
+describe('a body gathered from its chunks', () => {
+  it('is the one chunk itself when it came in one, and the chunks in order in a buffer of its own when it came in several', () => {
+    const one = new BodyBuffer(5, 1_000);
+    const chunk = Buffer.from('{"a":1}');
+    one.push(chunk);
+    expect(one.finish()).toBe(chunk);
+
+    const large = 'x'.repeat(100_000);
+    const several = new BodyBuffer(undefined, 1_000_000);
+    for (let at = 0; at < large.length; at += 30_000) several.push(Buffer.from(large.slice(at, at + 30_000)));
+    const gathered = several.finish();
+    expect(gathered.toString()).toBe(large);
+    expect(ownsItsBuffer(gathered)).toBe(true);
+    expect(ownsItsBuffer(chunk)).toBe(false);
+  });
 });

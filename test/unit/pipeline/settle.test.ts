@@ -80,7 +80,7 @@ describe('stopForwarded', () => {
     harness.test.ledger.flush();
 
     expect(open.size).toBe(0);
-    expect(admitted.upstreamAbort.signal.aborted).toBe(true);
+    expect(admitted.upstreamAbort.aborted).toBe(true);
     expect(harness.row(request.requestId)).toMatchObject({ status: 'upstream_interrupted', cost_micros: request.estimate.reservedMicroUsd });
     // The buckets keep the whole reservation: max_tokens 100 and the prompt.
     expect(harness.test.limiter.peek(bindingsFor(request.caller, [])[0]!.bucket).remaining).toBe(100_000 - request.estimate.reservedTokens);
