@@ -17,7 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { openDatabase, type TollgateDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { querySpend } from '../src/reports/spend.js';
-import type { Policy } from '../src/limits/algorithm/policy.js';
+import type { Policy } from '../src/domain/policy.js';
 import { builtinPriceTable } from '../src/estimate/prices.js';
 import { Hono } from 'hono';
 import type { AppEnv } from '../src/app-env.js';

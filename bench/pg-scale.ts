@@ -29,7 +29,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Hono } from 'hono';
 import pg from 'pg';
 import type { AppEnv } from '../src/app-env.js';
-import { calendarDay, HOUR_MS, monthStartOf, addDays } from '../src/calendar.js';
+import { calendarDay, HOUR_MS, monthStartOf, addDays } from '../src/domain/calendar.js';
 import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, PgDashboardReads, SESSION_COOKIE } from '../src/dashboard/index.js';
 import { openDatabase } from '../src/db/open.js';
 import { migratePg, openPg, type PgPool } from '../src/db/pg.js';

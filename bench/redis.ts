@@ -13,7 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { openDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
-import { parseLimit } from '../src/limits/algorithm/policy.js';
+import { parseLimit } from '../src/domain/policy.js';
 import { startRedis } from '../test/support/redis.js';
 import { chatBody1k } from './proxy.js';
 import { measureThroughput, median, printTable, startChild, startTollgate, type BenchResult } from './support.js';

@@ -9,7 +9,7 @@ import ts from 'typescript';
 import { Pool } from 'undici';
 import { openDatabase } from '../src/db/open.js';
 import { KeyStore } from '../src/keys/store.js';
-import { parseLimit } from '../src/limits/algorithm/policy.js';
+import { parseLimit } from '../src/domain/policy.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 

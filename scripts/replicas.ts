@@ -18,8 +18,8 @@ import pg from 'pg';
 import { pgAdminOps } from '../src/admin/pg-ops.js';
 import { migratePg, openPg } from '../src/db/pg.js';
 import { startFakeUpstream } from '../src/demo/fake-upstream/index.js';
-import { TollgateError } from '../src/errors.js';
-import { parseLimit } from '../src/limits/algorithm/policy.js';
+import { TollgateError } from '../src/domain/errors.js';
+import { parseLimit } from '../src/domain/policy.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = fileURLToPath(new URL('../src/cli/index.ts', import.meta.url));

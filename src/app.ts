@@ -14,7 +14,7 @@ import { createDashboardTokenRoutes, createTenantGate } from './dashboard/tenant
 import { fileLedgerExporter, type LedgerExporter } from './reports/export.js';
 import { sqliteDashboardTokens, type DashboardTokenStore } from './dashboard/tenant-tokens.js';
 import { sqliteReconciliations, type ReconciliationStore } from './reconcile/store.js';
-import { TollgateError, renderError } from './errors.js';
+import { TollgateError, renderError } from './domain/errors.js';
 import type { LedgerWriter } from './ledger/writer.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';

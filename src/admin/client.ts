@@ -3,7 +3,7 @@
  * `tollgate --url http://host:8787 …` uses. Errors come back as the same
  * TollgateErrors the local operations throw.
  */
-import { TollgateError, type ErrorCode } from '../errors.js';
+import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import type { SpendReport } from '../reports/spend.js';
 import type { IssuedKey, KeyView, TenantView } from '../keys/store.js';
 import type { AdminOps } from './ops.js';

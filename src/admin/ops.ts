@@ -5,7 +5,7 @@
  */
 import type { TollgateDatabase } from '../db/open.js';
 import { querySpend, type SpendGrouping, type SpendQuery, type SpendReport } from '../reports/spend.js';
-import type { Budget, LimitSpec, Policy } from '../limits/algorithm/policy.js';
+import type { Budget, LimitSpec, Policy } from '../domain/policy.js';
 import { KeyStore, type IssuedKey, type KeyPatch, type KeyView, type TenantPatch, type TenantView } from '../keys/store.js';
 
 interface CreateKeyInput {

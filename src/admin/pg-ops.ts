@@ -3,7 +3,7 @@
  * TOLLGATE_DATABASE_URL is set, and what a replica's admin API serves — the
  * same AdminOps as on a SQLite file (ops.ts), so every caller is unchanged.
  */
-import { pgUnavailable } from '../errors.js';
+import { pgUnavailable } from '../domain/errors.js';
 import { isPgUnreachable, type PgPool } from '../db/pg.js';
 import { PgKeyStore } from '../keys/pg-store.js';
 import { queryPgSpend } from '../reports/pg-spend.js';

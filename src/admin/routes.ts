@@ -6,11 +6,11 @@
 import { Hono, type Context } from 'hono';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { z } from 'zod';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { parseSince, SPEND_GROUPINGS, type SpendGrouping } from '../reports/spend.js';
 import { parseExportRange, spendCsvRecords, spendReportCsv, textStream, type LedgerExportFormat, type LedgerExporter } from '../reports/export.js';
 import { parseSpendLimit } from '../reports/spend-cursor.js';
-import type { Policy } from '../limits/algorithm/policy.js';
+import type { Policy } from '../domain/policy.js';
 import type { AdminOps } from './ops.js';
 import { createKeyBody, createTenantBody, updateKeyBody, updateTenantBody } from './wire.js';
 import type { AppEnv } from '../app-env.js';

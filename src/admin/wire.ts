@@ -1,7 +1,7 @@
 /** The admin API's request bodies, validated with zod (responses are the views as JSON). */
 import { z } from 'zod';
-import { BUDGET_PERIODS } from '../limits/algorithm/policy.js';
-import { endUserPolicySchema, limitSchema, policySchema, tagBudgetSchema } from '../limits/algorithm/policy.js';
+import { BUDGET_PERIODS } from '../domain/policy.js';
+import { endUserPolicySchema, limitSchema, policySchema, tagBudgetSchema } from '../domain/policy.js';
 
 const budgetSchema = z.object({ microUsd: z.number().int().positive(), period: z.enum(BUDGET_PERIODS) });
 

@@ -5,10 +5,10 @@
  * from the hourly rollups); the math is forecast.ts.
  */
 import { SpendTracker } from '../budgets/spend-tracker.js';
-import { HOUR_MS, periodEnd, utcHour } from '../calendar.js';
+import { HOUR_MS, periodEnd, utcHour } from '../domain/calendar.js';
 import type { TollgateDatabase } from '../db/open.js';
-import { budgetsOf, type Budget, type Policy } from '../limits/algorithm/policy.js';
-import { formatMicrosExact } from '../money.js';
+import { budgetsOf, type Budget, type Policy } from '../domain/policy.js';
+import { formatMicrosExact } from '../domain/money.js';
 import { describeForecast, forecastRunOut, type Forecast } from './forecast.js';
 import { AlertSpendReads, type SpendOwner } from './spend-reads.js';
 

@@ -5,8 +5,8 @@
  * that sees the same id twice — a retry after a lost answer — can drop it.
  */
 import { createHash } from 'node:crypto';
-import type { BudgetPeriod } from '../calendar.js';
-import { formatMicrosExact, formatMicrosFixed } from '../money.js';
+import type { BudgetPeriod } from '../domain/calendar.js';
+import { formatMicrosExact, formatMicrosFixed } from '../domain/money.js';
 import { describeForecast, type Forecast } from './forecast.js';
 import type { AlertEventType } from './settings.js';
 

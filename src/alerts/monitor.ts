@@ -13,8 +13,8 @@
  */
 import { budgetChecksFor } from '../budgets/check.js';
 import { isAttributed, type SpendTracker } from '../budgets/spend-tracker.js';
-import { dayStartMs, HOUR_MS, periodEnd, periodId, periodStart, utcHour, type BudgetPeriod } from '../calendar.js';
-import type { Caller } from '../keys/caller.js';
+import { dayStartMs, HOUR_MS, periodEnd, periodId, periodStart, utcHour, type BudgetPeriod } from '../domain/calendar.js';
+import type { Caller } from '../domain/caller.js';
 import type { Logger } from '../logger.js';
 import type { FinishedListener } from '../pipeline/finished.js';
 import type { AlertClaims } from './claims.js';

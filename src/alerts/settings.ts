@@ -5,8 +5,8 @@
  * environment) through {@link resolveAlertSettings}.
  */
 import { z } from 'zod';
-import { BUDGET_PERIODS, type BudgetPeriod } from '../calendar.js';
-import { usdToMicros } from '../money.js';
+import { BUDGET_PERIODS, type BudgetPeriod } from '../domain/calendar.js';
+import { usdToMicros } from '../domain/money.js';
 
 /** What a webhook can be sent. */
 const ALERT_EVENTS = ['budget.threshold', 'spend.velocity'] as const;

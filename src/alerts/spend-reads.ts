@@ -5,7 +5,7 @@
  * budget period for the global alert budgets. Reads only, from the rollups.
  */
 import type Database from 'better-sqlite3';
-import { calendarDay, periodStart, type BudgetPeriod } from '../calendar.js';
+import { calendarDay, periodStart, type BudgetPeriod } from '../domain/calendar.js';
 
 /** Whose spend: a key, a tenant's keys, or every key (id null). */
 export interface SpendOwner {

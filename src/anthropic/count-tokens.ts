@@ -7,10 +7,10 @@
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { openBody } from '../estimate/index.js';
 import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
-import { checkModelAllowed } from '../keys/caller.js';
+import { checkModelAllowed } from '../domain/caller.js';
 import { authenticate } from '../pipeline/authenticate.js';
 import { chargeRefusal, chargeRequestLimits } from '../pipeline/charge-refusal.js';
 import type { PipelineDeps } from '../pipeline/deps.js';

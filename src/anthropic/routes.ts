@@ -8,7 +8,7 @@
  */
 import { Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import type { Logger } from '../logger.js';
 import { authenticate } from '../pipeline/authenticate.js';
 import type { PipelineDeps } from '../pipeline/deps.js';

@@ -8,9 +8,9 @@
  * `begin` that records the reservation, so no admitted request can slip in
  * between (see SpendTracker).
  */
-import { periodEnd } from '../calendar.js';
-import type { Caller } from '../keys/caller.js';
-import { budgetsOf, type Budget } from '../limits/algorithm/policy.js';
+import { periodEnd } from '../domain/calendar.js';
+import type { Caller } from '../domain/caller.js';
+import { budgetsOf, type Budget } from '../domain/policy.js';
 import type { BudgetScope, SpendTracker } from './spend-tracker.js';
 
 export interface BudgetCheck {

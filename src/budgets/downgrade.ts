@@ -9,7 +9,7 @@
  * Pure: the spend is passed in.
  */
 import { baseModelOf, stripProviderPrefix, stripSnapshotSuffix } from '../estimate/models.js';
-import type { Policy } from '../limits/algorithm/policy.js';
+import type { Policy } from '../domain/policy.js';
 
 /**
  * The names a requested model goes by, most specific first, as the price

@@ -25,7 +25,7 @@
 import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from '../db/open.js';
 import type { PgPool } from '../db/pg.js';
-import { calendarDay, dayEndMs, dayStartMs, periodStart, type BudgetPeriod } from '../calendar.js';
+import { calendarDay, dayEndMs, dayStartMs, periodStart, type BudgetPeriod } from '../domain/calendar.js';
 import { enableOutbox } from '../ledger/shipper.js';
 import { isAttributed, type BudgetScope, type SpendChange, type SpendRead } from './spend-tracker.js';
 

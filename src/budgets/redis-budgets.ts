@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
 import type { FailMode } from '../limits/index.js';
 import type { BudgetCheck, BudgetDecision, BudgetStanding } from './check.js';
-import { periodEnd, periodId } from '../calendar.js';
+import { periodEnd, periodId } from '../domain/calendar.js';
 
 const BUDGET_SCRIPT = readFileSync(new URL('../../lua/budget.lua', import.meta.url), 'utf8');
 const COMMAND = 'tollgateBudgetReserve';

@@ -26,7 +26,7 @@
  */
 import type { TollgateDatabase } from '../db/open.js';
 import type Database from 'better-sqlite3';
-import { addDays, periodStart, calendarDay, type BudgetPeriod } from '../calendar.js';
+import { addDays, periodStart, calendarDay, type BudgetPeriod } from '../domain/calendar.js';
 
 export interface SpendScope {
   readonly level: 'key' | 'tenant';

@@ -12,9 +12,9 @@ import { AlertOutbox } from '../alerts/outbox.js';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/open.js';
 import { KeyStore } from '../keys/store.js';
-import { formatMicrosExact } from '../money.js';
+import { formatMicrosExact } from '../domain/money.js';
 import { parseSince } from '../reports/spend.js';
-import { dayStartMs } from '../calendar.js';
+import { dayStartMs } from '../domain/calendar.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
 import { printable, table } from './format.js';
 

@@ -6,9 +6,9 @@
 import type { Command } from 'commander';
 import { once } from 'node:events';
 import { loadConfig } from '../config.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { openDatabase } from '../db/open.js';
-import { PolicyError } from '../limits/algorithm/policy.js';
+import { PolicyError } from '../domain/policy.js';
 import { localAdminOps, type AdminOps } from '../admin/ops.js';
 import { remoteAdminOps } from '../admin/client.js';
 import { fileLedgerExporter, type LedgerExporter } from '../reports/export.js';

@@ -8,7 +8,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/open.js';
-import { TollgateError, type ErrorCode } from '../errors.js';
+import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { sqliteDashboardTokens, type DashboardTokenStore, type DashboardTokenView } from '../dashboard/tenant-tokens.js';
 import { print, printJson, type GlobalOptions } from './context.js';
 import { table, when } from './format.js';

@@ -1,6 +1,6 @@
 /** Output for people: aligned tables, dollars, dates, counts. */
-import { budgetsOf, formatLimit, type Policy } from '../limits/algorithm/policy.js';
-import { formatMicrosExact } from '../money.js';
+import { budgetsOf, formatLimit, type Policy } from '../domain/policy.js';
+import { formatMicrosExact } from '../domain/money.js';
 
 /**
  * A cell as a terminal should show it: control characters (C0, DEL, C1 —
@@ -27,7 +27,7 @@ export function table(headers: readonly string[], cellRows: ReadonlyArray<readon
 }
 
 /** Dollars for tables (the dashboard shares it). */
-export { formatMicrosShort as usd } from '../money.js';
+export { formatMicrosShort as usd } from '../domain/money.js';
 
 export function count(n: number): string {
   return n.toLocaleString('en-US');

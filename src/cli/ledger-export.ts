@@ -7,7 +7,7 @@
  */
 import { Option, type Command } from 'commander';
 import { loadConfig } from '../config.js';
-import { TollgateError, type ErrorCode } from '../errors.js';
+import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { parseExportRange, type LedgerExportFormat } from '../reports/export.js';
 import { CliError, EXIT_USAGE, printChunk, withOps, type GlobalOptions } from './context.js';
 

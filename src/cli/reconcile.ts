@@ -9,7 +9,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/open.js';
-import { formatMicrosExact } from '../money.js';
+import { formatMicrosExact } from '../domain/money.js';
 import type { CellSide, ReconcileRow } from '../reconcile/compare.js';
 import { openAIUsageProvider } from '../reconcile/openai.js';
 import { pgLedgerCells } from '../reconcile/ledger-cells.js';

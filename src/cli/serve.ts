@@ -4,10 +4,10 @@ import type { Command } from 'commander';
 import { loadConfig, parseWorkers } from '../config.js';
 import { openDatabase } from '../db/open.js';
 import { KeyStore } from '../keys/store.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { print, type GlobalOptions } from './context.js';
 import { randomBytes } from 'node:crypto';
-import { parseLimit } from '../limits/algorithm/policy.js';
+import { parseLimit } from '../domain/policy.js';
 import type { IpcChannel } from '../limits/stores/ipc-client.js';
 
 // The server and the fake upstream load only when a command needs them, so

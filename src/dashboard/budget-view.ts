@@ -1,5 +1,5 @@
 /** A budget bar's view model (overview, keys table, key page) and what a budget's period has spent. */
-import { budgetsOf, type Budget, type BudgetPeriod } from '../limits/algorithm/policy.js';
+import { budgetsOf, type Budget, type BudgetPeriod } from '../domain/policy.js';
 import type { KeyRecord } from './directory.js';
 import { percent, usd } from './format.js';
 import type { SpendByKey } from './reads.js';

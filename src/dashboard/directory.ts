@@ -4,8 +4,8 @@
  * a policy text already parsed is not parsed again (keys often share one).
  */
 import type Database from 'better-sqlite3';
-import { PolicyError, type Policy } from '../limits/algorithm/policy.js';
-import { readStoredPolicy } from '../keys/policy-json.js';
+import { PolicyError, type Policy } from '../domain/policy.js';
+import { readStoredPolicy } from '../domain/policy-json.js';
 import type { KeyStatus } from '../keys/store.js';
 
 /** A key as the dashboard lists it (never its hash or secret). */

@@ -5,8 +5,8 @@
  * answers at most `limit` rows (default 50, at most 500) with `hasMore` and a
  * `nextCursor`; the key page shows the first few of each.
  */
-import { TollgateError } from '../errors.js';
-import { monthStartOf, calendarDay } from '../calendar.js';
+import { TollgateError } from '../domain/errors.js';
+import { monthStartOf, calendarDay } from '../domain/calendar.js';
 import { parseSince } from '../reports/spend.js';
 import { parseListLimit } from './request-cursor.js';
 import { requestItem, type RequestItem } from './request-list.js';

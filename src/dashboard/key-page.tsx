@@ -7,13 +7,13 @@
 import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import type { SpendTotals } from '../reports/spend.js';
-import { formatLimit, type LimitSpec } from '../limits/algorithm/policy.js';
+import { formatLimit, type LimitSpec } from '../domain/policy.js';
 import type { KeyStatus } from '../keys/store.js';
-import { describeAttributedPolicy } from '../endusers/policy-options.js';
+import { describeAttributedPolicy } from '../domain/policy-options.js';
 import { budgetItem, type BudgetItem } from './budget-view.js';
 import { describeForecast, forecastRunOut } from '../alerts/forecast.js';
-import { HOUR_MS, periodEnd, periodStart, utcHour } from '../calendar.js';
-import { formatMicrosExact } from '../money.js';
+import { HOUR_MS, periodEnd, periodStart, utcHour } from '../domain/calendar.js';
+import { formatMicrosExact } from '../domain/money.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
 import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
 import { keyStatusOf, type KeyRecord } from './directory.js';

@@ -6,7 +6,7 @@
  */
 import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
-import { formatLimit } from '../limits/algorithm/policy.js';
+import { formatLimit } from '../domain/policy.js';
 import type { KeyStatus } from '../keys/store.js';
 import { keyBudget, type BudgetItem, type Level } from './budget-view.js';
 import { EmptyNote, listBody } from './components.js';

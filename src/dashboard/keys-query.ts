@@ -1,5 +1,5 @@
 /** The keys table's query string: filters, sort and page, read and written. */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 
 /** Columns the keys table sorts by. */
 const SORT_KEYS = ['name', 'tenant', 'status', 'today', 'month', 'requests', 'budget', 'last_used'] as const;

@@ -8,7 +8,7 @@ import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import type { PeriodTotals } from './reads.js';
 import { budgetItem, keyBudget, spentInBudgetPeriod, type BudgetItem } from './budget-view.js';
-import { budgetsOf } from '../limits/algorithm/policy.js';
+import { budgetsOf } from '../domain/policy.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
 import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
 import { count, percent, usd } from './format.js';

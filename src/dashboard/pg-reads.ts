@@ -12,10 +12,10 @@
  */
 import type pg from 'pg';
 import type { PgPool } from '../db/pg.js';
-import { pgUnavailable } from '../errors.js';
+import { pgUnavailable } from '../domain/errors.js';
 import { queryPgSpend } from '../reports/pg-spend.js';
 import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';
-import { addDays, dayEndMs, dayStartMs, monthStartOf, calendarDay, periodStart } from '../calendar.js';
+import { addDays, dayEndMs, dayStartMs, monthStartOf, calendarDay, periodStart } from '../domain/calendar.js';
 import { DirectoryCache, type Directory, type StoredKeyRow, type StoredTenantRow } from './directory.js';
 import {
   addTotals,

@@ -10,7 +10,7 @@
  * whose tokens would be stale (a revoked token that still works there).
  */
 import type { PgPool } from '../db/pg.js';
-import { pgUnavailable } from '../errors.js';
+import { pgUnavailable } from '../domain/errors.js';
 import {
   activeViewerOf,
   hashDashboardToken,

@@ -4,9 +4,9 @@
  * it reads a consistent snapshot while the proxy writes), one job at a time.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { setTimeZone } from '../calendar.js';
+import { setTimeZone } from '../domain/calendar.js';
 import { openDatabase } from '../db/open.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { querySpend, type SpendQuery } from '../reports/spend.js';
 import { SqliteDashboardReads } from './reads.js';
 import type { ReadJob, ReadResult, WorkerReadMethod } from './read-worker-protocol.js';

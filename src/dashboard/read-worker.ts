@@ -18,9 +18,9 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { currentTimeZone } from '../calendar.js';
+import { currentTimeZone } from '../domain/calendar.js';
 import type { TollgateDatabase } from '../db/open.js';
-import { TollgateError, type ErrorCode } from '../errors.js';
+import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';
 import { DirectoryReader, type Directory } from './directory.js';
 import type { DashboardReads, DayPoint, HourPoint, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from './reads.js';

@@ -27,7 +27,7 @@
 import type { TollgateDatabase } from '../db/open.js';
 import { querySpend, type SpendReport, type SpendTotals } from '../reports/spend.js';
 import { decodeRequestCursor, encodeRequestCursor } from './request-cursor.js';
-import { addDays, dayEndMs, dayStartMs, HOUR_MS, monthStartOf, calendarDay, periodStart, utcHour } from '../calendar.js';
+import { addDays, dayEndMs, dayStartMs, HOUR_MS, monthStartOf, calendarDay, periodStart, utcHour } from '../domain/calendar.js';
 import { DirectoryReader, type Directory } from './directory.js';
 
 /** Days of the long chart. */

@@ -3,7 +3,7 @@
  * recent 429s): newest first, and a keyset cursor holding the last row's time
  * and request id, so a page costs the same wherever it starts. Pure.
  */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 
 /** Rows per page of a dashboard list when none is asked for, and the most a page may hold. */
 const LIST_PAGE_ROWS = 50;

@@ -9,7 +9,7 @@
  * not the tenant's never reaches a per-key read (they refuse it as a second
  * line).
  */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import type { SpendTotals } from '../reports/spend.js';
 import type { Directory } from './directory.js';
 import type { DashboardReads, DayPoint, HourPoint, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from './reads.js';

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { TollgateDatabase } from '../db/open.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { generateKey, hashKey } from '../keys/key-format.js';
 
 const TOKEN_PREFIX = 'tgd-';

@@ -13,7 +13,7 @@ import { LedgerShipper, registerShipperMetrics } from '../ledger/shipper.js';
 import type { Logger } from '../logger.js';
 import type { TollgateDatabase } from './open.js';
 import { migratePg, openPg, type PgPool } from './pg.js';
-import type { NameBounds } from '../endusers/rollup-names.js';
+import type { NameBounds } from '../domain/rollup-names.js';
 
 export interface ReplicaOptions {
   readonly url: string;

@@ -19,8 +19,8 @@
  * (`sha256:` and 32 hex digits: bounded, stable, distinct per user).
  */
 import { createHash } from 'node:crypto';
-import { TollgateError } from '../errors.js';
-import { TAG_PATTERN } from '../limits/algorithm/policy.js';
+import { TollgateError } from '../domain/errors.js';
+import { TAG_PATTERN } from '../domain/policy.js';
 
 /** Longest end-user id accepted (OpenAI's `safety_identifier` is at most 64; hashed emails fit). */
 export const MAX_END_USER_CHARS = 128;

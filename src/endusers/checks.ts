@@ -14,9 +14,9 @@
  *   key's own still apply); one without tags has no tag budgets.
  */
 import type { BudgetCheck } from '../budgets/check.js';
-import type { Caller } from '../keys/caller.js';
+import type { Caller } from '../domain/caller.js';
 import { bindLimits, type LimitBinding } from '../limits/index.js';
-import type { Policy } from '../limits/algorithm/policy.js';
+import type { Policy } from '../domain/policy.js';
 import type { Attribution } from './attribution.js';
 
 /** The end user's own buckets of the key's per-user limits (none without a user or such limits). */

@@ -9,7 +9,7 @@
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { readClientBody } from '../upstreams/request-facts.js';
 import { TokenCountCache } from './count-cache.js';
 import { reattachStrings } from './detach-strings.js';

@@ -22,7 +22,7 @@ import { builtinPriceTable } from './prices.js';
 import { createTextCounter, InlineBudgetExceeded } from './text-counter.js';
 import { countTextTokens, loadEncoding, loadEncodingSync, type EncodingName } from './tokenizer.js';
 import { EstimateWorkerPool } from './worker-pool.js';
-import { TollgateError, type ErrorCode } from '../errors.js';
+import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { ownsItsBuffer } from '../http/body.js';
 import { readClientBody, type ClientBody } from '../upstreams/request-facts.js';
 

@@ -2,7 +2,7 @@
  * The built-in prices, written in USD as OpenAI's pricing pages show them so a reviewer can hold
  * each row against its source; {@link usd} turns them into integer micro-USD once, at load.
  */
-import { MICROS_PER_USD } from '../money.js';
+import { MICROS_PER_USD } from '../domain/money.js';
 import type { ModelPrice, TokenPrices, ToolPrices } from './price-types.js';
 
 /** USD → integer µUSD. Math.round only removes binary noise (0.15 * 1e6): every price has ≤ 6 decimals. */

@@ -11,7 +11,7 @@
  * {@link ResolvedPrice.assumed} says which of these a price relied on, so it can be logged.
  */
 import { z } from 'zod';
-import { MICROS_PER_USD as USD, usdToMicros } from '../money.js';
+import { MICROS_PER_USD as USD, usdToMicros } from '../domain/money.js';
 import { baseModelOf, stripProviderPrefix, stripSnapshotSuffix } from './models.js';
 import { BUILTIN_MODELS, BUILTIN_SOURCE, BUILTIN_TOOLS } from './price-table.js';
 import type { ModelPrice, PriceTable, TokenPrices, TokenUsage, ToolCalls, ToolPrices, ToolRates } from './price-types.js';

@@ -18,7 +18,7 @@
  * 429 `rate_limit_exceeded` when its key has too many large bodies in, 503
  * `server_busy` when the process's memory for bodies is taken. No I/O.
  */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import type { BodyAllowance } from './body.js';
 
 /** What counts as a large body for a key's bound: bodies this size take real worker time to parse (tens of ms for dense ones). */

@@ -5,7 +5,7 @@
  * thread without a copy), the bytes must be valid UTF-8, and the JSON must be
  * an object.
  */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 

@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BodyBuffer, declaredLength, readBodyBytes, tooLarge, type BodyAllowance } from './body.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import type { NodeBindings } from '../app-env.js';
 
 export type HeaderRecord = Readonly<Record<string, string | string[] | undefined>>;

@@ -7,7 +7,7 @@
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { clientAddressOf } from './client-address.js';
 import { SecretThrottle } from './secret-throttle.js';
 

@@ -8,13 +8,13 @@
  * have" never skips a change committed late with a smaller number.
  */
 import type pg from 'pg';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import type { PgPool } from '../db/pg.js';
-import { PolicyError, type Policy } from '../limits/algorithm/policy.js';
+import { PolicyError, type Policy } from '../domain/policy.js';
 import { generateKey, hashKey, newId, visiblePrefix } from './key-format.js';
-import { readStoredPolicy } from './policy-json.js';
+import { readStoredPolicy } from '../domain/policy-json.js';
 import { checkName, checkPolicy, mergePolicy } from './store.js';
-import type { IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from './types.js';
+import type { IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
 
 /** "tollgate-keys" as a lock id (distinct from the migration lock in src/db/pg.ts). */
 const KEYS_LOCK = '7813575385137752000';

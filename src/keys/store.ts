@@ -7,15 +7,15 @@
  * inside the writing transaction), so a proxy polling `max(version)` sees it.
  */
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import type { TollgateDatabase } from '../db/open.js';
 import { apiKeys, tenants, type ApiKeyRow, type TenantRow } from '../db/schema.js';
-import { PolicyError, validatePolicy, type Budget, type EndUserPolicy, type LimitSpec, type Policy, type TagBudget } from '../limits/algorithm/policy.js';
+import { PolicyError, validatePolicy, type Budget, type EndUserPolicy, type LimitSpec, type Policy, type TagBudget } from '../domain/policy.js';
 import { generateKey, hashKey, newId, visiblePrefix } from './key-format.js';
-import { readStoredPolicy } from './policy-json.js';
+import { readStoredPolicy } from '../domain/policy-json.js';
 
-export type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from './types.js';
-import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from './types.js';
+export type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
+import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,99}$/;
 

@@ -14,7 +14,7 @@
  * longer than any outage.
  */
 import type { PgPool } from '../db/pg.js';
-import { addDays, calendarDay, dayStartMs } from '../calendar.js';
+import { addDays, calendarDay, dayStartMs } from '../domain/calendar.js';
 
 /** Only one node prunes at a time ("tollgate-prune" as a lock id). */
 const PRUNE_LOCK = '7813575385137752100';

@@ -14,8 +14,8 @@
  * for the pending row (name-bound.ts), so its settlement moves the same rows.
  */
 import type Database from 'better-sqlite3';
-import { calendarDay, utcHour } from '../calendar.js';
-import { rollupNamesOf } from '../endusers/rollup-names.js';
+import { calendarDay, utcHour } from '../domain/calendar.js';
+import { rollupNamesOf } from '../domain/rollup-names.js';
 
 /** What a pending row contributed to the rollups, to settle the difference later. */
 export interface Contribution {

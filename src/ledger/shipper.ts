@@ -29,10 +29,10 @@ import type pg from 'pg';
 import { Gauge, type Registry } from 'prom-client';
 import type { TollgateDatabase } from '../db/open.js';
 import type { PgPool } from '../db/pg.js';
-import { calendarDay, utcHour } from '../calendar.js';
+import { calendarDay, utcHour } from '../domain/calendar.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
 import { decodeTags } from '../endusers/attribution.js';
-import { DEFAULT_NAME_BOUNDS, rollupNamesOf, type NameBounds } from '../endusers/rollup-names.js';
+import { DEFAULT_NAME_BOUNDS, rollupNamesOf, type NameBounds } from '../domain/rollup-names.js';
 import { planNames } from './pg-name-bound.js';
 import { countsDelta, transition, type LedgerState, type RowCounts } from './row-counts.js';
 

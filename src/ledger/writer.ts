@@ -29,10 +29,10 @@
 import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from '../db/open.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
-import { calendarDay } from '../calendar.js';
+import { calendarDay } from '../domain/calendar.js';
 import { decodeTags, encodeTags } from '../endusers/attribution.js';
-import { DEFAULT_NAME_BOUNDS, exactMaskOf, type NameBounds } from '../endusers/rollup-names.js';
-import { TollgateError } from '../errors.js';
+import { DEFAULT_NAME_BOUNDS, exactMaskOf, type NameBounds } from '../domain/rollup-names.js';
+import { TollgateError } from '../domain/errors.js';
 import { truncateForStorage } from '../http/client-strings.js';
 import { NameBound, REFUSED } from './name-bound.js';
 import { RefusalAllowance } from './refusal-allowance.js';

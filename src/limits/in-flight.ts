@@ -6,7 +6,7 @@
  * settled; one over the cap waits for a slot, in arrival order, at most
  * `maxWaitMs`, then gets a 429. No I/O.
  */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 
 interface Waiter {
   readonly ready: () => boolean;

@@ -7,7 +7,7 @@
  * against the actual cost (`settle`): unused reservation is refunded, an
  * underestimate becomes debt that later requests wait out.
  */
-import type { LimitUnit } from './algorithm/policy.js';
+import type { LimitUnit } from '../domain/policy.js';
 
 /**
  * One bucket: a limit at one level (key, tenant or global). Get them from

@@ -3,11 +3,13 @@
  * dashboard's key page and the `tollgate_ratelimit_bucket_fill_ratio` gauge
  * (sampled at scrape time for the keys seen most recently) read it here.
  */
-import { bindingsFor, callerFor, type Caller } from '../keys/caller.js';
+import type { Caller } from '../domain/caller.js';
+import { callerFor } from '../keys/caller.js';
+import { bindingsFor } from '../limits/index.js';
 import type { KeyCache } from '../keys/cache.js';
 import type { AuthKey } from '../keys/store.js';
 import type { Limiter } from './limiter.js';
-import type { LimitSpec } from './algorithm/policy.js';
+import type { LimitSpec } from '../domain/policy.js';
 
 /** One bucket of a key (its own, its tenant's or a global one) and what it has left. */
 export interface LiveBucket {

@@ -24,8 +24,8 @@ import { affordable, budgetChecksFor, checkBudgets, type BudgetDecision } from '
 import { planOutput, reservationOf, usefulMinimum, type OutputPlan } from '../budgets/output-cap.js';
 import { reserveSharedBudgets, type SharedOutcome } from '../budgets/redis-budgets.js';
 import { attributedBudgetChecks, endUserBindings, exactNames } from '../endusers/checks.js';
-import { TollgateError } from '../errors.js';
-import { bindingsFor } from '../keys/caller.js';
+import { TollgateError } from '../domain/errors.js';
+import { bindingsFor } from '../limits/index.js';
 import { buildRateLimitHeaders, computeSettlement, createDemands, type Demand, type LimitBinding, type Ticket } from '../limits/index.js';
 import type { Admission, AdmittedRequest, EstimatedRequest, Whole } from './context.js';
 import type { PipelineDeps } from './deps.js';

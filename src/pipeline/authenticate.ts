@@ -8,10 +8,11 @@
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
 import type { Endpoint } from '../endpoints.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { clientRequestOf, type HeaderRecord } from '../http/client-request.js';
 import type { KeyCache } from '../keys/cache.js';
-import { callerFor, type Caller } from '../keys/caller.js';
+import type { Caller } from '../domain/caller.js';
+import { callerFor } from '../keys/caller.js';
 import type { RequestContext } from './context.js';
 
 function single(value: string | string[] | undefined): string | undefined {

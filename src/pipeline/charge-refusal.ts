@@ -7,8 +7,8 @@
  * Only `requests` limits are charged: a refused request has no tokens or
  * cost to charge.
  */
-import type { TollgateError } from '../errors.js';
-import { bindingsFor } from '../keys/caller.js';
+import type { TollgateError } from '../domain/errors.js';
+import { bindingsFor } from '../limits/index.js';
 import { createDemands } from '../limits/index.js';
 import type { RequestContext } from './context.js';
 import type { PipelineDeps } from './deps.js';

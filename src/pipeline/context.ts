@@ -12,7 +12,7 @@ import type { Attribution } from '../endusers/attribution.js';
 import type { Endpoint } from '../endpoints.js';
 import type { Estimate } from '../estimate/index.js';
 import type { ClientRequest } from '../http/client-request.js';
-import type { Caller } from '../keys/caller.js';
+import type { Caller } from '../domain/caller.js';
 import type { FinalStatus } from '../ledger/writer.js';
 import type { ResolvedPrice } from '../estimate/prices.js';
 import type { BodyEdit, BodyLayout, RequestFacts, RequestFields } from '../upstreams/request-facts.js';

@@ -8,7 +8,7 @@ import type { EstimateOptions } from '../estimate/index.js';
 import type { KeyCache } from '../keys/cache.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { Limiter } from '../limits/index.js';
-import type { LimitSpec } from '../limits/algorithm/policy.js';
+import type { LimitSpec } from '../domain/policy.js';
 import type { InFlightLimits } from '../limits/in-flight.js';
 import type { BodyIntake } from '../http/body-intake.js';
 import type { Upstream } from '../upstreams/pool.js';

@@ -9,15 +9,16 @@
  * request refused here is filed as a refusal.
  */
 import type { Endpoint } from '../endpoints.js';
-import { TollgateError, type ErrorCode } from '../errors.js';
+import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { budgetChecksFor } from '../budgets/check.js';
 import { downgradeSource, downgradeTarget } from '../budgets/downgrade.js';
 import { readAttribution } from '../endusers/attribution.js';
 import { hasAttributedUsdCap } from '../endusers/checks.js';
 import { EstimateInputError, openBody, resolvePrice, withStoredHistory, type Estimate, type OpenBody } from '../estimate/index.js';
 import { checkReferences } from '../responses/ownership.js';
-import { bindingsFor, checkModelAllowed } from '../keys/caller.js';
-import { usdToMicros } from '../money.js';
+import { checkModelAllowed } from '../domain/caller.js';
+import { bindingsFor } from '../limits/index.js';
+import { usdToMicros } from '../domain/money.js';
 import type { RequestFacts } from '../upstreams/request-facts.js';
 import { reservationPricing } from '../upstreams/route-prices.js';
 import type { Route } from '../upstreams/router.js';

@@ -26,7 +26,7 @@
  * upstream of TOLLGATE_ANTHROPIC_URL (src/anthropic/upstream.ts).
  */
 import type { Endpoint } from '../endpoints.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { toUpstreamHeaders } from '../http/headers.js';
 import { retryAfterMs } from '../upstreams/breaker.js';
 import { failedBeforeSending, toUpstreamError, type Upstream, type UpstreamResponse } from '../upstreams/pool.js';

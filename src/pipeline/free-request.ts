@@ -3,8 +3,8 @@
  * Anthropic's `count_tokens`): still a request of its key, recorded before it
  * is forwarded, settled once at zero cost, or refused as a compact row.
  */
-import { TollgateError } from '../errors.js';
-import type { Caller } from '../keys/caller.js';
+import { TollgateError } from '../domain/errors.js';
+import type { Caller } from '../domain/caller.js';
 import type { FinalStatus, LedgerWriter, RejectionReason } from '../ledger/writer.js';
 
 export interface FreeRequestRow {

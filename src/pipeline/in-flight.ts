@@ -7,7 +7,7 @@
  * any bucket or budget is taken; a request that waited too long is refused
  * with a 429 and filed like any rate-limit refusal.
  */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { admit } from './admit.js';
 import type { AdmittedRequest, EstimatedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';

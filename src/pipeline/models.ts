@@ -7,11 +7,11 @@
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { modelNameProblem } from '../http/client-strings.js';
 import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
-import { checkModelAllowed, isModelAllowed } from '../keys/caller.js';
-import type { Policy } from '../limits/algorithm/policy.js';
+import { checkModelAllowed, isModelAllowed } from '../domain/caller.js';
+import type { Policy } from '../domain/policy.js';
 import { toUpstreamError } from '../upstreams/pool.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
 import { listRoutedModels } from '../upstreams/model-list.js';

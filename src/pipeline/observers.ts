@@ -6,7 +6,7 @@
 import { assumedFor, type PriceAssumption } from '../estimate/prices.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { microsToUsd } from '../money.js';
+import { microsToUsd } from '../domain/money.js';
 import type { FinishedListener } from './finished.js';
 
 /** Counts every finished request in the metrics. */

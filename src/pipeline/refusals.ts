@@ -7,11 +7,11 @@
 import type { BudgetDecision, BudgetStanding } from '../budgets/check.js';
 import { reservationOf, usefulMinimum } from '../budgets/output-cap.js';
 import type { Estimate } from '../estimate/index.js';
-import { TollgateError } from '../errors.js';
-import type { Caller } from '../keys/caller.js';
+import { TollgateError } from '../domain/errors.js';
+import type { Caller } from '../domain/caller.js';
 import type { RejectionReason } from '../ledger/writer.js';
 import { buildRateLimitHeaders, type AcquireResult, type Demand, type LimitBinding } from '../limits/index.js';
-import { formatMicrosExact, formatMicrosFixed } from '../money.js';
+import { formatMicrosExact, formatMicrosFixed } from '../domain/money.js';
 
 /** A refusal by admission, with the reason the ledger files it under. */
 export class AdmissionRefused extends TollgateError {

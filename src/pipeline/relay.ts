@@ -20,7 +20,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Endpoint } from '../endpoints.js';
-import { TollgateError, type ErrorCode } from '../errors.js';
+import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { isEventStream, toClientHeaders } from '../http/headers.js';
 import { nodeStreamResponse, toWebStream, type StreamSink, type StreamSource } from '../http/stream-sinks.js';
 import { redactProviderAccount } from '../upstreams/redact.js';

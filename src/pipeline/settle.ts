@@ -32,7 +32,7 @@
  * 5. The request never reached the upstream (connection refused or timed
  *    out, or the client left first): nothing.
  */
-import type { TollgateError } from '../errors.js';
+import type { TollgateError } from '../domain/errors.js';
 import { countStreamedTokens, type Estimate } from '../estimate/index.js';
 import { costMicroUsd, toolCostMicroUsd } from '../estimate/prices.js';
 import type { Completion, RejectionReason, UsageSource } from '../ledger/writer.js';

@@ -17,7 +17,7 @@
  *   request's cost.
  */
 import type { TokenPrices } from '../estimate/price-types.js';
-import { formatMicrosExact } from '../money.js';
+import { formatMicrosExact } from '../domain/money.js';
 import type { ProviderCostCell, ProviderReport, ProviderUsageCell } from './provider.js';
 
 /** What the ledger recorded for one UTC day, model and project. */

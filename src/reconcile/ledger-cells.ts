@@ -15,7 +15,7 @@
 import type pg from 'pg';
 import type { TollgateDatabase } from '../db/open.js';
 import type { PgPool } from '../db/pg.js';
-import { pgUnavailable } from '../errors.js';
+import { pgUnavailable } from '../domain/errors.js';
 import type { LedgerCell } from './compare.js';
 import type { DayRange } from './provider.js';
 

@@ -4,7 +4,7 @@
  * host is the one every node's dashboard shows.
  */
 import type { PgPool } from '../db/pg.js';
-import { pgUnavailable, type TollgateError } from '../errors.js';
+import { pgUnavailable, type TollgateError } from '../domain/errors.js';
 import { KEEP, reconciliationColumns, storedReconciliation, type ReconciliationStore } from './store.js';
 
 function unavailable(error: unknown): TollgateError {

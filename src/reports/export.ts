@@ -12,8 +12,8 @@
  */
 import Database from 'better-sqlite3';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { calendarDay, dayEndMs, dayStartMs } from '../calendar.js';
-import { formatMicrosFixed } from '../money.js';
+import { calendarDay, dayEndMs, dayStartMs } from '../domain/calendar.js';
+import { formatMicrosFixed } from '../domain/money.js';
 import { parseSince, type SpendReport, type SpendRow, type SpendTotals } from './spend.js';
 
 /** A cell: text (sanitized), a number or boolean (as is), or nothing (empty cell). */

@@ -23,7 +23,7 @@
  */
 import type pg from 'pg';
 import type { PgPool } from '../db/pg.js';
-import { pgUnavailable } from '../errors.js';
+import { pgUnavailable } from '../domain/errors.js';
 import { ledgerExportHeader, ledgerExportLine, ledgerExportSelect, type LedgerExportFormat, type LedgerExportQuery, type LedgerExportRow } from './export.js';
 
 /** Rows per query: one chunk of about 500 kB of NDJSON, formatted in a few ms. */

@@ -13,7 +13,7 @@
  * grouping runs in PostgreSQL, and only a page of rows comes back.
  */
 import type { PgPool } from '../db/pg.js';
-import { addDays, dayEndMs, dayStartMs, monthStartOf } from '../calendar.js';
+import { addDays, dayEndMs, dayStartMs, monthStartOf } from '../domain/calendar.js';
 import { encodeSpendCursor, type CursorScope, type SpendPosition } from './spend-cursor.js';
 import {
   difference,

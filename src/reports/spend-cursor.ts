@@ -11,7 +11,7 @@
  * changes between two page requests can cross the cursor (shown twice or not
  * at all). A report of past days (`until` before today) does not move.
  */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 
 /** Rows per page when none is asked for, and the most a page may hold (README, "Admin API"). */
 const SPEND_PAGE_ROWS = 1000;

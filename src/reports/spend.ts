@@ -9,7 +9,7 @@
  * (the dashboard's per-key and per-day sums) read every row at once.
  */
 import type { TollgateDatabase } from '../db/open.js';
-import { addDays, calendarDay, dayEndMs, dayStartMs, isCalendarDay, monthStartOf } from '../calendar.js';
+import { addDays, calendarDay, dayEndMs, dayStartMs, isCalendarDay, monthStartOf } from '../domain/calendar.js';
 import { decodeSpendCursor, encodeSpendCursor, type CursorScope, type SpendPosition } from './spend-cursor.js';
 
 export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'user' | 'tag' | 'total';

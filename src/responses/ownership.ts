@@ -18,7 +18,7 @@
  * response bills again as input, when Tollgate settled it.
  */
 import type { References } from '../estimate/index.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import type { StoredResponse } from './store.js';
 
 /** Where the owners of stored responses and their items are found (the ResponseStore). */

@@ -19,9 +19,9 @@
  */
 import type { Context, Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
-import { bindingsFor } from '../keys/caller.js';
+import { bindingsFor } from '../limits/index.js';
 import { buildRateLimitHeaders, computeSettlement, createDemands } from '../limits/index.js';
 import { authenticate } from '../pipeline/authenticate.js';
 import type { RequestContext } from '../pipeline/context.js';

@@ -33,7 +33,7 @@
 import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from '../db/open.js';
 import type { PgPool } from '../db/pg.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 
 /** A background job nobody polls, with what its ledger row says about it. */
 export interface UnclaimedJob {

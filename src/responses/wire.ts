@@ -3,7 +3,7 @@
  * ids and statuses, the query parameters each lifecycle call takes, and the
  * API's own "not found" answer. Pure.
  */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { readUsage } from '../upstreams/usage.js';
 
 /** Statuses after which a response changes no more (its usage is final). */

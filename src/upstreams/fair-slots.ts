@@ -13,7 +13,7 @@
  *
  * A request waits at most `maxWaitMs`, then is refused (429). No I/O.
  */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 
 interface Waiter {
   readonly owner: string;

@@ -7,7 +7,7 @@
  */
 import { Pool, errors as undiciErrors } from 'undici';
 import type { Readable } from 'node:stream';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import { FairSlots, perOwnerMaxOf, SLOT_WAIT_CODE } from './fair-slots.js';
 import { UpstreamStop } from './upstream-stop.js';
 

@@ -9,7 +9,7 @@
  * for small bodies, on the estimate worker for large ones
  * (src/estimate/index.ts, `openBody`); both give the same answers.
  */
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../domain/errors.js';
 import type { Endpoint } from '../endpoints.js';
 import { parseJsonObject } from '../http/body.js';
 import { spliceMembers, type BodyEdit } from '../http/body-splice.js';

@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import type { Policy } from '../../src/limits/algorithm/policy.js';
+import type { Policy } from '../../src/domain/policy.js';
 import { Metrics } from '../../src/metrics.js';
 import { buildTollgate, type Tollgate } from '../../src/tollgate.js';
 import { createUpstream } from '../../src/upstreams/pool.js';

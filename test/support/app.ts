@@ -10,7 +10,7 @@ import type { KeyStore } from '../../src/keys/store.js';
 import type { LedgerWriter } from '../../src/ledger/writer.js';
 import type { SpendTracker } from '../../src/budgets/spend-tracker.js';
 import type { Limiter } from '../../src/limits/index.js';
-import type { LimitSpec, Policy } from '../../src/limits/algorithm/policy.js';
+import type { LimitSpec, Policy } from '../../src/domain/policy.js';
 import type { Logger } from '../../src/logger.js';
 import { Metrics } from '../../src/metrics.js';
 import { buildTollgate, type Tollgate } from '../../src/tollgate.js';

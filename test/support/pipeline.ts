@@ -8,7 +8,7 @@ import { ENDPOINT_PATHS } from '../../src/endpoints.js';
 import { estimateRequestSync } from '../../src/estimate/index.js';
 import type { ClientRequest } from '../../src/http/client-request.js';
 import { callerFor } from '../../src/keys/caller.js';
-import type { Policy } from '../../src/limits/algorithm/policy.js';
+import type { Policy } from '../../src/domain/policy.js';
 import type { EstimatedRequest } from '../../src/pipeline/context.js';
 import type { RequestFinished } from '../../src/pipeline/finished.js';
 import { newRequestId } from '../../src/request-id.js';

@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { openDatabase } from '../../src/db/open.js';
 import { KeyStore } from '../../src/keys/store.js';
-import type { Policy } from '../../src/limits/algorithm/policy.js';
+import type { Policy } from '../../src/domain/policy.js';
 import { tempDatabasePath } from './db.js';
 import { captureLogs, type CapturedLogs } from './logs.js';
 import { startFakeUpstream, type FakeUpstream } from './fake-upstream.js';

@@ -4,7 +4,8 @@
  */
 import type { BucketRef, Demand } from '../limiter.js';
 import { computeActualCost, computeLimitCost, type RequestFacts, type UsageFacts } from './demands.js';
-import { ratePerSecond, type LimitSpec } from './policy.js';
+import type { Caller } from '../../domain/caller.js';
+import { ratePerSecond, type LimitSpec } from '../../domain/policy.js';
 
 /** Where a bucket sits: a key's own limits, its tenant's, or the global ones. */
 export type BucketLevel = 'key' | 'tenant' | 'global';
@@ -76,4 +77,13 @@ export function createDemands(bindings: readonly LimitBinding[], facts: RequestF
 /** Actual costs for `settle`, in the order of `demands` (as built by {@link createDemands}). */
 export function computeSettlement(bindings: readonly LimitBinding[], demands: readonly Demand[], usage: UsageFacts): number[] {
   return bindings.map(({ limit }, i) => computeActualCost(limit, demands[i]?.cost ?? 0, usage));
+}
+
+/** The buckets a caller's request pays into: its key's, its tenant's, and the global ones. */
+export function bindingsFor(caller: Caller, globalLimits: readonly LimitSpec[]): LimitBinding[] {
+  const bindings = [...bindingsForPolicy('key', caller.key.id, caller.policy.limits)];
+  if (caller.tenant !== undefined && caller.tenantPolicy !== undefined)
+    bindings.push(...bindingsForPolicy('tenant', caller.tenant.id, caller.tenantPolicy.limits));
+  if (globalLimits.length > 0) bindings.push(...bindingsForPolicy('global', '', globalLimits));
+  return bindings;
 }

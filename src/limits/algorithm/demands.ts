@@ -9,7 +9,7 @@
  * - `usd`: reserved micro-USD.
  * And the inverse for settlement: actual usage → actual cost per limit.
  */
-import type { LimitSpec } from './policy.js';
+import type { LimitSpec } from '../../domain/policy.js';
 
 /** The facts about a request that its costs depend on. */
 export interface RequestFacts {

@@ -9,7 +9,7 @@ import { openDatabase, type TollgateDatabase } from '../../../src/db/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { querySpend, SPEND_GROUPINGS, type SpendReport, type SpendRow } from '../../../src/reports/spend.js';
-import { calendarDay, addDays } from '../../../src/calendar.js';
+import { calendarDay, addDays } from '../../../src/domain/calendar.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { cli } from '../../support/cli.js';
 import { csvObjects } from '../../support/csv.js';

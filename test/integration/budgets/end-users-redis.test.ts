@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import { copyFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { decodeTags } from '../../../src/endusers/attribution.js';
-import { rollupNamesOf } from '../../../src/endusers/rollup-names.js';
+import { rollupNamesOf } from '../../../src/domain/rollup-names.js';
 import { cli } from '../../support/cli.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';

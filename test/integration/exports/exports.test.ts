@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { openDatabase, type TollgateDatabase } from '../../../src/db/open.js';
 import { KeyStore, type KeyView } from '../../../src/keys/store.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
-import { usdToMicros } from '../../../src/money.js';
+import { usdToMicros } from '../../../src/domain/money.js';
 import type { SpendReport } from '../../../src/reports/spend.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { cli } from '../../support/cli.js';

@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import { Pool } from 'undici';
 import { openDatabase } from '../../../src/db/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { parseLimit } from '../../../src/limits/algorithm/policy.js';
+import { parseLimit } from '../../../src/domain/policy.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { spawnServe, type TollgateProcess } from '../../support/process.js';
 import { startRedis, type RedisHandle } from '../../support/redis.js';

@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { PgSpendSource } from '../../../src/budgets/pg-spend.js';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
-import { calendarDay } from '../../../src/calendar.js';
+import { calendarDay } from '../../../src/domain/calendar.js';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
 import { LedgerShipper } from '../../../src/ledger/shipper.js';

@@ -13,7 +13,7 @@
  *   `tollgate spend` on PostgreSQL.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { calendarDay } from '../../../src/calendar.js';
+import { calendarDay } from '../../../src/domain/calendar.js';
 import { loadConfig } from '../../../src/config.js';
 import { buildKeyPage } from '../../../src/dashboard/key-page.js';
 import { buildKeys } from '../../../src/dashboard/keys-page.js';

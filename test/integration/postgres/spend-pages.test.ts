@@ -4,8 +4,8 @@
  * to the whole report; a bad cursor is a 400.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { addDays, calendarDay } from '../../../src/calendar.js';
-import { TollgateError } from '../../../src/errors.js';
+import { addDays, calendarDay } from '../../../src/domain/calendar.js';
+import { TollgateError } from '../../../src/domain/errors.js';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
 import { LedgerShipper } from '../../../src/ledger/shipper.js';

@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { loadConfig } from '../../../src/config.js';
-import type { Policy } from '../../../src/limits/algorithm/policy.js';
+import type { Policy } from '../../../src/domain/policy.js';
 import { Metrics } from '../../../src/metrics.js';
 import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';
 import { captureLogs, type CapturedLogs } from '../../support/logs.js';

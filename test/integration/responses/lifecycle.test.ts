@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotFoundError, RateLimitError, BadRequestError } from 'openai';
-import { parseLimit } from '../../../src/limits/algorithm/policy.js';
+import { parseLimit } from '../../../src/domain/policy.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { startHarness, scenario, UPSTREAM_KEY, type Harness } from './harness.js';

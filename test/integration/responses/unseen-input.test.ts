@@ -8,7 +8,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinPriceTable, costMicroUsd, resolvePrice } from '../../../src/estimate/index.js';
-import { parseLimit } from '../../../src/limits/algorithm/policy.js';
+import { parseLimit } from '../../../src/domain/policy.js';
 import type { RecordedRequest } from '../../../src/demo/fake-upstream/index.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';

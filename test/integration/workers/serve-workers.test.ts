@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import { Pool } from 'undici';
 import { openDatabase } from '../../../src/db/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { parseLimit } from '../../../src/limits/algorithm/policy.js';
+import { parseLimit } from '../../../src/domain/policy.js';
 import { builtinPriceTable, costMicroUsd, resolvePrice } from '../../../src/estimate/index.js';
 import { ledgerTotals } from '../../support/budget-run.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import type { AppEnv } from '../../../src/app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, SESSION_COOKIE, SESSION_TTL_MS } from '../../../src/dashboard/index.js';
-import { renderError, TollgateError } from '../../../src/errors.js';
+import { renderError, TollgateError } from '../../../src/domain/errors.js';
 import { ADMIN_TOKEN, buildDashboardApp, type DashboardTestApp } from '../../support/dashboard.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');

@@ -2,9 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { decodeTags, encodeTags, MAX_END_USER_CHARS, MAX_TAGS, readAttribution } from '../../../src/endusers/attribution.js';
-import { TollgateError } from '../../../src/errors.js';
-import { parseTagBudget, endUserPolicyFrom, tagBudgetsFrom } from '../../../src/endusers/policy-options.js';
-import { PolicyError, validatePolicy } from '../../../src/limits/algorithm/policy.js';
+import { TollgateError } from '../../../src/domain/errors.js';
+import { parseTagBudget, endUserPolicyFrom, tagBudgetsFrom } from '../../../src/domain/policy-options.js';
+import { PolicyError, validatePolicy } from '../../../src/domain/policy.js';
 
 function refusal(run: () => unknown): TollgateError {
   try {

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createUpstream, type Upstream } from '../../../src/upstreams/pool.js';
-import { parseLimit, type Policy } from '../../../src/limits/algorithm/policy.js';
+import { parseLimit, type Policy } from '../../../src/domain/policy.js';
 import { exportLedger, spendReportCsv } from '../../../src/reports/export.js';
 import { querySpend } from '../../../src/reports/spend.js';
 import { csvObjects } from '../../support/csv.js';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { usdToMicros } from '../../../src/money.js';
+import { usdToMicros } from '../../../src/domain/money.js';
 import { describe, expect, it } from 'vitest';
 import { builtinPriceTable, costMicroUsd, mergePriceTable, priceTableOverrideSchema, resolvePrice, type ModelPrice } from '../../../src/estimate/index.js';
 

@@ -4,7 +4,7 @@
  * take it all; past a bound a body waits, then is refused.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type TollgateError } from '../../../src/errors.js';
+import { type TollgateError } from '../../../src/domain/errors.js';
 import { BodyIntake } from '../../../src/http/body-intake.js';
 
 const MB = 1024 * 1024;

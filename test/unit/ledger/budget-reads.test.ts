@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { periodStart, calendarDay, type BudgetPeriod } from '../../../src/calendar.js';
+import { periodStart, calendarDay, type BudgetPeriod } from '../../../src/domain/calendar.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
 const DAY = 86_400_000;

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createUpstream, type Upstream } from '../../../src/upstreams/pool.js';
 import { computeJitterFraction } from '../../../src/limits/index.js';
-import { parseLimit, type Policy } from '../../../src/limits/algorithm/policy.js';
+import { parseLimit, type Policy } from '../../../src/domain/policy.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { captureLogs } from '../../support/logs.js';

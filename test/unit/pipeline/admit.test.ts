@@ -5,10 +5,10 @@
  * end to end in test/limits/http-admission.test.ts and test/ledger.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { TollgateError } from '../../../src/errors.js';
-import { bindingsFor } from '../../../src/keys/caller.js';
-import { parseLimit } from '../../../src/limits/algorithm/policy.js';
-import { formatMicrosFixed } from '../../../src/money.js';
+import { TollgateError } from '../../../src/domain/errors.js';
+import { bindingsFor } from '../../../src/limits/index.js';
+import { parseLimit } from '../../../src/domain/policy.js';
+import { formatMicrosFixed } from '../../../src/domain/money.js';
 import { admit } from '../../../src/pipeline/admit.js';
 import { forward } from '../../../src/pipeline/forward.js';
 import type { AdmittedRequest, EstimatedRequest } from '../../../src/pipeline/context.js';

@@ -5,7 +5,7 @@
  * comes back with the check.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TollgateError } from '../../../src/errors.js';
+import { TollgateError } from '../../../src/domain/errors.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { checkReferences } from '../../../src/responses/ownership.js';
 import { ResponseStore } from '../../../src/responses/store.js';

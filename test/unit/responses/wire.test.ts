@@ -1,7 +1,7 @@
 /** The Responses lifecycle's wire helpers: ids, terminal statuses, forwarded query parameters, the 404. */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { renderError } from '../../../src/errors.js';
+import { renderError } from '../../../src/domain/errors.js';
 import { forwardedQuery, isTerminal, responseIdOfJson, responseNotFound } from '../../../src/responses/wire.js';
 
 describe('responseIdOfJson', () => {

@@ -5,7 +5,7 @@
  */
 import { errors as undiciErrors } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { TollgateError } from '../../../src/errors.js';
+import { TollgateError } from '../../../src/domain/errors.js';
 import { SLOT_WAIT_CODE } from '../../../src/upstreams/fair-slots.js';
 import { failedBeforeSending, toUpstreamError } from '../../../src/upstreams/pool.js';
 

@@ -1,7 +1,7 @@
 /** The upstream pool's fair share (fair-slots.ts): caps, order, bounded waits. */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { TollgateError } from '../../../src/errors.js';
+import { TollgateError } from '../../../src/domain/errors.js';
 import { FairSlots, perOwnerMaxOf } from '../../../src/upstreams/fair-slots.js';
 
 afterEach(() => {

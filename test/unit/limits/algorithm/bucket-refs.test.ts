@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bindingsForPolicy, bindLimits, computeSettlement, createBucketRef, createDemands } from '../../../../src/limits/index.js';
 import { formatBucketKey } from '../../../../src/limits/stores/lease-script.js';
-import { parseLimit } from '../../../../src/limits/algorithm/policy.js';
+import { parseLimit } from '../../../../src/domain/policy.js';
 
 describe('bucket refs', () => {
   it('puts every limit of one owner in one Redis Cluster slot, and levels in different ones', () => {

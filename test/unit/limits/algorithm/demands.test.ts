@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { computeActualCost, computeLimitCost, findModelWeight, type RequestFacts } from '../../../../src/limits/algorithm/demands.js';
-import { parseLimit, type LimitSpec } from '../../../../src/limits/algorithm/policy.js';
+import { parseLimit, type LimitSpec } from '../../../../src/domain/policy.js';
 
 function facts(over: Partial<RequestFacts> = {}, headers: Record<string, string> = {}, query: Record<string, string> = {}): RequestFacts {
   return {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { BucketRef } from '../../../../src/limits/limiter.js';
 import { createLocalLimiter } from '../../../../src/limits/stores/local-store.js';
 import { createBucketRef } from '../../../../src/limits/index.js';
-import { parseLimit } from '../../../../src/limits/algorithm/policy.js';
+import { parseLimit } from '../../../../src/domain/policy.js';
 
 /** A virtual monotonic clock. */
 function createClock(start = 0) {

@@ -3,7 +3,7 @@
  * policy's zod schema (src/limits/algorithm/policy.ts), then the policy module's own checks (positive rates, burst that
  * holds a request, unique names).
  */
-import { PolicyError, policySchema, validatePolicy, type Policy } from '../limits/algorithm/policy.js';
+import { PolicyError, policySchema, validatePolicy, type Policy } from './policy.js';
 
 /** Parses and checks a policy from untrusted JSON; throws PolicyError with a readable message. */
 function parsePolicy(value: unknown): Policy {

@@ -8,7 +8,7 @@
  * from the zod schemas that read stored and admin-API policies.
  */
 import { z } from 'zod';
-import { formatMicrosExact } from '../../money.js';
+import { formatMicrosExact } from './money.js';
 
 const LIMIT_UNITS = ['requests', 'tokens', 'usd'] as const;
 export type LimitUnit = (typeof LIMIT_UNITS)[number];
@@ -23,9 +23,9 @@ const PERIOD_SECONDS: Readonly<Record<LimitPeriod, number>> = {
   day: 86_400,
 };
 
-import { BUDGET_PERIODS } from '../../calendar.js';
+import { BUDGET_PERIODS } from './calendar.js';
 
-export { BUDGET_PERIODS, type BudgetPeriod } from '../../calendar.js';
+export { BUDGET_PERIODS, type BudgetPeriod } from './calendar.js';
 
 const costSourceSchema = z.union([
   z.object({ kind: z.literal('fixed') }).readonly(),

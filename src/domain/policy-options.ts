@@ -15,8 +15,8 @@ import {
   type EndUserPolicy,
   type Policy,
   type TagBudget,
-} from '../limits/algorithm/policy.js';
-import { formatMicrosExact } from '../money.js';
+} from './policy.js';
+import { formatMicrosExact } from './money.js';
 
 export interface EndUserOptions {
   userLimit?: string[];

@@ -1,5 +1,5 @@
 /** Keys and tenants as the CLI, the admin API and the proxy's key cache see them. */
-import type { Budget, EndUserPolicy, LimitSpec, Policy, PolicyError, TagBudget } from '../limits/algorithm/policy.js';
+import type { Budget, EndUserPolicy, LimitSpec, Policy, PolicyError, TagBudget } from './policy.js';
 
 export type KeyStatus = 'active' | 'revoked' | 'expired';
 
