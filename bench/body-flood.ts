@@ -17,7 +17,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { openDatabase } from '../src/db/open.js';
+import { openDatabase } from '../src/storage/sqlite/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { percentile, printTable, startChild, startTollgate, type BenchResult } from './support.js';
 

@@ -14,7 +14,7 @@ import { existsSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { openDatabase, type TollgateDatabase } from '../src/db/open.js';
+import { openDatabase, type TollgateDatabase } from '../src/storage/sqlite/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { querySpend } from '../src/reports/spend.js';
 import type { Policy } from '../src/domain/policy.js';

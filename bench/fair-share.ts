@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase } from '../src/db/open.js';
+import { openDatabase } from '../src/storage/sqlite/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { median, printTable, startChild, startTollgate } from './support.js';
 

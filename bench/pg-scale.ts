@@ -31,8 +31,8 @@ import pg from 'pg';
 import type { AppEnv } from '../src/app-env.js';
 import { calendarDay, HOUR_MS, monthStartOf, addDays } from '../src/domain/calendar.js';
 import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, PgDashboardReads, SESSION_COOKIE } from '../src/dashboard/index.js';
-import { openDatabase } from '../src/db/open.js';
-import { migratePg, openPg, type PgPool } from '../src/db/pg.js';
+import { openDatabase } from '../src/storage/sqlite/open.js';
+import { migratePg, openPg, type PgPool } from '../src/storage/postgres/open.js';
 import { builtinPriceTable } from '../src/estimate/prices.js';
 import { pruneLedger } from '../src/ledger/retention.js';
 import { countsOf, type LedgerState } from '../src/ledger/row-counts.js';
@@ -209,7 +209,7 @@ async function load(rows: number, label: string): Promise<Loaded> {
   const name = `tollgate_bench_${randomBytes(5).toString('hex')}`;
   await onServer((client) => client.query(`CREATE DATABASE ${name}`));
   const url = withDatabase(SERVER_URL, name);
-  // The pool a node opens (src/db/pg.ts: 4 connections), so the pages wait for connections as they would on a node.
+  // The pool a node opens (src/storage/postgres/open.ts: 4 connections), so the pages wait for connections as they would on a node.
   const pool = openPg(url);
   await migratePg(pool);
   // One `now` for the rows and the pages; the CLI's own clock is a few seconds later (the same day, barring midnight).
@@ -246,7 +246,7 @@ async function load(rows: number, label: string): Promise<Loaded> {
     )
   ).rows;
   let rowSeconds = 0;
-  // Its own connection: the load's statements run for minutes, past the pool's 30 s query timeout (src/db/pg.ts).
+  // Its own connection: the load's statements run for minutes, past the pool's 30 s query timeout (src/storage/postgres/open.ts).
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import { openDatabase } from '../src/db/open.js';
+import { openDatabase } from '../src/storage/sqlite/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { parseLimit } from '../src/domain/policy.js';
 import { startRedis } from '../test/support/redis.js';

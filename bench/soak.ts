@@ -23,7 +23,7 @@ import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync, mkdirSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { openDatabase } from '../src/db/open.js';
+import { openDatabase } from '../src/storage/sqlite/open.js';
 import { KeyStore } from '../src/keys/store.js';
 import { printTable, REPO_ROOT, startChild, startTollgate, type BenchResult } from './support.js';
 

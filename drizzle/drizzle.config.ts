@@ -3,6 +3,6 @@ import { defineConfig } from 'drizzle-kit';
 
 export default defineConfig({
   dialect: 'sqlite',
-  schema: './src/db/schema.ts',
+  schema: './src/storage/sqlite/schema.ts',
   out: './drizzle',
 });

@@ -3,6 +3,6 @@ import { defineConfig } from 'drizzle-kit';
 
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './src/db/pg-schema.ts',
+  schema: './src/storage/postgres/schema.ts',
   out: './drizzle/pg',
 });

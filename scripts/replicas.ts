@@ -16,7 +16,7 @@ import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pgAdminOps } from '../src/admin/pg-ops.js';
-import { migratePg, openPg } from '../src/db/pg.js';
+import { migratePg, openPg } from '../src/storage/postgres/open.js';
 import { startFakeUpstream } from '../src/demo/fake-upstream/index.js';
 import { TollgateError } from '../src/domain/errors.js';
 import { parseLimit } from '../src/domain/policy.js';

@@ -9,7 +9,7 @@ import type { AdminOps } from './admin/ops.js';
 import { createAdminRoutes, tokenMatches } from './admin/routes.js';
 import type { AppEnv } from './app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type DashboardReads, type LimitSnapshot } from './dashboard/index.js';
-import type { TollgateDatabase } from './db/open.js';
+import type { TollgateDatabase } from './storage/sqlite/open.js';
 import { createDashboardTokenRoutes, createTenantGate } from './dashboard/tenant-access.js';
 import { fileLedgerExporter, type LedgerExporter } from './reports/export.js';
 import { sqliteDashboardTokens, type DashboardTokenStore } from './dashboard/tenant-tokens.js';

@@ -14,7 +14,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
 import type { Config } from './config.js';
-import { openDatabase } from './db/open.js';
+import { openDatabase } from './storage/sqlite/open.js';
 import { createLogger, flushLogger, type Logger } from './logger.js';
 import { createMetricsApp } from './app.js';
 import { ConnectionGuard, type ConnectionLimits } from './http/connection-guard.js';

@@ -3,7 +3,7 @@
  * two implementations: on the local SQLite file, or on a remote proxy through
  * its admin API. The CLI uses either; the admin API serves the local one.
  */
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { querySpend, type SpendGrouping, type SpendQuery, type SpendReport } from '../reports/spend.js';
 import type { Budget, LimitSpec, Policy } from '../domain/policy.js';
 import { KeyStore, type IssuedKey, type KeyPatch, type KeyView, type TenantPatch, type TenantView } from '../keys/store.js';

@@ -4,7 +4,7 @@
  * same AdminOps as on a SQLite file (ops.ts), so every caller is unchanged.
  */
 import { pgUnavailable } from '../domain/errors.js';
-import { isPgUnreachable, type PgPool } from '../db/pg.js';
+import { isPgUnreachable, type PgPool } from '../storage/postgres/open.js';
 import { PgKeyStore } from '../keys/pg-store.js';
 import { queryPgSpend } from '../reports/pg-spend.js';
 import type { AdminOps } from './ops.js';

@@ -6,7 +6,7 @@
  */
 import { SpendTracker } from '../budgets/spend-tracker.js';
 import { HOUR_MS, periodEnd, utcHour } from '../domain/calendar.js';
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { budgetsOf, type Budget, type Policy } from '../domain/policy.js';
 import { formatMicrosExact } from '../domain/money.js';
 import { describeForecast, forecastRunOut, type Forecast } from './forecast.js';

@@ -6,7 +6,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { Cluster, Redis } from 'ioredis';
-import type { PgPool } from '../db/pg.js';
+import type { PgPool } from '../storage/postgres/open.js';
 
 export interface AlertClaims {
   /** Which store decides ("sqlite", "redis", "postgres"), for logs. */

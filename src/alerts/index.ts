@@ -7,8 +7,8 @@
 import Database from 'better-sqlite3';
 import type { Cluster, Redis } from 'ioredis';
 import type { SpendTracker } from '../budgets/spend-tracker.js';
-import type { TollgateDatabase } from '../db/open.js';
-import type { PgPool } from '../db/pg.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import type { Logger } from '../logger.js';
 import type { FinishedListener } from '../pipeline/finished.js';
 import { pgClaims, redisClaims, sqliteClaims, type AlertClaims } from './claims.js';

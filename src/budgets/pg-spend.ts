@@ -23,8 +23,8 @@
  * snapshot the tracker falls back to this node's own rollups.
  */
 import type Database from 'better-sqlite3';
-import type { TollgateDatabase } from '../db/open.js';
-import type { PgPool } from '../db/pg.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import { calendarDay, dayEndMs, dayStartMs, periodStart, type BudgetPeriod } from '../domain/calendar.js';
 import { enableOutbox } from '../ledger/shipper.js';
 import { isAttributed, type BudgetScope, type SpendChange, type SpendRead } from './spend-tracker.js';

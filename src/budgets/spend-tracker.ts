@@ -24,7 +24,7 @@
  * a dropped read is simply read again), and a scope's queued amounts leave
  * memory once they are committed.
  */
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type Database from 'better-sqlite3';
 import { addDays, periodStart, calendarDay, type BudgetPeriod } from '../domain/calendar.js';
 

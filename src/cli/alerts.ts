@@ -10,7 +10,7 @@ import { sampleEvent } from '../alerts/events.js';
 import { forecastRunOut } from '../alerts/forecast.js';
 import { AlertOutbox } from '../alerts/outbox.js';
 import { loadConfig } from '../config.js';
-import { openDatabase } from '../db/open.js';
+import { openDatabase } from '../storage/sqlite/open.js';
 import { KeyStore } from '../keys/store.js';
 import { formatMicrosExact } from '../domain/money.js';
 import { parseSince } from '../reports/spend.js';

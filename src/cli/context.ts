@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { once } from 'node:events';
 import { loadConfig } from '../config.js';
 import { TollgateError } from '../domain/errors.js';
-import { openDatabase } from '../db/open.js';
+import { openDatabase } from '../storage/sqlite/open.js';
 import { PolicyError } from '../domain/policy.js';
 import { localAdminOps, type AdminOps } from '../admin/ops.js';
 import { remoteAdminOps } from '../admin/client.js';
@@ -57,7 +57,7 @@ async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger:
     // Loaded only here: every other CLI run starts without the PostgreSQL driver.
     const [{ pgAdminOps }, { openPg }, { exportPgLedger }] = await Promise.all([
       import('../admin/pg-ops.js'),
-      import('../db/pg.js'),
+      import('../storage/postgres/open.js'),
       import('../reports/pg-export.js'),
     ]);
     const pool = openPg(config.databaseUrl);

@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
-import { openDatabase } from '../db/open.js';
+import { openDatabase } from '../storage/sqlite/open.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { sqliteDashboardTokens, type DashboardTokenStore, type DashboardTokenView } from '../dashboard/tenant-tokens.js';
 import { print, printJson, type GlobalOptions } from './context.js';
@@ -60,7 +60,7 @@ async function withTokenOps<T>(command: Command, fn: (ops: TokenOps) => Promise<
   });
   if (global.db === undefined && config.databaseUrl !== undefined) {
     // Loaded only here: every other CLI run starts without the PostgreSQL driver.
-    const [{ pgDashboardTokens }, { openPg }] = await Promise.all([import('../dashboard/pg-tenant-tokens.js'), import('../db/pg.js')]);
+    const [{ pgDashboardTokens }, { openPg }] = await Promise.all([import('../dashboard/pg-tenant-tokens.js'), import('../storage/postgres/open.js')]);
     const pool = openPg(config.databaseUrl);
     try {
       return await fn(onStore(pgDashboardTokens(pool)));

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config.js';
 import type { Endpoint } from '../endpoints.js';
-import { applyMigrations, openDatabase } from '../db/open.js';
+import { applyMigrations, openDatabase } from '../storage/sqlite/open.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
 import { count, usd } from './format.js';
 
@@ -26,8 +26,8 @@ export function registerMiscCommands(program: Command): void {
       }
       let pgApplied: number | undefined;
       if (config.databaseUrl !== undefined) {
-        // Under an advisory lock: nodes migrating together apply each migration once (src/db/pg.ts).
-        const { migratePg, openPg } = await import('../db/pg.js');
+        // Under an advisory lock: nodes migrating together apply each migration once (src/storage/postgres/open.ts).
+        const { migratePg, openPg } = await import('../storage/postgres/open.js');
         const pool = openPg(config.databaseUrl);
         try {
           pgApplied = await migratePg(pool);

@@ -8,7 +8,7 @@
  */
 import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
-import { openDatabase } from '../db/open.js';
+import { openDatabase } from '../storage/sqlite/open.js';
 import { formatMicrosExact } from '../domain/money.js';
 import type { CellSide, ReconcileRow } from '../reconcile/compare.js';
 import { openAIUsageProvider } from '../reconcile/openai.js';
@@ -124,7 +124,7 @@ export function registerReconcileCommand(program: Command): void {
       const database = openDatabase(global.db ?? config.dbPath);
       // On replicas the result is stored in PostgreSQL, where every node's dashboard reads it; and
       // without --db the ledger is PostgreSQL's too: every node's rows, not this host's share.
-      const pool = config.databaseUrl === undefined ? undefined : (await import('../db/pg.js')).openPg(config.databaseUrl);
+      const pool = config.databaseUrl === undefined ? undefined : (await import('../storage/postgres/open.js')).openPg(config.databaseUrl);
       try {
         const { result } = await runReconcile({
           database,

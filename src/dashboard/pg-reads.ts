@@ -11,7 +11,7 @@
  * than a node's partial local view, which would look complete and be wrong.
  */
 import type pg from 'pg';
-import type { PgPool } from '../db/pg.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import { pgUnavailable } from '../domain/errors.js';
 import { queryPgSpend } from '../reports/pg-spend.js';
 import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';

@@ -9,7 +9,7 @@
  * PostgreSQL unreachable: 503 `ledger_unavailable`, never the node's own file,
  * whose tokens would be stale (a revoked token that still works there).
  */
-import type { PgPool } from '../db/pg.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import { pgUnavailable } from '../domain/errors.js';
 import {
   activeViewerOf,

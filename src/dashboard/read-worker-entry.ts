@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { setTimeZone } from '../domain/calendar.js';
-import { openDatabase } from '../db/open.js';
+import { openDatabase } from '../storage/sqlite/open.js';
 import { TollgateError } from '../domain/errors.js';
 import { querySpend, type SpendQuery } from '../reports/spend.js';
 import { SqliteDashboardReads } from './reads.js';

@@ -19,7 +19,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { currentTimeZone } from '../domain/calendar.js';
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';
 import { DirectoryReader, type Directory } from './directory.js';

@@ -14,7 +14,7 @@
 import { Hono, type Context } from 'hono';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { TollgateError } from '../domain/errors.js';
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { readBodyBytes } from '../http/body.js';
 import { tokenMatches } from '../admin/routes.js';
 import type { AppEnv } from '../app-env.js';

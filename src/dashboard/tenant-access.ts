@@ -21,7 +21,7 @@ import { z } from 'zod';
 import type { AdminOps } from '../admin/ops.js';
 import { createAdminRoutes } from '../admin/routes.js';
 import type { AppEnv } from '../app-env.js';
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { renderError, TollgateError } from '../domain/errors.js';
 import type { KeyView } from '../keys/store.js';
 import type { LedgerExporter } from '../reports/export.js';

@@ -10,7 +10,7 @@
  * What a token is, what a valid input is and what a row means live here, once.
  */
 import { randomBytes } from 'node:crypto';
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { TollgateError } from '../domain/errors.js';
 import { generateKey, hashKey } from '../keys/key-format.js';
 

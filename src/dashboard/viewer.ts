@@ -6,7 +6,7 @@
  * sees no global limits.
  */
 import type { Context } from 'hono';
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { SqliteDashboardReads, type DashboardReads } from './reads.js';
 import { hasValidSession, tenantSessionTokenId } from './session.js';
 import { TenantScopedReads } from './tenant-scope.js';

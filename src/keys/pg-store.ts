@@ -9,14 +9,14 @@
  */
 import type pg from 'pg';
 import { TollgateError } from '../domain/errors.js';
-import type { PgPool } from '../db/pg.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import { PolicyError, type Policy } from '../domain/policy.js';
 import { generateKey, hashKey, newId, visiblePrefix } from './key-format.js';
 import { readStoredPolicy } from '../domain/policy-json.js';
 import { checkName, checkPolicy, mergePolicy } from './store.js';
 import type { IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
 
-/** "tollgate-keys" as a lock id (distinct from the migration lock in src/db/pg.ts). */
+/** "tollgate-keys" as a lock id (distinct from the migration lock in src/storage/postgres/open.ts). */
 const KEYS_LOCK = '7813575385137752000';
 
 interface TenantRecord {

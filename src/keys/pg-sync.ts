@@ -12,8 +12,8 @@
  * order: pg-store.ts), in one local transaction.
  */
 import pg from 'pg';
-import type { TollgateDatabase } from '../db/open.js';
-import { pgClientConfig, type PgPool } from '../db/pg.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
+import { pgClientConfig, type PgPool } from '../storage/postgres/open.js';
 
 export interface KeySyncOptions {
   /** For the LISTEN connection (the pool's connections come and go). */

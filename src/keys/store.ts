@@ -8,8 +8,8 @@
  */
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { TollgateError } from '../domain/errors.js';
-import type { TollgateDatabase } from '../db/open.js';
-import { apiKeys, tenants, type ApiKeyRow, type TenantRow } from '../db/schema.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
+import { apiKeys, tenants, type ApiKeyRow, type TenantRow } from '../storage/sqlite/schema.js';
 import { PolicyError, validatePolicy, type Budget, type EndUserPolicy, type LimitSpec, type Policy, type TagBudget } from '../domain/policy.js';
 import { generateKey, hashKey, newId, visiblePrefix } from './key-format.js';
 import { readStoredPolicy } from '../domain/policy-json.js';

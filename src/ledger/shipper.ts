@@ -27,8 +27,8 @@
  */
 import type pg from 'pg';
 import { Gauge, type Registry } from 'prom-client';
-import type { TollgateDatabase } from '../db/open.js';
-import type { PgPool } from '../db/pg.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import { calendarDay, utcHour } from '../domain/calendar.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
 import { decodeTags } from '../endusers/attribution.js';

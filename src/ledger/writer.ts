@@ -27,7 +27,7 @@
  * refused, not forwarded unrecorded; completions stay queued.
  */
 import type Database from 'better-sqlite3';
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
 import { calendarDay } from '../domain/calendar.js';
 import { decodeTags, encodeTags } from '../endusers/attribution.js';

@@ -13,8 +13,8 @@
  * same query over the same indexes: {@link LedgerCellSource}.
  */
 import type pg from 'pg';
-import type { TollgateDatabase } from '../db/open.js';
-import type { PgPool } from '../db/pg.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import { pgUnavailable } from '../domain/errors.js';
 import type { LedgerCell } from './compare.js';
 import type { DayRange } from './provider.js';

@@ -3,7 +3,7 @@
  * the same store as SQLite's (store.ts), so the result of a run from any
  * host is the one every node's dashboard shows.
  */
-import type { PgPool } from '../db/pg.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import { pgUnavailable, type TollgateError } from '../domain/errors.js';
 import { KEEP, reconciliationColumns, storedReconciliation, type ReconciliationStore } from './store.js';
 

@@ -3,7 +3,7 @@
  * same whole UTC days, compared, stored (the dashboard shows the newest),
  * returned.
  */
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { resolvePrice, type PriceTable } from '../estimate/prices.js';
 import { compareWithProvider, type ReconcileReport } from './compare.js';
 import { hasProjectMapping, readLedgerCells, sqliteLedgerCells, type LedgerCellSource, type ProjectMapping } from './ledger-cells.js';

@@ -4,7 +4,7 @@
  * SQLite file (here), or PostgreSQL on replicas (pg-store.ts), so every
  * node's dashboard shows the same newest result.
  */
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type { ReconcileReport } from './compare.js';
 
 /** What a run stores; `pending` is the ledger's unsettled rows in the range when it ran. */

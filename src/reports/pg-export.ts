@@ -5,7 +5,7 @@
  *
  * Keyset pagination, not a server-side cursor (`DECLARE … CURSOR` in a
  * transaction): a cursor would pin one of the node's few pooled connections
- * (src/db/pg.ts; the shipper and the key sync share them) and an open
+ * (src/storage/postgres/open.ts; the shipper and the key sync share them) and an open
  * transaction for as long as the slowest reader takes — minutes for a big
  * download over a slow link — holding back vacuum meanwhile. Here each page
  * is one short query through the ledger's time index (`ledger_created`, or
@@ -22,7 +22,7 @@
  * (textStream in export.ts reads the first chunk before the 200).
  */
 import type pg from 'pg';
-import type { PgPool } from '../db/pg.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import { pgUnavailable } from '../domain/errors.js';
 import { ledgerExportHeader, ledgerExportLine, ledgerExportSelect, type LedgerExportFormat, type LedgerExportQuery, type LedgerExportRow } from './export.js';
 

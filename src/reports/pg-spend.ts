@@ -12,7 +12,7 @@
  * Pages as in spend.ts (a `limit` and the cursor of spend-cursor.ts): the
  * grouping runs in PostgreSQL, and only a page of rows comes back.
  */
-import type { PgPool } from '../db/pg.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import { addDays, dayEndMs, dayStartMs, monthStartOf } from '../domain/calendar.js';
 import { encodeSpendCursor, type CursorScope, type SpendPosition } from './spend-cursor.js';
 import {

@@ -8,7 +8,7 @@
  * CLI always do: spend-cursor.ts); only the proxy's own reads of a few rows
  * (the dashboard's per-key and per-day sums) read every row at once.
  */
-import type { TollgateDatabase } from '../db/open.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { addDays, calendarDay, dayEndMs, dayStartMs, isCalendarDay, monthStartOf } from '../domain/calendar.js';
 import { decodeSpendCursor, encodeSpendCursor, type CursorScope, type SpendPosition } from './spend-cursor.js';
 

@@ -13,8 +13,8 @@
  *   queued JSON answer, or a stream that ended early (the client left, the
  *   upstream broke) — keeps its reservation and is settled by the poller.
  */
-import type { TollgateDatabase } from '../db/open.js';
-import type { PgPool } from '../db/pg.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import type { PriceTable } from '../estimate/prices.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { Logger } from '../logger.js';

@@ -1,6 +1,6 @@
 /**
  * Which key created which stored response, and which background jobs still
- * wait for their usage (the `responses` table, src/db/schema.ts).
+ * wait for their usage (the `responses` table, src/storage/sqlite/schema.ts).
  *
  * New responses are written in one transaction per event-loop turn (a
  * commit of its own cost each one 0.14–0.3 ms on a busy 2-core machine,
@@ -31,8 +31,8 @@
  * upstream at once, and the creating node's next poll settles the job.
  */
 import type Database from 'better-sqlite3';
-import type { TollgateDatabase } from '../db/open.js';
-import type { PgPool } from '../db/pg.js';
+import type { TollgateDatabase } from '../storage/sqlite/open.js';
+import type { PgPool } from '../storage/postgres/open.js';
 import { TollgateError } from '../domain/errors.js';
 
 /** A background job nobody polls, with what its ledger row says about it. */

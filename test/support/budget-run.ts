@@ -8,7 +8,7 @@
 import OpenAI from 'openai';
 import { builtinPriceTable, costMicroUsd, resolvePrice } from '../../src/estimate/index.js';
 import type { FakeUpstream } from '../../src/demo/fake-upstream/index.js';
-import { openDatabase } from '../../src/db/open.js';
+import { openDatabase } from '../../src/storage/sqlite/open.js';
 
 export const BUDGET_MICRO_USD = 50_000;
 const SCENARIO = { headers: { 'x-fake-scenario': 'reasoning=20000,words=40' } };

@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, type TollgateDatabase } from '../../src/db/open.js';
+import { openDatabase, type TollgateDatabase } from '../../src/storage/sqlite/open.js';
 
 export interface TempDatabase {
   readonly path: string;

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { migratePg, openPg, type PgPool } from '../../src/db/pg.js';
+import { migratePg, openPg, type PgPool } from '../../src/storage/postgres/open.js';
 
 const SERVER_URL = process.env.TOLLGATE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 

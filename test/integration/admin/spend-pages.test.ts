@@ -5,7 +5,7 @@
  * and `tollgate spend` (local file and `--url`) still prints every row.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type TollgateDatabase } from '../../../src/db/open.js';
+import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { querySpend, SPEND_GROUPINGS, type SpendReport, type SpendRow } from '../../../src/reports/spend.js';

@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { tempDatabasePath } from '../../support/db.js';

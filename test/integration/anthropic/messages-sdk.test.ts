@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import type { FakeBilling } from '../../../src/demo/fake-upstream/index.js';
 import { startTestProxy, UPSTREAM_KEY, type TestProxy } from '../../support/proxy.js';
 import { waitFor } from '../../support/wait.js';

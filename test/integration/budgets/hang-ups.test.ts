@@ -6,7 +6,7 @@
  * keeps its in-flight slot until it is settled (README, "The ledger", "Budgets are hard caps").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { builtinPriceTable, costMicroUsd, resolvePrice } from '../../../src/estimate/index.js';
 import type { RecordedRequest } from '../../../src/demo/fake-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';

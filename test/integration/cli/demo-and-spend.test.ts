@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { spawnTollgate } from '../../support/process.js';
 import { waitFor } from '../../support/wait.js';
 import { cli } from '../../support/cli.js';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { findFreePort } from '../../support/redis.js';

@@ -6,7 +6,7 @@ import { cli } from '../../support/cli.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MIGRATIONS_FOLDER, openDatabase } from '../../../src/db/open.js';
+import { MIGRATIONS_FOLDER, openDatabase } from '../../../src/storage/sqlite/open.js';
 import { hashKey } from '../../../src/keys/key-format.js';
 
 let db: string;

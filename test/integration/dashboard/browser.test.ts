@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { openDatabase, type TollgateDatabase } from '../../../src/db/open.js';
+import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import type { SpendReport } from '../../../src/reports/spend.js';

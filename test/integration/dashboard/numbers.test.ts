@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SpendReport, SpendTotals } from '../../../src/reports/spend.js';
 import { createDashboardApiRoutes, type KeyPageView, type OverviewView } from '../../../src/dashboard/index.js';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { cli } from '../../support/cli.js';
 import { ADMIN_TOKEN, buildDashboardApp, recordRejection, recordRequest, settleRequest, type DashboardTestApp } from '../../support/dashboard.js';
 

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { KeyStore } from '../../../src/keys/store.js';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import type { SpendReport } from '../../../src/reports/spend.js';
 import { usd } from '../../../src/dashboard/format.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';

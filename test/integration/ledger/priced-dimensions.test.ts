@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import type { RecordedRequest } from '../../../src/demo/fake-upstream/index.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { waitFor } from '../../support/wait.js';

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { builtinPriceTable, costMicroUsd, resolvePrice } from '../../../src/estimate/prices.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { cli } from '../../support/cli.js';

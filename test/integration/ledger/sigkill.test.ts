@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { spawnServe } from '../../support/process.js';

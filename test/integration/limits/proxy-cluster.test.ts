@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Pool } from 'undici';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { parseLimit } from '../../../src/domain/policy.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { copyFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { spawnServe, type TollgateProcess } from '../../support/process.js';

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { Pool } from 'undici';
 import { waitFor } from '../../support/wait.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 
 let proxy: TestProxy;
 let pool: Pool;

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { dirname } from 'node:path';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';

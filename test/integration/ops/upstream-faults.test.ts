@@ -1,7 +1,7 @@
 /** Upstream faults the reconciliation test does not cover, each settled correctly in the ledger. */
 import { afterAll, expect, it } from 'vitest';
 import { createServer } from 'node:net';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { waitFor } from '../../support/wait.js';
 

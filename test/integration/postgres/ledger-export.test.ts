@@ -15,7 +15,7 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
-import { openPg } from '../../../src/db/pg.js';
+import { openPg } from '../../../src/storage/postgres/open.js';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
 import { LedgerShipper } from '../../../src/ledger/shipper.js';

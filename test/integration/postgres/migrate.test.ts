@@ -1,6 +1,6 @@
 /** `tollgate migrate` on PostgreSQL: several nodes starting at once apply each migration once. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { migratePg, openPg } from '../../../src/db/pg.js';
+import { migratePg, openPg } from '../../../src/storage/postgres/open.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 
 let db: TempPostgres;

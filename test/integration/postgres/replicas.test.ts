@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { builtinPriceTable, costMicroUsd, resolvePrice } from '../../../src/estimate/prices.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { builtinPriceTable, costMicroUsd, resolvePrice } from '../../../src/estimate/index.js';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { waitFor } from '../../support/wait.js';
 

@@ -7,7 +7,7 @@ import { request } from 'node:http';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { spawnServe } from '../../support/process.js';
 import { tempDatabasePath } from '../../support/db.js';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { waitFor } from '../../support/wait.js';
 

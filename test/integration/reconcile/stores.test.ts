@@ -6,7 +6,7 @@
  * `ledger_unavailable` while it is unreachable.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPg } from '../../../src/db/pg.js';
+import { openPg } from '../../../src/storage/postgres/open.js';
 import { pgReconciliations } from '../../../src/reconcile/pg-store.js';
 import { sqliteReconciliations, type ReconciliationReport, type ReconciliationStore } from '../../../src/reconcile/store.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import type { FakeUpstream } from '../../../src/demo/fake-upstream/index.js';
 import { startFakeUpstream } from '../../support/fake-upstream.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';

@@ -7,7 +7,7 @@
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type TollgateDatabase } from '../../../src/db/open.js';
+import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { cli } from '../../support/cli.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { waitFor } from '../../support/wait.js';

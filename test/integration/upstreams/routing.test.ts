@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type TollgateDatabase } from '../../../src/db/open.js';
+import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { builtinPriceTable, costMicroUsd, mergePriceTable, priceTableOverrideSchema, resolvePrice } from '../../../src/estimate/prices.js';
 import type { FakeBilling, FakeUpstream } from '../../../src/demo/fake-upstream/index.js';
 import { startFakeUpstream } from '../../support/fake-upstream.js';

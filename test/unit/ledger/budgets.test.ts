@@ -7,7 +7,7 @@ import { calendarDay, dayStartMs, periodEnd, periodId, periodStart, setTimeZone 
 import { checkBudgets, type BudgetCheck } from '../../../src/budgets/check.js';
 import { formatMicrosFixed } from '../../../src/domain/money.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { openDatabase } from '../../../src/db/open.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
 const opened: TempDatabase[] = [];

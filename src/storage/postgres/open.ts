@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
 /** The PostgreSQL migrations (resolves the same from src/ and dist/). */
-const PG_MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle/pg', import.meta.url));
+const PG_MIGRATIONS_FOLDER = fileURLToPath(new URL('../../../drizzle/pg', import.meta.url));
 
 /** Any 64-bit key works; this one is "tollgate" in ASCII, unlikely to collide with an application's own locks. */
 const MIGRATION_LOCK = '7813575385137751909';

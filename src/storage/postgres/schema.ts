@@ -242,9 +242,9 @@ export const responses = pgTable('responses', {
   requestId: text('request_id').notNull(),
   createdAt: big('created_at').notNull(),
   deletedAt: big('deleted_at'),
-  /** An item of a stored response: the response it belongs to (src/db/schema.ts). */
+  /** An item of a stored response: the response it belongs to (src/storage/sqlite/schema.ts). */
   itemOf: text('item_of'),
-  /** A response's settled input plus output tokens, when known (src/db/schema.ts). */
+  /** A response's settled input plus output tokens, when known (src/storage/sqlite/schema.ts). */
   billedTokens: big('billed_tokens'),
 });
 

@@ -6,14 +6,14 @@
  * PostgreSQL is unreachable, connecting is retried in the background.
  */
 import type { Registry } from 'prom-client';
-import { PgSpendSource } from '../budgets/pg-spend.js';
-import { KeySync } from '../keys/pg-sync.js';
-import { pruneLedger } from '../ledger/retention.js';
-import { LedgerShipper, registerShipperMetrics } from '../ledger/shipper.js';
-import type { Logger } from '../logger.js';
-import type { TollgateDatabase } from './open.js';
-import { migratePg, openPg, type PgPool } from './pg.js';
-import type { NameBounds } from '../domain/rollup-names.js';
+import { PgSpendSource } from './budgets/pg-spend.js';
+import { KeySync } from './keys/pg-sync.js';
+import { pruneLedger } from './ledger/retention.js';
+import { LedgerShipper, registerShipperMetrics } from './ledger/shipper.js';
+import type { Logger } from './logger.js';
+import type { TollgateDatabase } from './storage/sqlite/open.js';
+import { migratePg, openPg, type PgPool } from './storage/postgres/open.js';
+import type { NameBounds } from './domain/rollup-names.js';
 
 export interface ReplicaOptions {
   readonly url: string;

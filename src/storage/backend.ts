@@ -1,0 +1,12 @@
+/**
+ * Which database holds what the nodes share, decided once from the
+ * configuration (src/storage/index.ts) and asked about nowhere else. Every
+ * node keeps its own SQLite file (the ledger's write-ahead outbox, its copy of
+ * the keys); with PostgreSQL, what the nodes share (keys and tenants, spend,
+ * tokens, reconciliations) is read and written there instead.
+ */
+import type { TollgateDatabase } from './sqlite/open.js';
+import type { PgPool } from './postgres/open.js';
+
+export type Backend =
+  { readonly kind: 'sqlite'; readonly database: TollgateDatabase } | { readonly kind: 'postgres'; readonly database: TollgateDatabase; readonly pool: PgPool };
