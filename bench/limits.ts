@@ -15,8 +15,8 @@ import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import type { BucketRef, Demand } from '../src/limits/limiter.js';
-import { createLocalLimiter } from '../src/limits/stores/local-store.js';
-import { createRedisLimiter } from '../src/limits/stores/redis-store.js';
+import { createLocalLimiter } from '../src/limits/local-store.js';
+import { createLeaseLimiter } from '../src/coordination/lease-store.js';
 import { startRedis } from '../test/support/redis.js';
 
 export interface BenchRow {
@@ -125,7 +125,7 @@ interface RedisRun {
  */
 async function benchRedisHotKey(url: string, admin: Redis, durationMs: number, spacingMs: number): Promise<RedisRun> {
   const redis = new Redis(url);
-  const limiter = createRedisLimiter({ redis, failMode: 'closed', maxWaitMs: 1000 });
+  const limiter = createLeaseLimiter({ redis, failMode: 'closed', maxWaitMs: 1000 });
   const hot = bucket('key', 400, 1_000_000);
   const cost = 10;
   await limiter.acquire([{ bucket: hot, cost }]);

@@ -10,7 +10,7 @@ import { alertsFileSchema, resolveAlertSettings, type AlertSettings } from './al
 import { setTimeZone } from './domain/calendar.js';
 import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from './estimate/prices.js';
 import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './domain/policy.js';
-import { FAIL_MODES, type FailMode } from './limits/stores/fail-mode.js';
+import { FAIL_MODES, type FailMode } from './coordination/fail-mode.js';
 import { parseTrustedProxies } from './http/client-address.js';
 import { DEFAULT_NAME_BOUNDS, type NameBounds } from './domain/rollup-names.js';
 import { KEY_LABEL_MODES, type KeyLabelMode } from './metrics.js';

@@ -18,8 +18,8 @@ import { openDatabase } from './storage/sqlite/open.js';
 import { createLogger, flushLogger, type Logger } from './logger.js';
 import { createMetricsApp } from './app.js';
 import { ConnectionGuard, type ConnectionLimits } from './http/connection-guard.js';
-import type { IpcClient } from './limits/stores/ipc-client.js';
-import { LimitsPrimary } from './limits/stores/ipc-primary.js';
+import type { IpcClient } from './coordination/ipc-client.js';
+import { LimitsPrimary } from './coordination/ipc-primary.js';
 import { buildTollgate } from './tollgate.js';
 import { redactUrl } from './redact-url.js';
 

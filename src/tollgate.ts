@@ -15,7 +15,7 @@ import { createAlerts, type Alerts } from './alerts/index.js';
 import { pgAdminOps } from './admin/pg-ops.js';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-env.js';
-import { RedisBudgetStore } from './budgets/redis-budgets.js';
+import { SharedBudgetStore } from './coordination/shared-budgets.js';
 import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config.js';
 import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
@@ -31,11 +31,11 @@ import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
 import { disableOutbox } from './ledger/shipper.js';
 import { LedgerWriter } from './ledger/writer.js';
-import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './limits/stores/create.js';
-import type { IpcClient } from './limits/stores/ipc-client.js';
-import { ipcBudgetCounters } from './limits/stores/ipc-store.js';
+import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './coordination/create-limiter.js';
+import type { IpcClient } from './coordination/ipc-client.js';
+import { ipcBudgetCounters } from './coordination/ipc-store.js';
 import { InFlightLimits } from './limits/in-flight.js';
-import { LiveLimits } from './limits/live-view.js';
+import { LiveLimits } from './dashboard/live-limits.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
@@ -146,7 +146,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
                 // Keys, tenants, end users and tags alike: PostgreSQL's rollups plus this node's unshipped spend.
                 exactSeed: async (check: BudgetCheck) => replica.spend.exact(check.scope, check.budget.period, now()),
               }),
-          store: new RedisBudgetStore(budgetCounters, {
+          store: new SharedBudgetStore(budgetCounters, {
             timeoutMs: config.redis?.timeoutMs ?? IPC_TIMEOUT_MS,
             onCall: (ok) => {
               if (limiter.store !== 'redis') return;

@@ -8,7 +8,7 @@ import { TollgateError } from '../domain/errors.js';
 import { print, type GlobalOptions } from './context.js';
 import { randomBytes } from 'node:crypto';
 import { parseLimit } from '../domain/policy.js';
-import type { IpcChannel } from '../limits/stores/ipc-client.js';
+import type { IpcChannel } from '../coordination/ipc-client.js';
 
 // The server and the fake upstream load only when a command needs them, so
 // the key and spend commands start quickly.
@@ -92,7 +92,7 @@ export function registerServeCommands(program: Command): void {
  * primary's word or a signal of its own, and stops when the primary is gone.
  */
 async function serveAsWorker(config: ReturnType<typeof loadConfig>, main: Awaited<ReturnType<typeof loadServer>>): Promise<void> {
-  const [{ IpcClient }, { createLogger }] = await Promise.all([import('../limits/stores/ipc-client.js'), import('../logger.js')]);
+  const [{ IpcClient }, { createLogger }] = await Promise.all([import('../coordination/ipc-client.js'), import('../logger.js')]);
   const logger = createLogger(config.logLevel).child({ worker: cluster.worker?.id, pid: process.pid });
   const server = await main.startServer(config, { logger, ipc: new IpcClient(process as unknown as IpcChannel) });
   const drainAndExit = (): void => {

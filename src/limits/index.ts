@@ -20,6 +20,4 @@ export type { AcquireResult, Demand, Limiter, LimiterObserver, Ticket } from './
 export * from './algorithm/bindings.js';
 export * from './algorithm/demands.js';
 export * from './algorithm/headers.js';
-export { createLocalLimiter } from './stores/local-store.js';
-export { createRedisLimiter } from './stores/redis-store.js';
-export type { FailMode } from './stores/fail-mode.js';
+export { createLocalLimiter } from './local-store.js';

@@ -1,7 +1,7 @@
 /**
  * What crosses between a node and Redis in one lease call: the node's
- * tuning, the call's arguments (ARGV order of lua/lease.lua) and the
- * script's reply. The protocol itself is docs/leases.md.
+ * tuning, the call's numbers and arguments (ARGV order of lua/lease.lua) and
+ * the script's reply. The protocol itself is docs/leases.md.
  */
 /** Tuning shared by every lease of one node. */
 export interface LeaseSettings {
@@ -36,7 +36,7 @@ export interface LeaseCallPlan {
   readonly spentBins: readonly number[];
 }
 
-/** The script's reply (lua/lease.lua), all integers; decoded by `stores/lease-script.ts`. */
+/** The script's reply (lua/lease.lua), all integers; decoded by src/coordination/lease-script.ts. */
 export interface LeaseReply {
   /** 1 applied; 0 the call was stale (an older call number than one already seen). */
   readonly status: number;
@@ -64,4 +64,20 @@ export interface FrozenReport {
   readonly refundedSince: number;
   readonly debt: number;
   readonly firstSentAt: number;
+}
+
+/**
+ * A node's call numbers, shared by all its leases. The script rejects a call
+ * whose number is not above the last one it saw from the node on the bucket,
+ * and remembers that number after the node forgot the bucket (idle, empty):
+ * numbers restarting per lease would make every call of a bucket leased
+ * again stale until they caught up (docs/leases.md, "One call").
+ */
+export class CallNumbers {
+  private last = 0;
+
+  next(): number {
+    this.last += 1;
+    return this.last;
+  }
 }

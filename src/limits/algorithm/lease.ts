@@ -1,7 +1,7 @@
 /**
  * The node side of an escrow lease on one bucket (docs/leases.md), as a pure state
- * machine: no I/O, the clock is passed in. `stores/redis-store.ts` drives it with
- * real calls; the model test drives it with a simulated script and a virtual
+ * machine: no I/O, the clock is passed in. The lease store
+ * (src/coordination/lease-store.ts) drives it with real calls; the model test drives it with a simulated script and a virtual
  * clock, so both exercise the same code.
  *
  * Accounting, in whole bucket units:
@@ -30,7 +30,7 @@ import type { BucketRef } from '../limiter.js';
 import type { TakeSlot } from './all-or-none.js';
 import { SpendLog } from './spend-log.js';
 import type { BucketShape } from './token-bucket.js';
-import type { FrozenReport, LeaseCallPlan, LeaseReply, LeaseSettings } from './lease-call.js';
+import { CallNumbers, type FrozenReport, type LeaseCallPlan, type LeaseReply, type LeaseSettings } from './lease-call.js';
 
 /** Low water: top up when the lease falls below this share of its target. */
 const LOW_WATER = 0.25;
@@ -41,22 +41,6 @@ const MIN_LOCAL_REFUSAL_MS = 2;
 /** Spending younger than this is not yet credited by Redis (clock bound + whole ms). */
 const CREDIT_DELAY_MS = 3;
 
-/**
- * A node's call numbers, shared by all its leases. The script rejects a call
- * whose number is not above the last one it saw from the node on the bucket,
- * and remembers that number after the node forgot the bucket (idle, empty):
- * numbers restarting per lease would make every call of a bucket leased
- * again stale until they caught up (docs/leases.md, "One call").
- */
-export class CallNumbers {
-  private last = 0;
-
-  next(): number {
-    this.last += 1;
-    return this.last;
-  }
-}
-
 /** One node's lease on one bucket; a slot of the all-or-none take. */
 export class BucketLease implements TakeSlot {
   avail = 0;
@@ -65,7 +49,7 @@ export class BucketLease implements TakeSlot {
   expiresAt = Number.NEGATIVE_INFINITY;
   refundPending = 0;
   debtPending = 0;
-  /** Admitted from the fail mode's local share since Redis was last reachable (see stores/fail-mode.ts). */
+  /** Admitted from the fail mode's local share since Redis was last reachable (see src/coordination/fail-mode.ts). */
   fallbackSpent = 0;
   /** Nodes seen on this bucket at the last call (the fail-mode share divides by it). */
   active = 1;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bindingsForPolicy, bindLimits, computeSettlement, createBucketRef, createDemands } from '../../../../src/limits/index.js';
-import { formatBucketKey } from '../../../../src/limits/stores/lease-script.js';
+import { formatBucketKey } from '../../../../src/coordination/lease-script.js';
 import { parseLimit } from '../../../../src/domain/policy.js';
 
 describe('bucket refs', () => {

@@ -11,10 +11,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BucketLease, CallNumbers } from '../../../../src/limits/algorithm/lease.js';
-import type { LeaseSettings } from '../../../../src/limits/algorithm/lease-call.js';
+import { BucketLease } from '../../../../src/limits/algorithm/lease.js';
+import { CallNumbers, type LeaseSettings } from '../../../../src/limits/algorithm/lease-call.js';
 import { createBucketShape } from '../../../../src/limits/algorithm/token-bucket.js';
-import { runLeaseModel, type ModelHash } from '../../../../src/limits/stores/lease-script-model.js';
+import { runLeaseModel, type ModelHash } from '../../../../src/coordination/lease-script-model.js';
 import { actionArb, simulate, type Action } from './lease-sim.js';
 
 describe('lease protocol model', () => {

@@ -6,9 +6,9 @@ import fc from 'fast-check';
 import { expect } from 'vitest';
 import { BucketLease } from '../../../../src/limits/algorithm/lease.js';
 import type { LeaseCallPlan, LeaseSettings } from '../../../../src/limits/algorithm/lease-call.js';
-import type { LeaseCallArgs } from '../../../../src/limits/stores/lease-script.js';
+import type { LeaseCallArgs } from '../../../../src/coordination/lease-script.js';
 import type { BucketShape } from '../../../../src/limits/algorithm/token-bucket.js';
-import { inspectModel, runLeaseModel, type ModelHash } from '../../../../src/limits/stores/lease-script-model.js';
+import { inspectModel, runLeaseModel, type ModelHash } from '../../../../src/coordination/lease-script-model.js';
 
 const CALL_TIMEOUT = 40;
 

@@ -1,4 +1,0 @@
-import { createLocalLimiter } from '../../../../src/limits/stores/local-store.js';
-import { describeLimiterContract } from '../../../support/limiter-contract.js';
-
-describeLimiterContract('local', { create: async () => createLocalLimiter() });
