@@ -1,24 +1,20 @@
 /**
  * lua/lease.lua, transcribed line for line into TypeScript with the clock as
- * an argument. The differential test
- * (test/integration/limits/stores/lease-script.test.ts) proves it agrees with
- * the real script on real Redis; the model test then runs many nodes against
- * it on a virtual clock. Hash values are strings, as in Redis.
+ * an argument; its refill step is the bucket's own (refillBalance in
+ * limits/algorithm/token-bucket.ts, which the script repeats line for line).
+ * The differential test (test/integration/coordination/lease-script.test.ts)
+ * proves it agrees with the real script on real Redis; the model test
+ * (test/unit/limits/algorithm/lease-model.test.ts) then runs many nodes
+ * against it on a virtual clock. Hash values are strings, as in Redis.
  *
  * It is also what the primary of `tollgate serve --workers N` runs for its
  * workers (ipc-primary.ts): one implementation of the script's logic besides
  * the script itself, so the guarantee and its tests carry over. Pure: no I/O.
  */
+import { refillBalance, type Balance } from '../limits/algorithm/token-bucket.js';
 import type { LeaseCallArgs, LeaseReply } from './lease-script.js';
 
 export type ModelHash = Map<string, string>;
-
-function floorDivide(x: number, d: number): number {
-  let q = Math.floor(x / d);
-  if (q * d > x) q -= 1;
-  else if ((q + 1) * d <= x) q += 1;
-  return q;
-}
 
 /** Runs one call against `hash` at Redis time `nowMs`; mutates the hash like the script. */
 export function runLeaseModel(hash: ModelHash, call: LeaseCallArgs, nowMs: number): LeaseReply {
@@ -92,36 +88,19 @@ export function runLeaseModel(hash: ModelHash, call: LeaseCallArgs, nowMs: numbe
   }
   active += 1;
 
+  // The script's refill(dt, cap): a full balance is clamped (carry dropped), else the one refill step.
+  const balance: Balance = { tokens: 0, carry: 0 };
   const refill = (dt: number, cap: number): void => {
     if (tokens >= cap) {
       tokens = cap;
       carry = 0;
       return;
     }
-    if (dt <= 0) return;
-    let q = Math.floor(dt / den);
-    let r = dt - q * den;
-    if (r < 0) {
-      q -= 1;
-      r += den;
-    } else if (r >= den) {
-      q += 1;
-      r -= den;
-    }
-    const whole = q * num;
-    if (whole >= cap - tokens) {
-      tokens = cap;
-      carry = 0;
-    } else {
-      const x = r * num + carry;
-      const add = floorDivide(x, den);
-      tokens += whole + add;
-      carry = x - add * den;
-      if (tokens >= cap) {
-        tokens = cap;
-        carry = 0;
-      }
-    }
+    balance.tokens = tokens;
+    balance.carry = carry;
+    refillBalance(balance, dt, cap, num, den);
+    tokens = balance.tokens;
+    carry = balance.carry;
   };
 
   const applyReport = call.reportId > (num0(`r:${node}`) ?? 0);

@@ -2,7 +2,8 @@
  * Pure token-bucket math: lazy refill, take, charge (debt), refund, retry-after.
  * No I/O and no clock of its own — every function takes `now` in milliseconds.
  * The Redis script in `lua/lease.lua` implements the same refill step line for
- * line, so a bucket behaves identically in memory and in Redis.
+ * line, so a bucket behaves identically in memory and in Redis; its TypeScript
+ * model calls {@link refillBalance} here.
  *
  * ## Representation (why integers and a rational rate)
  * A balance is `tokens + carry / rateDen`: `tokens` is an integer number of
@@ -36,7 +37,7 @@ export interface BucketShape {
 }
 
 /** Mutable state of one bucket. Balance = `tokens + carry / shape.rateDen`. */
-export interface BucketState {
+export interface BucketState extends Balance {
   /** Whole units; negative while in debt. */
   tokens: number;
   /** Exact fractional credit, an integer in `[0, shape.rateDen)`. */
@@ -77,6 +78,50 @@ export function createBucketState(shape: BucketShape, now: number, startEmpty = 
   return { tokens: startEmpty ? 0 : shape.capacity, carry: 0, ts: Math.floor(now) };
 }
 
+/** A balance: whole units and the exact fraction in `1/rateDen` units, as in {@link BucketState}. */
+export interface Balance {
+  tokens: number;
+  carry: number;
+}
+
+/**
+ * The refill step, the one both {@link refillBucket} and the model of
+ * `lua/lease.lua` (src/coordination/lease-script-model.ts, which refills
+ * piecewise under a cap that grows as leases end) use: adds `dt` ms at
+ * `rateNum/rateDen` units per ms to a balance below `cap`, stopping at `cap`.
+ * Changes nothing when `dt ≤ 0` or the balance already reaches `cap`; a
+ * balance above `cap` is the caller's to clamp.
+ */
+export function refillBalance(balance: Balance, dt: number, cap: number, rateNum: number, rateDen: number): void {
+  const tokens = balance.tokens;
+  if (dt <= 0 || tokens >= cap) return;
+  // Split Δt = q·den + r so the products stay small: q·num whole units
+  // plus (r·num + carry)/den, with r·num + carry < den·num + den ≤ 2^51.
+  let q = Math.floor(dt / rateDen);
+  let r = dt - q * rateDen;
+  if (r < 0) {
+    q -= 1;
+    r += rateDen;
+  } else if (r >= rateDen) {
+    q += 1;
+    r -= rateDen;
+  }
+  const whole = q * rateNum;
+  if (whole >= cap - tokens) {
+    balance.tokens = cap;
+    balance.carry = 0;
+    return;
+  }
+  const x = r * rateNum + balance.carry;
+  const add = floorDivide(x, rateDen);
+  balance.tokens = tokens + whole + add;
+  balance.carry = x - add * rateDen;
+  if (balance.tokens >= cap) {
+    balance.tokens = cap;
+    balance.carry = 0;
+  }
+}
+
 /**
  * Writes into `into` the state of `from` refilled up to `now`:
  * `min(capacity, balance + Δt·rate)`, with `ts = max(ts, now)` so time never
@@ -86,50 +131,18 @@ export function createBucketState(shape: BucketShape, now: number, startEmpty = 
  */
 export function refillBucket(shape: BucketShape, from: BucketState, now: number, into: BucketState): void {
   const t = Math.floor(now);
-  let tokens = from.tokens;
-  let carry = from.carry;
-  let ts = from.ts;
-  const cap = shape.capacity;
-  if (t > ts) {
-    if (tokens < cap) {
-      const num = shape.rateNum;
-      const den = shape.rateDen;
-      const dt = t - ts;
-      // Split Δt = q·den + r so the products stay small: q·num whole units
-      // plus (r·num + carry)/den, with r·num + carry < den·num + den ≤ 2^51.
-      let q = Math.floor(dt / den);
-      let r = dt - q * den;
-      if (r < 0) {
-        q -= 1;
-        r += den;
-      } else if (r >= den) {
-        q += 1;
-        r -= den;
-      }
-      const whole = q * num;
-      if (whole >= cap - tokens) {
-        tokens = cap;
-        carry = 0;
-      } else {
-        const x = r * num + carry;
-        const add = floorDivide(x, den);
-        tokens += whole + add;
-        carry = x - add * den;
-        if (tokens >= cap) {
-          tokens = cap;
-          carry = 0;
-        }
-      }
-    }
-    ts = t;
-  }
-  if (tokens > cap) {
-    tokens = cap;
-    carry = 0;
-  }
-  into.tokens = tokens;
-  into.carry = carry;
+  const ts = from.ts;
+  into.tokens = from.tokens;
+  into.carry = from.carry;
   into.ts = ts;
+  if (t > ts) {
+    refillBalance(into, t - ts, shape.capacity, shape.rateNum, shape.rateDen);
+    into.ts = t;
+  }
+  if (into.tokens > shape.capacity) {
+    into.tokens = shape.capacity;
+    into.carry = 0;
+  }
 }
 
 /**
