@@ -5,7 +5,7 @@
  *
  * With `serve --workers N` (startCluster) a primary forks N such servers on one
  * port (node:cluster) and keeps, without Redis, the buckets and budget counters
- * they lease from over IPC (src/limits/stores/ipc-primary.ts).
+ * they lease from over IPC (src/coordination/ipc-primary.ts).
  */
 import { createAdaptorServer, serve } from '@hono/node-server';
 import cluster, { type Worker } from 'node:cluster';

@@ -15,7 +15,7 @@ import { createAlerts, type Alerts } from './alerts/index.js';
 import { pgAdminOps } from './admin/pg-ops.js';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-env.js';
-import { SharedBudgetStore } from './coordination/shared-budgets.js';
+import { SharedBudgetStore } from './budgets/shared-budgets.js';
 import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config.js';
 import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';

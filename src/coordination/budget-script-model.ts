@@ -2,8 +2,8 @@
  * lua/budget.lua, transcribed line for line into TypeScript with the clock as
  * an argument, for the primary of `tollgate serve --workers N`, which keeps
  * its workers' budget counters the way Redis does
- * (src/limits/stores/ipc-primary.ts). A differential test
- * (test/integration/workers/budget-script.test.ts) proves it agrees with the
+ * (ipc-primary.ts). A differential test
+ * (test/integration/coordination/budget-script.test.ts) proves it agrees with the
  * script on real Redis. Pure: no I/O.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The Redis store's `local` fail mode: when Redis cannot be reached and a
+ * The lease store's `local` fail mode: when Redis cannot be reached and a
  * lease cannot cover a request, each bucket falls back to an in-memory bucket
  * holding a safe share of the limit — `rate/N`, `burst/N` with N the nodes
  * last seen on that bucket — so N nodes together stay near the limit. Still

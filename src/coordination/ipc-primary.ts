@@ -4,12 +4,12 @@
  * budget counter. Workers lease from it over IPC with the escrow protocol of
  * docs/leases.md; it runs the very logic of `lua/lease.lua` and
  * `lua/budget.lua`, transcribed in lease-script-model.ts and
- * budgets/budget-script-model.ts (each proven equal to its script on real
+ * budget-script-model.ts (each proven equal to its script on real
  * Redis), one call at a time — as atomic as a script in Redis, since the
  * primary is one thread. A worker's turn of calls arrives as one batch and
  * is answered with one message (ipc-protocol.ts). So the guarantee,
  * `spend(Δ) ≤ burst + rate·Δ` across all workers, and budgets never
- * overspent, are those of the Redis store.
+ * overspent, are those of the lease store on Redis.
  *
  * Its clock is monotonic whole milliseconds (as the script reads Redis
  * `TIME`); its state lives as long as the primary, like a Redis without

@@ -1,12 +1,12 @@
 /**
  * The limiter and the budget counters of a worker of `tollgate serve
- * --workers N` when no Redis is configured: the Redis store's escrow leases
- * (redis-store.ts, docs/leases.md) with the primary in Redis' place
+ * --workers N` when no Redis is configured: the lease store's escrow leases
+ * (lease-store.ts, docs/leases.md) with the primary in Redis' place
  * (ipc-primary.ts). Same node code, same protocol, same guarantee; only the
  * transport differs, and the contract tests run over it
- * (test/integration/workers/ipc-store.contract.test.ts).
+ * (test/integration/coordination/ipc-store.contract.test.ts).
  */
-import type { BudgetCounters } from './shared-budgets.js';
+import type { BudgetCounters } from './budget-counters.js';
 import type { IpcClient } from './ipc-client.js';
 import type { LeaseOutcome, LeaseTransport } from './lease-script.js';
 import { createLeaseLimiter, type LeaseLimiter, type LeaseLimiterOptions } from './lease-store.js';
@@ -30,7 +30,7 @@ function ipcLeaseTransport(client: IpcClient): LeaseTransport {
 
 /**
  * Budget counters kept by the primary: a reservation waits for its answer
- * (bounded like a Redis call; see redis-budgets.ts), an adjustment does not
+ * (bounded like a Redis call; see budgets/shared-budgets.ts), an adjustment does not
  * (it leaves with the turn's batch, summed with the others on its counter).
  */
 export function ipcBudgetCounters(client: IpcClient, timeoutMs: number): BudgetCounters {

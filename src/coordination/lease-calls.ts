@@ -1,5 +1,5 @@
 /**
- * The Redis store's call queue: at most one call in flight per bucket, every
+ * The lease store's call queue: at most one call in flight per bucket, every
  * call due in a tick sent together (one pipeline; one per hash tag on a
  * Cluster), each batch bounded by a timeout, and a circuit breaker that stops
  * sending to a dead Redis. Callers wait on a promise that always resolves;

@@ -18,7 +18,7 @@ export const LEASE_SCRIPT: string = readFileSync(new URL('../../lua/lease.lua', 
 /** SHA-1 of {@link LEASE_SCRIPT}, the EVALSHA handle. */
 export const LEASE_SCRIPT_SHA: string = createHash('sha1').update(LEASE_SCRIPT).digest('hex');
 
-/** The client the Redis store accepts: a single node or a Cluster. */
+/** The Redis client the lease store accepts: a single node or a Cluster. */
 export type RedisClient = Redis | Cluster;
 
 /** One report-and-get call; field order is ARGV order (see the script header). */

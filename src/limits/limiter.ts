@@ -1,7 +1,8 @@
 /**
  * The one limiter API the proxy's request path uses. Two stores implement it:
- * {@link ./stores/local-store.ts} (one process, in memory) and
- * {@link ./stores/redis-store.ts} (many processes, escrow leases on Redis).
+ * {@link ./local-store.ts} (one process, in memory) and the lease store,
+ * src/coordination/lease-store.ts (many processes, escrow leases on Redis or
+ * on the primary of `serve --workers N`).
  *
  * A request's demands are paid all-or-none (`acquire`), then settled once
  * against the actual cost (`settle`): unused reservation is refunded, an
@@ -111,7 +112,7 @@ export interface Limiter {
    * Settles a ticket with the actual cost per demand (same order as acquired):
    * less than reserved → the difference is refunded; more → the excess is
    * charged as debt. Once per ticket; later calls are ignored. Synchronous and
-   * I/O-free (the Redis store reports on its next tick).
+   * I/O-free (the lease store reports on its next tick).
    */
   settle(ticket: Ticket, actualCosts: readonly number[]): void;
   /**

@@ -1,6 +1,7 @@
 /**
  * In-memory limiter: one token bucket per key·limit in this process. Used on
- * its own (no Redis) and by the Redis store as its `local` fail-mode fallback.
+ * its own (no Redis) and by the lease store (src/coordination/lease-store.ts)
+ * as its `local` fail-mode fallback.
  *
  * A decision resolves each demand's bucket with one `Map.get`, then takes
  * all-or-none across key, tenant and global levels (algorithm/all-or-none.ts):
@@ -134,7 +135,7 @@ export class LocalBucketTable {
     return this.buckets.get(id);
   }
 
-  /** Forgets every bucket (the Redis store drops its fallback when Redis is back). */
+  /** Forgets every bucket (the lease store drops its fallback when Redis is back). */
   clear(): void {
     for (const bucket of this.buckets.values()) bucket.evicted = true;
     this.buckets.clear();

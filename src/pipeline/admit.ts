@@ -22,7 +22,7 @@
  */
 import { affordable, budgetChecksFor, checkBudgets, type BudgetDecision } from '../budgets/check.js';
 import { planOutput, reservationOf, usefulMinimum, type OutputPlan } from '../budgets/output-cap.js';
-import { reserveSharedBudgets, type SharedOutcome } from '../coordination/shared-budgets.js';
+import { reserveSharedBudgets, type SharedOutcome } from '../budgets/shared-budgets.js';
 import { attributedBudgetChecks, endUserBindings, exactNames } from '../endusers/checks.js';
 import { TollgateError } from '../domain/errors.js';
 import { bindingsFor } from '../limits/index.js';

@@ -2,7 +2,7 @@
  * What the request path needs, built once by the composition root
  * (src/tollgate.ts) and shared by every stage.
  */
-import type { SharedBudgets } from '../coordination/shared-budgets.js';
+import type { SharedBudgets } from '../budgets/shared-budgets.js';
 import type { SpendTracker } from '../budgets/spend-tracker.js';
 import type { EstimateOptions } from '../estimate/index.js';
 import type { KeyCache } from '../keys/cache.js';

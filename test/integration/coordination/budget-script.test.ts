@@ -1,6 +1,6 @@
 /**
  * The primary of `serve --workers N` keeps budget counters with a TypeScript
- * transcription of lua/budget.lua (src/budgets/budget-script-model.ts): on
+ * transcription of lua/budget.lua (src/coordination/budget-script-model.ts): on
  * random sequences of reservations and adjustments it agrees with the script
  * on a real redis-server, reply for reply and counter for counter.
  */

@@ -1,5 +1,5 @@
 /**
- * The Redis store's lease lifecycle on a real redis-server: leases go back
+ * The lease store's lease lifecycle on a real redis-server: leases go back
  * when idle and on close, debt reaches the other nodes, excess is returned,
  * and the observer hooks report what happens.
  */
@@ -61,7 +61,7 @@ async function waitUntil(what: string, check: () => Promise<boolean> | boolean, 
   throw new Error(`timed out waiting until ${what}`);
 }
 
-describe('redis store lease lifecycle', () => {
+describe('lease store lease lifecycle on Redis', () => {
   it('hands a lease back after two idle lease lives', async () => {
     // A lease life long enough that a busy machine renews it in time: one that
     // expired in Redis would not give its unspent tokens back.

@@ -1,5 +1,5 @@
 /**
- * The Redis store when Redis is slow (CLIENT PAUSE) or gone (SIGKILL, then
+ * The lease store when Redis is slow (CLIENT PAUSE) or gone (SIGKILL, then
  * restarted empty): no exception escapes, requests never wait past the bound,
  * the fail mode is honoured, nothing is half-debited, and leasing resumes by
  * itself. Real time is the point here, but nothing depends on the machine's
@@ -40,7 +40,7 @@ afterEach(async () => {
 
 // Both ways a proxy may configure its client: ioredis' defaults (commands
 // queue while reconnecting) and fail-fast (no offline queue, one retry), which
-// is what src/limits/stores/create.ts uses.
+// is what src/coordination/create-limiter.ts uses.
 const CLIENT_OPTIONS = [
   { name: 'queueing client', options: { retryStrategy: () => 50 } },
   { name: 'fail-fast client', options: { retryStrategy: () => 50, enableOfflineQueue: false, maxRetriesPerRequest: 1 } },
@@ -136,7 +136,7 @@ async function waitUntil(what: string, check: () => Promise<boolean> | boolean, 
 
 /**
  * The first call also loads the script: let it take its time. Connected
- * first, as the proxy is before it serves (stores/create.ts): a fail-fast
+ * first, as the proxy is before it serves (create-limiter.ts): a fail-fast
  * client fails every call until then, and two failures open the breaker.
  */
 async function warmUp(limiter: LeaseLimiter, b: BucketRef): Promise<void> {
@@ -145,7 +145,7 @@ async function warmUp(limiter: LeaseLimiter, b: BucketRef): Promise<void> {
   await waitUntil('the first lease is granted', async () => (await limiter.acquire([{ bucket: b, cost: 1 }])).ok);
 }
 
-describe.each(CLIENT_OPTIONS)('redis store when Redis is slow or gone ($name)', ({ options }) => {
+describe.each(CLIENT_OPTIONS)('lease store when Redis is slow or gone ($name)', ({ options }) => {
   beforeEach(() => {
     clientOptions = options;
   });

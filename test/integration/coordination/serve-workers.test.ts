@@ -1,7 +1,7 @@
 /**
  * `tollgate serve --workers 2`, without Redis, end to end: two processes on
  * one port, whose limits and budgets are those of one process — the workers
- * lease from their primary (src/limits/stores/ipc-primary.ts). A worker that
+ * lease from their primary (src/coordination/ipc-primary.ts). A worker that
  * dies is replaced and the ledger keeps every request; SIGTERM drains all.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -5,7 +5,7 @@
  * primary still runs each call in order, one at a time. The channel here is
  * an in-process pair that copies each message as Node's IPC would
  * (structuredClone) and delivers it on a later turn; the same code runs over
- * a real channel in test/integration/workers.
+ * a real channel in test/integration/coordination.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { IpcClient, type IpcChannel } from '../../../src/coordination/ipc-client.js';

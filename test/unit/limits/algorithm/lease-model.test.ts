@@ -1,7 +1,7 @@
 /**
  * Model check of the lease protocol: several nodes (the real BucketLease
  * code) against the script (its TypeScript transcription, proven equal to the
- * Lua by stores/lease-script.test.ts) on one virtual clock, with random interleavings:
+ * Lua by test/integration/coordination/lease-script.test.ts) on one virtual clock, with random interleavings:
  * calls delayed, replies lost, calls executed twice or late and out of order,
  * nodes killed holding leases, refunds and underestimates settled at random.
  *

@@ -1,9 +1,11 @@
 /**
  * Budgets shared by proxy nodes that do not share a database file: with
  * Redis configured, each key's and tenant's budget for a period is a counter
- * in Redis (`lua/budget.lua`), reserved atomically before a request goes
- * upstream and moved to the actual cost afterwards. A counter Redis does not
- * have yet is seeded from the calling node's own ledger.
+ * in Redis (`lua/budget.lua`, run by coordination/budget-counters.ts; the
+ * primary of `serve --workers N` keeps the same counters for its workers),
+ * reserved atomically before a request goes upstream and moved to the actual
+ * cost afterwards. A counter Redis does not have yet is seeded from the
+ * calling node's own ledger.
  *
  * Levels (key, tenant) live in different Cluster slots, so they are reserved
  * one after the other; a refusal at the second gives the first back. That
@@ -12,42 +14,14 @@
  * Errors (Redis down, a timeout) are thrown as {@link BudgetStoreUnavailable}
  * for the caller's fail mode; after one, Redis is skipped for `cooldownMs`.
  */
-import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
-import type { FailMode } from './fail-mode.js';
-import type { BudgetCheck, BudgetDecision, BudgetStanding } from '../budgets/check.js';
+import { redisBudgetCounters, type BudgetCounters } from '../coordination/budget-counters.js';
+import type { FailMode } from '../coordination/fail-mode.js';
+import type { BudgetCheck, BudgetDecision, BudgetStanding } from './check.js';
 import { periodEnd, periodId } from '../domain/calendar.js';
 
-const BUDGET_SCRIPT = readFileSync(new URL('../../lua/budget.lua', import.meta.url), 'utf8');
-const COMMAND = 'tollgateBudgetReserve';
 /** Counters outlive their period by a week, for late settlements and inspection. */
 const AFTER_PERIOD_MS = 7 * 86_400_000;
-
-type BudgetClient = (Redis | Cluster) & {
-  [COMMAND]?: (key: string, cap: number, amount: number, seed: number, ttlMs: number, least: number) => Promise<[number, number, number]>;
-};
-
-/**
- * Where the counters live: Redis (`lua/budget.lua`), or the primary process of
- * `tollgate serve --workers N` (src/limits/stores/ipc-primary.ts runs the same
- * script, transcribed in budget-script-model.ts).
- */
-export interface BudgetCounters {
-  /** One run of lua/budget.lua (its header documents the arguments): [admitted, spent before, granted]. */
-  reserve(key: string, cap: number, amount: number, seed: number, ttlMs: number, least: number): Promise<[number, number, number]>;
-  /** `INCRBY key delta`. */
-  adjust(key: string, delta: number): Promise<unknown>;
-}
-
-function redisBudgetCounters(redis: Redis | Cluster): BudgetCounters {
-  const client = redis as BudgetClient;
-  // EVALSHA with a fallback on NOSCRIPT, on every Cluster node: ioredis does it.
-  if (typeof client[COMMAND] !== 'function') client.defineCommand(COMMAND, { numberOfKeys: 1, lua: BUDGET_SCRIPT });
-  return {
-    reserve: (key, cap, amount, seed, ttlMs, least) => client[COMMAND]!(key, cap, amount, seed, ttlMs, least),
-    adjust: (key, delta) => client.incrby(key, delta),
-  };
-}
 
 /** Redis could not be asked; the fail mode decides. */
 class BudgetStoreUnavailable extends Error {
