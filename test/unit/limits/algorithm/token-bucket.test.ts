@@ -8,9 +8,11 @@ import {
   createBucketState,
   NEVER_FITS,
   peekTokens,
+  refillBalance,
   refillBucket,
   refundTokens,
   takeTokens,
+  type Balance,
   type BucketShape,
   type BucketState,
 } from '../../../../src/limits/algorithm/token-bucket.js';
@@ -220,5 +222,31 @@ describe('token bucket math', () => {
         expect(scratch).toEqual(a);
       }),
     );
+  });
+
+  it('refills a balance the same in one span or in pieces (the step the lease script repeats)', () => {
+    fc.assert(
+      fc.property(shapes, schedules, (shape, steps) => {
+        const whole: Balance = { tokens: 0, carry: 0 };
+        const pieces: Balance = { tokens: 0, carry: 0 };
+        let span = 0;
+        for (const [gap] of steps) {
+          span += gap;
+          refillBalance(pieces, gap, shape.capacity, shape.rateNum, shape.rateDen);
+        }
+        refillBalance(whole, span, shape.capacity, shape.rateNum, shape.rateDen);
+        expect(pieces).toEqual(whole);
+      }),
+    );
+  });
+
+  it('leaves a balance at its cap, or over no time, as it is', () => {
+    const shape = createBucketShape(1, 10);
+    const full: Balance = { tokens: 10, carry: 0 };
+    refillBalance(full, 5000, 10, shape.rateNum, shape.rateDen);
+    expect(full).toEqual({ tokens: 10, carry: 0 });
+    const partial: Balance = { tokens: 4, carry: 1 };
+    refillBalance(partial, 0, 10, shape.rateNum, shape.rateDen);
+    expect(partial).toEqual({ tokens: 4, carry: 1 });
   });
 });
