@@ -6,8 +6,7 @@
 import { Cluster, Redis } from 'ioredis';
 import type { Counter, Gauge } from 'prom-client';
 import type { Logger } from '../logger.js';
-import type { Limiter, LimiterObserver } from '../limits/limiter.js';
-import { createLocalLimiter } from '../limits/local-store.js';
+import { createLocalLimiter, type Limiter, type LimiterObserver } from '../limits/index.js';
 import type { IpcClient } from './ipc-client.js';
 import { createIpcLimiter } from './ipc-store.js';
 import { createLeaseLimiter } from './lease-store.js';
