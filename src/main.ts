@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import { openDatabase } from './storage/sqlite/open.js';
 import { createLogger, flushLogger, type Logger } from './logger.js';
 import { createMetricsApp } from './app.js';

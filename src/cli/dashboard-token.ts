@@ -6,7 +6,7 @@
  * --url (its /admin/api/dashboard-tokens).
  */
 import type { Command } from 'commander';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { sqliteDashboardTokens, type DashboardTokenStore, type DashboardTokenView } from '../dashboard/tenant-tokens.js';

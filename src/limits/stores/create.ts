@@ -4,7 +4,7 @@
  * logs and metrics. The one place that opens Redis connections for limits.
  */
 import { Cluster, Redis } from 'ioredis';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import type { Logger } from '../../logger.js';
 import type { Metrics } from '../../metrics.js';
 import { createLocalLimiter, createRedisLimiter, type Limiter, type LimiterObserver } from '../index.js';

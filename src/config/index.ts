@@ -6,16 +6,16 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { z } from 'zod';
-import { alertsFileSchema, resolveAlertSettings, type AlertSettings } from './alerts/settings.js';
-import { setTimeZone } from './domain/calendar.js';
-import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from './estimate/prices.js';
-import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from './domain/policy.js';
-import { FAIL_MODES, type FailMode } from './limits/stores/fail-mode.js';
-import { parseTrustedProxies } from './http/client-address.js';
-import { DEFAULT_NAME_BOUNDS, type NameBounds } from './domain/rollup-names.js';
-import { KEY_LABEL_MODES, type KeyLabelMode } from './metrics.js';
-import { httpUrlSchema, resolveUpstreams, upstreamsFileFields, type UpstreamsConfig } from './upstreams/upstream-config.js';
-import { redactUrlsIn } from './redact-url.js';
+import { alertsFileSchema, resolveAlertSettings, type AlertSettings } from '../alerts/settings.js';
+import { setTimeZone } from '../domain/calendar.js';
+import { builtinPriceTable, mergePriceTable, priceTableOverrideSchema, type PriceTable } from '../estimate/prices.js';
+import { parseLimit, PolicyError, validatePolicy, type LimitSpec } from '../domain/policy.js';
+import { FAIL_MODES, type FailMode } from '../limits/stores/fail-mode.js';
+import { parseTrustedProxies } from '../http/client-address.js';
+import { DEFAULT_NAME_BOUNDS, type NameBounds } from '../domain/rollup-names.js';
+import { KEY_LABEL_MODES, type KeyLabelMode } from '../metrics.js';
+import { httpUrlSchema, resolveUpstreams, upstreamsFileFields, type UpstreamsConfig } from '../upstreams/upstream-config.js';
+import { redactUrlsIn } from '../redact-url.js';
 
 const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1024, k: 1024, mb: 1024 ** 2, m: 1024 ** 2, gb: 1024 ** 3, g: 1024 ** 3 };
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
