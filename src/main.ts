@@ -75,7 +75,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }) as Server;
     created.once('error', reject);
     guard.attach(created);
-    // serve() would listen with Node's default backlog (511); see TOLLGATE_LISTEN_BACKLOG in config.ts.
+    // serve() would listen with Node's default backlog (511); see TOLLGATE_LISTEN_BACKLOG in src/config/env.ts.
     created.listen({ port: config.port, host: config.host, backlog: config.listenBacklog }, () => resolve(created));
   });
 
