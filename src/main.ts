@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import { openDatabase } from './storage/sqlite/open.js';
 import { createLogger, flushLogger, type Logger } from './logger.js';
 import { createMetricsApp } from './app.js';
@@ -75,7 +75,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }) as Server;
     created.once('error', reject);
     guard.attach(created);
-    // serve() would listen with Node's default backlog (511); see TOLLGATE_LISTEN_BACKLOG in config.ts.
+    // serve() would listen with Node's default backlog (511); see TOLLGATE_LISTEN_BACKLOG in src/config/env.ts.
     created.listen({ port: config.port, host: config.host, backlog: config.listenBacklog }, () => resolve(created));
   });
 

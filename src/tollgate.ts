@@ -17,7 +17,7 @@ import { createApp } from './app.js';
 import type { AppEnv } from './app-env.js';
 import { SharedBudgetStore } from './budgets/shared-budgets.js';
 import { SpendTracker } from './budgets/spend-tracker.js';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
 import { ReadWorker, WorkerDashboardReads, workerSpend } from './dashboard/read-worker.js';
 import { pgDashboardTokens } from './dashboard/pg-tenant-tokens.js';

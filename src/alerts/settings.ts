@@ -1,7 +1,7 @@
 /**
  * The `alerts` section of the config file (TOLLGATE_CONFIG) and what it
  * becomes. Webhook secrets are never in the file: each webhook names an
- * environment variable, resolved by config.ts (the one reader of the
+ * environment variable, resolved by src/config/ (the one reader of the
  * environment) through {@link resolveAlertSettings}.
  */
 import { z } from 'zod';

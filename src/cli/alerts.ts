@@ -9,7 +9,7 @@ import { sendToWebhook } from '../alerts/deliver.js';
 import { sampleEvent } from '../alerts/events.js';
 import { forecastRunOut } from '../alerts/forecast.js';
 import { AlertOutbox } from '../alerts/outbox.js';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { KeyStore } from '../keys/store.js';
 import { formatMicrosExact } from '../domain/money.js';

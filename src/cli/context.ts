@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { once } from 'node:events';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { TollgateError } from '../domain/errors.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { PolicyError } from '../domain/policy.js';

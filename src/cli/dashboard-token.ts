@@ -6,13 +6,13 @@
  * --url (its /admin/api/dashboard-tokens).
  */
 import type { Command } from 'commander';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { sqliteDashboardTokens, type DashboardTokenStore, type DashboardTokenView } from '../dashboard/tenant-tokens.js';
 import { print, printJson, type GlobalOptions } from './context.js';
 import { table, when } from './format.js';
-import { parseExpiry } from './keys.js';
+import { parseExpiry } from './key-options.js';
 
 interface TokenOps {
   create(input: { tenant: string; label?: string | undefined; expiresAt: number | null }): Promise<{ token: string; view: DashboardTokenView }>;

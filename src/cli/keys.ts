@@ -1,172 +1,33 @@
-/** `tollgate keys …` and `tollgate tenants …`. */
-import { Option, type Command } from 'commander';
-import type { IssuedKey, KeyPatch, KeyView, TenantView } from '../keys/store.js';
-import { BUDGET_PERIODS, parseLimit, parseUsdToMicros, PolicyError, type Budget, type BudgetPeriod, type LimitSpec, type Policy } from '../domain/policy.js';
+/**
+ * `tollgate keys …`: issue, list, show, update, revoke and rotate keys, and how a key is printed.
+ * The options they share with tenants are in key-options.ts.
+ */
+import type { Command } from 'commander';
+import type { IssuedKey, KeyPatch, KeyView } from '../keys/store.js';
+import { PolicyError, type Policy } from '../domain/policy.js';
 import { describeAttributedPolicy, endUserPolicyFrom, tagBudgetsFrom, type EndUserOptions } from '../domain/policy-options.js';
 import { print, printJson, withOps } from './context.js';
 import { describeBudget, describeLimits, printable, table, when } from './format.js';
-
-const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
-
-interface LimitOptions {
-  limit?: string[];
-  rpm?: string;
-  tpm?: string;
-  maxInFlight?: string;
-}
-
-/** `--max-in-flight N` as a policy field (set at creation), or nothing. */
-function maxInFlightFrom(options: LimitOptions): { maxInFlight?: number } {
-  if (options.maxInFlight === undefined) return {};
-  const n = Number(options.maxInFlight);
-  if (!/^\d+$/.test(options.maxInFlight.trim()) || !Number.isSafeInteger(n) || n < 1) {
-    throw new PolicyError(`--max-in-flight "${options.maxInFlight}" is not a whole number of requests above zero`);
-  }
-  return { maxInFlight: n };
-}
-
-/** Limits from --limit/--rpm/--tpm, or undefined when none was given. */
-function limitsFrom(options: LimitOptions): LimitSpec[] | undefined {
-  const texts = [...(options.limit ?? [])];
-  if (options.rpm !== undefined) texts.push(`requests:${options.rpm}/min`);
-  if (options.tpm !== undefined) texts.push(`tokens:${options.tpm}/min`);
-  return texts.length === 0 ? undefined : texts.map(parseLimit);
-}
-
-function budgetFrom(usdText: string | undefined, periodText: string | undefined, current?: Budget): Budget | undefined {
-  if (periodText !== undefined && !(BUDGET_PERIODS as readonly string[]).includes(periodText)) {
-    throw new PolicyError(`--budget-period must be one of ${BUDGET_PERIODS.join(', ')} (got "${periodText}")`);
-  }
-  if (usdText === undefined) {
-    if (periodText === undefined) return undefined;
-    if (current === undefined) throw new PolicyError('--budget-period needs --budget-usd (the key has no budget yet)');
-    return { microUsd: current.microUsd, period: periodText as BudgetPeriod };
-  }
-  const microUsd = parseUsdToMicros(usdText);
-  if (microUsd <= 0) throw new PolicyError('--budget-usd must be greater than zero');
-  return { microUsd, period: (periodText ?? current?.period ?? 'month') as BudgetPeriod };
-}
-
-/** Budgets from repeated `--extra-budget 100/month`, or undefined when none was given. */
-function extraBudgetsFrom(texts: readonly string[] | undefined): Budget[] | undefined {
-  if (texts === undefined) return undefined;
-  return texts.map((text) => {
-    const [usd = '', period = ''] = text.split('/');
-    if (!(BUDGET_PERIODS as readonly string[]).includes(period)) {
-      throw new PolicyError(`--extra-budget takes DOLLARS/PERIOD with PERIOD one of ${BUDGET_PERIODS.join(', ')} (got "${text}")`);
-    }
-    const microUsd = parseUsdToMicros(usd);
-    if (microUsd <= 0) throw new PolicyError('--extra-budget must be greater than zero');
-    return { microUsd, period: period as BudgetPeriod };
-  });
-}
-
-/**
- * `--downgrade gpt-4o=gpt-4o-mini,o3=o4-mini [--downgrade-at 80]`: once a budget of the key (or
- * its tenant) has spent that share, requests for each FROM model go to its TO model.
- */
-function downgradeFrom(text: string | undefined, at: string | undefined, current?: Policy['downgrade']): Policy['downgrade'] | undefined {
-  if (text === undefined && at === undefined) return undefined;
-  const atPercent = at === undefined ? (current?.atPercent ?? 80) : Number(at.replace(/%$/, ''));
-  if (!(atPercent > 0 && atPercent <= 100)) throw new PolicyError('--downgrade-at takes a percentage above 0 and at most 100, e.g. 80');
-  if (text === undefined) {
-    if (current === undefined) throw new PolicyError('--downgrade-at needs --downgrade FROM=TO (the key has none)');
-    return { ...current, atPercent };
-  }
-  const models: Record<string, string> = {};
-  for (const pair of text
-    .split(',')
-    .map((p) => p.trim())
-    .filter((p) => p !== '')) {
-    const [from = '', to = '', extra] = pair.split('=').map((part) => part.trim());
-    if (from === '' || to === '' || extra !== undefined) throw new PolicyError(`--downgrade takes FROM=TO pairs, e.g. gpt-4o=gpt-4o-mini (got "${pair}")`);
-    models[from] = to;
-  }
-  if (Object.keys(models).length === 0) throw new PolicyError('--downgrade needs at least one FROM=TO pair');
-  return { atPercent, models };
-}
+import {
+  budgetFrom,
+  collect,
+  downgradeFrom,
+  extraBudgetsFrom,
+  limitsFrom,
+  maxInFlightFrom,
+  metadataFrom,
+  modelsFrom,
+  parseExpiry,
+  withEndUserOptions,
+  withPolicyOptions,
+  type LimitOptions,
+} from './key-options.js';
 
 function describeDowngrade(policy: Policy): string {
   const downgrade = policy.downgrade;
   if (downgrade === undefined) return '-';
   const pairs = Object.entries(downgrade.models).map(([from, to]) => `${from} -> ${to}`);
   return `at ${downgrade.atPercent}% of a budget: ${pairs.join(', ')}`;
-}
-
-function modelsFrom(text: string | undefined): string[] | undefined {
-  if (text === undefined) return undefined;
-  const models = text
-    .split(',')
-    .map((m) => m.trim())
-    .filter((m) => m !== '');
-  if (models.length === 0) throw new PolicyError('--models needs at least one model name');
-  return models;
-}
-
-/** `30d`, `12h`, `90m`, or a date/time (`2026-12-31`, ISO 8601) → epoch ms. */
-export function parseExpiry(text: string, now = Date.now()): number {
-  const relative = /^(\d+)\s*(m|h|d)$/.exec(text.trim());
-  if (relative) {
-    const amount = Number(relative[1]);
-    if (amount <= 0) throw new PolicyError('--expires must be in the future');
-    return now + amount * { m: 60_000, h: 3_600_000, d: 86_400_000 }[relative[2] as 'm' | 'h' | 'd'];
-  }
-  const at = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(text.trim()) ? `${text.trim()}T00:00:00Z` : text);
-  if (Number.isNaN(at)) throw new PolicyError(`--expires "${text}" is not a duration (30d, 12h, 90m) or a date (2026-12-31)`);
-  if (at <= now) throw new PolicyError(`--expires ${text} is in the past`);
-  return at;
-}
-
-function metadataFrom(pairs: string[] | undefined): Record<string, string> | undefined {
-  if (pairs === undefined) return undefined;
-  const out: Record<string, string> = {};
-  for (const pair of pairs) {
-    const at = pair.indexOf('=');
-    if (at <= 0) throw new PolicyError(`--meta "${pair}" is not label=value`);
-    out[pair.slice(0, at)] = pair.slice(at + 1);
-  }
-  return out;
-}
-
-/** The limit and budget options keys and tenants share; `update` adds the ones that clear them. */
-function withPolicyOptions(command: Command, mode: 'create' | 'update'): Command {
-  command
-    .option(
-      '--limit <spec>',
-      mode === 'create'
-        ? 'UNIT:AMOUNT/PERIOD[,burst=B][,name=N][,start=empty]; UNIT requests|tokens|usd, PERIOD s|min|h|day (repeatable)'
-        : 'replacement limit (repeatable)',
-      collect,
-    )
-    .option('--rpm <n>', 'shorthand for --limit requests:N/min')
-    .option('--tpm <n>', 'shorthand for --limit tokens:N/min');
-  command.option('--max-in-flight <n>', 'requests in flight at once (keys default to TOLLGATE_MAX_IN_FLIGHT)');
-  if (mode === 'update') command.option('--clear-limits', 'remove all limits');
-  command
-    .option('--budget-usd <dollars>', mode === 'create' ? 'spend cap in USD' : 'new spend cap in USD')
-    .addOption(new Option('--budget-period <period>', 'budget period (in TOLLGATE_TIMEZONE)').choices([...BUDGET_PERIODS]))
-    .option(
-      '--extra-budget <dollars/period>',
-      mode === 'create' ? 'another budget in another period, e.g. 100/month (repeatable)' : 'replacement extra budgets (repeatable)',
-      collect,
-    );
-  if (mode === 'update') command.option('--no-budget', 'remove every budget');
-  return command;
-}
-
-/** Keys only: what each end user of the key gets on its own, and budgets per tag (src/endusers). */
-function withEndUserOptions(command: Command, mode: 'create' | 'update'): Command {
-  command
-    .option('--user-limit <spec>', 'a limit every end user gets for itself, as --limit (repeatable; replaces them on update)', collect)
-    .option('--user-rpm <n>', 'shorthand for --user-limit requests:N/min')
-    .option('--user-tpm <n>', 'shorthand for --user-limit tokens:N/min')
-    .option('--user-budget-usd <dollars>', "every end user's own spend cap in USD")
-    .addOption(new Option('--user-budget-period <period>', "the end users' budget period (default month)").choices([...BUDGET_PERIODS]))
-    .option('--tag-budget <tag=dollars/period>', 'a budget on the requests with a tag, e.g. search=5/day (repeatable; replaces them on update)', collect);
-  if (mode === 'update') {
-    command.option('--no-user-policy', 'remove the per-end-user limits and budgets').option('--no-tag-budgets', 'remove every tag budget');
-  }
-  return command;
 }
 
 function describeKey(view: KeyView): string {
@@ -216,20 +77,6 @@ function keyRows(keys: KeyView[]): string {
     keys.map((k) => [k.name, k.id, k.prefix, k.tenant ?? '-', k.status, describeLimits(k.policy), describeBudget(k.policy), when(k.createdAt)]),
   );
 }
-
-function describeTenant(view: TenantView): string {
-  return [
-    ['id', view.id],
-    ['name', view.name],
-    ['keys', String(view.keys)],
-    ['limits', describeLimits(view.policy)],
-    ['budget', describeBudget(view.policy)],
-    ['created', when(view.createdAt)],
-  ]
-    .map(([label, value]) => `  ${label!.padEnd(8)} ${printable(value!)}`)
-    .join('\n');
-}
-
 export function registerKeyCommands(program: Command): void {
   const keys = program.command('keys').description('issue and manage tenant keys');
 
@@ -421,96 +268,4 @@ export function registerKeyCommands(program: Command): void {
       const issued = await withOps(command, (ops) => ops.rotateKey(ref));
       printIssued(issued, options.json === true, 'Rotated');
     });
-
-  const tenants = program.command('tenants').description('tenants: groups of keys with shared limits and budget');
-
-  withPolicyOptions(
-    tenants.command('create').description('create a tenant with limits and a budget shared by its keys').argument('<name>', 'tenant name'),
-    'create',
-  )
-    .option('--json', 'print JSON')
-    .action(
-      async (name: string, options: LimitOptions & { budgetUsd?: string; budgetPeriod?: string; extraBudget?: string[]; json?: boolean }, command: Command) => {
-        const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
-        const budgets = extraBudgetsFrom(options.extraBudget);
-        const view = await withOps(command, (ops) =>
-          ops.createTenant(name, {
-            limits: limitsFrom(options) ?? [],
-            ...(budget ? { budget } : {}),
-            ...(budgets ? { budgets } : {}),
-            ...maxInFlightFrom(options),
-          }),
-        );
-        if (options.json) printJson(view);
-        else print(`Created tenant "${view.name}"\n${describeTenant(view)}`);
-      },
-    );
-
-  tenants
-    .command('list')
-    .description('list tenants')
-    .option('--json', 'print JSON')
-    .action(async (options: { json?: boolean }, command: Command) => {
-      const list = await withOps(command, (ops) => ops.listTenants());
-      if (options.json) printJson(list);
-      else
-        print(
-          list.length === 0
-            ? 'no tenants'
-            : table(
-                ['name', 'id', 'keys', 'limits', 'budget'],
-                list.map((t) => [t.name, t.id, String(t.keys), describeLimits(t.policy), describeBudget(t.policy)]),
-                ['left', 'left', 'right'],
-              ),
-        );
-    });
-
-  tenants
-    .command('show')
-    .description('show one tenant')
-    .argument('<tenant>', 'tenant id or name')
-    .option('--json', 'print JSON')
-    .action(async (ref: string, options: { json?: boolean }, command: Command) => {
-      const view = await withOps(command, (ops) => ops.getTenant(ref));
-      if (options.json) printJson(view);
-      else print(describeTenant(view));
-    });
-
-  withPolicyOptions(
-    tenants
-      .command('update')
-      .description('change a tenant; --limit/--rpm/--tpm replace all its limits')
-      .argument('<tenant>', 'tenant id or name')
-      .option('--name <name>', 'new name'),
-    'update',
-  )
-    .option('--json', 'print JSON')
-    .action(
-      async (
-        ref: string,
-        options: LimitOptions & {
-          name?: string;
-          clearLimits?: boolean;
-          budgetUsd?: string;
-          budgetPeriod?: string;
-          extraBudget?: string[];
-          budget?: boolean;
-          json?: boolean;
-        },
-        command: Command,
-      ) => {
-        const view = await withOps(command, async (ops) => {
-          const current = await ops.getTenant(ref);
-          return ops.updateTenant(ref, {
-            name: options.name,
-            limits: options.clearLimits ? [] : limitsFrom(options),
-            budget: options.budget === false ? null : budgetFrom(options.budgetUsd, options.budgetPeriod, current.policy.budget),
-            budgets: options.budget === false ? null : extraBudgetsFrom(options.extraBudget),
-            ...maxInFlightFrom(options),
-          });
-        });
-        if (options.json) printJson(view);
-        else print(`Updated tenant "${view.name}"\n${describeTenant(view)}`);
-      },
-    );
 }

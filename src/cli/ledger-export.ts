@@ -6,7 +6,7 @@
  * with --url it streams the proxy's /admin/api/ledger.csv or .ndjson through.
  */
 import { Option, type Command } from 'commander';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { parseExportRange, type LedgerExportFormat } from '../reports/export.js';
 import { CliError, EXIT_USAGE, printChunk, withOps, type GlobalOptions } from './context.js';

@@ -1,7 +1,7 @@
 /** `tollgate migrate` and `tollgate estimate`. */
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import type { Endpoint } from '../endpoints.js';
 import { applyMigrations, openDatabase } from '../storage/sqlite/open.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';

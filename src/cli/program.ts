@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { EXIT_USAGE, setOutput, toCliError, type Output } from './context.js';
 import { registerAlertCommands } from './alerts.js';
 import { registerKeyCommands } from './keys.js';
+import { registerTenantCommands } from './tenants.js';
 import { registerLedgerCommands } from './ledger-export.js';
 import { registerMiscCommands } from './misc.js';
 import { registerReconcileCommand } from './reconcile.js';
@@ -24,6 +25,7 @@ function buildProgram(output: Output): Command {
     .showHelpAfterError();
   registerServeCommands(program);
   registerKeyCommands(program);
+  registerTenantCommands(program);
   registerSpendCommand(program);
   registerLedgerCommands(program);
   registerMiscCommands(program);

@@ -7,7 +7,7 @@
  * history and process lists).
  */
 import type { Command } from 'commander';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { formatMicrosExact } from '../domain/money.js';
 import type { CellSide, ReconcileRow } from '../reconcile/compare.js';

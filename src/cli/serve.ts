@@ -1,7 +1,7 @@
 /** `tollgate serve` and `tollgate demo`. */
 import cluster from 'node:cluster';
 import type { Command } from 'commander';
-import { loadConfig, parseWorkers } from '../config.js';
+import { loadConfig, parseWorkers } from '../config/index.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { KeyStore } from '../keys/store.js';
 import { TollgateError } from '../domain/errors.js';

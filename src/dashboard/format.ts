@@ -2,7 +2,7 @@
  * Numbers for people, formatted once on the server: the pages and the JSON
  * they poll carry the same text, so the browser never formats money.
  */
-import { usd } from '../cli/format.js';
+import { formatMicrosShort as usd } from '../domain/money.js';
 
 export { usd };
 

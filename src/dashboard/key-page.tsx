@@ -1,355 +1,86 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 /**
- * A key's page (/dashboard/keys/:id and GET /admin/api/dashboard/keys/:id):
- * facts, totals, charts, budget and limits (live from the limiter when it is
- * wired in), spend by model, recent 429s and the latest ledger rows.
+ * A key's page (/dashboard/keys/:id): its facts and cards, the charts, then the panels of
+ * key-panels.tsx. The data comes from buildKeyPage (key-view.ts), which the page's
+ * polling fetches again from GET /admin/api/dashboard/keys/:id.
  */
 import type { FC } from 'hono/jsx';
-import type { JSX } from 'hono/jsx/jsx-runtime';
-import type { SpendTotals } from '../reports/spend.js';
-import { formatLimit, type LimitSpec } from '../domain/policy.js';
-import type { KeyStatus } from '../keys/store.js';
-import { describeAttributedPolicy } from '../domain/policy-options.js';
-import { budgetItem, type BudgetItem } from './budget-view.js';
-import { describeForecast, forecastRunOut } from '../alerts/forecast.js';
-import { HOUR_MS, periodEnd, periodStart, utcHour } from '../domain/calendar.js';
-import { formatMicrosExact } from '../domain/money.js';
-import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
-import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
-import { keyStatusOf, type KeyRecord } from './directory.js';
-import { count, percent, relativeTime, timestamp, usd } from './format.js';
+import { Card, Chart } from './components.js';
+import { BudgetAndLimitsPanel, ModelsPanel, RequestsPanel, TopTable } from './key-panels.js';
+import type { KeyPageView } from './key-view.js';
 import { Layout } from './layout.js';
-import { periodDays, type PeriodTotals } from './reads.js';
-import { requestItem, requestRow, RequestTableHead, type RequestItem } from './request-list.js';
-import { inFlightText, keyHref, tokensOf, updatedText, type LimitSnapshotEntry, type ViewContext } from './view-context.js';
 
-/** One of a key's limits, with its live state when the limiter provides one. */
-interface LimitItem {
-  readonly name: string;
-  readonly spec: string;
-  /** remaining / burst from the limiter, or null when not available. */
-  readonly fraction: number | null;
-  readonly meter: number;
-  readonly text: { readonly spec: string; readonly live: string };
-}
-
-/** A key's spend on one model this month. */
-interface ModelItem {
-  readonly model: string;
-  readonly totals: SpendTotals;
-  readonly share: number;
-  readonly text: { readonly requests: string; readonly tokens: string; readonly spend: string; readonly share: string };
-}
-
-/** One of a key's top end users or tags this month. */
-interface TopItem {
-  readonly name: string;
-  readonly totals: SpendTotals;
-  readonly share: number;
-  readonly text: { readonly requests: string; readonly spend: string; readonly share: string; readonly rejected: string };
-}
-
-/** End users and tags listed on a key's page (the most spent first). */
-const TOP_ROWS = 10;
-
-/** A key's page and GET /admin/api/dashboard/keys/:id. */
-export interface KeyPageView {
-  readonly page: 'key';
-  readonly generatedAt: number;
-  readonly key: {
-    readonly id: string;
-    readonly name: string;
-    readonly tenant: string | null;
-    readonly prefix: string;
-    readonly status: KeyStatus;
-    readonly createdAt: number;
-    readonly expiresAt: number | null;
-    readonly models: readonly string[] | null;
-    readonly policyError: string | null;
-    /** What each end user gets, and the tag budgets (src/endusers), as label and text. */
-    readonly perUser: ReadonlyArray<readonly [string, string]>;
-  };
-  readonly totals: { readonly today: PeriodTotals; readonly month: PeriodTotals };
-  readonly budget: BudgetItem | null;
-  readonly limits: readonly LimitItem[];
-  /** False when no limiter snapshot is wired in. */
-  readonly limitsLive: boolean;
-  readonly models: readonly ModelItem[];
-  /** The key's end users and tags that spent the most this month. */
-  readonly topUsers: readonly TopItem[];
-  readonly topTags: readonly TopItem[];
-  readonly latest: readonly RequestItem[];
-  readonly recent429: readonly RequestItem[];
-  readonly charts: { readonly hourly: ChartData; readonly daily: ChartData };
-  readonly text: Readonly<Record<KeyPageText, string>>;
-}
-
-type KeyPageText =
-  | 'status'
-  | 'tenant'
-  | 'created'
-  | 'expires'
-  | 'models'
-  | 'spendToday'
-  | 'spendMonth'
-  | 'requestsToday'
-  | 'requestsMonth'
-  | 'tokensToday'
-  | 'tokensMonth'
-  | 'rejectedToday'
-  | 'rejectedMonth'
-  | 'errorsMonth'
-  | 'pending'
-  | 'lastUsed'
-  | 'lastUsedAt'
-  | 'budgetForecast'
-  | 'updated';
-
-const LATEST_ROWS = 50;
-const RECENT_429_ROWS = 20;
-
-function formatAmount(unit: string, amount: number): string {
-  if (unit === 'usd') return usd(Math.round(amount));
-  return count(Math.floor(amount));
-}
-
-function limitItems(key: KeyRecord, snapshot: ReadonlyArray<LimitSnapshotEntry> | undefined): LimitItem[] {
-  const limits: readonly LimitSpec[] = key.policy?.limits ?? [];
-  const live = new Map((snapshot ?? []).map((entry) => [entry.limitName, entry]));
-  const item = (name: string, spec: string, entry: LimitSnapshotEntry | undefined): LimitItem => {
-    const fraction = entry === undefined || !(entry.burst > 0) ? null : Math.max(0, entry.remaining) / entry.burst;
-    return {
-      name,
-      spec,
-      fraction,
-      meter: fraction === null ? 0 : Math.min(1, fraction),
-      text: {
-        spec,
-        live:
-          entry === undefined
-            ? 'not available'
-            : `${formatAmount(entry.unit, Math.max(0, entry.remaining))} of ${formatAmount(entry.unit, entry.burst)}${entry.unit === 'usd' ? '' : ` ${entry.unit}`} left (${percent(fraction ?? 0)})`,
-      },
-    };
-  };
-  const items = limits.map((limit) => item(limit.name, formatLimit(limit), snapshot === undefined ? undefined : live.get(limit.name)));
-  // Buckets the limiter reports beyond the key's own (its tenant's, the global one).
-  for (const entry of snapshot ?? []) {
-    if (!limits.some((limit) => limit.name === entry.limitName))
-      items.push(item(entry.limitName, `${entry.unit}, burst ${formatAmount(entry.unit, entry.burst)}`, entry));
-  }
-  return items;
-}
-
-/** One key's page, or undefined when there is no such key. */
-export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<KeyPageView | undefined> {
-  const { reads, now } = ctx;
-  const directory = await reads.directory();
-  const key = directory.keysById.get(keyId);
-  if (key === undefined) return undefined;
-  const { today: todayDay, monthStart } = periodDays(now);
-  const budgetSpec = key.policy?.budget;
-  // At once: on PostgreSQL each read is a round trip.
-  const [today, month, modelTotals, periodCost, latestRows, recent429Rows, hourly, daily, topUserRows, topTagRows] = await Promise.all([
-    reads.keyTotals(key.id, todayDay, now),
-    reads.keyTotals(key.id, monthStart, now),
-    reads.keyModels(key.id, monthStart, now),
-    // A week's spend is its days' totals; only a budget "in total" needs the lifetime.
-    budgetSpec?.period === 'week'
-      ? reads.keyTotals(key.id, periodStart('week', now), now).then((totals) => totals.costMicros)
-      : budgetSpec?.period === 'total'
-        ? reads.keyLifetimeCost(key.id, now)
-        : 0,
-    reads.latestRequests(key.id, LATEST_ROWS),
-    reads.recent429s(key.id, RECENT_429_ROWS),
-    reads.hourlySeries(now, key.id),
-    reads.keyDailySeries(key.id, now),
-    reads.keyTop(key.id, 'user', monthStart, now, TOP_ROWS),
-    reads.keyTop(key.id, 'tag', monthStart, now, TOP_ROWS),
-  ]);
-  const models = modelTotals.map(({ model, totals }): ModelItem => {
-    const share = month.costMicros > 0 ? totals.costMicros / month.costMicros : 0;
-    return {
-      model,
-      totals,
-      share,
-      text: {
-        requests: count(totals.requests),
-        tokens: `${count(totals.promptTokens)} → ${count(totals.completionTokens)}`,
-        spend: usd(totals.costMicros),
-        share: percent(share),
-      },
-    };
-  });
-  const top = (rows: ReadonlyArray<{ name: string; totals: SpendTotals }>): TopItem[] =>
-    rows.map(({ name, totals }) => {
-      const share = month.costMicros > 0 ? totals.costMicros / month.costMicros : 0;
-      const rejected = totals.rejectedRateLimit + totals.rejectedBudget;
-      return {
-        name,
-        totals,
-        share,
-        text: { requests: count(totals.requests), spend: usd(totals.costMicros), share: percent(share), rejected: count(rejected) },
-      };
-    });
-  let budget: BudgetItem | null = null;
-  if (budgetSpec !== undefined) {
-    const spent = budgetSpec.period === 'day' ? today.costMicros : budgetSpec.period === 'month' ? month.costMicros : periodCost;
-    budget = budgetItem('key', key.id, key.name, keyHref(key.id), budgetSpec, spent);
-  }
-  // The burn-rate forecast the alerts carry (src/alerts/forecast.ts), from the chart's last 24 hours and this one.
-  let budgetForecast = '';
-  if (budgetSpec !== undefined && budget !== null) {
-    const from = utcHour(now) - 24 * HOUR_MS;
-    const forecast = forecastRunOut({
-      spentMicros: budget.spentMicros,
-      limitMicros: budgetSpec.microUsd,
-      windowSpendMicros: hourly.reduce((sum, point) => (point.hour >= from ? sum + point.costMicros : sum), 0),
-      windowMs: now - from,
-      now,
-      periodEndsAt: periodEnd(budgetSpec.period, now),
-    });
-    budgetForecast = describeForecast(forecast, formatMicrosExact, now);
-  }
-  const latest = latestRows.rows.map((row) => requestItem(row, now));
-  const lastUsedAt = latest[0]?.createdAt ?? null;
-  const status = keyStatusOf(key, now);
-  const snapshot = ctx.limitSnapshot?.(key.id);
-  return {
-    page: 'key',
-    generatedAt: now,
-    key: {
-      id: key.id,
-      name: key.name,
-      tenant: key.tenant,
-      prefix: key.prefix,
-      status,
-      createdAt: key.createdAt,
-      expiresAt: key.expiresAt,
-      models: key.policy?.models ?? null,
-      policyError: key.policyError ?? null,
-      perUser: key.policy === undefined ? [] : describeAttributedPolicy(key.policy),
-    },
-    totals: { today, month },
-    budget,
-    limits: limitItems(key, snapshot),
-    limitsLive: ctx.limitSnapshot !== undefined,
-    models,
-    topUsers: top(topUserRows.rows),
-    topTags: top(topTagRows.rows),
-    latest,
-    recent429: recent429Rows.rows.map((row) => requestItem(row, now)),
-    charts: {
-      hourly: chartOfHours(hourly, ['spend', 'tokens']),
-      daily: chartOfDays(daily, ['spend', 'tokens']),
-    },
-    text: {
-      status,
-      tenant: key.tenant ?? 'none',
-      created: timestamp(key.createdAt),
-      expires: key.expiresAt === null ? 'never' : timestamp(key.expiresAt),
-      models: key.policy?.models === undefined ? 'all models' : key.policy.models.join(', '),
-      spendToday: usd(today.costMicros),
-      spendMonth: usd(month.costMicros),
-      requestsToday: count(today.requests),
-      requestsMonth: count(month.requests),
-      tokensToday: count(tokensOf(today)),
-      tokensMonth: count(tokensOf(month)),
-      rejectedToday: count(today.rejectedRateLimit + today.rejectedBudget),
-      rejectedMonth: count(month.rejectedRateLimit + month.rejectedBudget),
-      errorsMonth: count(month.errors),
-      pending: inFlightText(today.pending),
-      lastUsed: relativeTime(lastUsedAt, now),
-      lastUsedAt: timestamp(lastUsedAt),
-      budgetForecast,
-      updated: updatedText(now),
-    },
-  };
-}
-
-function limitRow(live: boolean): (item: LimitItem | undefined) => JSX.Element {
-  return (item) => (
-    <tr data-item={item === undefined ? undefined : ''}>
-      <td data-bind="name">{item?.name}</td>
-      <td class="mono" data-bind="text.spec">
-        {item?.text.spec}
-      </td>
-      <td>
-        <div class="budget-cell">
-          {live ? <meter min={0} max={1} low={0.2} high={0.5} optimum={1} value={item?.meter ?? 0} data-bind-value="meter"></meter> : null}
-          <span data-bind="text.live">{item?.text.live}</span>
-        </div>
-      </td>
-    </tr>
-  );
-}
-
-function modelRow(item: ModelItem | undefined): JSX.Element {
+/** What the key is: id, prefix, tenant, models, end-user rules, expiry and last use. */
+const KeyFacts: FC<{ view: KeyPageView }> = ({ view }) => {
+  const key = view.key;
   return (
-    <tr data-item={item === undefined ? undefined : ''}>
-      <td class="mono" data-bind="model">
-        {item?.model}
-      </td>
-      <td class="num" data-bind="text.requests">
-        {item?.text.requests}
-      </td>
-      <td class="num" data-bind="text.tokens">
-        {item?.text.tokens}
-      </td>
-      <td class="num" data-bind="text.spend">
-        {item?.text.spend}
-      </td>
-      <td class="num">
-        <meter min={0} max={1} value={item?.share ?? 0} data-bind-value="share"></meter> <span data-bind="text.share">{item?.text.share}</span>
-      </td>
-    </tr>
+    <section class="panel">
+      <dl class="facts">
+        <dt>Id</dt>
+        <dd class="mono">{key.id}</dd>
+        <dt>Prefix</dt>
+        <dd class="mono">{key.prefix}</dd>
+        <dt>Tenant</dt>
+        <dd data-bind="text.tenant">{view.text.tenant}</dd>
+        <dt>Models</dt>
+        <dd data-bind="text.models">{view.text.models}</dd>
+        <dt>Created</dt>
+        <dd>{view.text.created}</dd>
+        <dt>Expires</dt>
+        <dd data-bind="text.expires">{view.text.expires}</dd>
+        {key.perUser.map(([label, text]) => (
+          <>
+            <dt>{label === 'per user' ? 'Per end user' : 'Tag budgets'}</dt>
+            <dd class="mono">{text}</dd>
+          </>
+        ))}
+        <dt>Last used</dt>
+        <dd data-bind="text.lastUsed" data-bind-title="text.lastUsedAt" title={view.text.lastUsedAt}>
+          {view.text.lastUsed}
+        </dd>
+      </dl>
+      {key.policyError === null ? null : <p class="notice">This key's stored policy is invalid, so its requests are refused: {key.policyError}</p>}
+    </section>
   );
-}
+};
 
-function topRow(item: TopItem | undefined): JSX.Element {
-  return (
-    <tr data-item={item === undefined ? undefined : ''}>
-      <td class="mono" data-bind="name">
-        {item?.name}
-      </td>
-      <td class="num" data-bind="text.requests">
-        {item?.text.requests}
-      </td>
-      <td class="num" data-bind="text.spend">
-        {item?.text.spend}
-      </td>
-      <td class="num" data-bind="text.rejected">
-        {item?.text.rejected}
-      </td>
-      <td class="num">
-        <meter min={0} max={1} value={item?.share ?? 0} data-bind-value="share"></meter> <span data-bind="text.share">{item?.text.share}</span>
-      </td>
-    </tr>
-  );
-}
-
-/** A table of top end users or tags. */
-const TopTable: FC<{ title: string; path: 'topUsers' | 'topTags'; items: readonly TopItem[]; first: string; empty: string }> = (props) => (
-  <section class="panel" data-section={props.path}>
-    <h2>
-      {props.title} <span class="muted">this month, the {TOP_ROWS} that spent the most</span>
-    </h2>
-    <table>
-      <thead>
-        <tr>
-          <th>{props.first}</th>
-          <th class="num">Requests</th>
-          <th class="num">Spend</th>
-          <th class="num">Rejected</th>
-          <th class="num">Share of the key</th>
-        </tr>
-      </thead>
-      {listBody(props.path, props.items, topRow)}
-    </table>
-    <EmptyNote path={props.path} shown={props.items.length === 0}>
-      {props.empty}
-    </EmptyNote>
-  </section>
+/** Today's and this month's spend, requests, tokens, 429s and errors. */
+const KeyCards: FC<{ view: KeyPageView }> = ({ view }) => (
+  <div class="cards">
+    <Card label="Spend today" value={view.text.spendToday} bind="text.spendToday" detail={<span data-bind="text.pending">{view.text.pending}</span>} />
+    <Card label="Spend this month" value={view.text.spendMonth} bind="text.spendMonth" />
+    <Card
+      label="Requests today"
+      value={view.text.requestsToday}
+      bind="text.requestsToday"
+      detail={
+        <>
+          <span data-bind="text.requestsMonth">{view.text.requestsMonth}</span> this month
+        </>
+      }
+    />
+    <Card
+      label="Tokens today"
+      value={view.text.tokensToday}
+      bind="text.tokensToday"
+      detail={
+        <>
+          <span data-bind="text.tokensMonth">{view.text.tokensMonth}</span> this month
+        </>
+      }
+    />
+    <Card
+      label="Rejected (429) today"
+      value={view.text.rejectedToday}
+      bind="text.rejectedToday"
+      detail={
+        <>
+          <span data-bind="text.rejectedMonth">{view.text.rejectedMonth}</span> this month
+        </>
+      }
+    />
+    <Card label="Errors this month" value={view.text.errorsMonth} bind="text.errorsMonth" />
+  </div>
 );
 
 /** One key: facts, totals, charts, budget and limits, models, 429s and latest requests. */
@@ -366,153 +97,28 @@ export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
           {key.status}
         </span>
       </h1>
-      <section class="panel">
-        <dl class="facts">
-          <dt>Id</dt>
-          <dd class="mono">{key.id}</dd>
-          <dt>Prefix</dt>
-          <dd class="mono">{key.prefix}</dd>
-          <dt>Tenant</dt>
-          <dd data-bind="text.tenant">{view.text.tenant}</dd>
-          <dt>Models</dt>
-          <dd data-bind="text.models">{view.text.models}</dd>
-          <dt>Created</dt>
-          <dd>{view.text.created}</dd>
-          <dt>Expires</dt>
-          <dd data-bind="text.expires">{view.text.expires}</dd>
-          {key.perUser.map(([label, text]) => (
-            <>
-              <dt>{label === 'per user' ? 'Per end user' : 'Tag budgets'}</dt>
-              <dd class="mono">{text}</dd>
-            </>
-          ))}
-          <dt>Last used</dt>
-          <dd data-bind="text.lastUsed" data-bind-title="text.lastUsedAt" title={view.text.lastUsedAt}>
-            {view.text.lastUsed}
-          </dd>
-        </dl>
-        {key.policyError === null ? null : <p class="notice">This key's stored policy is invalid, so its requests are refused: {key.policyError}</p>}
-      </section>
-      <div class="cards">
-        <Card label="Spend today" value={view.text.spendToday} bind="text.spendToday" detail={<span data-bind="text.pending">{view.text.pending}</span>} />
-        <Card label="Spend this month" value={view.text.spendMonth} bind="text.spendMonth" />
-        <Card
-          label="Requests today"
-          value={view.text.requestsToday}
-          bind="text.requestsToday"
-          detail={
-            <>
-              <span data-bind="text.requestsMonth">{view.text.requestsMonth}</span> this month
-            </>
-          }
-        />
-        <Card
-          label="Tokens today"
-          value={view.text.tokensToday}
-          bind="text.tokensToday"
-          detail={
-            <>
-              <span data-bind="text.tokensMonth">{view.text.tokensMonth}</span> this month
-            </>
-          }
-        />
-        <Card
-          label="Rejected (429) today"
-          value={view.text.rejectedToday}
-          bind="text.rejectedToday"
-          detail={
-            <>
-              <span data-bind="text.rejectedMonth">{view.text.rejectedMonth}</span> this month
-            </>
-          }
-        />
-        <Card label="Errors this month" value={view.text.errorsMonth} bind="text.errorsMonth" />
-      </div>
+      <KeyFacts view={view} />
+      <KeyCards view={view} />
       <div class="grid2">
         <Chart title="Spend and tokens by hour" path="charts.hourly" note="last 48 hours, UTC" />
         <Chart title="Spend and tokens by day" path="charts.daily" note="last 90 days, UTC" />
       </div>
       <div class="grid2">
-        <section class="panel">
-          <h2>Budget</h2>
-          {view.budget === null ? (
-            <p class="empty">No budget on this key.</p>
-          ) : (
-            <>
-              <table>
-                <tbody data-scope="budget">{budgetRow(view.budget)}</tbody>
-              </table>
-              <p class="muted forecast" data-bind="text.budgetForecast">
-                {view.text.budgetForecast}
-              </p>
-            </>
-          )}
-          <h2>
-            Limits <span class="muted">{view.limitsLive ? 'live from the limiter' : 'live utilisation not available'}</span>
-          </h2>
-          <table>
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Limit</th>
-                <th>Remaining now</th>
-              </tr>
-            </thead>
-            {listBody('limits', view.limits, limitRow(view.limitsLive))}
-          </table>
-          <EmptyNote path="limits" shown={view.limits.length === 0}>
-            No limits on this key.
-          </EmptyNote>
-        </section>
-        <section class="panel">
-          <h2>
-            By model <span class="muted">this month</span>
-          </h2>
-          <table>
-            <thead>
-              <tr>
-                <th>Model</th>
-                <th class="num">Requests</th>
-                <th class="num">Tokens in → out</th>
-                <th class="num">Spend</th>
-                <th class="num">Share</th>
-              </tr>
-            </thead>
-            {listBody('models', view.models, modelRow)}
-          </table>
-          <EmptyNote path="models" shown={view.models.length === 0}>
-            No requests this month.
-          </EmptyNote>
-        </section>
+        <BudgetAndLimitsPanel view={view} />
+        <ModelsPanel models={view.models} />
       </div>
       <div class="grid2">
         <TopTable title="Top end users" path="topUsers" items={view.topUsers} first="End user" empty="No requests named an end user this month." />
         <TopTable title="Top tags" path="topTags" items={view.topTags} first="Tag" empty="No tagged requests this month." />
       </div>
-      <section class="panel">
-        <h2>
-          Recent 429s <span class="muted">refused by a limit or budget, or passed on from the upstream</span>
-        </h2>
-        <table>
-          <RequestTableHead />
-          {listBody('recent429', view.recent429, requestRow)}
-        </table>
-        <EmptyNote path="recent429" shown={view.recent429.length === 0}>
-          No 429s.
-        </EmptyNote>
-      </section>
-      <section class="panel">
-        <h2>
-          Latest requests <span class="muted">newest first, from the ledger</span>
-        </h2>
-        <table>
-          <RequestTableHead />
-          {listBody('latest', view.latest, requestRow)}
-        </table>
-        <EmptyNote path="latest" shown={view.latest.length === 0}>
-          No requests yet.
-        </EmptyNote>
-      </section>
+      <RequestsPanel
+        title="Recent 429s"
+        note="refused by a limit or budget, or passed on from the upstream"
+        path="recent429"
+        items={view.recent429}
+        empty="No 429s."
+      />
+      <RequestsPanel title="Latest requests" note="newest first, from the ledger" path="latest" items={view.latest} empty="No requests yet." />
     </Layout>
   );
 };

@@ -25,7 +25,7 @@ import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { renderError, TollgateError } from '../domain/errors.js';
 import type { KeyView } from '../keys/store.js';
 import type { LedgerExporter } from '../reports/export.js';
-import { buildKeyPage } from './key-page.js';
+import { buildKeyPage } from './key-view.js';
 import { readKeyList, type KeyList } from './key-lists.js';
 import { buildKeys } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';

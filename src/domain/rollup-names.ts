@@ -77,3 +77,13 @@ export interface NameBounds {
  * requests with a fresh user and ten fresh tags each added 12 rows a request.
  */
 export const DEFAULT_NAME_BOUNDS: NameBounds = Object.freeze({ endUsers: 10_000, tags: 1_000 });
+
+/** The ledger's `tags` column: comma-joined (tags hold no commas: TAG_PATTERN), or null. */
+export function encodeTags(tags: readonly string[]): string | null {
+  return tags.length === 0 ? null : tags.join(',');
+}
+
+/** The ledger's `tags` column back to a list. */
+export function decodeTags(text: string | null): string[] {
+  return text === null || text === '' ? [] : text.split(',');
+}

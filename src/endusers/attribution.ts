@@ -121,13 +121,3 @@ function single(value: string | string[], param: string): string {
   if (value.length === 1) return value[0]!;
   throw new TollgateError('invalid_value', `Send the ${param} header once.`, { param });
 }
-
-/** The ledger's `tags` column: comma-joined, or null. */
-export function encodeTags(tags: readonly string[]): string | null {
-  return tags.length === 0 ? null : tags.join(',');
-}
-
-/** The ledger's `tags` column back to a list. */
-export function decodeTags(text: string | null): string[] {
-  return text === null || text === '' ? [] : text.split(',');
-}

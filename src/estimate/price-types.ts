@@ -98,3 +98,22 @@ export interface TokenUsage {
   /** Prompt tokens written to the prompt cache for 1 hour (Anthropic: 2× the input price). */
   readonly cacheWrite1hTokens?: number;
 }
+
+/** How resolvePrice (prices.ts) found a price. */
+export type PriceMatch = 'exact' | 'snapshot' | 'fine-tune-base' | 'fallback';
+
+/** A price the table did not have, and what was used instead. */
+export type PriceAssumption = 'unknown-model' | 'priority' | 'audio';
+
+/** A price resolved for a request's model, with every tier and audio price filled in. */
+export interface ResolvedPrice extends ModelPrice {
+  /** The table entry used (the request's normalised name when the fallback was used). */
+  readonly model: string;
+  readonly known: boolean;
+  readonly matchedBy: PriceMatch;
+  readonly priority: TokenPrices;
+  readonly flex: TokenPrices;
+  readonly audio: TokenPrices;
+  /** Prices the table lacked for this model and that were filled by rule (see prices.ts). */
+  readonly assumed: readonly PriceAssumption[];
+}

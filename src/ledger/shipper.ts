@@ -31,8 +31,7 @@ import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type { PgPool } from '../storage/postgres/open.js';
 import { calendarDay, utcHour } from '../domain/calendar.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
-import { decodeTags } from '../endusers/attribution.js';
-import { DEFAULT_NAME_BOUNDS, rollupNamesOf, type NameBounds } from '../domain/rollup-names.js';
+import { decodeTags, DEFAULT_NAME_BOUNDS, rollupNamesOf, type NameBounds } from '../domain/rollup-names.js';
 import { planNames } from './pg-name-bound.js';
 import { countsDelta, transition, type LedgerState, type RowCounts } from './row-counts.js';
 

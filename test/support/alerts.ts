@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import type { Policy } from '../../src/domain/policy.js';
 import { Metrics } from '../../src/metrics.js';
 import { buildTollgate, type Tollgate } from '../../src/tollgate.js';

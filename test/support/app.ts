@@ -4,7 +4,7 @@
  * temp SQLite database, the key cache, the ledger writer, the estimator —
  * and an upstream client pointed at whatever the test gives.
  */
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/index.js';
 import type { KeyCache } from '../../src/keys/cache.js';
 import type { KeyStore } from '../../src/keys/store.js';
 import type { LedgerWriter } from '../../src/ledger/writer.js';

@@ -3,7 +3,7 @@
  * upstream, the way `tollgate serve` does, for end-to-end tests.
  */
 import { rmSync } from 'node:fs';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config/index.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { openDatabase } from '../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../src/keys/store.js';

@@ -9,7 +9,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config.js';
+import { ConfigError, loadConfig } from '../../../src/config/index.js';
 import { pgAdminOps } from '../../../src/admin/pg-ops.js';
 import { startServer, type RunningServer } from '../../../src/main.js';
 import { cli } from '../../support/cli.js';

@@ -14,8 +14,8 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { calendarDay } from '../../../src/domain/calendar.js';
-import { loadConfig } from '../../../src/config.js';
-import { buildKeyPage } from '../../../src/dashboard/key-page.js';
+import { loadConfig } from '../../../src/config/index.js';
+import { buildKeyPage } from '../../../src/dashboard/key-view.js';
 import { buildKeys } from '../../../src/dashboard/keys-page.js';
 import { parseKeysQuery } from '../../../src/dashboard/keys-query.js';
 import { buildOverview } from '../../../src/dashboard/overview.js';

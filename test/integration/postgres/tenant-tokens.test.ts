@@ -14,7 +14,7 @@
  *   PostgreSQL, and it is the one both nodes' overviews show.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/index.js';
 import type { OverviewView } from '../../../src/dashboard/index.js';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { Metrics } from '../../../src/metrics.js';

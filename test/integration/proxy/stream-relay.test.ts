@@ -9,7 +9,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { rmSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/index.js';
 import { Metrics } from '../../../src/metrics.js';
 import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';
 import { tempDatabasePath } from '../../support/db.js';

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createUpstream } from '../../../src/upstreams/pool.js';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/index.js';
 import { openAIUsageProvider } from '../../../src/reconcile/openai.js';
 import { runReconcile, type ReconcileResult } from '../../../src/reconcile/run.js';
 import { sqliteReconciliations } from '../../../src/reconcile/store.js';

@@ -8,7 +8,7 @@ import { serve } from '@hono/node-server';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/index.js';
 import type { Policy } from '../../../src/domain/policy.js';
 import { Metrics } from '../../../src/metrics.js';
 import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';

@@ -1,7 +1,8 @@
 /** Reading a request's end user and tags: which source wins, and what is refused (pure). */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { decodeTags, encodeTags, MAX_END_USER_CHARS, MAX_TAGS, readAttribution } from '../../../src/endusers/attribution.js';
+import { decodeTags, encodeTags } from '../../../src/domain/rollup-names.js';
+import { MAX_END_USER_CHARS, MAX_TAGS, readAttribution } from '../../../src/endusers/attribution.js';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { parseTagBudget, endUserPolicyFrom, tagBudgetsFrom } from '../../../src/domain/policy-options.js';
 import { PolicyError, validatePolicy } from '../../../src/domain/policy.js';

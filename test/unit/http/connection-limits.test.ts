@@ -4,7 +4,7 @@
  * connections, the database and logs; one address gets a quarter.
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
+import { loadConfig } from '../../../src/config/index.js';
 import { connectionLimits } from '../../../src/main.js';
 
 describe('connectionLimits', () => {

@@ -2,8 +2,7 @@
 import { expect } from 'vitest';
 import type Database from 'better-sqlite3';
 import { calendarDay } from '../../../src/domain/calendar.js';
-import { decodeTags } from '../../../src/endusers/attribution.js';
-import { rollupNamesOf } from '../../../src/domain/rollup-names.js';
+import { decodeTags, rollupNamesOf } from '../../../src/domain/rollup-names.js';
 import { countsOf, type LedgerState, type RowCounts } from '../../../src/ledger/row-counts.js';
 
 /** Every column of the counters the rollups share, summed as the rows say (estimate while pending). */

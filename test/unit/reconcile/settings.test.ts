@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../../src/config.js';
+import { ConfigError, loadConfig } from '../../../src/config/index.js';
 import { parseUtcDay } from '../../../src/reconcile/run.js';
 
 function withConfigFile<T>(json: unknown, fn: (path: string) => T): T {

@@ -1,6 +1,6 @@
 /** Configuration: defaults, fallbacks, and clear messages for bad values. */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../../src/config/index.js';
 
 describe('loadConfig', () => {
   it('has working defaults with an empty environment', () => {
