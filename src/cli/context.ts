@@ -6,12 +6,13 @@
 import type { Command } from 'commander';
 import { once } from 'node:events';
 import { loadConfig } from '../config.js';
-import { TollgateError } from '../errors.js';
+import { pgUnavailable, TollgateError } from '../errors.js';
 import { openDatabase } from '../db/open.js';
 import { PolicyError } from '../limits/algorithm/policy.js';
 import { localAdminOps, type AdminOps } from '../admin/ops.js';
 import { remoteAdminOps } from '../admin/client.js';
 import { fileLedgerExporter, type LedgerExporter } from '../reports/export.js';
+import type { PgPool } from '../db/pg.js';
 
 const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
@@ -55,16 +56,30 @@ async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger:
   // Replicas keep keys, spend and every node's ledger in PostgreSQL; --db still opens a local file on purpose.
   if (global.db === undefined && config.databaseUrl !== undefined) {
     // Loaded only here: every other CLI run starts without the PostgreSQL driver.
-    const [{ pgAdminOps }, { openPg }, { exportPgLedger }] = await Promise.all([
-      import('../admin/pg-ops.js'),
-      import('../db/pg.js'),
-      import('../reports/pg-export.js'),
-    ]);
-    const pool = openPg(config.databaseUrl);
+    const [{ pgAdminOps }, { exportPgLedger }] = await Promise.all([import('../admin/pg-ops.js'), import('../reports/pg-export.js')]);
+    const pool = await openMigratedPg(config.databaseUrl);
     return { ops: pgAdminOps(pool, { closePool: true }), exportLedger: (query, format) => exportPgLedger(pool, query, format) };
   }
   const path = global.db ?? config.dbPath;
   return { ops: localAdminOps(openDatabase(path), { closeDatabase: true }), exportLedger: fileLedgerExporter(path) };
+}
+
+/**
+ * A pool on the replicas' PostgreSQL with its migrations applied, as `serve` and `tollgate migrate`
+ * apply them (under an advisory lock, so it is safe beside running nodes, and a no-op once done):
+ * an operator may issue keys before the first node has ever started.
+ */
+export async function openMigratedPg(url: string): Promise<PgPool> {
+  // Loaded only here: every other CLI run starts without the PostgreSQL driver.
+  const { isPgUnreachable, migratePg, openPg } = await import('../db/pg.js');
+  const pool = openPg(url);
+  try {
+    await migratePg(pool);
+  } catch (error) {
+    await pool.end();
+    throw isPgUnreachable(error) ? pgUnavailable('Keys, tenants and the ledger live in', error) : error;
+  }
+  return pool;
 }
 
 /** Runs `fn` with the ops (and the matching ledger export) and always closes them. */

@@ -16,7 +16,7 @@ import { pgLedgerCells } from '../reconcile/ledger-cells.js';
 import { ProviderReportError } from '../reconcile/provider.js';
 import { parseUtcDay, runReconcile, type ReconcileResult } from '../reconcile/run.js';
 import { sqliteReconciliations } from '../reconcile/store.js';
-import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
+import { CliError, EXIT_USAGE, openMigratedPg, print, printJson, type GlobalOptions } from './context.js';
 import { count, table } from './format.js';
 
 function percentText(value: number | null): string {
@@ -121,10 +121,10 @@ export function registerReconcileCommand(program: Command): void {
       const now = Date.now();
       const since = parseUtcDay(options.since, now);
       const until = options.until === undefined ? new Date(now).toISOString().slice(0, 10) : parseUtcDay(options.until, now);
-      const database = openDatabase(global.db ?? config.dbPath);
       // On replicas the result is stored in PostgreSQL, where every node's dashboard reads it; and
       // without --db the ledger is PostgreSQL's too: every node's rows, not this host's share.
-      const pool = config.databaseUrl === undefined ? undefined : (await import('../db/pg.js')).openPg(config.databaseUrl);
+      const pool = config.databaseUrl === undefined ? undefined : await openMigratedPg(config.databaseUrl);
+      const database = openDatabase(global.db ?? config.dbPath);
       try {
         const { result } = await runReconcile({
           database,
