@@ -2,9 +2,9 @@
  * Numbers for people, formatted once on the server: the pages and the JSON
  * they poll carry the same text, so the browser never formats money.
  */
-import { usd } from '../cli/format.js';
+import { usd, usdTotal } from '../cli/format.js';
 
-export { usd };
+export { usd, usdTotal };
 
 /** A whole number with thousands separators: 1,234,567. */
 export function count(n: number): string {
