@@ -66,15 +66,16 @@ async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger:
 
 /**
  * A pool on the replicas' PostgreSQL with its migrations applied, as `serve` and `tollgate migrate`
- * apply them (under an advisory lock, so it is safe beside running nodes, and a no-op once done):
- * an operator may issue keys before the first node has ever started.
+ * apply them (under an advisory lock, so it is safe beside running nodes): an operator may issue
+ * keys before the first node has ever started. Only when some are pending, so a role that may only
+ * read still reads.
  */
 export async function openMigratedPg(url: string): Promise<PgPool> {
   // Loaded only here: every other CLI run starts without the PostgreSQL driver.
-  const { isPgUnreachable, migratePg, openPg } = await import('../db/pg.js');
+  const { isPgUnreachable, migratePg, openPg, pgMigrationsPending } = await import('../db/pg.js');
   const pool = openPg(url);
   try {
-    await migratePg(pool);
+    if (await pgMigrationsPending(pool)) await migratePg(pool);
   } catch (error) {
     await pool.end();
     throw isPgUnreachable(error) ? pgUnavailable('Keys, tenants and the ledger live in', error) : error;
