@@ -1,7 +1,7 @@
 /**
  * `tollgate alerts test|list`, and the budget forecasts `tollgate spend`
  * prints for one key or tenant. Alerts are configured in the config file
- * (README "Alerts"); these read the same configuration and database file.
+ * (docs/alerts.md); these read the same configuration and database file.
  */
 import type { Command } from 'commander';
 import { forecastBudgets, type BudgetForecast } from '../alerts/budget-forecast.js';
@@ -21,7 +21,7 @@ import { printable, table } from './format.js';
 const EXIT_FAILURE = 1;
 
 export function registerAlertCommands(program: Command): void {
-  const alerts = program.command('alerts').description('budget and spend-velocity alerts (configured in the config file, see README "Alerts")');
+  const alerts = program.command('alerts').description('budget and spend-velocity alerts (configured in the config file, see docs/alerts.md)');
 
   alerts
     .command('test')

@@ -6,12 +6,13 @@
 import type { Command } from 'commander';
 import { once } from 'node:events';
 import { loadConfig } from '../config/index.js';
-import { TollgateError } from '../domain/errors.js';
+import { pgUnavailable, TollgateError } from '../domain/errors.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { PolicyError } from '../domain/policy.js';
 import { localAdminOps, type AdminOps } from '../admin/ops.js';
 import { remoteAdminOps } from '../admin/client.js';
 import { fileLedgerExporter, type LedgerExporter } from '../reports/export.js';
+import type { PgPool } from '../storage/postgres/open.js';
 
 const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
@@ -55,16 +56,31 @@ async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger:
   // Replicas keep keys, spend and every node's ledger in PostgreSQL; --db still opens a local file on purpose.
   if (global.db === undefined && config.databaseUrl !== undefined) {
     // Loaded only here: every other CLI run starts without the PostgreSQL driver.
-    const [{ pgAdminOps }, { openPg }, { exportPgLedger }] = await Promise.all([
-      import('../admin/pg-ops.js'),
-      import('../storage/postgres/open.js'),
-      import('../reports/pg-export.js'),
-    ]);
-    const pool = openPg(config.databaseUrl);
+    const [{ pgAdminOps }, { exportPgLedger }] = await Promise.all([import('../admin/pg-ops.js'), import('../reports/pg-export.js')]);
+    const pool = await openMigratedPg(config.databaseUrl);
     return { ops: pgAdminOps(pool, { closePool: true }), exportLedger: (query, format) => exportPgLedger(pool, query, format) };
   }
   const path = global.db ?? config.dbPath;
   return { ops: localAdminOps(openDatabase(path), { closeDatabase: true }), exportLedger: fileLedgerExporter(path) };
+}
+
+/**
+ * A pool on the replicas' PostgreSQL with its migrations applied, as `serve` and `tollgate migrate`
+ * apply them (under an advisory lock, so it is safe beside running nodes): an operator may issue
+ * keys before the first node has ever started. Only when some are pending, so a role that may only
+ * read still reads.
+ */
+export async function openMigratedPg(url: string): Promise<PgPool> {
+  // Loaded only here: every other CLI run starts without the PostgreSQL driver.
+  const { isPgUnreachable, migratePg, openPg, pgMigrationsPending } = await import('../storage/postgres/open.js');
+  const pool = openPg(url);
+  try {
+    if (await pgMigrationsPending(pool)) await migratePg(pool);
+  } catch (error) {
+    await pool.end();
+    throw isPgUnreachable(error) ? pgUnavailable('Keys, tenants and the ledger live in', error) : error;
+  }
+  return pool;
 }
 
 /** Runs `fn` with the ops (and the matching ledger export) and always closes them. */

@@ -10,7 +10,7 @@ import { loadConfig } from '../config/index.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { sqliteDashboardTokens, type DashboardTokenStore, type DashboardTokenView } from '../dashboard/tenant-tokens.js';
-import { print, printJson, type GlobalOptions } from './context.js';
+import { openMigratedPg, print, printJson, type GlobalOptions } from './context.js';
 import { table, when } from './format.js';
 import { parseExpiry } from './key-options.js';
 
@@ -60,8 +60,8 @@ async function withTokenOps<T>(command: Command, fn: (ops: TokenOps) => Promise<
   });
   if (global.db === undefined && config.databaseUrl !== undefined) {
     // Loaded only here: every other CLI run starts without the PostgreSQL driver.
-    const [{ pgDashboardTokens }, { openPg }] = await Promise.all([import('../dashboard/pg-tenant-tokens.js'), import('../storage/postgres/open.js')]);
-    const pool = openPg(config.databaseUrl);
+    const { pgDashboardTokens } = await import('../dashboard/pg-tenant-tokens.js');
+    const pool = await openMigratedPg(config.databaseUrl);
     try {
       return await fn(onStore(pgDashboardTokens(pool)));
     } finally {

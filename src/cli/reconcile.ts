@@ -16,8 +16,11 @@ import { pgLedgerCells } from '../reconcile/ledger-cells.js';
 import { ProviderReportError } from '../reconcile/provider.js';
 import { parseUtcDay, runReconcile, type ReconcileResult } from '../reconcile/run.js';
 import { sqliteReconciliations } from '../reconcile/store.js';
-import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
+import { CliError, EXIT_USAGE, openMigratedPg, print, printJson, type GlobalOptions } from './context.js';
 import { count, table } from './format.js';
+
+/** `--fail-on-diff` with a differing cell: the exit code of any failure, so CI needs no special case. */
+const EXIT_DIFFERENCES = 1;
 
 function percentText(value: number | null): string {
   return value === null ? '-' : `${value > 0 ? '+' : ''}${value.toFixed(2)}%`;
@@ -106,7 +109,8 @@ export function registerReconcileCommand(program: Command): void {
     .option('--until <when>', 'last UTC day (default today)')
     .option('--tolerance <percent>', 'how far the sides may differ before a cell is flagged (default $TOLLGATE_RECONCILE_TOLERANCE or 1)')
     .option('--json', 'print the report as JSON')
-    .action(async (options: { since: string; until?: string; tolerance?: string; json?: boolean }, command: Command) => {
+    .option('--fail-on-diff', 'exit with code 1 when any cell differs beyond the tolerance (for CI)')
+    .action(async (options: { since: string; until?: string; tolerance?: string; json?: boolean; failOnDiff?: boolean }, command: Command) => {
       const global = command.optsWithGlobals<GlobalOptions>();
       if (global.url !== undefined) throw new CliError('reconcile reads the ledger file itself: run it on the proxy host, without --url', EXIT_USAGE);
       const config = loadConfig();
@@ -121,10 +125,10 @@ export function registerReconcileCommand(program: Command): void {
       const now = Date.now();
       const since = parseUtcDay(options.since, now);
       const until = options.until === undefined ? new Date(now).toISOString().slice(0, 10) : parseUtcDay(options.until, now);
-      const database = openDatabase(global.db ?? config.dbPath);
       // On replicas the result is stored in PostgreSQL, where every node's dashboard reads it; and
       // without --db the ledger is PostgreSQL's too: every node's rows, not this host's share.
-      const pool = config.databaseUrl === undefined ? undefined : (await import('../storage/postgres/open.js')).openPg(config.databaseUrl);
+      const pool = config.databaseUrl === undefined ? undefined : await openMigratedPg(config.databaseUrl);
+      const database = openDatabase(global.db ?? config.dbPath);
       try {
         const { result } = await runReconcile({
           database,
@@ -139,6 +143,9 @@ export function registerReconcileCommand(program: Command): void {
         });
         if (options.json) printJson(result);
         else print(formatReconcileReport(result));
+        // The report is printed either way; only the exit code tells a CI job that the two sides disagree.
+        if (options.failOnDiff && result.differences > 0)
+          throw new CliError(`${result.differences} cell(s) differ beyond the ${result.tolerancePercent}% tolerance`, EXIT_DIFFERENCES);
       } catch (error) {
         if (error instanceof ProviderReportError) throw new CliError(`the provider's report could not be read: ${error.message}`, 1);
         throw error;

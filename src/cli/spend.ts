@@ -6,18 +6,19 @@ import { MAX_SPEND_PAGE_ROWS } from '../reports/spend-cursor.js';
 import { spendReportCsv } from '../reports/export.js';
 import { forecastLines, localBudgetForecasts } from './alerts.js';
 import { CliError, EXIT_USAGE, print, printJson, withOps } from './context.js';
+import { usdTotal } from '../domain/money.js';
 import { count, table, usd } from './format.js';
 
 type SpendFormat = 'table' | 'json' | 'csv';
 const FORMATS: SpendFormat[] = ['table', 'json', 'csv'];
 
-function cells(group: string, row: SpendTotals): string[] {
+function cells(group: string, row: SpendTotals, cost = usd(row.costMicros)): string[] {
   return [
     group,
     count(row.requests),
     count(row.promptTokens),
     count(row.completionTokens),
-    usd(row.costMicros),
+    cost,
     count(row.rejectedRateLimit + row.rejectedBudget),
     count(row.errors),
   ];
@@ -91,7 +92,16 @@ export function registerSpendCommand(program: Command): void {
           'errors',
         ];
         const rows = report.rows.map((row: SpendRow) => (withKey ? [row.group, row.key ?? '', ...cells(row.group, row).slice(1)] : cells(row.group, row)));
-        rows.push(withKey ? ['total', '', ...cells('total', report.total).slice(1)] : cells('total', report.total));
+        // The total as precise as its rows, so they visibly add up.
+        const totalCells = cells(
+          'total',
+          report.total,
+          usdTotal(
+            report.total.costMicros,
+            report.rows.map((row) => row.costMicros),
+          ),
+        );
+        rows.push(withKey ? ['total', '', ...totalCells.slice(1)] : totalCells);
         const scope = options.key !== undefined ? ` for key ${options.key}` : options.tenant !== undefined ? ` for tenant ${options.tenant}` : '';
         print(
           `Spend${scope}, ${report.since} to ${report.until} (UTC)${report.pending > 0 ? `; ${report.pending} request(s) in flight, counted at their estimate` : ''}\n\n`,

@@ -2,9 +2,9 @@
  * Numbers for people, formatted once on the server: the pages and the JSON
  * they poll carry the same text, so the browser never formats money.
  */
-import { formatMicrosShort as usd } from '../domain/money.js';
+import { formatMicrosShort as usd, usdTotal } from '../domain/money.js';
 
-export { usd };
+export { usd, usdTotal };
 
 /** A whole number with thousands separators: 1,234,567. */
 export function count(n: number): string {

@@ -84,7 +84,7 @@ export const LoginPage: FC<{ next: string; error?: string | undefined; info?: st
   <Layout title="Log in" section={undefined} signedIn={false}>
     <div class="login">
       <h1>Tollgate dashboard</h1>
-      <p class="subtitle">Log in with the admin token (TOLLGATE_ADMIN_TOKEN).</p>
+      <p class="subtitle">Log in with the admin token (TOLLGATE_ADMIN_TOKEN), or with your tenant's dashboard token (tgd-…) to see its spend.</p>
       {error === undefined ? null : (
         <p class="notice" role="alert">
           {error}
@@ -94,7 +94,7 @@ export const LoginPage: FC<{ next: string; error?: string | undefined; info?: st
       <form method="post" action="/dashboard/login">
         <input type="hidden" name="next" value={next} />
         <label>
-          Admin token
+          Admin token or tenant dashboard token
           <input type="password" name="token" autocomplete="current-password" required autofocus />
         </label>
         <button class="primary" type="submit">

@@ -11,7 +11,7 @@ import { budgetItem, keyBudget, spentInBudgetPeriod, type BudgetItem } from './b
 import { budgetsOf } from '../domain/policy.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
 import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
-import { count, percent, usd } from './format.js';
+import { count, percent, usd, usdTotal } from './format.js';
 import { Layout } from './layout.js';
 import { inFlightText, keyHref, tokensOf, updatedText, type ViewContext } from './view-context.js';
 import type { StoredReconciliation } from '../reconcile/store.js';
@@ -127,8 +127,15 @@ export async function buildOverview(ctx: ViewContext, reconciliation?: StoredRec
     monthStart: spend.monthStart,
     totals: { today, month },
     text: {
-      spendToday: usd(today.costMicros),
-      spendMonth: usd(month.costMicros),
+      // Totals as precise as the top keys' rows beside them, so the rows visibly add up.
+      spendToday: usdTotal(
+        today.costMicros,
+        topKeys.map((item) => item.costTodayMicros),
+      ),
+      spendMonth: usdTotal(
+        month.costMicros,
+        topKeys.map((item) => item.costMonthMicros),
+      ),
       requestsToday: count(today.requests),
       requestsMonth: count(month.requests),
       tokensToday: count(tokensOf(today)),

@@ -68,3 +68,29 @@ export function formatMicrosShort(micros: number): string {
   const abs = Math.abs(cents);
   return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
 }
+
+/** Decimals `usd` shows for an amount: 2 from a cent up, up to 6 below. */
+function usdDecimals(micros: number): number {
+  const text = formatMicrosShort(micros);
+  const dot = text.indexOf('.');
+  return dot === -1 ? 0 : text.length - dot - 1;
+}
+
+/**
+ * A total shown beside `usd` rows, at the finest precision any of them (or the total) shows: rows of
+ * $0.0085 and $0.0265 total $0.035, not $0.04 — a total rounded coarser than its rows reads as a
+ * sum that does not add up. Trailing zeros past the cents are dropped, as `usd` drops them.
+ */
+export function usdTotal(totalMicros: number, rowMicros: Iterable<number>): string {
+  let decimals = Math.max(2, usdDecimals(totalMicros));
+  for (const micros of rowMicros) decimals = Math.max(decimals, usdDecimals(micros));
+  if (decimals === 2) return formatMicrosShort(totalMicros);
+  const unit = 10 ** (6 - decimals);
+  const scaled = Math.round(Math.abs(totalMicros) / unit);
+  const whole = Math.floor(scaled / 10 ** decimals);
+  const fraction = String(scaled % 10 ** decimals)
+    .padStart(decimals, '0')
+    .replace(/0+$/, '')
+    .padEnd(2, '0');
+  return `${totalMicros < 0 ? '-' : ''}$${whole.toLocaleString('en-US')}.${fraction}`;
+}

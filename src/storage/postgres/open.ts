@@ -5,6 +5,7 @@
  */
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
@@ -97,6 +98,19 @@ export async function migratePg(pool: PgPool): Promise<number> {
   } finally {
     client.release();
   }
+}
+
+/**
+ * Whether `migratePg` has anything to apply, read without writing: drizzle applies every migration
+ * newer than the newest one recorded. Lets the CLI migrate only when needed, so a role that may only
+ * read (a finance user's `tollgate spend`) is not refused by the migrator's CREATE SCHEMA.
+ */
+export async function pgMigrationsPending(pool: PgPool): Promise<boolean> {
+  const newest = readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER }).reduce((max, migration) => Math.max(max, migration.folderMillis), 0);
+  const exists = await pool.query<{ t: string | null }>(`SELECT to_regclass('drizzle.__drizzle_migrations')::text AS t`);
+  if (exists.rows[0]?.t === null || exists.rows[0]?.t === undefined) return newest > 0;
+  const applied = await pool.query<{ at: number | null }>('SELECT max(created_at) AS at FROM drizzle.__drizzle_migrations');
+  return Number(applied.rows[0]?.at ?? 0) < newest;
 }
 
 async function appliedCount(client: pg.PoolClient): Promise<number> {

@@ -123,4 +123,51 @@ describe('tollgate spend', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('not a start day');
   });
+
+  it('prints the total as precisely as its rows, so rows under a cent add up to it', async () => {
+    const db = join(dir, 'cents.db');
+    const database = openDatabase(db);
+    const key = new KeyStore(database).createKey({ name: 'cheap', policy: { limits: [] } }).view;
+    const writer = new LedgerWriter(database);
+    // Four days of one $0.00875 request: $0.035 in all, which cents alone would show as $0.04.
+    for (const [i, date] of ['2026-11-01', '2026-11-02', '2026-11-03', '2026-11-04'].entries()) {
+      const at = Date.parse(`${date}T12:00:00Z`);
+      await writer.begin({
+        requestId: `c${i}`,
+        keyId: key.id,
+        tenantId: null,
+        createdAt: at,
+        endpoint: 'chat',
+        model: 'gpt-4o-mini',
+        stream: false,
+        estPromptTokens: 10,
+        estCompletionTokens: 10,
+        estCostMicros: 8_750,
+        priceKnown: true,
+      });
+      writer.complete({
+        requestId: `c${i}`,
+        completedAt: at + 1000,
+        status: 'ok',
+        httpStatus: 200,
+        promptTokens: 10,
+        cachedTokens: 0,
+        completionTokens: 10,
+        reasoningTokens: 0,
+        costMicros: 8_750,
+        usageSource: 'reported',
+        latencyMs: 1000,
+        ttftMs: null,
+        upstreamRequestId: null,
+        errorCode: null,
+      });
+    }
+    writer.close();
+    database.close();
+    const byDay = await cli('--db', db, 'spend', '--since', '2026-11-01', '--until', '2026-11-04', '--by', 'day');
+    expect(byDay.stdout.trimEnd().split('\n').slice(4)).toEqual([
+      ...['01', '02', '03', '04'].map((d) => expect.stringMatching(new RegExp(`^2026-11-${d}\\s+1\\s+10\\s+10\\s+\\$0\\.00875\\s+0\\s+0$`))),
+      expect.stringMatching(/^total\s+4\s+40\s+40\s+\$0\.035\s+0\s+0$/),
+    ]);
+  });
 });

@@ -204,6 +204,15 @@ describe('the admin key and the stored result', () => {
       expect(json.json<ReconcileResult>().differences).toBe(6);
       for (const run of [human, json]) expect(run.stdout + run.stderr).not.toContain(ADMIN_KEY);
 
+      // Differences alone exit 0 (above); --fail-on-diff prints the same report and exits 1, for CI.
+      const strict = await cli('reconcile', '--since', DAYS[0], '--until', DAYS[2], '--fail-on-diff');
+      expect(strict.code).toBe(1);
+      expect(strict.stdout).toContain('6 cell(s) differ, 2 price entries flagged');
+      expect(strict.stderr).toContain('6 cell(s) differ beyond the 1% tolerance');
+      const agreeing = await cli('reconcile', '--since', '2026-11-10', '--until', '2026-11-11', '--fail-on-diff');
+      expect(agreeing.stdout).toContain('every cell agrees');
+      expect(agreeing.code).toBe(0);
+
       process.env.TOLLGATE_PROVIDER_ADMIN_KEY = 'sk-admin-wrong-key-000000000000';
       const refused = await cli('reconcile', '--since', DAYS[0]);
       expect(refused.code).toBe(1);

@@ -1,4 +1,4 @@
-/** Webhook signatures (src/alerts/signature.ts): what the README tells receivers to check. */
+/** Webhook signatures (src/alerts/signature.ts): what docs/alerts.md tells receivers to check. */
 import fc from 'fast-check';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -39,10 +39,10 @@ describe('webhook signatures', () => {
   });
 });
 
-describe("the README's verification snippet", () => {
+describe("docs/alerts.md's verification snippet", () => {
   it('accepts what Tollgate signs and refuses a tampered body or a wrong secret', async () => {
-    const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8');
-    const snippet = /```js\n(import \{ createHmac, timingSafeEqual \}[\s\S]*?function verifyTollgate[\s\S]*?)```/.exec(readme)?.[1];
+    const alertsDoc = readFileSync(fileURLToPath(new URL('../../../docs/alerts.md', import.meta.url)), 'utf8');
+    const snippet = /```js\n(import \{ createHmac, timingSafeEqual \}[\s\S]*?function verifyTollgate[\s\S]*?)```/.exec(alertsDoc)?.[1];
     expect(snippet).toBeDefined();
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-snippet-'));
     try {

@@ -55,6 +55,9 @@ describe('logging in', () => {
     expect(login.status).toBe(200);
     const html = await login.text();
     expect(html).toContain('name="token"');
+    // One form for both: an operator's admin token and a tenant's read-only dashboard token.
+    expect(html).toContain('Admin token or tenant dashboard token');
+    expect(html).toContain('dashboard token (tgd-…)');
     expect(html).toContain('value="/dashboard/keys?sort=name&amp;page=2"');
   });
 
