@@ -1,5 +1,5 @@
 /**
- * Fair share of the upstream connections (issue 12): with
+ * Fair share of the upstream connections: with
  * TOLLGATE_UPSTREAM_CONNECTIONS=4, one key holds 8 slow streams and another
  * key sends plain requests one after another; prints how long those take
  * (before the fix: 11.5 s, queued behind the streams). Loopback only.
@@ -68,5 +68,5 @@ await fake.stop();
 rmSync(dir, { recursive: true, force: true });
 printTable([
   { name: "other key's request while one key holds 8 slow streams (4 connections), median", value: median(latencies), unit: 'ms' },
-  { name: '… worst of 20', value: Math.max(...latencies), unit: 'ms', note: 'must stay under 1 s (issue 12: 11.5 s before)' },
+  { name: '… worst of 20', value: Math.max(...latencies), unit: 'ms', note: 'must stay under 1 s (11.5 s before fair shares)' },
 ]);

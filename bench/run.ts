@@ -3,7 +3,7 @@
  * as JSON in bench/results/. `--quick` for fewer rounds; `--only a,b` to pick
  * sections (proxy, estimate, ledger, limits, redis, dashboard, streams, pg-scale, workers, targets), or name
  * them: `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) and the
- * PostgreSQL one at 10M rows (bench/pg-scale.ts) and issue 15's targets with their stall run
+ * PostgreSQL one at 10M rows (bench/pg-scale.ts) and the stream targets with their stall run
  * (bench/targets.ts) take minutes, so they run only when named.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -5,7 +5,7 @@
  * over the second half (after warm-up): "no growth" means the slope is within
  * noise.
  *
- * Options (issue 12):
+ * Options:
  * - `--processes 2`: that many Tollgate processes sharing one SQLite file,
  *   requests spread over them (the ledger must wait for the other process's
  *   commits, never refuse).
@@ -182,7 +182,7 @@ const wheel = [...kinds, ...(hostile ? hostileKinds : [])].flatMap((kind) => Arr
 
 let sent = 0;
 let failed = 0;
-/** 5xx answers the mix did not ask for, by error code (ledger_unavailable is the one issue 12 is about). */
+/** 5xx answers the mix did not ask for, by error code (ledger_unavailable is the one the soak watches). */
 const unexpected5xx = new Map<string, number>();
 const statuses = new Map<number, number>();
 async function one(i: number): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * Many open streams (issue 15's target: 2,000 concurrent streams from a slow
+ * Many open streams (the target: 2,000 concurrent streams from a slow
  * upstream, a chunk every 50 ms for 10 s each, through one process: relay
  * delay p99 ≤ 5 ms, ≤ 50 KB per open stream, no errors).
  *

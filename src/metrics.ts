@@ -6,7 +6,7 @@
  *
  * Every label value is bounded: a model is labelled by its price-table name
  * when the table knows it and `other` otherwise (clients choose model names,
- * and issue 12 grew /metrics to 80 MB with 200 of them), and each label keeps
+ * and a hostile tenant once grew /metrics to 80 MB with 200 of them), and each label keeps
  * at most a fixed number of distinct values, the rest reading `other`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';

@@ -2,7 +2,7 @@
  * Bounds on the strings a client chooses that Tollgate stores, logs or uses
  * as a label: a model name becomes a ledger field, a rollup key, a log field
  * and (when known) a metric label, so an unbounded one grows all of them
- * (issue 12: 200 names of 200 KB each grew /metrics to 80 MB). Pure.
+ * (200 names of 200 KB each grew /metrics to 80 MB). Pure.
  */
 
 /** Longest model name accepted; real names (fine-tunes included) are far shorter. */

@@ -1,5 +1,5 @@
 /**
- * Requests in flight per key and per tenant (issue 12): a key holding
+ * Requests in flight per key and per tenant: a key holding
  * hundreds of slow streams occupies the proxy's memory, sockets and upstream
  * connections however few tokens it spends. A request takes a slot of its key
  * (and of its tenant, when the tenant sets a cap) from admission until it is

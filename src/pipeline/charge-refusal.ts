@@ -2,7 +2,7 @@
  * A request refused before admission (400 bad body, 403 model not allowed)
  * still counts against the request limits of its key, tenant and the global
  * ones: otherwise refusals, which cost a ledger count and a log line each,
- * are the one thing a key can send without limit (issue 12). When those
+ * are the one thing a key can send without limit. When those
  * limits are used up the client gets the same 429 an admitted request would.
  * Only `requests` limits are charged: a refused request has no tokens or
  * cost to charge.

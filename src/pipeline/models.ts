@@ -1,7 +1,7 @@
 /**
  * `GET /v1/models` and `GET /v1/models/{model}`: authenticated, passed to the
  * upstream, and filtered to the models the key may use. Not billed, but a
- * request of its key like any other (issue 12): it takes from the key's,
+ * request of its key like any other: it takes from the key's,
  * tenant's and global `requests` limits (429 when they are used up) and is
  * one ledger row, recorded before it is forwarded.
  */

@@ -1,5 +1,5 @@
 /**
- * A fair share of the upstream connection pool (issue 12: with 4
+ * A fair share of the upstream connection pool (with 4
  * connections, one key's 8 slow streams made another key's request wait
  * 11.5 s in undici's FIFO queue). Every upstream request takes a slot for as
  * long as it holds a connection (until its body ends). Two rules:

@@ -1,5 +1,5 @@
 /**
- * The upstreams of the config file (issue 14): their zod schema, and how the
+ * The upstreams of the config file: their zod schema, and how the
  * parsed file becomes {@link UpstreamsConfig} — keys read from the environment
  * variables the file names (never from the file), auth styles and Azure's URL
  * shapes decided once, per-upstream price tables merged over the global one.

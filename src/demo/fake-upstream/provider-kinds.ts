@@ -1,5 +1,5 @@
 /**
- * What makes the fake upstream behave like one provider or another (issue 14):
+ * What makes the fake upstream behave like one provider or another:
  * how it checks the key, which URLs it answers, and what its usage adds.
  *
  * - `openai` (default): `Authorization: Bearer <key>`, paths below `/v1`.

@@ -8,8 +8,8 @@
  * truncating the WAL when it has grown large.
  *
  * A TRUNCATE checkpoint holds the write lock while it waits for readers, so
- * with a busy timeout it could hold every commit up for that long (issue 12:
- * `database is locked` under sustained load). The worker's connection has no
+ * with a busy timeout it could hold every commit up for that long
+ * (`database is locked` under sustained load). The worker's connection has no
  * busy timeout: a TRUNCATE that would have to wait gives up at once and is
  * tried again on a later tick, and the commits it would have blocked go on.
  */

@@ -1,4 +1,4 @@
-/** Cheap edges of issue 12: hop-by-hop headers a message names, forwarded query parameters, terminal-safe CLI cells. */
+/** Cheap edges of hostile input: hop-by-hop headers a message names, forwarded query parameters, terminal-safe CLI cells. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { printable, table } from '../../../src/cli/format.js';

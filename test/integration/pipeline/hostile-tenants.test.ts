@@ -1,5 +1,5 @@
 /**
- * A careless or hostile tenant against the real server (issue 12): client
+ * A careless or hostile tenant against the real server: client
  * chosen strings stay bounded wherever they are stored or labelled, and
  * refusals are throttled and recorded compactly.
  */
