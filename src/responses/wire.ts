@@ -4,7 +4,7 @@
  * API's own "not found" answer. Pure.
  */
 import { TollgateError } from '../domain/errors.js';
-import { readUsage } from '../upstreams/usage.js';
+import { readUsage } from '../dialects/usage.js';
 
 /** Statuses after which a response changes no more (its usage is final). */
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'incomplete']);
