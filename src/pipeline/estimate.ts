@@ -111,8 +111,9 @@ function routeOf(model: string, dialect: Dialect, deps: PipelineDeps): Route | u
   const kind = dialect.upstreamKind;
   const route = deps.router.route(model, kind);
   if (route !== undefined) return route;
-  // Without anthropic upstreams in the config, Messages go to TOLLGATE_ANTHROPIC_URL (forward.ts).
-  if (kind === 'anthropic' && !deps.router.upstreams.some((upstream) => upstream.spec.kind === 'anthropic')) return undefined;
+  // Without upstreams of its kind in the config, a dialect other than OpenAI's goes to its own
+  // default upstream (Messages to TOLLGATE_ANTHROPIC_URL: forward.ts).
+  if (kind !== 'openai' && !deps.router.upstreams.some((upstream) => upstream.spec.kind === kind)) return undefined;
   throw new TollgateError('model_not_found', `The model "${model}" is not served by any upstream of this proxy.`, { param: 'model' });
 }
 
