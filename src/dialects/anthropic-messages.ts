@@ -27,7 +27,6 @@ export const ANTHROPIC_MESSAGES: Dialect = {
   errorCodeField: 'type',
   newStreamReader: newMessagesReader,
   streamErrorEvent: messagesErrorEvent,
-  storedResponses: false,
   countTokensPath: '/v1/messages/count_tokens',
   renderError: renderAnthropicError,
 };

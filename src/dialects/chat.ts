@@ -20,5 +20,4 @@ export const CHAT: Dialect = {
   errorCodeField: 'code',
   newStreamReader: newChatReader,
   streamErrorEvent: chunkErrorEvent,
-  storedResponses: false,
 };

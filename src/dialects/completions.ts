@@ -20,5 +20,4 @@ export const COMPLETIONS: Dialect = {
   errorCodeField: 'code',
   newStreamReader: newCompletionsReader,
   streamErrorEvent: chunkErrorEvent,
-  storedResponses: false,
 };

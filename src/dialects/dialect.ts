@@ -55,6 +55,14 @@ export interface StreamReader {
   outputItemIds?(): readonly string[];
 }
 
+/** How a dialect whose answers are stored upstream names what a JSON answer stored. */
+export interface StoredAnswers {
+  /** The stored response's id. */
+  idOfJson(answer: Buffer): string | undefined;
+  /** The ids of its output items. */
+  itemIdsOfJson(answer: Buffer): string[];
+}
+
 /** One API format, as the pipeline sees it. */
 export interface Dialect {
   /** The endpoint's name in the ledger, the metrics and the estimate. */
@@ -86,8 +94,8 @@ export interface Dialect {
   readonly newStreamReader: () => StreamReader;
   /** An error event in its streams, so the client's SDK raises an API error. */
   readonly streamErrorEvent: (code: ErrorCode, message: string) => Uint8Array;
-  /** Its answers are stored upstream, may run in the background and be continued (src/responses). */
-  readonly storedResponses: boolean;
+  /** Its answers are stored upstream, may run in the background and be continued (src/responses), and name what is stored so. */
+  readonly storedResponses?: StoredAnswers;
   /** Where the upstream counts a body's tokens for free, passed through unbilled (src/pipeline/count-tokens.ts). */
   readonly countTokensPath?: string;
   /** Tollgate's own errors in its shape, and its paths' 405s, when not OpenAI's (src/app.ts renders those). */

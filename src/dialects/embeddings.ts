@@ -21,5 +21,4 @@ export const EMBEDDINGS: Dialect = {
   // An upstream that streams anyway is read as completions chunks are.
   newStreamReader: newCompletionsReader,
   streamErrorEvent: chunkErrorEvent,
-  storedResponses: false,
 };

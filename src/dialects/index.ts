@@ -11,7 +11,7 @@ import type { Dialect } from './dialect.js';
 import { EMBEDDINGS } from './embeddings.js';
 import { RESPONSES } from './responses.js';
 
-export type { Dialect, StreamError, StreamReader, StreamTap } from './dialect.js';
+export type { Dialect, StoredAnswers, StreamError, StreamReader, StreamTap } from './dialect.js';
 export { ANTHROPIC_MESSAGES, CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES };
 
 /** The records by endpoint name. */

@@ -2,7 +2,7 @@
  * Responses API streams: named events (`response.created`, `….delta`, `response.output_item.*`,
  * a terminal `response.completed` / `incomplete` / `failed` carrying the whole response and its
  * usage). The reader also notes the response's id and its output items (they become the key's:
- * src/responses/ownership.ts). A cut stream ends with `response.incomplete`.
+ * src/pipeline/ownership.ts). A cut stream ends with `response.incomplete`.
  */
 import type { ErrorCode } from '../domain/errors.js';
 import type { StreamReader, StreamTap } from './dialect.js';

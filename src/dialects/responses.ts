@@ -6,6 +6,7 @@ import { countCompletionTokens } from '../estimate/index.js';
 import { RESPONSES_PROMPT } from '../estimate/prompt-rules.js';
 import type { Dialect } from './dialect.js';
 import { limitField } from './request-edits.js';
+import { RESPONSES_STORED } from './responses-answer.js';
 import { newResponsesReader, responsesErrorEvent } from './responses-stream.js';
 import { completionTextOfJson, usageFromJsonBytes } from './usage.js';
 
@@ -23,5 +24,5 @@ export const RESPONSES: Dialect = {
   errorCodeField: 'code',
   newStreamReader: newResponsesReader,
   streamErrorEvent: responsesErrorEvent,
-  storedResponses: true,
+  storedResponses: RESPONSES_STORED,
 };

@@ -104,7 +104,7 @@ export interface Estimate {
   readonly completionMicroUsdPer1M: number;
   /** Input the estimate could not count, by kind, and what `promptTokens` reserves for it (unseen.ts). */
   readonly unseen: UnseenInput;
-  /** Ids of stored objects the request refers to: each must be the key's own (src/responses/ownership.ts). */
+  /** Ids of stored objects the request refers to: each must be the key's own (src/pipeline/ownership.ts). */
   readonly references: References;
 }
 

@@ -159,6 +159,6 @@ export interface Ending {
   readonly errorCode: string | undefined;
   /** The Responses API's response id, when the answer carried one (background jobs are settled by it). */
   readonly responseId?: string | undefined;
-  /** Ids of the Responses answer's output items, as far as it came: they become the key's (src/responses/ownership.ts). */
+  /** Ids of the Responses answer's output items, as far as it came: they become the key's (src/pipeline/ownership.ts). */
   readonly outputItemIds?: readonly string[] | undefined;
 }

@@ -4,7 +4,7 @@
  * relies on and the key's model allow-list, and price the request: prompt
  * tokens counted with the model's tokenizer, the completion reserved, both
  * priced, and every id it refers to checked against the key
- * (src/responses/ownership.ts). A large body is parsed and estimated on a
+ * (src/pipeline/ownership.ts). A large body is parsed and estimated on a
  * worker thread from its raw bytes (src/estimate/index.ts, openBody). A
  * request refused here is filed as a refusal.
  */
@@ -15,7 +15,7 @@ import { downgradeSource, downgradeTarget } from '../budgets/downgrade.js';
 import { readAttribution } from '../endusers/attribution.js';
 import { hasAttributedUsdCap } from '../endusers/checks.js';
 import { EstimateInputError, openBody, resolvePrice, withStoredHistory, type Estimate, type OpenBody } from '../estimate/index.js';
-import { checkReferences } from '../responses/ownership.js';
+import { checkReferences } from './ownership.js';
 import { checkModelAllowed } from '../domain/caller.js';
 import { bindingsFor } from '../limits/index.js';
 import { usdToMicros } from '../domain/money.js';

@@ -23,7 +23,7 @@
  * its usage. Only Tollgate aborts an upstream request (`upstreamAbort`: a cost
  * cap, a shutdown). Anthropic's Messages API is routed the same way among the
  * config's `anthropic` upstreams; without any, it goes to the one Anthropic
- * upstream of TOLLGATE_ANTHROPIC_URL (src/anthropic/upstream.ts).
+ * upstream of TOLLGATE_ANTHROPIC_URL (src/upstreams/anthropic-upstream.ts).
  */
 import { dialectOf, type Dialect } from '../dialects/index.js';
 import { TollgateError } from '../domain/errors.js';

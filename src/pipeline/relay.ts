@@ -29,7 +29,6 @@ import { redactProviderAccount } from '../upstreams/redact.js';
 import type { FinalStatus } from '../ledger/writer.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import type { UpstreamStop } from '../upstreams/upstream-stop.js';
-import { outputItemIds, parseResponseObject, responseIdOfJson } from '../responses/wire.js';
 import type { AdmittedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { settleForwarded, SHUTDOWN_ERROR_CODE, stopForwarded } from './settle.js';
@@ -52,7 +51,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     });
     const cutEnding = (): Uint8Array => tap.cutEnding(request.estimate.promptTokens, request.facts.clientWantsUsage);
     // A stored Response is its key's from its first event on (the client may look it up at once).
-    let remembered = !ok || !dialect.storedResponses || deps.responses === undefined;
+    let remembered = !ok || dialect.storedResponses === undefined || deps.responses === undefined;
     const onChunk = (): void => {
       if (remembered || tap.responseId === undefined) return;
       remembered = true;
@@ -64,7 +63,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       dialect,
       upstream: request.upstreamAbort,
       // A background job runs on upstream whoever reads it; the poller settles it.
-      readOnWhenClientLeaves: !(dialect.storedResponses && request.body.background === true),
+      readOnWhenClientLeaves: !(dialect.storedResponses !== undefined && request.body.background === true),
       onChunk,
       cutEnding,
       onEnd: (outcome, errorCode) => {
@@ -129,7 +128,8 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     throw clientGone ? new TollgateError('client_closed_request', 'The client closed the request.') : failure;
   }
   const usage = ok ? dialect.usageOfJson(answer) : undefined;
-  const responseId = ok && dialect.storedResponses && deps.responses !== undefined ? responseIdOfJson(answer) : undefined;
+  const stored = ok && deps.responses !== undefined ? dialect.storedResponses : undefined;
+  const responseId = stored?.idOfJson(answer);
   if (responseId !== undefined) deps.responses?.created(request, responseId);
   settleForwarded(
     request,
@@ -144,7 +144,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       upstreamRequestId,
       errorCode: ok ? undefined : upstreamErrorCode(answer, dialect),
       responseId,
-      outputItemIds: responseId === undefined ? undefined : outputItemIds(parseResponseObject(answer)),
+      outputItemIds: responseId === undefined ? undefined : stored?.itemIdsOfJson(answer),
     },
     deps,
   );
