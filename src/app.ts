@@ -20,7 +20,6 @@ import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
 import { createProxyRoutes } from './pipeline/routes.js';
-import { createMessagesRoutes } from './anthropic/routes.js';
 import { newRequestId } from './request-id.js';
 import { sendDeferred } from './http/stream-sinks.js';
 import { bearerOf, checkPresentedSecret, ownSecretGuard, tooManyAttempts, type SecretGuard } from './http/secret-check.js';
@@ -125,8 +124,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/admin/api/dashboard', createDashboardApiRoutes(dashboard));
   app.route('/admin/api/dashboard-tokens', createDashboardTokenRoutes({ tokens, ...(deps.now ? { now: deps.now } : {}) }));
   app.route('/dashboard', createDashboardRoutes(dashboard));
-  app.route('/', createMessagesRoutes(deps.pipeline, deps.logger));
-  app.route('/', createProxyRoutes(deps.pipeline));
+  app.route('/', createProxyRoutes(deps.pipeline, deps.logger));
 
   app.notFound((c) => {
     const metricsElsewhere = c.req.path === '/metrics' && deps.metricsAccess?.ownPort === true;

@@ -1,20 +1,13 @@
 /**
- * The API endpoints Tollgate proxies and bills, and where clients reach them.
- * The one declaration of `Endpoint`: estimation, the wire readers, the ledger
- * and the metrics all name requests by it.
+ * The names of the API endpoints Tollgate proxies and bills: the one declaration of `Endpoint`.
+ * Estimation (and its worker, which is sent the name), the wire readers, the ledger and the
+ * metrics name requests by it. Everything else about an endpoint — its path, its fields, its
+ * readers — is its dialect record's (src/dialects/). The names sit on the ground floor, apart
+ * from the records, because the estimate, which the records point to, names requests by them too.
  */
 
-/** The OpenAI-compatible endpoints, served by one route each (src/pipeline/routes.ts). */
-export const ENDPOINTS = ['chat', 'completions', 'embeddings', 'responses'] as const;
+/** Every billed endpoint: OpenAI's four, and Anthropic's Messages API (`messages`). */
+export const ENDPOINTS = ['chat', 'completions', 'embeddings', 'responses', 'messages'] as const;
 
-/** A billed endpoint: one of OpenAI's, or Anthropic's Messages API (`messages`, src/anthropic). */
-export type Endpoint = (typeof ENDPOINTS)[number] | 'messages';
-
-/** Client paths of the billed endpoints. */
-export const ENDPOINT_PATHS: Readonly<Record<Endpoint, string>> = {
-  chat: '/v1/chat/completions',
-  completions: '/v1/completions',
-  embeddings: '/v1/embeddings',
-  responses: '/v1/responses',
-  messages: '/v1/messages',
-};
+/** A billed endpoint. */
+export type Endpoint = (typeof ENDPOINTS)[number];

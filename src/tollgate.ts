@@ -47,7 +47,7 @@ import { pgReconciliations } from './reconcile/pg-store.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
 import type { Upstream } from './upstreams/pool.js';
 import { createRouter, type Router } from './upstreams/router.js';
-import { createAnthropicUpstream } from './anthropic/upstream.js';
+import { createAnthropicUpstream } from './upstreams/anthropic-upstream.js';
 import { SecretThrottle } from './http/secret-throttle.js';
 
 /** Parts a caller supplies instead of building them from the config. */

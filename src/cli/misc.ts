@@ -2,12 +2,10 @@
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config/index.js';
-import type { Endpoint } from '../endpoints.js';
+import { ENDPOINTS, type Endpoint } from '../endpoints.js';
 import { applyMigrations, openDatabase } from '../storage/sqlite/open.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
 import { count, usd } from './format.js';
-
-const ENDPOINTS: Endpoint[] = ['chat', 'completions', 'embeddings', 'responses', 'messages'];
 
 export function registerMiscCommands(program: Command): void {
   program

@@ -21,7 +21,7 @@ export type ErrorCode =
   | 'model_not_found'
   | 'client_closed_request'
   | 'response_not_found'
-  // ids a request refers to that the key does not own (src/responses/ownership.ts)
+  // ids a request refers to that the key does not own (src/pipeline/ownership.ts)
   | 'previous_response_not_found'
   | 'item_not_found'
   | 'conversation_not_found'

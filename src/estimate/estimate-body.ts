@@ -1,24 +1,20 @@
 /**
  * The estimate itself, synchronous and pure given a text counter: validate the body, count the
- * prompt per endpoint, reserve the completion, price the whole reservation.
+ * prompt by its endpoint's rules (prompt-rules.ts), reserve the completion, price the whole
+ * reservation.
  */
 import type { Endpoint } from '../endpoints.js';
-import { countChatPrompt } from './count-chat.js';
-import { countMessagesPrompt, type CacheWrite } from './count-messages.js';
-import { countTextInputs } from './count-completions.js';
-import type { CountContext, PromptTally } from './count-parts.js';
-import { countResponsesPrompt } from './count-responses.js';
+import type { CountContext } from './count-parts.js';
 import { EstimateInputError } from './errors.js';
 import { encodingForModel } from './models.js';
-import { readRequestExtras, type RequestedTier } from './price-request.js';
+import type { RequestedTier } from './price-request.js';
 import type { ModelPrice, TokenUsage, ToolCalls, ToolRates } from './price-types.js';
 import { costMicroUsd, resolvePrice, type PriceTable, type ResolvedPrice } from './prices.js';
-import { isJsonObject, readOptionalPositiveInteger, type JsonObject } from './read-body.js';
+import { promptRulesOf } from './prompt-rules.js';
+import { isJsonObject, type JsonObject } from './read-body.js';
 import type { TextCounter } from './text-counter.js';
 import type { EncodingName } from './tokenizer.js';
 import { onlyStoredHistory, roomBeside, UnseenTally, unseenReservation, type References, type UnseenInput } from './unseen.js';
-
-/** The four endpoints Tollgate prices. */
 
 /** Per-request estimate options (prices from config, the policy's default completion). */
 export interface EstimateOptions {
@@ -108,7 +104,7 @@ export interface Estimate {
   readonly completionMicroUsdPer1M: number;
   /** Input the estimate could not count, by kind, and what `promptTokens` reserves for it (unseen.ts). */
   readonly unseen: UnseenInput;
-  /** Ids of stored objects the request refers to: each must be the key's own (src/responses/ownership.ts). */
+  /** Ids of stored objects the request refers to: each must be the key's own (src/pipeline/ownership.ts). */
   readonly references: References;
 }
 
@@ -171,76 +167,6 @@ export function encodingForBody(body: unknown): EncodingName {
   return encodingForModel(readModel(body));
 }
 
-interface Counted {
-  readonly tally: PromptTally;
-  /** Explicit per-choice completion limit, if the request set one. */
-  readonly maxCompletion: number | undefined;
-  /** Choices per prompt. */
-  readonly n: number;
-  readonly promptCount: number;
-  /** The field blamed when the prompt does not fit the context window. */
-  readonly promptParam: string;
-  /** Per-item prompt tokens when each item must fit the window on its own (embeddings, completions). */
-  readonly perItem?: number[];
-  /** The longest prompt-cache write the request asks for (Anthropic's `cache_control`). */
-  readonly cacheWrite?: CacheWrite;
-}
-
-function readChoices(body: JsonObject): number {
-  return readOptionalPositiveInteger(body['n'], 'n') ?? 1;
-}
-
-function countEndpoint(endpoint: Endpoint, body: JsonObject, context: CountContext): Counted {
-  switch (endpoint) {
-    case 'chat': {
-      const maxCompletionTokens = readOptionalPositiveInteger(body['max_completion_tokens'], 'max_completion_tokens');
-      const maxTokens = readOptionalPositiveInteger(body['max_tokens'], 'max_tokens');
-      const n = readChoices(body);
-      const tally = countChatPrompt(body, context);
-      return { tally, maxCompletion: maxCompletionTokens ?? maxTokens, n, promptCount: 1, promptParam: 'messages' };
-    }
-    case 'completions': {
-      const maxTokens = readOptionalPositiveInteger(body['max_tokens'], 'max_tokens');
-      const n = readChoices(body);
-      const bestOf = readOptionalPositiveInteger(body['best_of'], 'best_of') ?? n;
-      const inputs = countTextInputs(body['prompt'], context.counter, 'prompt');
-      return {
-        tally: { tokens: inputs.total, imageTokens: 0 },
-        maxCompletion: maxTokens,
-        n: Math.max(n, bestOf),
-        promptCount: Math.max(1, inputs.perItem.length),
-        promptParam: 'prompt',
-        perItem: inputs.perItem,
-      };
-    }
-    case 'embeddings': {
-      const inputs = countTextInputs(body['input'], context.counter, 'input');
-      return {
-        tally: { tokens: inputs.total, imageTokens: 0 },
-        maxCompletion: undefined,
-        n: 1,
-        promptCount: Math.max(1, inputs.perItem.length),
-        promptParam: 'input',
-        perItem: inputs.perItem,
-      };
-    }
-    case 'responses': {
-      const maxOutputTokens = readOptionalPositiveInteger(body['max_output_tokens'], 'max_output_tokens');
-      const tally = countResponsesPrompt(body, context);
-      return { tally, maxCompletion: maxOutputTokens, n: 1, promptCount: 1, promptParam: 'input' };
-    }
-    case 'messages': {
-      // Anthropic requires max_tokens: the completion is bounded by it, never by a default.
-      const maxTokens = readOptionalPositiveInteger(body['max_tokens'], 'max_tokens');
-      if (maxTokens === undefined) throw new EstimateInputError('max_tokens: Field required', 'max_tokens', 'missing_required_parameter');
-      const { cacheWrite, ...tally } = countMessagesPrompt(body, context);
-      return { tally, maxCompletion: maxTokens, n: 1, promptCount: 1, promptParam: 'messages', cacheWrite };
-    }
-    default:
-      throw new EstimateInputError(`Unknown endpoint '${String(endpoint)}'.`, null, 'invalid_value');
-  }
-}
-
 function contextError(model: string, window: number, prompt: number, completion: number, param: string): EstimateInputError {
   return new EstimateInputError(
     `This model's maximum context length is ${window} tokens. However, you requested ${prompt + completion} tokens ` +
@@ -257,13 +183,13 @@ function contextError(model: string, window: number, prompt: number, completion:
  */
 export function estimateBody(endpoint: Endpoint, body: unknown, options: EstimateOptions, createCounter: CounterFactory): Estimate {
   const model = readModel(body);
+  const rules = promptRulesOf(endpoint);
   const object = body as JsonObject;
   const encoding = encodingForModel(model);
   const price = options.price ?? resolvePrice(model, options.prices, { highestForUnknown: options.highestForUnknown === true });
   const unseenTally = new UnseenTally();
   const context: CountContext = { counter: createCounter(encoding), model, unseen: unseenTally };
-  // A Messages body is already counted as an upper bound of Claude's tokens (count-messages.ts): no second margin.
-  const counted = scaled(countEndpoint(endpoint, object, context), endpoint === 'messages' ? 1 : (options.promptTokenFactor ?? 1));
+  const counted = scaled(rules.count(object, context), rules.promptMargin ? (options.promptTokenFactor ?? 1) : 1);
   // Images of unknown size are reserved at their bound with the rest of the unseen input, which
   // never counts against the context window: only what was counted can be too long.
   const unsizedImageTokens = counted.tally.unsizedImageTokens ?? 0;
@@ -282,16 +208,18 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
   };
   const promptTokens = countedTokens + unseen.reservedTokens;
   // Several prompts in one completions request are separate generations: each must fit alone.
-  const longestPrompt = endpoint === 'completions' && counted.perItem ? counted.perItem.reduce((a, b) => Math.max(a, b), 0) : countedTokens;
+  const longestPrompt = rules.eachPromptAlone && counted.perItem ? counted.perItem.reduce((a, b) => Math.max(a, b), 0) : countedTokens;
 
   let perChoice = 0;
   let bound = 0;
-  if (endpoint === 'embeddings') {
+  if (!rules.generates) {
+    // Nothing generated: each input alone must fit the window.
     if (window !== undefined) {
       const items = counted.perItem ?? [];
       const tooLong = items.findIndex((tokens) => tokens > window);
       if (tooLong !== -1) {
-        const param = items.length === 1 && typeof object['input'] === 'string' ? 'input' : `input[${tooLong}]`;
+        const input = counted.promptParam;
+        const param = items.length === 1 && typeof object[input] === 'string' ? input : `${input}[${tooLong}]`;
         throw contextError(model, window, items[tooLong] as number, 0, param);
       }
     }
@@ -319,7 +247,7 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
   }
 
   const completionTokensReserved = perChoice * counted.n * counted.promptCount;
-  const extras = readRequestExtras(endpoint, object, model, options.prices.tools);
+  const extras = rules.extras(object, model, options.prices.tools);
   const tierPrices = extras.serviceTier === 'standard' ? price : price[extras.serviceTier];
   // Audio output may be every completion token; reserve each at the dearer of audio and text.
   const audioDearer = extras.audioOutput && price.audio.outputMicroUsdPer1M > tierPrices.outputMicroUsdPer1M;
@@ -345,8 +273,8 @@ export function estimateBody(endpoint: Endpoint, body: unknown, options: Estimat
     n: counted.n,
     promptCount: counted.promptCount,
     imageTokens: counted.tally.imageTokens,
-    choices: endpoint === 'embeddings' ? 0 : counted.n * counted.promptCount,
-    clientMaxCompletion: endpoint === 'embeddings' ? undefined : counted.maxCompletion,
+    choices: rules.generates ? counted.n * counted.promptCount : 0,
+    clientMaxCompletion: rules.generates ? counted.maxCompletion : undefined,
     completionBoundPerChoice: bound,
     reservationBase,
     serviceTier: extras.serviceTier,

@@ -1,7 +1,7 @@
 /**
  * Worker thread entry: reads and estimates the large bodies the main thread hands over, with its
  * own encoders and count cache. A large body arrives as raw bytes (transferred, not copied): the
- * worker parses and checks it (src/upstreams/request-facts.ts, as the main thread does for small
+ * worker parses and checks it (src/estimate/client-body.ts, as the main thread does for small
  * ones), keeps the parsed body, and sends back the bytes with the facts, the read fields and the
  * layout; the estimate follows once the main thread has decided the model and the prices. Bodies
  * parsed by the main thread (small ones with much text to count) arrive as jobs.
@@ -10,7 +10,7 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { TollgateError } from '../domain/errors.js';
-import { readClientBody } from '../upstreams/request-facts.js';
+import { readClientBody } from './client-body.js';
 import { TokenCountCache } from './count-cache.js';
 import { reattachStrings } from './detach-strings.js';
 import { estimateBody, type EstimateOptions } from './estimate-body.js';

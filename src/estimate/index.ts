@@ -24,7 +24,7 @@ import { countTextTokens, loadEncoding, loadEncodingSync, type EncodingName } fr
 import { EstimateWorkerPool } from './worker-pool.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { ownsItsBuffer } from '../http/body.js';
-import { readClientBody, type ClientBody } from '../upstreams/request-facts.js';
+import { readClientBody, type ClientBody } from './client-body.js';
 
 export { withStoredHistory, type Estimate, type EstimateOptions } from './estimate-body.js';
 export type { References } from './unseen.js';
@@ -111,7 +111,7 @@ export function estimateRequestSync(endpoint: Endpoint, body: unknown, options: 
   return estimateBody(endpoint, body, options, (encoding) => createTextCounter(loadEncodingSync(encoding), { cache }));
 }
 
-/** A client's body, read and checked (src/upstreams/request-facts.ts), ready to be estimated. */
+/** A client's body, read and checked (src/estimate/client-body.ts), ready to be estimated. */
 export interface OpenBody extends ClientBody {
   /** The client's bytes, unchanged (a large body's come back from the worker). */
   readonly bytes: Buffer;
@@ -268,12 +268,10 @@ export function countCompletionTokens(text: string, model: string): number {
 }
 
 /**
- * Tokens of streamed completion text as an endpoint charges it: for Anthropic's Messages API,
- * whose tokenizer is not public, the same upper bound as its prompts (count-messages.ts);
- * otherwise {@link countCompletionTokens}.
+ * Tokens of completion text from Anthropic's Messages API, whose tokenizer is not public: the
+ * same upper bound as its prompts (count-messages.ts).
  */
-export function countStreamedTokens(endpoint: Endpoint, text: string, model: string): number {
-  if (endpoint !== 'messages') return countCompletionTokens(text, model);
+export function countClaudeCompletionTokens(text: string, model: string): number {
   const encoding = loadEncodingSync(encodingForModel(model));
   return claudeTextTokens(text, (piece) => countTextTokens(piece, encoding));
 }

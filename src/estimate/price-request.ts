@@ -102,18 +102,35 @@ function anthropicSearches(body: JsonObject): Pick<RequestExtras, 'toolCalls' | 
   return { toolCalls: searches > 0 ? { webSearch: searches } : {}, toolCallsPerRequest: {} };
 }
 
-/** Reads `service_tier`, audio output and built-in tools of a request (validated loosely: the upstream judges). */
-export function readRequestExtras(endpoint: string, body: JsonObject, model: string, prices: ToolPrices): RequestExtras {
+/** Chat Completions: the tier, audio output, and a search model's one search per request. */
+export function chatExtras(body: JsonObject, model: string, prices: ToolPrices): RequestExtras {
   const base = defaultToolRates(prices);
-  const extras = { serviceTier: readTier(body), audioOutput: endpoint === 'chat' && wantsAudio(body) };
-  if (endpoint === 'chat' && isChatSearchModel(model)) {
+  const serviceTier = readTier(body);
+  const audioOutput = wantsAudio(body);
+  if (isChatSearchModel(model)) {
     const search = { webSearch: 1 };
     const webSearchCall = isReasoningModel(model) ? prices.webSearchCall : prices.webSearchPreviewCall;
-    return { ...extras, toolCalls: search, toolRates: { ...base, webSearchCall }, toolCallsPerRequest: search };
+    return { serviceTier, audioOutput, toolCalls: search, toolRates: { ...base, webSearchCall }, toolCallsPerRequest: search };
   }
-  if (endpoint === 'messages') return { ...extras, toolRates: base, ...anthropicSearches(body) };
-  const tools = endpoint === 'responses' ? body['tools'] : undefined;
-  if (!Array.isArray(tools)) return { ...extras, toolCalls: {}, toolRates: base, toolCallsPerRequest: {} };
+  return { serviceTier, audioOutput, toolCalls: {}, toolRates: base, toolCallsPerRequest: {} };
+}
+
+/** Completions and embeddings: the tier only. */
+export function plainExtras(body: JsonObject, _model: string, prices: ToolPrices): RequestExtras {
+  return { serviceTier: readTier(body), audioOutput: false, toolCalls: {}, toolRates: defaultToolRates(prices), toolCallsPerRequest: {} };
+}
+
+/** Anthropic's Messages API: its server-side web searches. */
+export function messagesExtras(body: JsonObject, _model: string, prices: ToolPrices): RequestExtras {
+  return { serviceTier: readTier(body), audioOutput: false, toolRates: defaultToolRates(prices), ...anthropicSearches(body) };
+}
+
+/** The Responses API: the tier and its built-in tools (validated loosely: the upstream judges). */
+export function responsesExtras(body: JsonObject, model: string, prices: ToolPrices): RequestExtras {
+  const tools = body['tools'];
+  if (!Array.isArray(tools)) return plainExtras(body, model, prices);
+  const base = defaultToolRates(prices);
+  const extras = { serviceTier: readTier(body), audioOutput: false };
 
   let webSearchCall: number | undefined;
   let fileSearchCall: number | undefined;

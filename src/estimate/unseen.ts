@@ -37,7 +37,7 @@ export type UnseenKind =
   /** Built-in tools whose results come back as billed input (web search, file search, code execution …). */
   | 'tool_results';
 
-/** Ids of stored objects a request refers to; each must belong to the key (src/responses/ownership.ts). */
+/** Ids of stored objects a request refers to; each must belong to the key (src/pipeline/ownership.ts). */
 export interface References {
   readonly previousResponseId?: string;
   readonly conversationId?: string;

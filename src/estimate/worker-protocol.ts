@@ -3,7 +3,7 @@ import type { BodyPath } from './detach-strings.js';
 import type { Endpoint } from '../endpoints.js';
 import type { Estimate, EstimateOptions } from './estimate-body.js';
 import type { EstimateInputErrorCode } from './errors.js';
-import type { ClientBody } from '../upstreams/request-facts.js';
+import type { ClientBody } from './client-body.js';
 
 /** Main → worker: one slice of a large string of job `jobId` (sent before the job itself). */
 interface StringSliceMessage {

@@ -29,7 +29,7 @@ import { bindingsFor } from '../limits/index.js';
 import { buildRateLimitHeaders, computeSettlement, createDemands, type Demand, type LimitBinding, type Ticket } from '../limits/index.js';
 import type { Admission, AdmittedRequest, EstimatedRequest, Whole } from './context.js';
 import type { PipelineDeps } from './deps.js';
-import { outputLimitEdits } from '../upstreams/request-facts.js';
+import { dialectOf } from '../dialects/index.js';
 import { UpstreamStop } from '../upstreams/upstream-stop.js';
 import { AdmissionRefused, budgetHeaders, budgetRefusal, costCapRefusal, limiterUnavailable, limitRefusal } from './refusals.js';
 import { settleRefused } from './settle.js';
@@ -124,7 +124,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps, after
   const reservedMicroUsd = plan?.microUsd ?? estimate.reservedMicroUsd;
   // The model could outrun a bound Tollgate only assumed (no known output limit): send it as the limit.
   const limited = plan !== undefined && (plan.capped || (estimate.clientMaxCompletion === undefined && estimate.price.maxOutputTokens === undefined));
-  const edits = limited ? [...request.edits, ...outputLimitEdits(request.endpoint, request.body, plan!.perChoice)] : request.edits;
+  const edits = limited ? [...request.edits, ...dialectOf(request.endpoint).outputLimitEdits(request.body, plan!.perChoice)] : request.edits;
   const recorded = deps.ledger.begin({
     requestId: request.requestId,
     keyId: caller.key.id,

@@ -15,10 +15,10 @@ import type { ClientRequest } from '../http/client-request.js';
 import type { Caller } from '../domain/caller.js';
 import type { FinalStatus } from '../ledger/writer.js';
 import type { ResolvedPrice } from '../estimate/prices.js';
-import type { BodyEdit, BodyLayout, RequestFacts, RequestFields } from '../upstreams/request-facts.js';
+import type { BodyEdit, BodyLayout, RequestFacts, RequestFields } from '../estimate/client-body.js';
 import type { Route } from '../upstreams/router.js';
 import type { UpstreamStop } from '../upstreams/upstream-stop.js';
-import type { Usage } from '../upstreams/usage.js';
+import type { Usage } from '../dialects/usage.js';
 
 /**
  * Every field of `T`, optional ones included (as undefined): the type of a
@@ -45,11 +45,11 @@ export interface RequestContext {
 
 /** A request whose body was read and checked, and whose cost was estimated. */
 export interface EstimatedRequest extends RequestContext {
-  /** The client's bytes as received; forwarded with `edits` spliced in (src/upstreams/request-facts.ts, forwardedBody). */
+  /** The client's bytes as received; forwarded with `edits` spliced in (src/dialects/request-edits.ts, forwardedBody). */
   readonly bytes: Buffer;
   /**
    * The client's own values of the top-level fields stages read (READ_FIELDS in
-   * src/upstreams/request-facts.ts). Nothing else of the body is here: a large
+   * src/estimate/client-body.ts). Nothing else of the body is here: a large
    * body is parsed on a worker thread, never on the event loop.
    */
   readonly body: RequestFields;
@@ -159,6 +159,6 @@ export interface Ending {
   readonly errorCode: string | undefined;
   /** The Responses API's response id, when the answer carried one (background jobs are settled by it). */
   readonly responseId?: string | undefined;
-  /** Ids of the Responses answer's output items, as far as it came: they become the key's (src/responses/ownership.ts). */
+  /** Ids of the Responses answer's output items, as far as it came: they become the key's (src/pipeline/ownership.ts). */
   readonly outputItemIds?: readonly string[] | undefined;
 }

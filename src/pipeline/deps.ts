@@ -15,14 +15,14 @@ import type { Upstream } from '../upstreams/pool.js';
 import type { Router } from '../upstreams/router.js';
 import type { Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';
-import type { StoredObjects } from '../responses/ownership.js';
+import type { StoredObjects } from './ownership.js';
 import type { AdmittedRequest, Ending } from './context.js';
 import type { RequestEvents } from './finished.js';
 import type { OpenRequests } from './open-requests.js';
 
 /** Stored and background Responses (src/responses), as the request path calls them. */
 export interface ResponsesHooks {
-  /** Owners of stored responses and their items: whose ids a request may refer to (src/responses/ownership.ts). */
+  /** Owners of stored responses and their items: whose ids a request may refer to (src/pipeline/ownership.ts). */
   readonly stored: StoredObjects;
   /** A Responses answer carried its id: remember it for the key (before the client sees it). */
   created(request: AdmittedRequest, responseId: string): void;
@@ -53,7 +53,7 @@ export interface PipelineDeps {
   readonly ledger: LedgerWriter;
   /** The first upstream (the shorthand's one): background Responses polls, model listings of one upstream. */
   readonly upstream: Upstream;
-  /** Where Anthropic's Messages API goes (src/anthropic/upstream.ts); absent = /v1/messages answers 502. */
+  /** Where Anthropic's Messages API goes (src/upstreams/anthropic-upstream.ts); absent = /v1/messages answers 502. */
   readonly anthropic?: Upstream;
   /** Every upstream and the routes to them (absent in tests that build deps by hand: `upstream` serves all). */
   readonly router?: Router;

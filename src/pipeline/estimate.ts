@@ -4,22 +4,22 @@
  * relies on and the key's model allow-list, and price the request: prompt
  * tokens counted with the model's tokenizer, the completion reserved, both
  * priced, and every id it refers to checked against the key
- * (src/responses/ownership.ts). A large body is parsed and estimated on a
+ * (src/pipeline/ownership.ts). A large body is parsed and estimated on a
  * worker thread from its raw bytes (src/estimate/index.ts, openBody). A
  * request refused here is filed as a refusal.
  */
-import type { Endpoint } from '../endpoints.js';
+import { dialectOf, type Dialect } from '../dialects/index.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { budgetChecksFor } from '../budgets/check.js';
 import { downgradeSource, downgradeTarget } from '../budgets/downgrade.js';
 import { readAttribution } from '../endusers/attribution.js';
 import { hasAttributedUsdCap } from '../endusers/checks.js';
 import { EstimateInputError, openBody, resolvePrice, withStoredHistory, type Estimate, type OpenBody } from '../estimate/index.js';
-import { checkReferences } from '../responses/ownership.js';
+import { checkReferences } from './ownership.js';
 import { checkModelAllowed } from '../domain/caller.js';
 import { bindingsFor } from '../limits/index.js';
 import { usdToMicros } from '../domain/money.js';
-import type { RequestFacts } from '../upstreams/request-facts.js';
+import type { RequestFacts } from '../estimate/client-body.js';
 import { reservationPricing } from '../upstreams/route-prices.js';
 import type { Route } from '../upstreams/router.js';
 import { chargeRefusal } from './charge-refusal.js';
@@ -41,7 +41,7 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     const asked = facts.model;
     const cheaper = downgradeOf(request, asked, deps);
     if (cheaper !== undefined) facts = { ...facts, model: cheaper };
-    const route = routeOf(facts.model, request.endpoint, deps);
+    const route = routeOf(facts.model, dialectOf(request.endpoint), deps);
     checkModelPriced(facts.model, route, deps);
     const maxCostMicroUsd = readCostCap(request.client.headers[COST_CAP_HEADER]);
     const attribution = readAttribution(opened.fields, request.client.headers);
@@ -106,13 +106,14 @@ function downgradeOf(request: RequestContext, model: string, deps: PipelineDeps)
 }
 
 /** The upstreams that serve the model, in order; a model none serves is refused (400 model_not_found). */
-function routeOf(model: string, endpoint: Endpoint, deps: PipelineDeps): Route | undefined {
+function routeOf(model: string, dialect: Dialect, deps: PipelineDeps): Route | undefined {
   if (deps.router === undefined) return undefined;
-  const dialect = endpoint === 'messages' ? 'anthropic' : 'openai';
-  const route = deps.router.route(model, dialect);
+  const kind = dialect.upstreamKind;
+  const route = deps.router.route(model, kind);
   if (route !== undefined) return route;
-  // Without anthropic upstreams in the config, Messages go to TOLLGATE_ANTHROPIC_URL (forward.ts).
-  if (dialect === 'anthropic' && !deps.router.upstreams.some((upstream) => upstream.spec.kind === 'anthropic')) return undefined;
+  // Without upstreams of its kind in the config, a dialect other than OpenAI's goes to its own
+  // default upstream (Messages to TOLLGATE_ANTHROPIC_URL: forward.ts).
+  if (kind !== 'openai' && !deps.router.upstreams.some((upstream) => upstream.spec.kind === kind)) return undefined;
   throw new TollgateError('model_not_found', `The model "${model}" is not served by any upstream of this proxy.`, { param: 'model' });
 }
 

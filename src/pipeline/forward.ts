@@ -23,14 +23,14 @@
  * its usage. Only Tollgate aborts an upstream request (`upstreamAbort`: a cost
  * cap, a shutdown). Anthropic's Messages API is routed the same way among the
  * config's `anthropic` upstreams; without any, it goes to the one Anthropic
- * upstream of TOLLGATE_ANTHROPIC_URL (src/anthropic/upstream.ts).
+ * upstream of TOLLGATE_ANTHROPIC_URL (src/upstreams/anthropic-upstream.ts).
  */
-import type { Endpoint } from '../endpoints.js';
+import { dialectOf, type Dialect } from '../dialects/index.js';
 import { TollgateError } from '../domain/errors.js';
 import { toUpstreamHeaders } from '../http/headers.js';
 import { retryAfterMs } from '../upstreams/breaker.js';
 import { failedBeforeSending, toUpstreamError, type Upstream, type UpstreamResponse } from '../upstreams/pool.js';
-import { forwardedBody } from '../upstreams/request-facts.js';
+import { forwardedBody } from '../dialects/request-edits.js';
 import { answerPrice } from '../upstreams/route-prices.js';
 import type { RouteCandidate } from '../upstreams/router.js';
 import type { AdmittedRequest, Attempt } from './context.js';
@@ -44,6 +44,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
   if (client.abort.signal.aborted) return clientLeftFirst(request, deps);
   // Until it is settled, a shutdown stops it (open-requests.ts).
   deps.open?.track(request, () => stopForwarded(request, {}, deps));
+  const dialect = dialectOf(request.endpoint);
   const candidates = request.route?.candidates ?? [];
   const attempts: Attempt[] = [];
   let failed: unknown;
@@ -61,9 +62,9 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     tried = candidate;
     const send = {
       method: 'POST' as const,
-      path: upstreamPath(request.url, request.endpoint === 'messages' ? MESSAGES_QUERY : []),
+      path: upstreamPath(request.url, dialect.upstreamQuery),
       headers: withRequestId(toUpstreamHeaders(client.headers, true), request.requestId),
-      body: bodyFor(request, candidate?.upstreamModel ?? request.facts.model),
+      body: bodyFor(dialect, request, candidate?.upstreamModel ?? request.facts.model),
       signal: upstreamAbort,
       // Waiting for a connection ends when the client leaves: nothing was sent yet.
       queueSignal: client.abort.signal,
@@ -71,8 +72,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     };
     let response: UpstreamResponse;
     try {
-      response =
-        candidate === undefined ? await forwardedUpstream(request.endpoint, deps).send(send) : await candidate.upstream.send(send, candidate.upstreamModel);
+      response = candidate === undefined ? await forwardedUpstream(dialect, deps).send(send) : await candidate.upstream.send(send, candidate.upstreamModel);
     } catch (error) {
       failed = error;
       const name = candidate?.upstream.name;
@@ -136,17 +136,14 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
   throw failure ?? new TollgateError('client_closed_request', 'The client closed the request.');
 }
 
-/** Query parameters Anthropic's Messages API defines (its SDKs' beta client sends `?beta=true`). */
-export const MESSAGES_QUERY: readonly string[] = ['beta'];
-
 /**
  * The upstream of a request no route names: Anthropic's Messages API to the
  * Anthropic upstream of TOLLGATE_ANTHROPIC_URL, everything else to the one
  * upstream (tests that build deps by hand).
  */
-export function forwardedUpstream(endpoint: Endpoint, deps: Pick<PipelineDeps, 'upstream' | 'anthropic'>): Upstream {
-  if (endpoint !== 'messages') return deps.upstream;
-  if (deps.anthropic === undefined) throw new TollgateError('upstream_unreachable', 'No Anthropic upstream is configured for /v1/messages.');
+export function forwardedUpstream(dialect: Dialect, deps: Pick<PipelineDeps, 'upstream' | 'anthropic'>): Upstream {
+  if (dialect.upstreamKind === 'openai') return deps.upstream;
+  if (deps.anthropic === undefined) throw new TollgateError('upstream_unreachable', `No Anthropic upstream is configured for ${dialect.path}.`);
   return deps.anthropic;
 }
 
@@ -157,8 +154,8 @@ function withRequestId(headers: Record<string, string>, requestId: string): Reco
 }
 
 /** The body for an upstream that knows the model as `upstreamModel`: the client's bytes with Tollgate's changes spliced in. */
-function bodyFor(request: AdmittedRequest, upstreamModel: string): Buffer {
-  return forwardedBody(request, upstreamModel);
+function bodyFor(dialect: Dialect, request: AdmittedRequest, upstreamModel: string): Buffer {
+  return forwardedBody(dialect, request, upstreamModel);
 }
 
 /** Notes who answered (or was tried last). A model no table prices stays at the price it was reserved at. */

@@ -19,42 +19,39 @@
  * Either way the request is settled once when its answer ends.
  */
 import type { Readable } from 'node:stream';
-import type { Endpoint } from '../endpoints.js';
+import { dialectOf, type Dialect } from '../dialects/index.js';
+import { needsUsageInjection } from '../dialects/request-edits.js';
+import { SseTap } from '../dialects/sse-tap.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { isEventStream, toClientHeaders } from '../http/headers.js';
 import { nodeStreamResponse, toWebStream, type StreamSink, type StreamSource } from '../http/stream-sinks.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
 import type { FinalStatus } from '../ledger/writer.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
-import { needsUsageInjection } from '../upstreams/request-facts.js';
-import { SseTap } from '../upstreams/sse-tap.js';
 import type { UpstreamStop } from '../upstreams/upstream-stop.js';
-import { completionTextOfJson, usageFromJsonBytes } from '../upstreams/usage.js';
-import { anthropicUsageFromJson, completionTextOfMessage } from '../upstreams/anthropic-usage.js';
-import { countStreamedTokens } from '../estimate/index.js';
-import { outputItemIds, parseResponseObject, responseIdOfJson } from '../responses/wire.js';
 import type { AdmittedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { settleForwarded, SHUTDOWN_ERROR_CODE, stopForwarded } from './settle.js';
 
 /** Stage 5: the client's response; the request is settled when its answer ends. */
 export async function relay(request: AdmittedRequest, response: UpstreamResponse, deps: PipelineDeps): Promise<Response> {
-  const { requestId, endpoint } = request;
+  const { requestId } = request;
+  const dialect = dialectOf(request.endpoint);
   const upstreamRequestId = headerValue(response.headers['x-request-id']);
   const ok = response.status >= 200 && response.status < 300;
   const clientLeft = request.client.abort.signal;
   if (isEventStream(response.headers)) {
     const allowance = request.completionAllowance;
-    const countText = (text: string): number => countStreamedTokens(endpoint, text, request.facts.model);
+    const countText = (text: string): number => dialect.countCompletion(text, request.facts.model);
     const tap = new SseTap({
-      endpoint,
-      stripUsageChunk: needsUsageInjection(endpoint, request.facts),
+      dialect,
+      stripUsageChunk: needsUsageInjection(dialect, request.facts),
       now: deps.now,
       ...(allowance === undefined ? {} : { allowance: { tokens: allowance, count: countText } }),
     });
     const cutEnding = (): Uint8Array => tap.cutEnding(request.estimate.promptTokens, request.facts.clientWantsUsage);
     // A stored Response is its key's from its first event on (the client may look it up at once).
-    let remembered = !ok || endpoint !== 'responses' || deps.responses === undefined;
+    let remembered = !ok || dialect.storedResponses === undefined || deps.responses === undefined;
     const onChunk = (): void => {
       if (remembered || tap.responseId === undefined) return;
       remembered = true;
@@ -63,10 +60,10 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     const source = relayStream({
       response,
       tap,
-      endpoint,
+      dialect,
       upstream: request.upstreamAbort,
       // A background job runs on upstream whoever reads it; the poller settles it.
-      readOnWhenClientLeaves: !(endpoint === 'responses' && request.body.background === true),
+      readOnWhenClientLeaves: !(dialect.storedResponses !== undefined && request.body.background === true),
       onChunk,
       cutEnding,
       onEnd: (outcome, errorCode) => {
@@ -78,8 +75,8 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
             status: response.status,
             accepted: ok,
             usage,
-            // A Messages stream reports its exact prompt first: kept when the stream ends early.
-            promptUsage: usage === undefined && endpoint === 'messages' ? tap.promptUsage : undefined,
+            // A stream that reports its exact prompt first (Anthropic's): kept when the stream ends early.
+            promptUsage: usage === undefined ? tap.promptUsage : undefined,
             complete: tap.finished && tap.error === undefined,
             streamedText: usage === undefined ? tap.completionText() : '',
             // With an allowance, the count the stream was watched (and maybe cut) by.
@@ -130,9 +127,9 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     );
     throw clientGone ? new TollgateError('client_closed_request', 'The client closed the request.') : failure;
   }
-  const messages = endpoint === 'messages';
-  const usage = ok ? (messages ? anthropicUsageFromJson(answer) : usageFromJsonBytes(answer)) : undefined;
-  const responseId = ok && endpoint === 'responses' && deps.responses !== undefined ? responseIdOfJson(answer) : undefined;
+  const usage = ok ? dialect.usageOfJson(answer) : undefined;
+  const stored = ok && deps.responses !== undefined ? dialect.storedResponses : undefined;
+  const responseId = stored?.idOfJson(answer);
   if (responseId !== undefined) deps.responses?.created(request, responseId);
   settleForwarded(
     request,
@@ -142,12 +139,12 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       accepted: ok,
       usage,
       complete: true,
-      streamedText: ok && usage === undefined ? (messages ? completionTextOfMessage(answer) : completionTextOfJson(answer)) : '',
+      streamedText: ok && usage === undefined ? dialect.completionTextOfJson(answer) : '',
       firstTokenAt: undefined,
       upstreamRequestId,
-      errorCode: ok ? undefined : upstreamErrorCode(answer, endpoint),
+      errorCode: ok ? undefined : upstreamErrorCode(answer, dialect),
       responseId,
-      outputItemIds: responseId === undefined ? undefined : outputItemIds(parseResponseObject(answer)),
+      outputItemIds: responseId === undefined ? undefined : stored?.itemIdsOfJson(answer),
     },
     deps,
   );
@@ -162,7 +159,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
 interface RelayedStream {
   readonly response: UpstreamResponse;
   readonly tap: SseTap;
-  readonly endpoint: Endpoint;
+  readonly dialect: Dialect;
   /** Aborts the upstream request (a cut, a stop): Tollgate's, not the client's. */
   readonly upstream: UpstreamStop;
   /** Read the upstream on until its usage when the client leaves (else stop reading at once). */
@@ -189,7 +186,7 @@ interface RelaySource extends StreamSource {
  * the body is read on through the tap until its usage arrives.
  */
 function relayStream(relayed: RelayedStream): RelaySource {
-  const { response, tap, endpoint, upstream, onChunk, cutEnding, onEnd } = relayed;
+  const { response, tap, dialect, upstream, onChunk, cutEnding, onEnd } = relayed;
   const body = response.body;
   let ended = false;
   /** The client is gone: the upstream is read for its usage only. */
@@ -268,7 +265,7 @@ function relayStream(relayed: RelayedStream): RelaySource {
     const tail = tap.finish();
     if (tail !== null) sink!.write(tail);
     const code: ErrorCode = timedOut ? 'upstream_timeout' : 'upstream_bad_response';
-    sink!.write(streamErrorEvent(endpoint, code, 'The upstream stream was interrupted before it finished.'));
+    sink!.write(dialect.streamErrorEvent(code, 'The upstream stream was interrupted before it finished.'));
     sink!.end();
     end(timedOut ? 'upstream_timeout' : 'upstream_interrupted', 'upstream_stream_interrupted');
   };
@@ -315,28 +312,13 @@ function relayStream(relayed: RelayedStream): RelaySource {
       if (sink !== undefined && !draining) {
         const tail = tap.finish();
         if (tail !== null) sink.write(tail);
-        sink.write(streamErrorEvent(endpoint, 'upstream_unreachable', 'The stream was stopped: Tollgate is shutting down.'));
+        sink.write(dialect.streamErrorEvent('upstream_unreachable', 'The stream was stopped: Tollgate is shutting down.'));
         sink.end();
       }
       end('upstream_interrupted', SHUTDOWN_ERROR_CODE);
       stopUpstream();
     },
   };
-}
-
-/** An error event in the stream's own dialect, so the client's SDK raises an APIError. */
-function streamErrorEvent(endpoint: Endpoint, code: ErrorCode, message: string): Uint8Array {
-  if (endpoint === 'messages') {
-    // Anthropic's own error event, which its SDKs raise as an APIError.
-    const type = code === 'upstream_timeout' ? 'timeout_error' : 'api_error';
-    return Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message } })}\n\n`);
-  }
-  const error = { message, type: 'upstream_error', param: null, code };
-  const text =
-    endpoint === 'responses'
-      ? `event: error\ndata: ${JSON.stringify({ type: 'error', code, message, param: null })}\n\n`
-      : `data: ${JSON.stringify({ error })}\n\n`;
-  return Buffer.from(text);
 }
 
 export async function readAll(body: Readable): Promise<Buffer> {
@@ -350,11 +332,11 @@ export function asBody(bytes: Buffer): Uint8Array<ArrayBuffer> {
   return new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength);
 }
 
-function upstreamErrorCode(bytes: Buffer, endpoint: Endpoint): string {
+function upstreamErrorCode(bytes: Buffer, dialect: Dialect): string {
   try {
     const error = (JSON.parse(bytes.toString('utf8')) as { error?: { code?: unknown; type?: unknown } }).error;
     // OpenAI names the error by `code`, Anthropic by `type` (rate_limit_error, overloaded_error …).
-    const code = endpoint === 'messages' ? error?.type : error?.code;
+    const code = error?.[dialect.errorCodeField];
     return typeof code === 'string' ? code : 'upstream_error';
   } catch {
     return 'upstream_error';

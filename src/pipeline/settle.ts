@@ -33,10 +33,11 @@
  *    out, or the client left first): nothing.
  */
 import type { TollgateError } from '../domain/errors.js';
-import { countStreamedTokens, type Estimate } from '../estimate/index.js';
+import type { Estimate } from '../estimate/index.js';
+import { dialectOf } from '../dialects/index.js';
 import { costMicroUsd, toolCostMicroUsd } from '../estimate/prices.js';
 import type { Completion, RejectionReason, UsageSource } from '../ledger/writer.js';
-import type { Usage } from '../upstreams/usage.js';
+import type { Usage } from '../dialects/usage.js';
 import type { AdmittedRequest, Ending, RequestContext } from './context.js';
 import type { Attribution } from '../endusers/attribution.js';
 import { exactNames } from '../endusers/checks.js';
@@ -183,7 +184,7 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
     complete: ending.complete === true,
     streamedText: ending.streamedText,
     reservedCompletionTokens: request.reservation.completionTokens,
-    countTokens: (text) => ending.countedTokens ?? countStreamedTokens(request.endpoint, text, facts.model),
+    countTokens: (text) => ending.countedTokens ?? dialectOf(request.endpoint).countCompletion(text, facts.model),
   });
   const completion: Completion = {
     requestId: request.requestId,

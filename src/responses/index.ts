@@ -8,13 +8,14 @@
  *   is remembered for its key before the client sees its id; once settled,
  *   with what its usage says continuing it bills, and its output items.
  * - A request may refer only to its key's own responses and items
- *   (ownership.ts, called by the estimate stage).
+ *   (src/pipeline/ownership.ts, called by the estimate stage).
  * - A `background: true` response whose answer carries no usage — the
  *   queued JSON answer, or a stream that ended early (the client left, the
  *   upstream broke) — keeps its reservation and is settled by the poller.
  */
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type { PgPool } from '../storage/postgres/open.js';
+import { dialectOf } from '../dialects/index.js';
 import type { PriceTable } from '../estimate/prices.js';
 import type { LedgerWriter } from '../ledger/writer.js';
 import type { Logger } from '../logger.js';
@@ -72,7 +73,7 @@ export function createBackgroundResponses(deps: {
     },
     deferSettlement(request, ending) {
       const { responseId } = ending;
-      if (request.endpoint !== 'responses' || !isBackground(request.body)) return false;
+      if (dialectOf(request.endpoint).storedResponses === undefined || !isBackground(request.body)) return false;
       if (responseId === undefined) {
         if (!ending.accepted || ending.usage !== undefined || ending.status === null) return false;
         // Accepted, but its id never arrived (the stream ended before its first event): the job
@@ -93,7 +94,7 @@ export function createBackgroundResponses(deps: {
     },
     settled(request, ending) {
       const { responseId, usage } = ending;
-      if (request.endpoint !== 'responses' || responseId === undefined || request.body.store === false) return;
+      if (dialectOf(request.endpoint).storedResponses === undefined || responseId === undefined || request.body.store === false) return;
       // Only a reported usage says what continuing the response bills; otherwise it stays unknown (reserved at the bound).
       store.noteAnswer(responseId, {
         billedTokens: usage === undefined ? undefined : usage.promptTokens + usage.completionTokens,

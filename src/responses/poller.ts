@@ -29,7 +29,7 @@ import type { AdmittedRequest, Ending } from '../pipeline/context.js';
 import type { RequestEvents } from '../pipeline/finished.js';
 import { settleForwarded } from '../pipeline/settle.js';
 import type { Upstream } from '../upstreams/pool.js';
-import { readUsage, type Usage } from '../upstreams/usage.js';
+import { readUsage, type Usage } from '../dialects/usage.js';
 import type { ResponseStore, UnclaimedJob } from './store.js';
 import { answerFacts, isTerminal, parseResponseObject } from './wire.js';
 

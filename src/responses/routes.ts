@@ -13,7 +13,7 @@
  * - Streaming a response by GET (`stream=true`) is refused with a 400: the
  *   proxy relays a background job's stream only from its create call.
  * - The items an answer shows (output items, listed input items) become the
- *   key's, for its `item_reference`s (ownership.ts).
+ *   key's, for its `item_reference`s (src/pipeline/ownership.ts).
  * - Upstream error answers are relayed with the provider account's
  *   identifiers masked, as on the proxy routes (src/upstreams/redact.ts).
  */

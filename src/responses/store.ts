@@ -12,7 +12,7 @@
  * input plus output tokens, `billed_tokens`), and its items — the output
  * items Tollgate relayed, the input items a listing showed — are rows of
  * their own (`item_of`), owned by the same key, so a request may refer only
- * to its own (src/responses/ownership.ts). Deleting a response deletes its
+ * to its own (src/pipeline/ownership.ts). Deleting a response deletes its
  * items.
  *
  * A background job is claimed by the process polling it (`claimed_until`),

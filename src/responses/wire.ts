@@ -4,52 +4,16 @@
  * API's own "not found" answer. Pure.
  */
 import { TollgateError } from '../domain/errors.js';
-import { readUsage } from '../upstreams/usage.js';
+import { outputItemIds } from '../dialects/responses-answer.js';
+import { readUsage } from '../dialects/usage.js';
+
+export { outputItemIds, parseResponseObject, responseIdOfJson } from '../dialects/responses-answer.js';
 
 /** Statuses after which a response changes no more (its usage is final). */
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'incomplete']);
 
 export function isTerminal(status: unknown): boolean {
   return typeof status === 'string' && TERMINAL.has(status);
-}
-
-const LEADING_ID = /^\s*\{\s*"id"\s*:\s*"([^"\\]{1,200})"/;
-
-/**
- * The id of a response object in a JSON answer. OpenAI writes `id` first, so
- * the answer's first bytes are enough; any other order is parsed in full.
- */
-export function responseIdOfJson(bytes: Buffer): string | undefined {
-  const leading = LEADING_ID.exec(bytes.toString('utf8', 0, Math.min(bytes.length, 256)));
-  if (leading) return leading[1];
-  try {
-    const id = (JSON.parse(bytes.toString('utf8')) as { id?: unknown } | null)?.id;
-    return typeof id === 'string' && id !== '' ? id : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The answer parsed as a response object, or undefined. */
-export function parseResponseObject(bytes: Buffer): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(bytes.toString('utf8'));
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Ids of the items in a response object's `output` (or of a list page's `data`). */
-export function outputItemIds(response: Record<string, unknown> | undefined, field: 'output' | 'data' = 'output'): string[] {
-  const items = response?.[field];
-  if (!Array.isArray(items)) return [];
-  const ids: string[] = [];
-  for (const item of items) {
-    const id = (item as { id?: unknown } | null)?.id;
-    if (typeof id === 'string' && id !== '') ids.push(id);
-  }
-  return ids;
 }
 
 /**

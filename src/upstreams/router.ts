@@ -7,7 +7,7 @@
  * upstream's own URL shape — Azure deployment URLs, extra query parameters —
  * with the upstream's own auth headers.
  */
-import { fromAnthropicHeaders } from '../anthropic/upstream.js';
+import { fromAnthropicHeaders } from './anthropic-upstream.js';
 import { UpstreamBreaker } from './breaker.js';
 import { createUpstream, type Upstream, type UpstreamRequest, type UpstreamResponse } from './pool.js';
 import { candidatesFor, type Dialect, type RoutingTable } from './routing.js';

@@ -4,7 +4,7 @@
  * tested in the one function that holds it.
  */
 import { readAttribution } from '../../src/endusers/attribution.js';
-import { ENDPOINT_PATHS } from '../../src/endpoints.js';
+import { DIALECTS } from '../../src/dialects/index.js';
 import { estimateRequestSync } from '../../src/estimate/index.js';
 import type { ClientRequest } from '../../src/http/client-request.js';
 import { callerFor } from '../../src/keys/caller.js';
@@ -13,7 +13,7 @@ import type { EstimatedRequest } from '../../src/pipeline/context.js';
 import type { RequestFinished } from '../../src/pipeline/finished.js';
 import { newRequestId } from '../../src/request-id.js';
 import { createUpstream } from '../../src/upstreams/pool.js';
-import { readClientBody } from '../../src/upstreams/request-facts.js';
+import { readClientBody } from '../../src/estimate/client-body.js';
 import { buildTestApp, type TestApp } from './app.js';
 import { captureLogs } from './logs.js';
 
@@ -57,7 +57,7 @@ export function startHarness(options: { now?: () => number; limiterClock?: () =>
         requestId: newRequestId(),
         endpoint: 'chat',
         startedAt: now(),
-        url: `http://tollgate.test${ENDPOINT_PATHS.chat}`,
+        url: `http://tollgate.test${DIALECTS.chat.path}`,
         client,
         caller: callerFor(key, test.keys),
         bytes,

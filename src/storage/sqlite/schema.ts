@@ -301,7 +301,7 @@ export const rollupNames = sqliteTable(
 /**
  * Stored Responses (POST /v1/responses) and the key that created each: a key
  * sees only its own through the lifecycle routes, and continues or refers to
- * only its own responses and their items (src/responses/ownership.ts). Background jobs also carry
+ * only its own responses and their items (src/pipeline/ownership.ts). Background jobs also carry
  * a claim, so that one process polls a job until its ledger row is settled
  * and a restarted process picks up the jobs nobody polls (src/responses).
  */

@@ -4,7 +4,9 @@ import fc from 'fast-check';
 import { planOutput, reservationOf, usefulMinimum } from '../../../src/budgets/output-cap.js';
 import { builtinPriceTable, estimateRequestSync } from '../../../src/estimate/index.js';
 import type { Endpoint } from '../../../src/endpoints.js';
-import { forwardedBody, readClientBody, outputLimitEdits } from '../../../src/upstreams/request-facts.js';
+import { DIALECTS } from '../../../src/dialects/index.js';
+import { forwardedBody } from '../../../src/dialects/request-edits.js';
+import { readClientBody } from '../../../src/estimate/client-body.js';
 
 const options = { prices: builtinPriceTable, defaultMaxCompletionTokens: 4096 };
 const chat = (body: Record<string, unknown>) =>
@@ -93,7 +95,8 @@ describe('planOutput', () => {
 function capped(endpoint: Endpoint, body: Record<string, unknown>, tokens: number): Record<string, unknown> {
   const bytes = Buffer.from(JSON.stringify(body));
   const read = readClientBody(endpoint, bytes);
-  const sent = forwardedBody({ endpoint, bytes, ...read, body: read.fields, edits: outputLimitEdits(endpoint, read.fields, tokens) }, read.facts.model);
+  const dialect = DIALECTS[endpoint];
+  const sent = forwardedBody(dialect, { endpoint, bytes, ...read, body: read.fields, edits: dialect.outputLimitEdits(read.fields, tokens) }, read.facts.model);
   return JSON.parse(sent.toString()) as Record<string, unknown>;
 }
 

@@ -12,7 +12,8 @@ import { formatMicrosFixed } from '../../../src/domain/money.js';
 import { admit } from '../../../src/pipeline/admit.js';
 import { forward } from '../../../src/pipeline/forward.js';
 import type { AdmittedRequest, EstimatedRequest } from '../../../src/pipeline/context.js';
-import { forwardedBody } from '../../../src/upstreams/request-facts.js';
+import { DIALECTS } from '../../../src/dialects/index.js';
+import { forwardedBody } from '../../../src/dialects/request-edits.js';
 import { issue, startHarness, type PipelineHarness } from '../../support/pipeline.js';
 
 let harness: PipelineHarness;
@@ -26,7 +27,7 @@ function remaining(request: EstimatedRequest): number[] {
 
 /** The body an admitted request sends upstream. */
 function sentBody(admitted: AdmittedRequest): Record<string, unknown> {
-  return JSON.parse(forwardedBody(admitted, admitted.facts.model).toString()) as Record<string, unknown>;
+  return JSON.parse(forwardedBody(DIALECTS[admitted.endpoint], admitted, admitted.facts.model).toString()) as Record<string, unknown>;
 }
 
 async function refusal(promise: Promise<unknown>): Promise<TollgateError> {
@@ -148,7 +149,7 @@ describe('admit with a budget or a cost cap (README, "Budgets are hard caps")', 
     const key = issue(harness, 'rich', { limits: [], budget: { microUsd: 10_000_000, period: 'month' } });
     const request = harness.request(key, reasoning);
     const admitted = await admit(request, harness.test.tollgate.pipeline);
-    expect(forwardedBody(admitted, admitted.facts.model)).toBe(request.bytes);
+    expect(forwardedBody(DIALECTS[admitted.endpoint], admitted, admitted.facts.model)).toBe(request.bytes);
     expect(admitted.admission.headers['x-tollgate-output-capped']).toBeUndefined();
     expect(harness.row(request.requestId)!.est_cost_micros).toBeGreaterThan(request.estimate.reservedMicroUsd * 20);
   });

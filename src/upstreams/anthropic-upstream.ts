@@ -9,7 +9,7 @@
  * config-file upstreams with routing (issue 14, part A) replace it by handing the route an
  * {@link Upstream} of kind Anthropic native.
  */
-import { createUpstream, type Upstream, type UpstreamOptions } from '../upstreams/pool.js';
+import { createUpstream, type Upstream, type UpstreamOptions } from './pool.js';
 
 export interface AnthropicUpstreamOptions extends Omit<UpstreamOptions, 'url' | 'apiKey'> {
   /** Base URL without the version path, as Anthropic's SDKs take it (https://api.anthropic.com). */

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { builtinPriceTable, costMicroUsd, resolvePrice } from '../../../src/estimate/prices.js';
-import { readAnthropicUsage } from '../../../src/upstreams/anthropic-usage.js';
+import { readAnthropicUsage } from '../../../src/dialects/anthropic-usage.js';
 
 /** USD per 1M: input, 5m write, 1h write, cache read, output — Anthropic's pricing table. */
 const PAGE: Record<string, readonly [number, number, number, number, number]> = {

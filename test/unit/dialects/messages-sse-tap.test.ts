@@ -1,7 +1,8 @@
 /** The SSE tap reads Anthropic's Messages events: usage from message_start and message_delta, the text generated, the end, errors, and a cut that ends as max_tokens would. */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { SseTap } from '../../../src/upstreams/sse-tap.js';
+import { DIALECTS } from '../../../src/dialects/index.js';
+import { SseTap } from '../../../src/dialects/sse-tap.js';
 
 const event = (type: string, payload: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...payload })}\n\n`;
 const start = event('message_start', {
@@ -59,7 +60,7 @@ describe('SseTap on Anthropic Messages streams', () => {
   it('forwards every byte and reads the final usage, text and end, for any split', () => {
     fc.assert(
       fc.property(fc.array(fc.nat(), { maxLength: 40 }), (cuts) => {
-        const tap = new SseTap({ endpoint: 'messages', stripUsageChunk: true });
+        const tap = new SseTap({ dialect: DIALECTS.messages, stripUsageChunk: true });
         const out: Uint8Array[] = [];
         for (const part of splitAt(Buffer.from(stream), cuts)) {
           const forward = tap.push(part);
@@ -84,7 +85,7 @@ describe('SseTap on Anthropic Messages streams', () => {
   });
 
   it('takes the input fields a newer message_delta repeats, over message_start', () => {
-    const tap = new SseTap({ endpoint: 'messages', stripUsageChunk: false });
+    const tap = new SseTap({ dialect: DIALECTS.messages, stripUsageChunk: false });
     tap.push(Buffer.from(start));
     tap.push(
       Buffer.from(event('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 25, cache_read_input_tokens: null, output_tokens: 9 } })),
@@ -93,25 +94,25 @@ describe('SseTap on Anthropic Messages streams', () => {
   });
 
   it('has no final usage before message_delta, but the exact prompt and the text so far', () => {
-    const tap = new SseTap({ endpoint: 'messages', stripUsageChunk: false });
+    const tap = new SseTap({ dialect: DIALECTS.messages, stripUsageChunk: false });
     tap.push(Buffer.from(start + thinking));
     expect(tap.usage).toBeUndefined();
     expect(tap.finished).toBe(false);
     expect(tap.promptUsage).toMatchObject({ promptTokens: 90, cachedTokens: 40, cacheWrite1hTokens: 20 });
     expect(tap.completionText()).toBe('Let me think');
     // Nothing before message_start.
-    expect(new SseTap({ endpoint: 'messages', stripUsageChunk: false }).promptUsage).toBeUndefined();
+    expect(new SseTap({ dialect: DIALECTS.messages, stripUsageChunk: false }).promptUsage).toBeUndefined();
   });
 
   it('reads an error event as the upstream error, with Anthropic error type as its code', () => {
-    const tap = new SseTap({ endpoint: 'messages', stripUsageChunk: false });
+    const tap = new SseTap({ dialect: DIALECTS.messages, stripUsageChunk: false });
     tap.push(Buffer.from(start + event('error', { error: { type: 'overloaded_error', message: 'Overloaded' } })));
     expect(tap.error).toEqual({ message: 'Overloaded', code: 'overloaded_error' });
     expect(tap.finished).toBe(false);
   });
 
   it('cuts at the allowance and ends the message as max_tokens would: open blocks stopped, message_delta, message_stop', () => {
-    const tap = new SseTap({ endpoint: 'messages', stripUsageChunk: false, allowance: { tokens: 3, count: (t) => t.split(' ').filter(Boolean).length } });
+    const tap = new SseTap({ dialect: DIALECTS.messages, stripUsageChunk: false, allowance: { tokens: 3, count: (t) => t.split(' ').filter(Boolean).length } });
     const out: Uint8Array[] = [];
     for (const part of splitAt(Buffer.from(start + text + tool + end), [])) {
       const forward = tap.push(part);

@@ -1,23 +1,25 @@
 /**
- * `POST /v1/messages/count_tokens`: Anthropic counts a Messages body's input tokens for free, so
- * the request is passed to the upstream rather than estimated (Claude's tokenizer is not public).
+ * A dialect's free token count (Anthropic's `POST /v1/messages/count_tokens`: the upstream counts a
+ * Messages body's input tokens for free), passed to the upstream rather than estimated (Claude's
+ * tokenizer is not public).
  * Not billed, but a request of its key like any other (as `GET /v1/models`, src/pipeline/models.ts):
  * the key's model allow-list applies, it takes from the `requests` limits, and it is one ledger
  * row with no cost, recorded before it is forwarded.
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
+import type { Dialect } from '../dialects/index.js';
 import { TollgateError } from '../domain/errors.js';
 import { openBody } from '../estimate/index.js';
 import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
 import { checkModelAllowed } from '../domain/caller.js';
-import { authenticate } from '../pipeline/authenticate.js';
-import { chargeRefusal, chargeRequestLimits } from '../pipeline/charge-refusal.js';
-import type { PipelineDeps } from '../pipeline/deps.js';
-import { freeRequestRow } from '../pipeline/free-request.js';
-import { forwardedUpstream, MESSAGES_QUERY, upstreamPath } from '../pipeline/forward.js';
-import { AdmissionRefused } from '../pipeline/refusals.js';
-import { asBody, readAll } from '../pipeline/relay.js';
+import { authenticate } from './authenticate.js';
+import { chargeRefusal, chargeRequestLimits } from './charge-refusal.js';
+import type { PipelineDeps } from './deps.js';
+import { freeRequestRow } from './free-request.js';
+import { forwardedUpstream, upstreamPath } from './forward.js';
+import { AdmissionRefused } from './refusals.js';
+import { asBody, readAll } from './relay.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
 import type { RouteCandidate } from '../upstreams/router.js';
@@ -25,8 +27,8 @@ import type { RouteCandidate } from '../upstreams/router.js';
 /** The ledger's endpoint name for these requests. */
 const ENDPOINT = 'count_tokens';
 
-export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promise<Response> {
-  const request = authenticate(c, 'messages', deps);
+export async function countTokens(c: Context<AppEnv>, dialect: Dialect, deps: PipelineDeps): Promise<Response> {
+  const request = authenticate(c, dialect.endpoint, deps);
   const { caller, client, requestId, startedAt } = request;
   const row = freeRequestRow(deps, caller, requestId, startedAt, ENDPOINT);
   const refuse = (refusal: TollgateError, model: string): never => row.refuse(refusal, refusal instanceof AdmissionRefused ? refusal.reason : 'other', model);
@@ -35,7 +37,7 @@ export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promi
   // Read and checked as any body (a large one on the estimate worker), but never estimated.
   const intake = deps.intake?.open(caller.key.id, client.abort.signal);
   try {
-    const opened = await openBody('messages', await client.readBody(deps.maxBodyBytes, intake));
+    const opened = await openBody(dialect.endpoint, await client.readBody(deps.maxBodyBytes, intake));
     opened.close();
     bytes = opened.bytes;
     model = opened.facts.model;
@@ -60,16 +62,16 @@ export async function countTokens(c: Context<AppEnv>, deps: PipelineDeps): Promi
   try {
     const send = {
       method: 'POST' as const,
-      path: upstreamPath(request.url, MESSAGES_QUERY),
+      path: upstreamPath(request.url, dialect.upstreamQuery),
       headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': requestId },
       body: bytes,
       signal: client.abort.signal,
       owner: caller.key.id,
     };
-    // The model's configured Anthropic upstreams in order, past any that cannot answer now (as forward.ts
-    // does, without breakers: counting is free), else TOLLGATE_ANTHROPIC_URL.
-    const candidates = deps.router?.route(model, 'anthropic')?.candidates ?? [];
-    if (candidates.length === 0) response = await forwardedUpstream('messages', deps).send(send);
+    // The model's configured upstreams of the dialect in order, past any that cannot answer now (as
+    // forward.ts does, without breakers: counting is free), else TOLLGATE_ANTHROPIC_URL.
+    const candidates = deps.router?.route(model, dialect.upstreamKind)?.candidates ?? [];
+    if (candidates.length === 0) response = await forwardedUpstream(dialect, deps).send(send);
     else response = await firstAnswer(candidates, send);
     answer = await readAll(response.body);
   } catch (error) {

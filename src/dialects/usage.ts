@@ -1,7 +1,8 @@
 /**
- * Reading the upstream's reported usage, for every endpoint's shape. Zero is
- * a number like any other: a field that is absent is absent, never "0 means
- * missing".
+ * What an upstream billed ({@link Usage}, every dialect's readers return it), and
+ * reading it from OpenAI's shapes: chat, completions, embeddings and the
+ * Responses API (Anthropic's: anthropic-usage.ts). Zero is a number like any
+ * other: a field that is absent is absent, never "0 means missing".
  */
 import type { ToolCalls } from '../estimate/price-types.js';
 

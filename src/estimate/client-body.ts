@@ -1,9 +1,8 @@
 /**
  * A client's body as the proxy reads it — parsed, free of duplicate keys,
- * its facts validated, the few top-level fields other stages read — and the
- * changes the proxy makes to it before forwarding, spliced into the client's
- * bytes (src/http/body-splice.ts): the upstream's name for the model, a
- * budget's output limit, `stream_options.include_usage`.
+ * its facts validated, the few top-level fields other stages read, and where
+ * they sit in the bytes (for the changes a dialect splices in before
+ * forwarding: src/dialects/request-edits.ts).
  *
  * {@link readClientBody} runs wherever the body is parsed: on the event loop
  * for small bodies, on the estimate worker for large ones
@@ -12,9 +11,9 @@
 import { TollgateError } from '../domain/errors.js';
 import type { Endpoint } from '../endpoints.js';
 import { parseJsonObject } from '../http/body.js';
-import { spliceMembers, type BodyEdit } from '../http/body-splice.js';
 import { modelNameProblem } from '../http/client-strings.js';
 import { scanJsonObject, type BodyLayout } from '../http/json-scan.js';
+import { promptRulesOf } from './prompt-rules.js';
 
 export type { BodyEdit } from '../http/body-splice.js';
 export type { BodyLayout } from '../http/json-scan.js';
@@ -50,7 +49,7 @@ const READ_FIELDS = [
   'service_tier',
 ] as const;
 
-type ReadField = (typeof READ_FIELDS)[number];
+export type ReadField = (typeof READ_FIELDS)[number];
 
 /** The client's own values of the {@link READ_FIELDS} it sent (as parsed; absent ones undefined). */
 export type RequestFields = { readonly [K in ReadField]?: unknown };
@@ -116,8 +115,9 @@ function readRequestFacts(endpoint: Endpoint, body: Record<string, unknown>): Re
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
     throw new TollgateError('invalid_type', 'stream must be a boolean.', { param: 'stream' });
   }
-  if (stream === true && endpoint === 'embeddings') {
-    throw new TollgateError('invalid_value', 'Embeddings cannot be streamed.', { param: 'stream' });
+  if (stream === true) {
+    const rules = promptRulesOf(endpoint);
+    if (!rules.streams) throw new TollgateError('invalid_value', `${rules.title} cannot be streamed.`, { param: 'stream' });
   }
   const options = body.stream_options;
   if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options))) {
@@ -128,65 +128,4 @@ function readRequestFacts(endpoint: Endpoint, body: Record<string, unknown>): Re
     throw new TollgateError('invalid_type', 'stream_options.include_usage must be a boolean.', { param: 'stream_options.include_usage' });
   }
   return { model, stream: stream === true, clientWantsUsage: includeUsage === true };
-}
-
-/** Streams whose usage arrives only when asked for with `stream_options.include_usage`. */
-export function needsUsageInjection(endpoint: Endpoint, facts: RequestFacts): boolean {
-  return facts.stream && !facts.clientWantsUsage && (endpoint === 'chat' || endpoint === 'completions');
-}
-
-/** The field that limits a request's completion per choice, per endpoint. */
-function outputLimitField(endpoint: Endpoint, fields: RequestFields): ReadField | undefined {
-  if (endpoint === 'responses') return 'max_output_tokens';
-  if (endpoint === 'completions' || endpoint === 'messages') return 'max_tokens';
-  if (endpoint !== 'chat') return undefined;
-  // A client that limits with the older `max_tokens` keeps it (some models accept only one of the two).
-  // (null means unset, as the API reads it.)
-  const given = (value: unknown): boolean => value !== undefined && value !== null;
-  return !given(fields.max_completion_tokens) && given(fields.max_tokens) ? 'max_tokens' : 'max_completion_tokens';
-}
-
-/**
- * The changes that limit a request's completion to `tokens` per choice (the
- * budget's cap, README "Budgets are hard caps"): the body then has exactly
- * one output-limit field, set to the cap — a chat body's other one goes.
- */
-export function outputLimitEdits(endpoint: Endpoint, fields: RequestFields, tokens: number): BodyEdit[] {
-  const field = outputLimitField(endpoint, fields);
-  if (field === undefined) return [];
-  const edits: BodyEdit[] = [{ key: field, json: String(tokens) }];
-  if (endpoint === 'chat') {
-    const other = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
-    if (fields[other] !== undefined) edits.push({ key: other, json: undefined });
-  }
-  return edits;
-}
-
-/** What the forwarded body is made from: the client's bytes, where its fields sit, and Tollgate's changes so far. */
-export interface ForwardedBodySource {
-  readonly endpoint: Endpoint;
-  readonly bytes: Buffer;
-  readonly layout: BodyLayout;
-  readonly body: RequestFields;
-  readonly facts: RequestFacts;
-  /** Changes decided before forwarding (admit's output limit). */
-  readonly edits: readonly BodyEdit[];
-}
-
-/**
- * The bytes to send an upstream that knows the model as `upstreamModel`: the
- * client's bytes with the earlier changes, the model renamed when the
- * upstream (an alias, a deployment) or a downgrade calls it otherwise, and —
- * for a stream whose usage arrives only on request —
- * `stream_options.include_usage: true` (the relay withholds that chunk again).
- */
-export function forwardedBody(source: ForwardedBodySource, upstreamModel: string): Buffer {
-  const edits = [...source.edits];
-  if (upstreamModel !== source.body.model) edits.push({ key: 'model', json: JSON.stringify(upstreamModel) });
-  if (needsUsageInjection(source.endpoint, source.facts)) {
-    const options = source.body.stream_options;
-    const kept = options !== null && typeof options === 'object' ? options : {};
-    edits.push({ key: 'stream_options', json: JSON.stringify({ ...kept, include_usage: true }) });
-  }
-  return spliceMembers(source.bytes, source.layout, edits);
 }

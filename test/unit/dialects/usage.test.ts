@@ -1,7 +1,7 @@
 /** Reading the upstream's usage block: every shape, zero kept as zero, no full parse needed. */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { readUsage, usageFromJsonBytes } from '../../../src/upstreams/usage.js';
+import { readUsage, usageFromJsonBytes } from '../../../src/dialects/usage.js';
 
 const chatUsage = {
   prompt_tokens: 120,

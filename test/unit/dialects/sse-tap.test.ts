@@ -1,7 +1,8 @@
 /** The SSE tap forwards bytes as sent and reads usage, text and endings, however the bytes are split. */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { SseTap } from '../../../src/upstreams/sse-tap.js';
+import { DIALECTS } from '../../../src/dialects/index.js';
+import { SseTap } from '../../../src/dialects/sse-tap.js';
 
 const chunk = (content: string) =>
   `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}],"usage":null}\n\n`;
@@ -42,7 +43,7 @@ describe('SseTap', () => {
   it('withholds exactly the usage chunk and forwards every other byte, for any split', () => {
     fc.assert(
       fc.property(fc.array(fc.nat(), { maxLength: 40 }), (cuts) => {
-        const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: true });
+        const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: true });
         const out = run(tap, splitAt(Buffer.from(stream), cuts));
         expect(out.toString()).toBe(stream.replace(usageChunk, ''));
         expect(tap.usage).toEqual({ promptTokens: 11, cachedTokens: 3, completionTokens: 7, reasoningTokens: 2 });
@@ -53,7 +54,7 @@ describe('SseTap', () => {
   });
 
   it('forwards every chunk unchanged (same objects) when nothing is stripped', () => {
-    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false });
+    const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: false });
     const parts = splitAt(Buffer.from(stream), [5, 100, 101, 350]);
     for (const part of parts) expect(tap.push(part)).toBe(part);
     expect(tap.finish()).toBeNull();
@@ -62,7 +63,7 @@ describe('SseTap', () => {
 
   it('understands CRLF line endings and multi-line data', () => {
     const crlf = stream.replaceAll('\n', '\r\n');
-    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: true });
+    const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: true });
     const out = run(tap, [Buffer.from(crlf)]);
     expect(out.toString()).toBe(crlf.replace(usageChunk.replaceAll('\n', '\r\n'), ''));
     expect(tap.completionText()).toBe(words.join(''));
@@ -70,7 +71,7 @@ describe('SseTap', () => {
 
   it('passes garbage through untouched and keeps reading after it', () => {
     const garbage = ': comment\n\nnot a field\n\ndata: {broken json\n\n';
-    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: true });
+    const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: true });
     const out = run(tap, [Buffer.from(role + garbage + chunk('ok') + usageChunk + done)]);
     expect(out.toString()).toBe(role + garbage + chunk('ok') + done);
     expect(tap.completionText()).toBe('ok');
@@ -78,7 +79,7 @@ describe('SseTap', () => {
   });
 
   it('knows a stream that stopped before [DONE] did not finish, and what it streamed', () => {
-    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: true });
+    const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: true });
     run(tap, [Buffer.from(role + chunk('partial') + chunk(' answer'))]);
     expect(tap.finished).toBe(false);
     expect(tap.usage).toBeUndefined();
@@ -87,16 +88,16 @@ describe('SseTap', () => {
 
   it('collects tool-call arguments and legacy completion text', () => {
     const tool = 'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"get_weather","arguments":"{\\"city\\":"}}]}}]}\n\n';
-    const chat = new SseTap({ endpoint: 'chat', stripUsageChunk: false });
+    const chat = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: false });
     chat.push(Buffer.from(tool));
     expect(chat.completionText()).toBe('get_weather{"city":');
-    const legacy = new SseTap({ endpoint: 'completions', stripUsageChunk: false });
+    const legacy = new SseTap({ dialect: DIALECTS.completions, stripUsageChunk: false });
     legacy.push(Buffer.from('data: {"choices":[{"text":"Once","index":0}]}\n\n'));
     expect(legacy.completionText()).toBe('Once');
   });
 
   it('reads usage from the Responses API completion event', () => {
-    const tap = new SseTap({ endpoint: 'responses', stripUsageChunk: true });
+    const tap = new SseTap({ dialect: DIALECTS.responses, stripUsageChunk: true });
     const events =
       'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"Hi"}\n\n' +
       'event: response.completed\ndata: {"type":"response.completed","response":{"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":0},"output_tokens":1,"output_tokens_details":{"reasoning_tokens":0}}}}\n\n';
@@ -107,7 +108,7 @@ describe('SseTap', () => {
   });
 
   it('notes the ids of the Responses output items, as they stream and in the final output, each once', () => {
-    const tap = new SseTap({ endpoint: 'responses', stripUsageChunk: false });
+    const tap = new SseTap({ dialect: DIALECTS.responses, stripUsageChunk: false });
     const events =
       'event: response.output_item.added\ndata: {"type":"response.output_item.added","item":{"id":"rs_1","type":"reasoning"}}\n\n' +
       'event: response.output_item.done\ndata: {"type":"response.output_item.done","item":{"id":"rs_1","type":"reasoning"}}\n\n' +
@@ -122,7 +123,7 @@ describe('SseTap', () => {
 
   it('notes the time of the first token, not of the role chunk', () => {
     let clock = 100;
-    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false, now: () => clock });
+    const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: false, now: () => clock });
     tap.push(Buffer.from(role));
     clock = 250;
     tap.push(Buffer.from(chunk('first')));
@@ -132,7 +133,7 @@ describe('SseTap', () => {
   });
 
   it('records an error event sent inside the stream', () => {
-    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false });
+    const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: false });
     tap.push(Buffer.from('data: {"error":{"message":"boom","type":"server_error","code":"server_error"}}\n\n'));
     expect(tap.error).toEqual({ message: 'boom', code: 'server_error' });
   });
@@ -144,7 +145,7 @@ describe('SseTap with an allowance (a budget’s cut)', () => {
     `data: {"id":"c1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":${index},"delta":{"content":" ${word}"},"finish_reason":null}]}\n\n`;
 
   it('says when the streamed completion reaches the allowance, and not before', () => {
-    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false, allowance: { tokens: 5, count } });
+    const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: false, allowance: { tokens: 5, count } });
     const reached: boolean[] = [];
     for (let i = 0; i < 7; i++) {
       tap.push(Buffer.from(wordChunk(0, `w${i}`)));
@@ -157,7 +158,7 @@ describe('SseTap with an allowance (a budget’s cut)', () => {
   it('relays nothing past the event that reached the allowance, however the bytes arrive', () => {
     fc.assert(
       fc.property(fc.boolean(), fc.array(fc.nat(2000), { maxLength: 6 }), (strip, cuts) => {
-        const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: strip, allowance: { tokens: 5, count } });
+        const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: strip, allowance: { tokens: 5, count } });
         const bytes = Buffer.from(Array.from({ length: 9 }, (_, i) => wordChunk(0, `w${i}`)).join(''));
         const out: Uint8Array[] = [];
         for (const part of splitAt(bytes, cuts)) {
@@ -173,7 +174,7 @@ describe('SseTap with an allowance (a budget’s cut)', () => {
   });
 
   it('ends a cut chat stream as its output limit would: every open choice with length, the usage asked for, [DONE]', () => {
-    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false, allowance: { tokens: 3, count } });
+    const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: false, allowance: { tokens: 3, count } });
     tap.push(Buffer.from(wordChunk(0, 'a') + wordChunk(1, 'b') + wordChunk(0, 'c')));
     expect(tap.overAllowance).toBe(true);
     const events = Buffer.from(tap.cutEnding(11, true))
@@ -192,7 +193,7 @@ describe('SseTap with an allowance (a budget’s cut)', () => {
   });
 
   it('ends a cut Responses stream with response.incomplete (max_output_tokens)', () => {
-    const tap = new SseTap({ endpoint: 'responses', stripUsageChunk: false, allowance: { tokens: 2, count } });
+    const tap = new SseTap({ dialect: DIALECTS.responses, stripUsageChunk: false, allowance: { tokens: 2, count } });
     const event = (type: string, payload: Record<string, unknown>, seq: number) =>
       `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq, ...payload })}\n\n`;
     tap.push(Buffer.from(event('response.created', { response: { id: 'resp_1', object: 'response', status: 'in_progress', output: [] } }, 0)));
@@ -211,7 +212,7 @@ describe('SseTap with an allowance (a budget’s cut)', () => {
   it('counts only near the allowance: a long stream far below it is never tokenized on the way', () => {
     let calls = 0;
     const tap = new SseTap({
-      endpoint: 'chat',
+      dialect: DIALECTS.chat,
       stripUsageChunk: false,
       allowance: {
         tokens: 1_000_000,

@@ -19,9 +19,15 @@
  */
 import type { References } from '../estimate/index.js';
 import { TollgateError } from '../domain/errors.js';
-import type { StoredResponse } from './store.js';
 
-/** Where the owners of stored responses and their items are found (the ResponseStore). */
+/** What the check reads of a stored response. */
+export interface StoredResponse {
+  readonly keyId: string;
+  /** Its input plus output tokens as settled, or undefined while unknown. */
+  readonly billedTokens: number | undefined;
+}
+
+/** Where the owners of stored responses and their items are found (src/responses/store.ts). */
 export interface StoredObjects {
   findResponse(id: string): Promise<StoredResponse | undefined>;
   firstItemNotOwned(keyId: string, ids: readonly string[]): Promise<string | undefined>;

@@ -3,8 +3,9 @@
  * calls in `output` — read from JSON answers and from streams alike.
  */
 import { describe, expect, it } from 'vitest';
-import { SseTap } from '../../../src/upstreams/sse-tap.js';
-import { readToolCalls, usageFromJsonBytes, usageOfAnswer } from '../../../src/upstreams/usage.js';
+import { DIALECTS } from '../../../src/dialects/index.js';
+import { SseTap } from '../../../src/dialects/sse-tap.js';
+import { readToolCalls, usageFromJsonBytes, usageOfAnswer } from '../../../src/dialects/usage.js';
 
 const chatAnswer = {
   id: 'chatcmpl-1',
@@ -73,14 +74,14 @@ describe('usage beyond tokens', () => {
   });
 
   it('reads the tier and audio from the usage chunk of a chat stream', () => {
-    const tap = new SseTap({ endpoint: 'chat', stripUsageChunk: false });
+    const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: false });
     const chunk = { id: 'c', object: 'chat.completion.chunk', service_tier: 'priority', choices: [], usage: chatAnswer.usage };
     tap.push(Buffer.from(`data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`));
     expect(tap.usage).toMatchObject({ serviceTier: 'priority', audioPromptTokens: 50, audioCompletionTokens: 250 });
   });
 
   it('reads tool calls and the tier from the completed event of a Responses stream', () => {
-    const tap = new SseTap({ endpoint: 'responses', stripUsageChunk: false });
+    const tap = new SseTap({ dialect: DIALECTS.responses, stripUsageChunk: false });
     tap.push(Buffer.from(`event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', response: responsesAnswer })}\n\n`));
     expect(tap.usage).toMatchObject({ serviceTier: 'flex', toolCalls: { webSearch: 2, fileSearch: 1, codeInterpreter: 2, imageGeneration: 1 } });
   });

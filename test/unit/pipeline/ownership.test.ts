@@ -1,5 +1,5 @@
 /**
- * The one ownership check (src/responses/ownership.ts) over a real response store on a real
+ * The one ownership check (src/pipeline/ownership.ts) over a real response store on a real
  * SQLite file: a key refers only to its own responses and items, whether they are committed
  * yet or not; file ids and conversations belong to nobody; a continued response's settled size
  * comes back with the check.
@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { checkReferences } from '../../../src/responses/ownership.js';
+import { checkReferences } from '../../../src/pipeline/ownership.js';
 import { ResponseStore } from '../../../src/responses/store.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 

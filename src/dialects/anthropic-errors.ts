@@ -1,8 +1,8 @@
 /**
- * Tollgate's own errors on the Messages routes, in Anthropic's shape
+ * Tollgate's own errors on the Messages routes (the Anthropic dialect's `renderError`), in Anthropic's shape
  * `{"type":"error","error":{"type","message"},"request_id"}`, so Anthropic's SDKs raise their
  * typed errors (RateLimitError, AuthenticationError, …) and honour `retry-after` and
- * `x-should-retry`. The status and the stable code are Tollgate's (src/errors.ts); the code also
+ * `x-should-retry`. The status and the stable code are Tollgate's (src/domain/errors.ts); the code also
  * travels in `x-tollgate-error-code`, as Anthropic's shape has no field for it.
  */
 import type { Context } from 'hono';

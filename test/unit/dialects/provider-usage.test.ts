@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { estimateRequestSync } from '../../../src/estimate/index.js';
 import { builtinPriceTable } from '../../../src/estimate/prices.js';
 import { costOfEnding } from '../../../src/pipeline/settle.js';
-import { readUsage, usageFromJsonBytes } from '../../../src/upstreams/usage.js';
+import { readUsage, usageFromJsonBytes } from '../../../src/dialects/usage.js';
 
 describe('provider usage', () => {
   it("bills Gemini's thoughts as output: completion is what total_tokens leaves after the prompt", () => {
