@@ -5,8 +5,8 @@
  */
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { querySpend, type SpendGrouping, type SpendQuery, type SpendReport } from '../reports/spend.js';
-import type { Budget, LimitSpec, Policy } from '../domain/policy.js';
-import { KeyStore, type IssuedKey, type KeyPatch, type KeyView, type TenantPatch, type TenantView } from '../keys/store.js';
+import type { Policy } from '../domain/policy.js';
+import { KeyStore, mergePolicy, type IssuedKey, type KeyPatch, type KeyView, type TenantPatch, type TenantView } from '../keys/store.js';
 
 interface CreateKeyInput {
   readonly name: string;
@@ -14,6 +14,14 @@ interface CreateKeyInput {
   readonly policy: Policy;
   readonly expiresAt?: number | null | undefined;
   readonly metadata?: Readonly<Record<string, string>> | undefined;
+}
+
+/** What a tenant is created with: the policy fields a tenant takes (the others are a key's alone). */
+export type NewTenantPolicy = Partial<Pick<Policy, 'limits' | 'budget' | 'budgets' | 'maxInFlight'>>;
+
+/** The tenant's policy as stored: every field given, none dropped (the stores once dropped some, each its own). */
+export function tenantPolicy(input: NewTenantPolicy): Policy {
+  return mergePolicy({ limits: [] }, input);
 }
 
 interface SpendRequest {
@@ -36,7 +44,7 @@ export interface AdminOps {
   updateKey(ref: string, patch: KeyPatch): Promise<KeyView>;
   revokeKey(ref: string): Promise<KeyView>;
   rotateKey(ref: string): Promise<IssuedKey>;
-  createTenant(name: string, policy: { limits?: readonly LimitSpec[]; budget?: Budget; budgets?: readonly Budget[] }): Promise<TenantView>;
+  createTenant(name: string, policy: NewTenantPolicy): Promise<TenantView>;
   listTenants(): Promise<TenantView[]>;
   getTenant(ref: string): Promise<TenantView>;
   updateTenant(ref: string, patch: TenantPatch): Promise<TenantView>;
@@ -69,14 +77,7 @@ export function localAdminOps(
     updateKey: async (ref, patch) => changed(store.updateKey(ref, patch)),
     revokeKey: async (ref) => changed(store.revokeKey(ref)),
     rotateKey: async (ref) => changed(store.rotateKey(ref)),
-    createTenant: async (name, policy) =>
-      changed(
-        store.createTenant(name, {
-          limits: policy.limits ?? [],
-          ...(policy.budget ? { budget: policy.budget } : {}),
-          ...(policy.budgets?.length ? { budgets: policy.budgets } : {}),
-        }),
-      ),
+    createTenant: async (name, policy) => changed(store.createTenant(name, tenantPolicy(policy))),
     listTenants: async () => store.listTenants(),
     getTenant: async (ref) => store.getTenant(ref),
     updateTenant: async (ref, patch) => changed(store.updateTenant(ref, patch)),

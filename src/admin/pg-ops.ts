@@ -7,7 +7,7 @@ import { pgUnavailable } from '../domain/errors.js';
 import { isPgUnreachable, type PgPool } from '../storage/postgres/open.js';
 import { PgKeyStore } from '../keys/pg-store.js';
 import { queryPgSpend } from '../reports/pg-spend.js';
-import type { AdminOps } from './ops.js';
+import { tenantPolicy, type AdminOps } from './ops.js';
 
 export function pgAdminOps(pool: PgPool, options: { now?: () => number; onChange?: () => Promise<unknown>; closePool?: boolean } = {}): AdminOps {
   const store = new PgKeyStore(pool, options.now);
@@ -24,8 +24,7 @@ export function pgAdminOps(pool: PgPool, options: { now?: () => number; onChange
     updateKey: async (ref, patch) => changed(await store.updateKey(ref, patch)),
     revokeKey: async (ref) => changed(await store.revokeKey(ref)),
     rotateKey: async (ref) => changed(await store.rotateKey(ref)),
-    createTenant: async (name, policy) =>
-      changed(await store.createTenant(name, { limits: policy.limits ?? [], ...(policy.budget ? { budget: policy.budget } : {}) })),
+    createTenant: async (name, policy) => changed(await store.createTenant(name, tenantPolicy(policy))),
     listTenants: () => store.listTenants(),
     getTenant: (ref) => store.getTenant(ref),
     updateTenant: async (ref, patch) => changed(await store.updateTenant(ref, patch)),
