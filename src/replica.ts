@@ -7,7 +7,7 @@
  */
 import type { Registry } from 'prom-client';
 import { PgSpendSource } from './budgets/pg-spend.js';
-import { KeySync } from './keys/pg-sync.js';
+import { KeySync } from './storage/postgres/key-sync.js';
 import { pruneLedger } from './ledger/retention.js';
 import { LedgerShipper, registerShipperMetrics } from './ledger/shipper.js';
 import type { Logger } from './logger.js';

@@ -10,9 +10,8 @@
  */
 import type { BudgetCheck } from './budgets/check.js';
 import type { Hono } from 'hono';
-import { localAdminOps } from './admin/ops.js';
+import { storeAdminOps } from './admin/ops.js';
 import { createAlerts, type Alerts } from './alerts/index.js';
-import { pgAdminOps } from './admin/pg-ops.js';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-env.js';
 import { RedisBudgetStore } from './budgets/redis-budgets.js';
@@ -28,7 +27,11 @@ import { BodyIntake, LARGE_BODY_BYTES } from './http/body-intake.js';
 import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } from './estimate/index.js';
 import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
-import { KeyStore } from './keys/store.js';
+import { SqliteKeyStore } from './storage/sqlite/keys.js';
+import { openKeyStore } from './storage/keys.js';
+import type { Backend } from './storage/backend.js';
+import { querySpend } from './reports/spend.js';
+import { queryPgSpend } from './reports/pg-spend.js';
 import { disableOutbox } from './ledger/shipper.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './limits/stores/create.js';
@@ -74,7 +77,7 @@ export interface Tollgate {
   readonly config: Config;
   readonly logger: Logger;
   readonly database: TollgateDatabase;
-  readonly keyStore: KeyStore;
+  readonly keyStore: SqliteKeyStore;
   readonly keys: KeyCache;
   readonly ledger: LedgerWriter;
   readonly spend: SpendTracker;
@@ -110,7 +113,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const logger = overrides.logger ?? createLogger(config.logLevel);
   const now = overrides.now ?? Date.now;
   const database = overrides.database ?? openDatabase(config.dbPath);
-  const keyStore = new KeyStore(database, overrides.now);
+  const keyStore = new SqliteKeyStore(database, overrides.now);
   const keys = new KeyCache(keyStore, { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
   const metrics = overrides.metrics ?? new Metrics({ keyLabel: config.metricsKeyLabel, prices: config.prices });
   const replica =
@@ -124,6 +127,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
           nameBounds: config.nameBounds,
           onKeysChanged: () => keys.refresh(),
         });
+  const backend: Backend = replica === undefined ? { kind: 'sqlite', database } : { kind: 'postgres', database, pool: replica.pool };
   if (replica === undefined) disableOutbox(database);
   // On a replica, budgets count every node's spend (src/budgets/pg-spend.ts).
   const spend = new SpendTracker(database, replica === undefined ? {} : { refreshMs: 500, source: replica.spend });
@@ -252,10 +256,16 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     logger,
     metrics,
     admin: {
-      ops:
-        replica === undefined
-          ? localAdminOps(database, { onChange: () => keys.refresh(), ...(readWorker === undefined ? {} : { readSpend: workerSpend(readWorker) }) })
-          : pgAdminOps(replica.pool, { onChange: () => replica.keySync.kick() }),
+      ops: storeAdminOps(openKeyStore(backend), {
+        // The node that made a change sees it before answering (a replica: once its copy has pulled it).
+        onChange: () => (replica === undefined ? keys.refresh() : replica.keySync.kick()),
+        readSpend:
+          replica !== undefined
+            ? (query, at) => queryPgSpend(replica.pool, query, at)
+            : readWorker !== undefined
+              ? workerSpend(readWorker)
+              : async (query, at) => querySpend(database, query, at),
+      }),
       token: config.adminToken,
     },
     database,

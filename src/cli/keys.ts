@@ -1,6 +1,6 @@
 /** `tollgate keys …` and `tollgate tenants …`. */
 import { Option, type Command } from 'commander';
-import type { IssuedKey, KeyPatch, KeyView, TenantView } from '../keys/store.js';
+import type { IssuedKey, KeyPatch, KeyView, TenantView } from '../domain/keys.js';
 import { BUDGET_PERIODS, parseLimit, parseUsdToMicros, PolicyError, type Budget, type BudgetPeriod, type LimitSpec, type Policy } from '../domain/policy.js';
 import { describeAttributedPolicy, endUserPolicyFrom, tagBudgetsFrom, type EndUserOptions } from '../domain/policy-options.js';
 import { print, printJson, withOps } from './context.js';

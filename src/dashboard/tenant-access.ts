@@ -23,7 +23,7 @@ import { createAdminRoutes } from '../admin/routes.js';
 import type { AppEnv } from '../app-env.js';
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { renderError, TollgateError } from '../domain/errors.js';
-import type { KeyView } from '../keys/store.js';
+import type { KeyView } from '../domain/keys.js';
 import type { LedgerExporter } from '../reports/export.js';
 import { buildKeyPage } from './key-page.js';
 import { readKeyList, type KeyList } from './key-lists.js';

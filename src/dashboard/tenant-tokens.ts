@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { TollgateError } from '../domain/errors.js';
-import { generateKey, hashKey } from '../keys/key-format.js';
+import { generateKey, hashKey } from '../storage/key-format.js';
 
 const TOKEN_PREFIX = 'tgd-';
 /** `tgd-` and 6 more characters. */

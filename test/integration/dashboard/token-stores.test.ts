@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgDashboardTokens } from '../../../src/dashboard/pg-tenant-tokens.js';
 import { sqliteDashboardTokens, type DashboardTokenStore } from '../../../src/dashboard/tenant-tokens.js';
 import { openPg } from '../../../src/storage/postgres/open.js';
-import { PgKeyStore } from '../../../src/keys/pg-store.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 

@@ -5,9 +5,9 @@
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { KeyCache } from '../../../src/keys/cache.js';
-import { PgKeyStore } from '../../../src/keys/pg-store.js';
-import { KeySync } from '../../../src/keys/pg-sync.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
+import { KeySync } from '../../../src/storage/postgres/key-sync.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 
