@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { addDays, calendarDay } from '../src/domain/calendar.js';
-import { sqliteDashboardTokens } from '../src/dashboard/tenant-tokens.js';
+import { sqliteDashboardTokens } from '../src/storage/sqlite/tenant-tokens.js';
 import { openDatabase } from '../src/storage/sqlite/open.js';
 import { DEFAULT_NAME_BOUNDS } from '../src/domain/rollup-names.js';
 import { SqliteKeyStore as KeyStore } from '../src/storage/sqlite/keys.js';

@@ -19,7 +19,7 @@ import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config.js';
 import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
 import { ReadWorker, WorkerDashboardReads, workerSpend } from './dashboard/read-worker.js';
-import { pgDashboardTokens } from './dashboard/pg-tenant-tokens.js';
+import { openDashboardTokens } from './storage/tenant-tokens.js';
 import { startCheckpointer, type Checkpointer } from './storage/sqlite/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './storage/sqlite/open.js';
 import { createReplica, type Replica } from './replica.js';
@@ -46,7 +46,7 @@ import { exportPgLedger } from './reports/pg-export.js';
 import { RequestEvents } from './pipeline/finished.js';
 import { OpenRequests } from './pipeline/open-requests.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
-import { pgReconciliations } from './reconcile/pg-store.js';
+import { openReconciliations } from './storage/reconciliations.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
 import type { Upstream } from './upstreams/pool.js';
 import { createRouter, type Router } from './upstreams/router.js';
@@ -269,14 +269,15 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       token: config.adminToken,
     },
     database,
-    // A replica's dashboard shows every node (src/dashboard/pg-reads.ts), and every node's tenant tokens and reconciliations.
+    // Tenants' dashboard tokens and reconciliations where every node sees them.
+    shared: { dashboardTokens: openDashboardTokens(backend), reconciliations: openReconciliations(backend) },
+    // A replica's dashboard shows every node (src/dashboard/pg-reads.ts).
     ...(replica === undefined
       ? readWorker === undefined
         ? {}
         : { dashboardReads: new WorkerDashboardReads(database, readWorker) }
       : {
           dashboardReads: new PgDashboardReads(replica.pool),
-          shared: { dashboardTokens: pgDashboardTokens(replica.pool), reconciliations: pgReconciliations(replica.pool) },
           // And its raw ledger exports stream every node's rows (src/reports/pg-export.ts).
           exportLedger: (query, format) => exportPgLedger(replica.pool, query, format),
         }),

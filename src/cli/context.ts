@@ -10,7 +10,7 @@ import { TollgateError } from '../domain/errors.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { PolicyError } from '../domain/policy.js';
 import { storeAdminOps, type AdminOps, type SpendReader } from '../admin/ops.js';
-import { openKeyStore, type KeysBackend } from '../storage/keys.js';
+import { openKeyStore, type SharedBackend } from '../storage/keys.js';
 import { querySpend } from '../reports/spend.js';
 import { remoteAdminOps } from '../admin/client.js';
 import { fileLedgerExporter, type LedgerExporter } from '../reports/export.js';
@@ -44,7 +44,7 @@ export function toCliError(error: unknown): CliError {
 
 /** The store the CLI works on without --url, with the spend reads and the ledger export that read it. */
 interface CliBackend {
-  readonly backend: KeysBackend;
+  readonly backend: SharedBackend;
   readonly readSpend: SpendReader;
   /** None for an in-memory file. */
   readonly exportLedger: LedgerExporter | undefined;

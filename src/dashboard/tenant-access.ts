@@ -31,7 +31,7 @@ import { buildKeys } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
 import { buildOverview } from './overview.js';
 import { hasValidSession, tenantSessionTokenId } from './session.js';
-import type { DashboardTokenStore } from './tenant-tokens.js';
+import type { DashboardTokenStore } from '../storage/tenant-tokens.js';
 import type { DashboardReads } from './reads.js';
 import type { LimitSnapshot } from './view-context.js';
 import { viewContextFor, type Viewer } from './viewer.js';

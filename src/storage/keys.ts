@@ -51,10 +51,14 @@ export interface KeyStore {
   updateTenant(ref: string, patch: TenantPatch): Promise<TenantView>;
 }
 
-/** Where keys live; the CLI on a replica opens no SQLite file, only PostgreSQL. */
-export type KeysBackend = Backend | { readonly kind: 'postgres'; readonly pool: PgPool };
+/**
+ * Where what the nodes share is kept (keys, tenants, dashboard tokens,
+ * reconciliations): a Backend, or PostgreSQL alone — the CLI on a replica
+ * opens no SQLite file.
+ */
+export type SharedBackend = Backend | { readonly kind: 'postgres'; readonly pool: PgPool };
 
-export function openKeyStore(backend: KeysBackend, options: { now?: () => number } = {}): KeyStore {
+export function openKeyStore(backend: SharedBackend, options: { now?: () => number } = {}): KeyStore {
   return backend.kind === 'sqlite' ? new SqliteKeyStore(backend.database, options.now).async() : new PostgresKeyStore(backend.pool, options.now);
 }
 

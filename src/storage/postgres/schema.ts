@@ -271,7 +271,7 @@ export const alertClaims = pgTable(
 );
 
 /**
- * Read-only dashboard tokens of one tenant (src/dashboard/pg-tenant-tokens.ts),
+ * Read-only dashboard tokens of one tenant (src/storage/postgres/tenant-tokens.ts),
  * as in schema.ts: only the SHA-256 of the token and its visible prefix are
  * kept. Shared, so a token issued anywhere logs in on every node and a
  * revocation ends its sessions on every node.

@@ -7,8 +7,9 @@
  * `ledger_unavailable`, never an answer from somewhere else.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pgDashboardTokens } from '../../../src/dashboard/pg-tenant-tokens.js';
-import { sqliteDashboardTokens, type DashboardTokenStore } from '../../../src/dashboard/tenant-tokens.js';
+import { pgDashboardTokens } from '../../../src/storage/postgres/tenant-tokens.js';
+import { sqliteDashboardTokens } from '../../../src/storage/sqlite/tenant-tokens.js';
+import type { DashboardTokenStore } from '../../../src/storage/tenant-tokens.js';
 import { openPg } from '../../../src/storage/postgres/open.js';
 import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';

@@ -7,8 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPg } from '../../../src/storage/postgres/open.js';
-import { pgReconciliations } from '../../../src/reconcile/pg-store.js';
-import { sqliteReconciliations, type ReconciliationReport, type ReconciliationStore } from '../../../src/reconcile/store.js';
+import { pgReconciliations } from '../../../src/storage/postgres/reconciliations.js';
+import { sqliteReconciliations } from '../../../src/storage/sqlite/reconciliations.js';
+import type { ReconciliationReport, ReconciliationStore } from '../../../src/reconcile/store.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 
