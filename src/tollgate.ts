@@ -213,7 +213,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     now,
     logger,
     settings: config.backgroundPoll,
-    shared: replica?.pool,
+    backend,
   });
   const pipeline: PipelineDeps = {
     keys,

@@ -232,7 +232,7 @@ export const lifetimeRollups = pgTable('rollups_lifetime', {
  * node: a response created through one node is retrieved, cancelled or
  * deleted through any other. Shipped from each node's own `responses` table
  * with the ledger (src/ledger/shipper.ts); polling a background job stays
- * with the node that holds its ledger row (src/responses/store.ts).
+ * with the node that holds its ledger row (src/storage/responses.ts).
  */
 export const responses = pgTable('responses', {
   id: text('id').primaryKey(),

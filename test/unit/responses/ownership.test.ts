@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { checkReferences } from '../../../src/responses/ownership.js';
-import { ResponseStore } from '../../../src/responses/store.js';
+import { ResponseStore } from '../../../src/storage/sqlite/responses.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
 let db: TempDatabase;
