@@ -201,7 +201,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
   const alerts =
-    config.alerts === undefined ? undefined : createAlerts({ settings: config.alerts, database, spend, logger, now, redis: limiter.redis, pg: replica?.pool });
+    config.alerts === undefined ? undefined : createAlerts({ settings: config.alerts, database, spend, logger, now, redis: limiter.redis, backend });
   if (alerts !== undefined) events.subscribe(alerts.listener);
 
   const responses = createBackgroundResponses({

@@ -259,7 +259,7 @@ export const ledgerRetention = pgTable('ledger_retention', {
   prunedBefore: big('pruned_before').notNull().default(0),
 });
 
-/** Alerts claimed by any node (src/alerts/claims.ts): a unique row, so each alert is sent once. */
+/** Alerts claimed by any node (src/storage/alert-claims.ts): a unique row, so each alert is sent once. */
 export const alertClaims = pgTable(
   'alert_claims',
   {
