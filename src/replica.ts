@@ -1,6 +1,6 @@
 /**
  * A node of a replicated Tollgate (TOLLGATE_DATABASE_URL): PostgreSQL
- * migrated, the node's copy of keys kept current (src/keys/pg-sync.ts) and
+ * migrated, the node's copy of keys kept current (src/storage/postgres/key-sync.ts) and
  * its ledger outbox shipped (src/ledger/shipper.ts). Nothing here is on the
  * request path, and nothing here stops the node from serving: while
  * PostgreSQL is unreachable, connecting is retried in the background.

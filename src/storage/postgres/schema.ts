@@ -297,7 +297,7 @@ export const dashboardTokens = pgTable(
 );
 
 /**
- * Results of `tollgate reconcile` (src/reconcile/pg-store.ts), as in
+ * Results of `tollgate reconcile` (src/storage/postgres/reconciliations.ts), as in
  * schema.ts: the report as JSON, the newest shown on every node's dashboard.
  */
 export const reconciliations = pgTable(

@@ -1,7 +1,8 @@
 /**
  * Every field of the policy survives every way in: a key and a tenant
  * created with every field set, through the CLI on a SQLite file, the CLI on
- * PostgreSQL, and the admin API over HTTP (on either store), read back equal.
+ * PostgreSQL, and the admin API over HTTP (on either store, directly and
+ * through the CLI's --url), read back equal.
  * The field list comes from the zod schemas, so a field added to the policy
  * fails here until each way in carries it.
  */
@@ -135,6 +136,16 @@ describe.each(['sqlite', 'postgres'] as const)('every policy field through the a
     expect(created.status).toBe(201);
     expect(created.body.policy).toEqual(keyPolicy(EVERY_LIMIT));
     expect((await admin('GET', '/keys/every-field')).body.policy).toEqual(keyPolicy(EVERY_LIMIT));
+  });
+
+  it('creates a key and a tenant with every field through the CLI with --url, and shows each one back', async () => {
+    const remote = (...args: string[]) => cli('--url', proxy.server.url, '--admin-token', ADMIN, ...args);
+    const key = await remote('keys', 'create', '--name', 'every-field-remote', ...fields.flatMap((f) => FIELDS[f].cli), '--json');
+    expect(key.stderr).toBe('');
+    expect((await remote('keys', 'show', 'every-field-remote', '--json')).json<{ policy: Policy }>().policy).toEqual(keyPolicy(FIELDS.limits.value));
+    const tenant = await remote('tenants', 'create', 'every-field-remote', ...tenantFields.flatMap((f) => FIELDS[f].cli), '--json');
+    expect(tenant.stderr).toBe('');
+    expect((await remote('tenants', 'show', 'every-field-remote', '--json')).json<{ policy: Policy }>().policy).toEqual(tenantPolicy(FIELDS.limits.value));
   });
 
   it('creates a tenant with every tenant field and reads each one back', async () => {

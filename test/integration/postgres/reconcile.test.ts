@@ -142,7 +142,7 @@ describe('tollgate reconcile on two whole nodes', () => {
       },
     });
     files = [openTempDatabase(), openTempDatabase()];
-    // Where the CLI stores its result (src/reconcile/store.ts): neither node's file.
+    // Where the CLI stores its result (src/storage/reconciliations.ts): neither node's file.
     results = openTempDatabase();
     nodes = files.map((file) =>
       buildTollgate(
