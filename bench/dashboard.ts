@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDatabase, type TollgateDatabase } from '../src/storage/sqlite/open.js';
-import { KeyStore } from '../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../src/storage/sqlite/keys.js';
 import { querySpend } from '../src/reports/spend.js';
 import type { Policy } from '../src/domain/policy.js';
 import { builtinPriceTable } from '../src/estimate/prices.js';

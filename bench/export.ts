@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDatabase } from '../src/storage/sqlite/open.js';
-import { KeyStore } from '../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../src/storage/sqlite/keys.js';
 import { fillLedger } from '../test/support/ledger-rows.js';
 import { percentile, printTable, REPO_ROOT, startTollgate, type BenchResult } from './support.js';
 

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/storage/sqlite/open.js';
-import { KeyStore } from '../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../src/storage/sqlite/keys.js';
 import { median, printTable, startChild, startTollgate } from './support.js';
 
 const UPSTREAM_KEY = 'sk-fair';

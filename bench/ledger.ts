@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { openDatabase } from '../src/storage/sqlite/open.js';
 import { LedgerWriter, type PendingEntry } from '../src/ledger/writer.js';
 import { startCheckpointer } from '../src/storage/sqlite/checkpointer.js';
-import { KeyStore } from '../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../src/storage/sqlite/keys.js';
 import { median, percentile, printTable, type BenchResult } from './support.js';
 
 function entry(keyId: string, i: number, now: number): PendingEntry {

@@ -18,10 +18,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { addDays, calendarDay } from '../src/domain/calendar.js';
-import { sqliteDashboardTokens } from '../src/dashboard/tenant-tokens.js';
+import { sqliteDashboardTokens } from '../src/storage/sqlite/tenant-tokens.js';
 import { openDatabase } from '../src/storage/sqlite/open.js';
 import { DEFAULT_NAME_BOUNDS } from '../src/domain/rollup-names.js';
-import { KeyStore } from '../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../src/storage/sqlite/keys.js';
 import { median, percentile, printTable, startChild, startTollgate, type BenchResult } from './support.js';
 
 function option(name: string, fallback: number): number {

@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { openDatabase } from '../src/storage/sqlite/open.js';
-import { KeyStore } from '../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../src/storage/sqlite/keys.js';
 import { printTable, REPO_ROOT, startChild, startTollgate, type BenchResult } from './support.js';
 
 function arg(name: string, fallback: number): number {

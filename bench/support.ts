@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { Pool } from 'undici';
 import { openDatabase } from '../src/storage/sqlite/open.js';
-import { KeyStore } from '../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../src/storage/sqlite/keys.js';
 import { parseLimit } from '../src/domain/policy.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -15,7 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { pgAdminOps } from '../src/admin/pg-ops.js';
+import { openKeyStore } from '../src/storage/keys.js';
 import { migratePg, openPg } from '../src/storage/postgres/open.js';
 import { startFakeUpstream } from '../src/demo/fake-upstream/index.js';
 import { TollgateError } from '../src/domain/errors.js';
@@ -48,7 +48,7 @@ async function ensureDatabase(url: string): Promise<void> {
 await ensureDatabase(databaseUrl);
 const pool = openPg(databaseUrl);
 await migratePg(pool);
-const ops = pgAdminOps(pool);
+const ops = openKeyStore({ kind: 'postgres', pool });
 let key: string;
 try {
   key = (await ops.rotateKey('replicas-demo')).key;

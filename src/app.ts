@@ -12,8 +12,8 @@ import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, ty
 import type { TollgateDatabase } from './storage/sqlite/open.js';
 import { createDashboardTokenRoutes, createTenantGate } from './dashboard/tenant-access.js';
 import { fileLedgerExporter, type LedgerExporter } from './reports/export.js';
-import { sqliteDashboardTokens, type DashboardTokenStore } from './dashboard/tenant-tokens.js';
-import { sqliteReconciliations, type ReconciliationStore } from './reconcile/store.js';
+import type { DashboardTokenStore } from './storage/tenant-tokens.js';
+import type { ReconciliationStore } from './reconcile/store.js';
 import { TollgateError, renderError } from './domain/errors.js';
 import type { LedgerWriter } from './ledger/writer.js';
 import type { Logger } from './logger.js';
@@ -38,8 +38,8 @@ export interface AppDeps {
   readonly dashboardReads?: DashboardReads;
   /** What the raw ledger exports read instead of `database`'s file (PostgreSQL's ledger, on a replica: src/reports/pg-export.ts). */
   readonly exportLedger?: LedgerExporter;
-  /** Tenants' dashboard tokens and reconciliation results, where every node sees them (PostgreSQL on a replica); default: `database`. */
-  readonly shared?: { readonly dashboardTokens: DashboardTokenStore; readonly reconciliations: ReconciliationStore };
+  /** Tenants' dashboard tokens and reconciliation results, where every node sees them (PostgreSQL on a replica). */
+  readonly shared: { readonly dashboardTokens: DashboardTokenStore; readonly reconciliations: ReconciliationStore };
   /** The limiter's live view of a key's buckets, for the dashboard's key page. */
   readonly limitSnapshot?: LimitSnapshot;
   /** Flipped on SIGTERM: /readyz turns 503 and connections are closed after their response. */
@@ -81,8 +81,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   if (deps.metricsAccess?.ownPort !== true) app.route('/', createMetricsRoutes(metrics, deps.pipeline.ledger, deps.metricsAccess?.token, guard));
 
-  const tokens = deps.shared?.dashboardTokens ?? sqliteDashboardTokens(deps.database);
-  const reconciliations = deps.shared?.reconciliations ?? sqliteReconciliations(deps.database);
+  const tokens = deps.shared.dashboardTokens;
+  const reconciliations = deps.shared.reconciliations;
   const dashboard = {
     database: deps.database,
     tokens,

@@ -1,13 +1,13 @@
 /**
  * A node of a replicated Tollgate (TOLLGATE_DATABASE_URL): PostgreSQL
- * migrated, the node's copy of keys kept current (src/keys/pg-sync.ts) and
+ * migrated, the node's copy of keys kept current (src/storage/postgres/key-sync.ts) and
  * its ledger outbox shipped (src/ledger/shipper.ts). Nothing here is on the
  * request path, and nothing here stops the node from serving: while
  * PostgreSQL is unreachable, connecting is retried in the background.
  */
 import type { Registry } from 'prom-client';
 import { PgSpendSource } from './budgets/pg-spend.js';
-import { KeySync } from './keys/pg-sync.js';
+import { KeySync } from './storage/postgres/key-sync.js';
 import { pruneLedger } from './ledger/retention.js';
 import { LedgerShipper, registerShipperMetrics } from './ledger/shipper.js';
 import type { Logger } from './logger.js';

@@ -10,9 +10,8 @@
  */
 import type { BudgetCheck } from './budgets/check.js';
 import type { Hono } from 'hono';
-import { localAdminOps } from './admin/ops.js';
+import { storeAdminOps } from './admin/ops.js';
 import { createAlerts, type Alerts } from './alerts/index.js';
-import { pgAdminOps } from './admin/pg-ops.js';
 import { createApp } from './app.js';
 import type { AppEnv } from './app-env.js';
 import { SharedBudgetStore } from './budgets/shared-budgets.js';
@@ -20,7 +19,7 @@ import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config/index.js';
 import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
 import { ReadWorker, WorkerDashboardReads, workerSpend } from './dashboard/read-worker.js';
-import { pgDashboardTokens } from './dashboard/pg-tenant-tokens.js';
+import { openDashboardTokens } from './storage/tenant-tokens.js';
 import { startCheckpointer, type Checkpointer } from './storage/sqlite/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './storage/sqlite/open.js';
 import { createReplica, type Replica } from './replica.js';
@@ -28,7 +27,11 @@ import { BodyIntake, LARGE_BODY_BYTES } from './http/body-intake.js';
 import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } from './estimate/index.js';
 import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
-import { KeyStore } from './keys/store.js';
+import { SqliteKeyStore } from './storage/sqlite/keys.js';
+import { openKeyStore } from './storage/keys.js';
+import type { Backend } from './storage/backend.js';
+import { querySpend } from './reports/spend.js';
+import { queryPgSpend } from './reports/pg-spend.js';
 import { disableOutbox } from './ledger/shipper.js';
 import { LedgerWriter } from './ledger/writer.js';
 import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './coordination/create-limiter.js';
@@ -43,7 +46,7 @@ import { exportPgLedger } from './reports/pg-export.js';
 import { RequestEvents } from './pipeline/finished.js';
 import { OpenRequests } from './pipeline/open-requests.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
-import { pgReconciliations } from './reconcile/pg-store.js';
+import { openReconciliations } from './storage/reconciliations.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
 import type { Upstream } from './upstreams/pool.js';
 import { createRouter, type Router } from './upstreams/router.js';
@@ -74,7 +77,7 @@ export interface Tollgate {
   readonly config: Config;
   readonly logger: Logger;
   readonly database: TollgateDatabase;
-  readonly keyStore: KeyStore;
+  readonly keyStore: SqliteKeyStore;
   readonly keys: KeyCache;
   readonly ledger: LedgerWriter;
   readonly spend: SpendTracker;
@@ -110,7 +113,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const logger = overrides.logger ?? createLogger(config.logLevel);
   const now = overrides.now ?? Date.now;
   const database = overrides.database ?? openDatabase(config.dbPath);
-  const keyStore = new KeyStore(database, overrides.now);
+  const keyStore = new SqliteKeyStore(database, overrides.now);
   const keys = new KeyCache(keyStore, { pollMs: config.keyRefreshMs, onError: (error) => logger.error({ err: error }, 'key cache refresh failed') });
   const metrics = overrides.metrics ?? new Metrics({ keyLabel: config.metricsKeyLabel, prices: config.prices });
   const replica =
@@ -124,6 +127,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
           nameBounds: config.nameBounds,
           onKeysChanged: () => keys.refresh(),
         });
+  const backend: Backend = replica === undefined ? { kind: 'sqlite', database } : { kind: 'postgres', database, pool: replica.pool };
   if (replica === undefined) disableOutbox(database);
   // On a replica, budgets count every node's spend (src/budgets/pg-spend.ts).
   const spend = new SpendTracker(database, replica === undefined ? {} : { refreshMs: 500, source: replica.spend });
@@ -197,7 +201,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
   const alerts =
-    config.alerts === undefined ? undefined : createAlerts({ settings: config.alerts, database, spend, logger, now, redis: limiter.redis, pg: replica?.pool });
+    config.alerts === undefined ? undefined : createAlerts({ settings: config.alerts, database, spend, logger, now, redis: limiter.redis, backend });
   if (alerts !== undefined) events.subscribe(alerts.listener);
 
   const responses = createBackgroundResponses({
@@ -209,7 +213,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     now,
     logger,
     settings: config.backgroundPoll,
-    shared: replica?.pool,
+    backend,
   });
   const pipeline: PipelineDeps = {
     keys,
@@ -252,21 +256,28 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     logger,
     metrics,
     admin: {
-      ops:
-        replica === undefined
-          ? localAdminOps(database, { onChange: () => keys.refresh(), ...(readWorker === undefined ? {} : { readSpend: workerSpend(readWorker) }) })
-          : pgAdminOps(replica.pool, { onChange: () => replica.keySync.kick() }),
+      ops: storeAdminOps(openKeyStore(backend), {
+        // The node that made a change sees it before answering (a replica: once its copy has pulled it).
+        onChange: () => (replica === undefined ? keys.refresh() : replica.keySync.kick()),
+        readSpend:
+          replica !== undefined
+            ? (query, at) => queryPgSpend(replica.pool, query, at)
+            : readWorker !== undefined
+              ? workerSpend(readWorker)
+              : async (query, at) => querySpend(database, query, at),
+      }),
       token: config.adminToken,
     },
     database,
-    // A replica's dashboard shows every node (src/dashboard/pg-reads.ts), and every node's tenant tokens and reconciliations.
+    // Tenants' dashboard tokens and reconciliations where every node sees them.
+    shared: { dashboardTokens: openDashboardTokens(backend), reconciliations: openReconciliations(backend) },
+    // A replica's dashboard shows every node (src/dashboard/pg-reads.ts).
     ...(replica === undefined
       ? readWorker === undefined
         ? {}
         : { dashboardReads: new WorkerDashboardReads(database, readWorker) }
       : {
           dashboardReads: new PgDashboardReads(replica.pool),
-          shared: { dashboardTokens: pgDashboardTokens(replica.pool), reconciliations: pgReconciliations(replica.pool) },
           // And its raw ledger exports stream every node's rows (src/reports/pg-export.ts).
           exportLedger: (query, format) => exportPgLedger(replica.pool, query, format),
         }),

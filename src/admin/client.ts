@@ -5,7 +5,7 @@
  */
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import type { SpendReport } from '../reports/spend.js';
-import type { IssuedKey, KeyView, TenantView } from '../keys/store.js';
+import type { IssuedKey, KeyView, TenantView } from '../domain/keys.js';
 import type { AdminOps } from './ops.js';
 
 export function remoteAdminOps(baseUrl: string, adminToken: string | undefined): AdminOps {

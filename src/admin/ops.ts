@@ -1,20 +1,16 @@
 /**
  * The operator's operations — keys, tenants, spend — as one interface with
- * two implementations: on the local SQLite file, or on a remote proxy through
- * its admin API. The CLI uses either; the admin API serves the local one.
+ * two implementations: on this installation's store (keys and tenants in the
+ * KeyStore of src/storage/keys.ts, on SQLite or PostgreSQL alike), or on a
+ * remote proxy through its admin API (client.ts). The CLI uses either; the
+ * admin API serves the first.
  */
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { querySpend, type SpendGrouping, type SpendQuery, type SpendReport } from '../reports/spend.js';
-import type { Budget, LimitSpec, Policy } from '../domain/policy.js';
-import { KeyStore, type IssuedKey, type KeyPatch, type KeyView, type TenantPatch, type TenantView } from '../keys/store.js';
+import { pgUnavailable } from '../domain/errors.js';
+import { isPgUnreachable } from '../storage/postgres/open.js';
+import type { SpendGrouping, SpendQuery, SpendReport } from '../reports/spend.js';
+import type { IssuedKey, KeyListOptions, KeyPatch, KeyStore, KeyView, NewKey, NewTenantPolicy, TenantPatch, TenantView } from '../storage/keys.js';
 
-interface CreateKeyInput {
-  readonly name: string;
-  readonly tenant?: string | undefined;
-  readonly policy: Policy;
-  readonly expiresAt?: number | null | undefined;
-  readonly metadata?: Readonly<Record<string, string>> | undefined;
-}
+export type { NewTenantPolicy } from '../storage/keys.js';
 
 interface SpendRequest {
   /** A key reference (id, name or prefix). */
@@ -30,13 +26,13 @@ interface SpendRequest {
 }
 
 export interface AdminOps {
-  createKey(input: CreateKeyInput): Promise<IssuedKey>;
-  listKeys(options: { tenant?: string | undefined; includeRevoked?: boolean }): Promise<KeyView[]>;
+  createKey(input: NewKey): Promise<IssuedKey>;
+  listKeys(options: KeyListOptions): Promise<KeyView[]>;
   getKey(ref: string): Promise<KeyView>;
   updateKey(ref: string, patch: KeyPatch): Promise<KeyView>;
   revokeKey(ref: string): Promise<KeyView>;
   rotateKey(ref: string): Promise<IssuedKey>;
-  createTenant(name: string, policy: { limits?: readonly LimitSpec[]; budget?: Budget; budgets?: readonly Budget[] }): Promise<TenantView>;
+  createTenant(name: string, policy: NewTenantPolicy): Promise<TenantView>;
   listTenants(): Promise<TenantView[]>;
   getTenant(ref: string): Promise<TenantView>;
   updateTenant(ref: string, patch: TenantPatch): Promise<TenantView>;
@@ -44,57 +40,57 @@ export interface AdminOps {
   close(): Promise<void>;
 }
 
-/** The operations on a local database (the CLI's default, and what the admin API serves). */
-export function localAdminOps(
-  database: TollgateDatabase,
+/** Where spend reports are read (the proxy: on its read worker, src/dashboard/read-worker.ts; replicas: PostgreSQL). */
+export type SpendReader = (query: SpendQuery, now: number) => Promise<SpendReport>;
+
+/** The operations on this installation's own store (what the CLI opens without --url, and what the admin API serves). */
+export function storeAdminOps(
+  keys: KeyStore,
   options: {
+    readSpend: SpendReader;
     now?: () => number;
-    onChange?: () => void;
-    closeDatabase?: boolean;
-    /** Where spend reports are read (the proxy: on its read worker, src/dashboard/read-worker.ts); default: here. */
-    readSpend?: (query: SpendQuery, now: number) => Promise<SpendReport>;
-  } = {},
+    /** After every change (the node that made it sees it before answering; the others by polling or notification). */
+    onChange?: () => unknown;
+    /** Closes what was opened for these operations (the CLI's database or pool). */
+    close?: () => Promise<void> | void;
+  },
 ): AdminOps {
-  const store = new KeyStore(database, options.now);
   const now = options.now ?? Date.now;
-  const readSpend = options.readSpend ?? (async (query: SpendQuery, at: number) => querySpend(database, query, at));
-  const changed = <T>(value: T): T => {
-    options.onChange?.();
+  const changed = async <T>(value: T): Promise<T> => {
+    await options.onChange?.();
     return value;
   };
   return {
-    createKey: async (input) => changed(store.createKey(input)),
-    listKeys: async (opts) => store.listKeys(opts),
-    getKey: async (ref) => store.getKey(ref),
-    updateKey: async (ref, patch) => changed(store.updateKey(ref, patch)),
-    revokeKey: async (ref) => changed(store.revokeKey(ref)),
-    rotateKey: async (ref) => changed(store.rotateKey(ref)),
-    createTenant: async (name, policy) =>
-      changed(
-        store.createTenant(name, {
-          limits: policy.limits ?? [],
-          ...(policy.budget ? { budget: policy.budget } : {}),
-          ...(policy.budgets?.length ? { budgets: policy.budgets } : {}),
-        }),
-      ),
-    listTenants: async () => store.listTenants(),
-    getTenant: async (ref) => store.getTenant(ref),
-    updateTenant: async (ref, patch) => changed(store.updateTenant(ref, patch)),
-    spend: async (request) =>
-      readSpend(
-        {
-          keyId: request.key === undefined ? undefined : store.getKey(request.key).id,
-          tenantId: request.tenant === undefined ? undefined : store.getTenant(request.tenant).id,
-          since: request.since,
-          until: request.until,
-          by: request.by,
-          limit: request.limit,
-          cursor: request.cursor,
-        },
-        now(),
-      ),
+    createKey: async (input) => changed(await keys.createKey(input)),
+    listKeys: (opts) => keys.listKeys(opts),
+    getKey: (ref) => keys.getKey(ref),
+    updateKey: async (ref, patch) => changed(await keys.updateKey(ref, patch)),
+    revokeKey: async (ref) => changed(await keys.revokeKey(ref)),
+    rotateKey: async (ref) => changed(await keys.rotateKey(ref)),
+    createTenant: async (name, policy) => changed(await keys.createTenant(name, policy)),
+    listTenants: () => keys.listTenants(),
+    getTenant: (ref) => keys.getTenant(ref),
+    updateTenant: async (ref, patch) => changed(await keys.updateTenant(ref, patch)),
+    spend: async (request) => {
+      const query: SpendQuery = {
+        keyId: request.key === undefined ? undefined : (await keys.getKey(request.key)).id,
+        tenantId: request.tenant === undefined ? undefined : (await keys.getTenant(request.tenant)).id,
+        since: request.since,
+        until: request.until,
+        by: request.by,
+        limit: request.limit,
+        cursor: request.cursor,
+      };
+      try {
+        return await options.readSpend(query, now());
+      } catch (error) {
+        // A replica's spend: "PostgreSQL did not answer" as the 503 every other operation gives.
+        if (!isPgUnreachable(error)) throw error;
+        throw pgUnavailable('Keys, tenants and spend live in', error);
+      }
+    },
     close: async () => {
-      if (options.closeDatabase) database.close();
+      await options.close?.();
     },
   };
 }

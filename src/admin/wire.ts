@@ -36,6 +36,7 @@ export const createTenantBody = z.object({
   limits: z.array(limitSchema).optional(),
   budget: budgetSchema.optional(),
   budgets: z.array(budgetSchema).optional(),
+  maxInFlight: z.number().int().positive().optional(),
 });
 
 export const updateTenantBody = z.object({

@@ -8,10 +8,11 @@ import Database from 'better-sqlite3';
 import type { Cluster, Redis } from 'ioredis';
 import type { SpendTracker } from '../budgets/spend-tracker.js';
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import type { PgPool } from '../storage/postgres/open.js';
+import type { Backend } from '../storage/backend.js';
+import { openAlertClaims } from '../storage/alert-claims.js';
 import type { Logger } from '../logger.js';
 import type { FinishedListener } from '../pipeline/finished.js';
-import { pgClaims, redisClaims, sqliteClaims, type AlertClaims } from './claims.js';
+import { redisClaims, type AlertClaims } from './claims.js';
 import { AlertDeliverer } from './deliver.js';
 import { AlertMonitor } from './monitor.js';
 import { AlertOutbox } from './outbox.js';
@@ -25,7 +26,8 @@ export interface AlertsDeps {
   readonly logger: Logger;
   readonly now: () => number;
   readonly redis?: Redis | Cluster | undefined;
-  readonly pg?: PgPool | undefined;
+  /** Where claims are shared: PostgreSQL on a replica (src/storage/alert-claims.ts). */
+  readonly backend: Backend;
   /** How often noted owners are evaluated (default 1 s). */
   readonly evaluateEveryMs?: number;
 }
@@ -54,7 +56,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     own.pragma('foreign_keys = ON');
   }
   const sqlite = own ?? deps.database.sqlite;
-  const claims = deps.pg !== undefined ? pgClaims(deps.pg) : deps.redis !== undefined ? redisClaims(deps.redis) : sqliteClaims(sqlite);
+  const claims = openAlertClaims(deps.backend, { connection: sqlite, shared: deps.redis === undefined ? undefined : redisClaims(deps.redis) });
   const outbox = new AlertOutbox(sqlite, settings.maxPending);
   const deliverer = new AlertDeliverer({ outbox, settings, logger });
   const monitor = new AlertMonitor({

@@ -11,7 +11,7 @@ import { forecastRunOut } from '../alerts/forecast.js';
 import { AlertOutbox } from '../alerts/outbox.js';
 import { loadConfig } from '../config/index.js';
 import { openDatabase } from '../storage/sqlite/open.js';
-import { KeyStore } from '../keys/store.js';
+import { SqliteKeyStore } from '../storage/sqlite/keys.js';
 import { formatMicrosExact } from '../domain/money.js';
 import { parseSince } from '../reports/spend.js';
 import { dayStartMs } from '../domain/calendar.js';
@@ -115,7 +115,7 @@ export function localBudgetForecasts(
   if (global.db === undefined && config.databaseUrl !== undefined) return undefined;
   const database = openDatabase(global.db ?? config.dbPath);
   try {
-    const store = new KeyStore(database);
+    const store = new SqliteKeyStore(database);
     if (ref.key !== undefined) {
       const key = store.getKey(ref.key);
       const forecasts = forecastBudgets(database, { level: 'key', id: key.id, name: key.name, policy: key.policy }, now);

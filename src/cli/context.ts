@@ -5,11 +5,13 @@
  */
 import type { Command } from 'commander';
 import { once } from 'node:events';
-import { loadConfig } from '../config/index.js';
+import { loadConfig, type Config } from '../config/index.js';
 import { pgUnavailable, TollgateError } from '../domain/errors.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { PolicyError } from '../domain/policy.js';
-import { localAdminOps, type AdminOps } from '../admin/ops.js';
+import { storeAdminOps, type AdminOps, type SpendReader } from '../admin/ops.js';
+import { openKeyStore, type SharedBackend } from '../storage/keys.js';
+import { querySpend } from '../reports/spend.js';
 import { remoteAdminOps } from '../admin/client.js';
 import { fileLedgerExporter, type LedgerExporter } from '../reports/export.js';
 import type { PgPool } from '../storage/postgres/open.js';
@@ -41,6 +43,42 @@ export function toCliError(error: unknown): CliError {
   return new CliError(error instanceof Error ? error.message : String(error), EXIT_FAILURE);
 }
 
+/** The store the CLI works on without --url, with the spend reads and the ledger export that read it. */
+interface CliBackend {
+  readonly backend: SharedBackend;
+  readonly readSpend: SpendReader;
+  /** None for an in-memory file. */
+  readonly exportLedger: LedgerExporter | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * The local SQLite file (--db, or TOLLGATE_DB), or on replicas PostgreSQL
+ * alone: keys, spend and every node's ledger live there, and the file
+ * TOLLGATE_DB names is not opened. --db still opens a local file on purpose.
+ */
+export async function openCliBackend(config: Config, global: GlobalOptions): Promise<CliBackend> {
+  if (global.db === undefined && config.databaseUrl !== undefined) {
+    // Loaded only here: every other CLI run starts without the PostgreSQL driver's readers.
+    const [{ exportPgLedger }, { queryPgSpend }] = await Promise.all([import('../reports/pg-export.js'), import('../reports/pg-spend.js')]);
+    const pool = await openMigratedPg(config.databaseUrl);
+    return {
+      backend: { kind: 'postgres', pool },
+      readSpend: (query, now) => queryPgSpend(pool, query, now),
+      exportLedger: (query, format) => exportPgLedger(pool, query, format),
+      close: () => pool.end(),
+    };
+  }
+  const path = global.db ?? config.dbPath;
+  const database = openDatabase(path);
+  return {
+    backend: { kind: 'sqlite', database },
+    readSpend: async (query, now) => querySpend(database, query, now),
+    exportLedger: fileLedgerExporter(path),
+    close: async () => database.close(),
+  };
+}
+
 /**
  * The admin operations selected by the global options, and the ledger export
  * that reads the same store (none with --url: `ledger export` streams the
@@ -52,16 +90,8 @@ async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger:
     const token = global.adminToken ?? loadConfig().adminToken;
     return { ops: remoteAdminOps(global.url, token), exportLedger: undefined };
   }
-  const config = loadConfig();
-  // Replicas keep keys, spend and every node's ledger in PostgreSQL; --db still opens a local file on purpose.
-  if (global.db === undefined && config.databaseUrl !== undefined) {
-    // Loaded only here: every other CLI run starts without the PostgreSQL driver.
-    const [{ pgAdminOps }, { exportPgLedger }] = await Promise.all([import('../admin/pg-ops.js'), import('../reports/pg-export.js')]);
-    const pool = await openMigratedPg(config.databaseUrl);
-    return { ops: pgAdminOps(pool, { closePool: true }), exportLedger: (query, format) => exportPgLedger(pool, query, format) };
-  }
-  const path = global.db ?? config.dbPath;
-  return { ops: localAdminOps(openDatabase(path), { closeDatabase: true }), exportLedger: fileLedgerExporter(path) };
+  const opened = await openCliBackend(loadConfig(), global);
+  return { ops: storeAdminOps(openKeyStore(opened.backend), { readSpend: opened.readSpend, close: () => opened.close() }), exportLedger: opened.exportLedger };
 }
 
 /**

@@ -1,16 +1,15 @@
 /**
  * `tollgate dashboard-token create|list|revoke`: read-only dashboard tokens
- * of one tenant (src/dashboard/tenant-tokens.ts). On PostgreSQL with
+ * of one tenant (src/storage/tenant-tokens.ts). On PostgreSQL with
  * TOLLGATE_DATABASE_URL (replicas: every node reads them there), else on the
  * local SQLite file (`--db` opens one on purpose), or on a running proxy with
  * --url (its /admin/api/dashboard-tokens).
  */
 import type { Command } from 'commander';
 import { loadConfig } from '../config/index.js';
-import { openDatabase } from '../storage/sqlite/open.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
-import { sqliteDashboardTokens, type DashboardTokenStore, type DashboardTokenView } from '../dashboard/tenant-tokens.js';
-import { openMigratedPg, print, printJson, type GlobalOptions } from './context.js';
+import { openDashboardTokens, type DashboardTokenStore, type DashboardTokenView } from '../storage/tenant-tokens.js';
+import { openCliBackend, print, printJson, type GlobalOptions } from './context.js';
 import { table, when } from './format.js';
 import { parseExpiry } from './key-options.js';
 
@@ -58,21 +57,11 @@ async function withTokenOps<T>(command: Command, fn: (ops: TokenOps) => Promise<
     list: (tenant) => store.list({ tenant }, Date.now()),
     revoke: (ref) => store.revoke(ref, Date.now()),
   });
-  if (global.db === undefined && config.databaseUrl !== undefined) {
-    // Loaded only here: every other CLI run starts without the PostgreSQL driver.
-    const { pgDashboardTokens } = await import('../dashboard/pg-tenant-tokens.js');
-    const pool = await openMigratedPg(config.databaseUrl);
-    try {
-      return await fn(onStore(pgDashboardTokens(pool)));
-    } finally {
-      await pool.end();
-    }
-  }
-  const database = openDatabase(global.db ?? config.dbPath);
+  const opened = await openCliBackend(config, global);
   try {
-    return await fn(onStore(sqliteDashboardTokens(database)));
+    return await fn(onStore(openDashboardTokens(opened.backend)));
   } finally {
-    database.close();
+    await opened.close();
   }
 }
 

@@ -3,7 +3,7 @@
  * The options they share with tenants are in key-options.ts.
  */
 import type { Command } from 'commander';
-import type { IssuedKey, KeyPatch, KeyView } from '../keys/store.js';
+import type { IssuedKey, KeyPatch, KeyView } from '../domain/keys.js';
 import { PolicyError, type Policy } from '../domain/policy.js';
 import { describeAttributedPolicy, endUserPolicyFrom, tagBudgetsFrom, type EndUserOptions } from '../domain/policy-options.js';
 import { print, printJson, withOps } from './context.js';

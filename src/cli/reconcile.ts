@@ -15,7 +15,7 @@ import { openAIUsageProvider } from '../reconcile/openai.js';
 import { pgLedgerCells } from '../reconcile/ledger-cells.js';
 import { ProviderReportError } from '../reconcile/provider.js';
 import { parseUtcDay, runReconcile, type ReconcileResult } from '../reconcile/run.js';
-import { sqliteReconciliations } from '../reconcile/store.js';
+import { sqliteReconciliations } from '../storage/sqlite/reconciliations.js';
 import { CliError, EXIT_USAGE, openMigratedPg, print, printJson, type GlobalOptions } from './context.js';
 import { count, table } from './format.js';
 
@@ -133,7 +133,7 @@ export function registerReconcileCommand(program: Command): void {
         const { result } = await runReconcile({
           database,
           ...(pool === undefined || global.db !== undefined ? {} : { ledger: pgLedgerCells(pool) }),
-          results: pool === undefined ? sqliteReconciliations(database) : (await import('../reconcile/pg-store.js')).pgReconciliations(pool),
+          results: pool === undefined ? sqliteReconciliations(database) : (await import('../storage/postgres/reconciliations.js')).pgReconciliations(pool),
           provider: openAIUsageProvider({ baseUrl: config.reconcile.apiUrl, adminKey }),
           range: { since, until },
           mapping: config.reconcile.projects,

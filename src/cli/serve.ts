@@ -3,7 +3,7 @@ import cluster from 'node:cluster';
 import type { Command } from 'commander';
 import { loadConfig, parseWorkers } from '../config/index.js';
 import { openDatabase } from '../storage/sqlite/open.js';
-import { KeyStore } from '../keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../storage/sqlite/keys.js';
 import { TollgateError } from '../domain/errors.js';
 import { print, type GlobalOptions } from './context.js';
 import { randomBytes } from 'node:crypto';

@@ -1,6 +1,6 @@
 /** `tollgate tenants …`: groups of keys with shared limits and budgets, created, listed, shown and updated. */
 import type { Command } from 'commander';
-import type { TenantView } from '../keys/store.js';
+import type { TenantView } from '../domain/keys.js';
 import { print, printJson, withOps } from './context.js';
 import { describeBudget, describeLimits, printable, table, when } from './format.js';
 import { budgetFrom, extraBudgetsFrom, limitsFrom, maxInFlightFrom, withPolicyOptions, type LimitOptions } from './key-options.js';

@@ -6,7 +6,7 @@
 import type Database from 'better-sqlite3';
 import { PolicyError, type Policy } from '../domain/policy.js';
 import { readStoredPolicy } from '../domain/policy-json.js';
-import type { KeyStatus } from '../keys/store.js';
+import type { KeyStatus } from '../domain/keys.js';
 
 /** A key as the dashboard lists it (never its hash or secret). */
 export interface KeyRecord {

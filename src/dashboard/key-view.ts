@@ -6,7 +6,7 @@
  */
 import type { SpendTotals } from '../reports/spend.js';
 import { formatLimit, type LimitSpec } from '../domain/policy.js';
-import type { KeyStatus } from '../keys/store.js';
+import type { KeyStatus } from '../domain/keys.js';
 import { describeAttributedPolicy } from '../domain/policy-options.js';
 import { budgetItem, type BudgetItem } from './budget-view.js';
 import { describeForecast, forecastRunOut } from '../alerts/forecast.js';

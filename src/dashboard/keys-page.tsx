@@ -7,7 +7,7 @@
 import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { formatLimit } from '../domain/policy.js';
-import type { KeyStatus } from '../keys/store.js';
+import type { KeyStatus } from '../domain/keys.js';
 import { keyBudget, type BudgetItem, type Level } from './budget-view.js';
 import { EmptyNote, listBody } from './components.js';
 import { keyStatusOf, type KeyRecord } from './directory.js';

@@ -7,7 +7,7 @@ import type { Caller } from '../domain/caller.js';
 import { callerFor } from '../keys/caller.js';
 import { bindingsFor, type Limiter } from '../limits/index.js';
 import type { KeyCache } from '../keys/cache.js';
-import type { AuthKey } from '../keys/store.js';
+import type { AuthKey } from '../domain/keys.js';
 import type { LimitSpec } from '../domain/policy.js';
 
 /** One bucket of a key (its own, its tenant's or a global one) and what it has left. */

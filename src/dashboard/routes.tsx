@@ -30,7 +30,9 @@ import { DisabledPage, LoginPage, NotFoundPage, renderDocument } from './layout.
 import { buildOverview, OverviewPage } from './overview.js';
 import type { DashboardReads } from './reads.js';
 import { clearedCookieHeader, createSessionValue, createTenantSessionValue, hasValidSession, isHttps, sessionCookieHeader } from './session.js';
-import { isDashboardTokenText, sqliteDashboardTokens, type DashboardTokenStore } from './tenant-tokens.js';
+import { isDashboardTokenText } from './tenant-tokens.js';
+import { sqliteDashboardTokens } from '../storage/sqlite/tenant-tokens.js';
+import type { DashboardTokenStore } from '../storage/tenant-tokens.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';
 import { viewContextFor, viewerOf, type Viewer } from './viewer.js';
 

@@ -10,7 +10,7 @@ import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { SqliteDashboardReads, type DashboardReads } from './reads.js';
 import { hasValidSession, tenantSessionTokenId } from './session.js';
 import { TenantScopedReads } from './tenant-scope.js';
-import type { DashboardTokenStore, TenantViewer } from './tenant-tokens.js';
+import type { DashboardTokenStore, TenantViewer } from '../storage/tenant-tokens.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';
 
 export type Viewer = { readonly kind: 'admin' } | { readonly kind: 'tenant'; readonly tenant: TenantViewer };

@@ -4,8 +4,8 @@
  * 250 ms), so a revoke, rotate or update from the CLI — another process —
  * takes effect within a second without a restart.
  */
-import { hashKey } from './key-format.js';
-import type { AuthKey, AuthTenant, KeyStore } from './store.js';
+import { hashKey } from '../storage/key-format.js';
+import type { AuthKey, AuthTenant, KeyLookups } from '../storage/keys.js';
 
 export interface KeyCacheOptions {
   /** How often to look for changes (default 250 ms). */
@@ -19,7 +19,7 @@ export interface KeyCacheOptions {
 const MAX_REMEMBERED_HASHES = 10_000;
 
 export class KeyCache {
-  private readonly store: KeyStore;
+  private readonly store: KeyLookups;
   private readonly pollMs: number;
   private readonly maxNegative: number;
   private readonly onError: ((error: unknown) => void) | undefined;
@@ -33,7 +33,7 @@ export class KeyCache {
   private tenantsVersion = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(store: KeyStore, options: KeyCacheOptions = {}) {
+  constructor(store: KeyLookups, options: KeyCacheOptions = {}) {
     this.store = store;
     this.pollMs = options.pollMs ?? 250;
     this.maxNegative = options.maxNegative ?? 10_000;

@@ -6,7 +6,7 @@
  * reads (or is billed for) another key's conversation:
  *
  * - `previous_response_id`: a stored response this key created through
- *   Tollgate (src/responses/store.ts; on a replica, through any node);
+ *   Tollgate (src/storage/responses.ts; on a replica, through any node);
  * - `item_reference`: an item of one of this key's stored responses (an
  *   output item Tollgate relayed, or an input item a listing showed);
  * - `conversation`: Tollgate does not serve the Conversations API, so no

@@ -14,7 +14,7 @@
  *   upstream broke) — keeps its reservation and is settled by the poller.
  */
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import type { PgPool } from '../storage/postgres/open.js';
+import type { Backend } from '../storage/backend.js';
 import { dialectOf } from '../dialects/index.js';
 import type { PriceTable } from '../estimate/prices.js';
 import type { LedgerWriter } from '../ledger/writer.js';
@@ -25,7 +25,7 @@ import { settleForwarded } from '../pipeline/settle.js';
 import type { Upstream } from '../upstreams/pool.js';
 import { BackgroundPoller, type PollSettings } from './poller.js';
 import { mountLifecycleRoutes } from './routes.js';
-import { ResponseStore } from './store.js';
+import { openResponseStore } from '../storage/responses.js';
 
 export type { PollSettings } from './poller.js';
 
@@ -47,11 +47,10 @@ export function createBackgroundResponses(deps: {
   readonly now: () => number;
   readonly logger: Logger;
   readonly settings: PollSettings;
-  /** PostgreSQL on a replica: who owns a response is shared by every node (store.ts). */
-  readonly shared?: PgPool | undefined;
+  /** Where responses are stored: on a replica, who owns one is shared by every node (src/storage/responses.ts). */
+  readonly backend: Backend;
 }): BackgroundResponses {
-  const store = new ResponseStore(deps.database, {
-    shared: deps.shared,
+  const store = openResponseStore(deps.backend, {
     // The answers still reach their clients; only looking them up through Tollgate waits for the retry.
     onError: (error) => deps.logger.error({ err: error }, 'stored responses could not be remembered; retrying'),
   });

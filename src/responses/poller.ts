@@ -14,7 +14,7 @@
  * - past `timeoutMs` from its creation, or when the upstream no longer knows
  *   the job (404), it is settled at its reservation — never under — and logged.
  *
- * Jobs survive restarts: each one's claim (src/responses/store.ts) is renewed
+ * Jobs survive restarts: each one's claim (src/storage/responses.ts) is renewed
  * while this process holds it and released at a clean shutdown; claims that
  * lapse (a released one, or a crashed process's) are taken over on start and
  * every half `maxIntervalMs`, and settled from the ledger row's estimate and
@@ -30,7 +30,7 @@ import type { RequestEvents } from '../pipeline/finished.js';
 import { settleForwarded } from '../pipeline/settle.js';
 import type { Upstream } from '../upstreams/pool.js';
 import { readUsage, type Usage } from '../dialects/usage.js';
-import type { ResponseStore, UnclaimedJob } from './store.js';
+import type { ResponseStore, UnclaimedJob } from '../storage/responses.js';
 import { answerFacts, isTerminal, parseResponseObject } from './wire.js';
 
 export interface PollSettings {

@@ -6,7 +6,7 @@
  */
 import { loadConfig } from '../../src/config/index.js';
 import type { KeyCache } from '../../src/keys/cache.js';
-import type { KeyStore } from '../../src/keys/store.js';
+import type { SqliteKeyStore as KeyStore } from '../../src/storage/sqlite/keys.js';
 import type { LedgerWriter } from '../../src/ledger/writer.js';
 import type { SpendTracker } from '../../src/budgets/spend-tracker.js';
 import type { Limiter } from '../../src/limits/index.js';

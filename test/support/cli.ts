@@ -22,3 +22,15 @@ export async function cli(...argv: string[]): Promise<CliResult> {
     },
   };
 }
+
+/** The CLI in-process with a replica's environment: TOLLGATE_DATABASE_URL and no --db (the file TOLLGATE_DB names is never opened). */
+export async function cliOnPostgres(databaseUrl: string, ...argv: string[]): Promise<CliResult> {
+  const saved = { ...process.env };
+  Object.assign(process.env, { TOLLGATE_DATABASE_URL: databaseUrl, TOLLGATE_DB: '/nonexistent/never-opened.db', TOLLGATE_CONFIG: '' });
+  try {
+    return await cli(...argv);
+  } finally {
+    for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+    Object.assign(process.env, saved);
+  }
+}

@@ -6,7 +6,7 @@ import { rmSync } from 'node:fs';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { startServer, type RunningServer } from '../../src/main.js';
 import { openDatabase } from '../../src/storage/sqlite/open.js';
-import { KeyStore } from '../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../src/storage/sqlite/keys.js';
 import type { Policy } from '../../src/domain/policy.js';
 import { tempDatabasePath } from './db.js';
 import { captureLogs, type CapturedLogs } from './logs.js';

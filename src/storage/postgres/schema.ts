@@ -232,7 +232,7 @@ export const lifetimeRollups = pgTable('rollups_lifetime', {
  * node: a response created through one node is retrieved, cancelled or
  * deleted through any other. Shipped from each node's own `responses` table
  * with the ledger (src/ledger/shipper.ts); polling a background job stays
- * with the node that holds its ledger row (src/responses/store.ts).
+ * with the node that holds its ledger row (src/storage/responses.ts).
  */
 export const responses = pgTable('responses', {
   id: text('id').primaryKey(),
@@ -259,7 +259,7 @@ export const ledgerRetention = pgTable('ledger_retention', {
   prunedBefore: big('pruned_before').notNull().default(0),
 });
 
-/** Alerts claimed by any node (src/alerts/claims.ts): a unique row, so each alert is sent once. */
+/** Alerts claimed by any node (src/storage/alert-claims.ts): a unique row, so each alert is sent once. */
 export const alertClaims = pgTable(
   'alert_claims',
   {
@@ -271,7 +271,7 @@ export const alertClaims = pgTable(
 );
 
 /**
- * Read-only dashboard tokens of one tenant (src/dashboard/pg-tenant-tokens.ts),
+ * Read-only dashboard tokens of one tenant (src/storage/postgres/tenant-tokens.ts),
  * as in schema.ts: only the SHA-256 of the token and its visible prefix are
  * kept. Shared, so a token issued anywhere logs in on every node and a
  * revocation ends its sessions on every node.
@@ -297,7 +297,7 @@ export const dashboardTokens = pgTable(
 );
 
 /**
- * Results of `tollgate reconcile` (src/reconcile/pg-store.ts), as in
+ * Results of `tollgate reconcile` (src/storage/postgres/reconciliations.ts), as in
  * schema.ts: the report as JSON, the newest shown on every node's dashboard.
  */
 export const reconciliations = pgTable(

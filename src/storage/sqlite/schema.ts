@@ -399,7 +399,7 @@ export const alertOutbox = sqliteTable(
 );
 
 /**
- * Read-only dashboard tokens of one tenant (src/dashboard/tenant-tokens.ts).
+ * Read-only dashboard tokens of one tenant (src/storage/tenant-tokens.ts).
  * Like keys, only the SHA-256 of the token and its visible prefix are kept.
  */
 export const dashboardTokens = sqliteTable(

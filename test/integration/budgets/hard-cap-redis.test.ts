@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { copyFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { BUDGET_MICRO_USD, ledgerTotals, runBudgetMix, upstreamBill } from '../../support/budget-run.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';

@@ -8,7 +8,7 @@ import { copyFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { spawnServe, type TollgateProcess } from '../../support/process.js';
 import { startRedis, type RedisHandle } from '../../support/redis.js';

@@ -7,7 +7,7 @@ import { spawnTollgate } from '../../support/process.js';
 import { waitFor } from '../../support/wait.js';
 import { cli } from '../../support/cli.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { findFreePort } from '../../support/redis.js';
 

@@ -7,7 +7,7 @@ import { tempDatabasePath } from '../../support/db.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIGRATIONS_FOLDER, openDatabase } from '../../../src/storage/sqlite/open.js';
-import { hashKey } from '../../../src/keys/key-format.js';
+import { hashKey } from '../../../src/storage/key-format.js';
 
 let db: string;
 beforeEach(() => {

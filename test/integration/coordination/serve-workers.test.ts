@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Pool } from 'undici';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { parseLimit } from '../../../src/domain/policy.js';
 import { builtinPriceTable, costMicroUsd, resolvePrice } from '../../../src/estimate/index.js';
 import { ledgerTotals } from '../../support/budget-run.js';

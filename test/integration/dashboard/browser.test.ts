@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import type { SpendReport } from '../../../src/reports/spend.js';
 import { count, usdTotal } from '../../../src/dashboard/format.js';

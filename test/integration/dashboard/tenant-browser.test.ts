@@ -14,7 +14,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import type { SpendReport } from '../../../src/reports/spend.js';
 import { usdTotal } from '../../../src/dashboard/format.js';

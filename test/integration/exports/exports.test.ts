@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
-import { KeyStore, type KeyView } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
+import type { KeyView } from '../../../src/domain/keys.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { usdToMicros } from '../../../src/domain/money.js';
 import type { SpendReport } from '../../../src/reports/spend.js';

@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Pool } from 'undici';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { spawnServe, spawnTollgate, type TollgateProcess } from '../../support/process.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/index.js';
-import { pgAdminOps } from '../../../src/admin/pg-ops.js';
+import { openKeyStore } from '../../../src/storage/keys.js';
 import { startServer, type RunningServer } from '../../../src/main.js';
 import { cli } from '../../support/cli.js';
 import { tempDatabasePath } from '../../support/db.js';
@@ -49,7 +49,7 @@ beforeAll(async () => {
     TOLLGATE_LOG_LEVEL: 'debug',
   });
   // A replica's keys live in PostgreSQL.
-  tenantKey = (await pgAdminOps(postgres.pool).createKey({ name: 'logs', policy: { limits: [] } })).key;
+  tenantKey = (await openKeyStore({ kind: 'postgres', pool: postgres.pool }).createKey({ name: 'logs', policy: { limits: [] } })).key;
   logs = captureLogs('debug');
   server = await startServer(config, { logger: logs.logger });
 });

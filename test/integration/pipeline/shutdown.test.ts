@@ -8,7 +8,7 @@ import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstrea
 import { spawnServe } from '../../support/process.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { waitFor } from '../../support/wait.js';
 
 /** A database file with one key, for a spawned server. */

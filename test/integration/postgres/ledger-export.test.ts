@@ -16,8 +16,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/index.js';
 import { openPg } from '../../../src/storage/postgres/open.js';
-import { PgKeyStore } from '../../../src/keys/pg-store.js';
-import { KeySync } from '../../../src/keys/pg-sync.js';
+import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
+import { KeySync } from '../../../src/storage/postgres/key-sync.js';
 import { LedgerShipper } from '../../../src/ledger/shipper.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { Metrics } from '../../../src/metrics.js';

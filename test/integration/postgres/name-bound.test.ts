@@ -5,8 +5,8 @@
  * each stayed within the bound still make at most the bound plus `(other)`.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { PgKeyStore } from '../../../src/keys/pg-store.js';
-import { KeySync } from '../../../src/keys/pg-sync.js';
+import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
+import { KeySync } from '../../../src/storage/postgres/key-sync.js';
 import { LedgerShipper } from '../../../src/ledger/shipper.js';
 import { LedgerWriter, type PendingEntry } from '../../../src/ledger/writer.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';

@@ -13,8 +13,8 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/index.js';
-import { PgKeyStore } from '../../../src/keys/pg-store.js';
-import { KeySync } from '../../../src/keys/pg-sync.js';
+import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
+import { KeySync } from '../../../src/storage/postgres/key-sync.js';
 import { LedgerShipper } from '../../../src/ledger/shipper.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { Metrics } from '../../../src/metrics.js';
@@ -142,7 +142,7 @@ describe('tollgate reconcile on two whole nodes', () => {
       },
     });
     files = [openTempDatabase(), openTempDatabase()];
-    // Where the CLI stores its result (src/reconcile/store.ts): neither node's file.
+    // Where the CLI stores its result (src/storage/reconciliations.ts): neither node's file.
     results = openTempDatabase();
     nodes = files.map((file) =>
       buildTollgate(

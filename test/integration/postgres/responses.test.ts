@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { NotFoundError } from 'openai';
 import type { Response } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PgKeyStore } from '../../../src/keys/pg-store.js';
+import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';

@@ -4,8 +4,8 @@
  * and shipping anything twice changes nothing.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { PgKeyStore } from '../../../src/keys/pg-store.js';
-import { KeySync } from '../../../src/keys/pg-sync.js';
+import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
+import { KeySync } from '../../../src/storage/postgres/key-sync.js';
 import { pruneLedger, retentionHorizon } from '../../../src/ledger/retention.js';
 import { disableOutbox, enableOutbox, LedgerShipper, shipRows } from '../../../src/ledger/shipper.js';
 import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';

@@ -16,7 +16,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/index.js';
 import type { OverviewView } from '../../../src/dashboard/index.js';
-import { PgKeyStore } from '../../../src/keys/pg-store.js';
+import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { Metrics } from '../../../src/metrics.js';
 import type { ReconcileResult } from '../../../src/reconcile/run.js';
 import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';

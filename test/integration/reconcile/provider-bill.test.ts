@@ -14,7 +14,7 @@ import { createUpstream } from '../../../src/upstreams/pool.js';
 import { loadConfig } from '../../../src/config/index.js';
 import { openAIUsageProvider } from '../../../src/reconcile/openai.js';
 import { runReconcile, type ReconcileResult } from '../../../src/reconcile/run.js';
-import { sqliteReconciliations } from '../../../src/reconcile/store.js';
+import { sqliteReconciliations } from '../../../src/storage/sqlite/reconciliations.js';
 import { ProviderReportError } from '../../../src/reconcile/provider.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';

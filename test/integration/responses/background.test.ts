@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI, { RateLimitError } from 'openai';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { costMicroUsd, estimateRequestSync, resolvePrice } from '../../../src/estimate/index.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { spawnServe } from '../../support/process.js';
 import { tempDatabasePath } from '../../support/db.js';

@@ -5,7 +5,7 @@
  * its own keys.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { sqliteDashboardTokens } from '../../../src/dashboard/tenant-tokens.js';
+import { sqliteDashboardTokens } from '../../../src/storage/sqlite/tenant-tokens.js';
 import { querySpend } from '../../../src/reports/spend.js';
 import { ADMIN_TOKEN, buildDashboardApp, recordRejection, type DashboardTestApp } from '../../support/dashboard.js';
 

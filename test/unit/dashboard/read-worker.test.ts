@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ReadWorker, WorkerDashboardReads, workerSpend } from '../../../src/dashboard/read-worker.js';
 import { SqliteDashboardReads } from '../../../src/dashboard/reads.js';
 import { TollgateError } from '../../../src/domain/errors.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { querySpend, SPEND_GROUPINGS } from '../../../src/reports/spend.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';

@@ -7,7 +7,8 @@
  * and its cookie opens nothing of the operator's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sqliteDashboardTokens, type DashboardTokenStore } from '../../../src/dashboard/tenant-tokens.js';
+import { sqliteDashboardTokens } from '../../../src/storage/sqlite/tenant-tokens.js';
+import type { DashboardTokenStore } from '../../../src/storage/tenant-tokens.js';
 import { parseCsv } from '../../support/csv.js';
 import { buildDashboardApp, recordRequest, type DashboardTestApp } from '../../support/dashboard.js';
 

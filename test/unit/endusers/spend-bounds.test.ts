@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpendTracker, type AttributedScope } from '../../../src/budgets/spend-tracker.js';
 import { checkBudgets, type BudgetCheck } from '../../../src/budgets/check.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { LedgerWriter, type PendingEntry } from '../../../src/ledger/writer.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 

@@ -10,7 +10,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMetricsApp } from '../../../src/app.js';
 import type { AppEnv } from '../../../src/app-env.js';
-import { sqliteDashboardTokens } from '../../../src/dashboard/tenant-tokens.js';
+import { sqliteDashboardTokens } from '../../../src/storage/sqlite/tenant-tokens.js';
 import { Metrics } from '../../../src/metrics.js';
 import { createUpstream } from '../../../src/upstreams/pool.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';

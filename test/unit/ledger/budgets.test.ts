@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { calendarDay, dayStartMs, periodEnd, periodId, periodStart, setTimeZone } from '../../../src/domain/calendar.js';
 import { checkBudgets, type BudgetCheck } from '../../../src/budgets/check.js';
 import { formatMicrosFixed } from '../../../src/domain/money.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 

@@ -6,7 +6,7 @@
  */
 import { afterEach, expect, it } from 'vitest';
 import { LedgerWriter, type Completion, type PendingEntry, type Rejection } from '../../../src/ledger/writer.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import Database from 'better-sqlite3';
 import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
 import { calendarDay } from '../../../src/domain/calendar.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { expectLongerRollupsEqualRows } from './rollup-checks.js';
 import { waitFor } from '../../support/wait.js';

@@ -6,9 +6,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TollgateError } from '../../../src/domain/errors.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { checkReferences } from '../../../src/pipeline/ownership.js';
-import { ResponseStore } from '../../../src/responses/store.js';
+import { ResponseStore } from '../../../src/storage/sqlite/responses.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
 let db: TempDatabase;

@@ -1,6 +1,6 @@
 /**
  * Keys and tenants of a replica: PostgreSQL holds them, and each node keeps a
- * copy in its own SQLite file, which its key cache (cache.ts) reads exactly
+ * copy in its own SQLite file, which its key cache (src/keys/cache.ts) reads exactly
  * as on a single host. So the request path never waits on the network, a
  * node serves on from its copy while PostgreSQL is unreachable (even across
  * a restart), and the local ledger's rows keep their key.
@@ -9,11 +9,11 @@
  * and, should a notification be lost or the listening connection be down, by
  * polling PostgreSQL's `max(version)`. Each pull copies the rows whose
  * version is above the last one copied (PostgreSQL's versions commit in
- * order: pg-store.ts), in one local transaction.
+ * order: src/storage/postgres/keys.ts), in one local transaction.
  */
 import pg from 'pg';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { pgClientConfig, type PgPool } from '../storage/postgres/open.js';
+import type { TollgateDatabase } from '../sqlite/open.js';
+import { pgClientConfig, type PgPool } from './open.js';
 
 export interface KeySyncOptions {
   /** For the LISTEN connection (the pool's connections come and go). */
@@ -74,7 +74,7 @@ function applyRows(database: TollgateDatabase, table: 'tenants' | 'api_keys', co
       ? sqlite.prepare(`UPDATE api_keys SET name = 'sync:' || id, key_hash = 'sync:' || id WHERE id = ?`)
       : sqlite.prepare(`UPDATE tenants SET name = 'sync:' || id WHERE id = ?`);
   for (const row of rows) free.run(row.id);
-  // Local versions continue the file's own sequence, which the key cache polls (cache.ts).
+  // Local versions continue the file's own sequence, which the key cache polls (src/keys/cache.ts).
   const next = sqlite.prepare(`SELECT coalesce(max(version), 0) + 1 AS v FROM ${table}`);
   const upsert = sqlite.prepare(
     `INSERT INTO ${table} (${columns.join(', ')}, version) VALUES (${columns.map(() => '?').join(', ')}, ?)

@@ -1,18 +1,18 @@
 /**
  * Reconciliation results in PostgreSQL (replicas, TOLLGATE_DATABASE_URL):
- * the same store as SQLite's (store.ts), so the result of a run from any
+ * the same store as SQLite's (src/storage/sqlite/reconciliations.ts), so the result of a run from any
  * host is the one every node's dashboard shows.
  */
-import type { PgPool } from '../storage/postgres/open.js';
-import { pgUnavailable, type TollgateError } from '../domain/errors.js';
-import { KEEP, reconciliationColumns, storedReconciliation, type ReconciliationStore } from './store.js';
+import type { PgPool } from './open.js';
+import { pgUnavailable, type TollgateError } from '../../domain/errors.js';
+import { KEEP, reconciliationColumns, storedReconciliation, type ReconciliationStore, type ReconciliationSummary } from '../reconciliations.js';
 
 function unavailable(error: unknown): TollgateError {
   return pgUnavailable('Reconciliation results are kept in', error);
 }
 
 /** Results in PostgreSQL. */
-export function pgReconciliations(pool: PgPool): ReconciliationStore {
+export function pgReconciliations<R extends ReconciliationSummary>(pool: PgPool): ReconciliationStore<R> {
   return {
     save: async (report) => {
       try {
@@ -42,7 +42,7 @@ export function pgReconciliations(pool: PgPool): ReconciliationStore {
         const result = await pool.query<{ id: number; createdAt: number; report: string }>(
           'SELECT id, created_at AS "createdAt", report FROM reconciliations ORDER BY id DESC LIMIT 1',
         );
-        return result.rows[0] === undefined ? undefined : storedReconciliation(result.rows[0]);
+        return result.rows[0] === undefined ? undefined : storedReconciliation<R>(result.rows[0]);
       } catch (error) {
         throw unavailable(error);
       }

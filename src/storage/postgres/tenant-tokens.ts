@@ -1,6 +1,6 @@
 /**
  * Dashboard tokens in PostgreSQL (replicas, TOLLGATE_DATABASE_URL): the same
- * store as the SQLite one (tenant-tokens.ts), so a token issued by the CLI or
+ * store as the SQLite one (src/storage/sqlite/tenant-tokens.ts), so a token issued by the CLI or
  * by any node's admin API logs in on every node, and a revocation ends its
  * sessions on every node at their next request. Nothing is cached: a session
  * reads its token once per dashboard request, by primary key, which is cheap
@@ -9,19 +9,10 @@
  * PostgreSQL unreachable: 503 `ledger_unavailable`, never the node's own file,
  * whose tokens would be stale (a revoked token that still works there).
  */
-import type { PgPool } from '../storage/postgres/open.js';
-import { pgUnavailable } from '../domain/errors.js';
-import {
-  activeViewerOf,
-  hashDashboardToken,
-  issuedView,
-  newTokenRecord,
-  noSuchTenant,
-  onlyToken,
-  tokenView,
-  type DashboardTokenRow,
-  type DashboardTokenStore,
-} from './tenant-tokens.js';
+import type { PgPool } from './open.js';
+import { pgUnavailable } from '../../domain/errors.js';
+import type { DashboardTokenStore } from '../tenant-tokens.js';
+import { activeViewerOf, hashDashboardToken, issuedView, newTokenRecord, noSuchTenant, onlyToken, tokenView, type DashboardTokenRow } from '../token-rules.js';
 
 const SELECT = `SELECT d.id, d.tenant_id AS "tenantId", t.name AS tenant, d.prefix, d.label, d.created_at AS "createdAt",
   d.expires_at AS "expiresAt", d.revoked_at AS "revokedAt" FROM dashboard_tokens d JOIN tenants t ON t.id = d.tenant_id`;

@@ -1,5 +1,6 @@
 /**
- * Which key created which stored response, and which background jobs still
+ * The node's stored responses (the ResponseStore of src/storage/responses.ts):
+ * which key created which stored response, and which background jobs still
  * wait for their usage (the `responses` table, src/storage/sqlite/schema.ts).
  *
  * New responses are written in one transaction per event-loop turn (a
@@ -23,7 +24,7 @@
  * On a replica (TOLLGATE_DATABASE_URL) ownership is shared: each node's rows
  * (and deletions) are shipped to PostgreSQL's `responses` with its ledger
  * (src/ledger/shipper.ts), and an id this node does not hold is looked up
- * there and kept locally from then on, so a response created through one
+ * there (src/storage/postgres/responses.ts) and kept locally from then on, so a response created through one
  * node is retrieved, cancelled, deleted or continued through any other (and
  * so are its items). A background job
  * is still polled and settled by the node that created it (its ledger row and
@@ -31,44 +32,8 @@
  * upstream at once, and the creating node's next poll settles the job.
  */
 import type Database from 'better-sqlite3';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import type { PgPool } from '../storage/postgres/open.js';
-import { TollgateError } from '../domain/errors.js';
-
-/** A background job nobody polls, with what its ledger row says about it. */
-export interface UnclaimedJob {
-  readonly responseId: string;
-  readonly requestId: string;
-  readonly keyId: string;
-  readonly createdAt: number;
-  readonly model: string;
-  readonly estPromptTokens: number;
-  readonly estCompletionTokens: number;
-  readonly estCostMicros: number;
-  readonly upstreamRequestId: string | null;
-  /** The ledger row is still pending (false: settled elsewhere, only the flag is left). */
-  readonly pending: boolean;
-}
-
-interface NewResponse {
-  readonly id: string;
-  readonly keyId: string;
-  readonly requestId: string;
-  readonly createdAt: number;
-  readonly background: boolean;
-  readonly claimedUntil: number;
-  /** An item of this response (its rows inherit the response's key, request and time). */
-  readonly itemOf?: string | undefined;
-  /** Input plus output tokens its settled usage reported, once known. */
-  billedTokens?: number | undefined;
-}
-
-/** A stored response as a request that continues it needs it: whose it is, and what it bills again. */
-export interface StoredResponse {
-  readonly keyId: string;
-  /** Its input plus output tokens as settled, or undefined while unknown. */
-  readonly billedTokens: number | undefined;
-}
+import type { TollgateDatabase } from './open.js';
+import type { NewResponse, SharedResponseRow, SharedResponses, StoredResponse, UnclaimedJob } from '../responses.js';
 
 interface ResponseRow {
   readonly key_id: string;
@@ -86,10 +51,10 @@ export class ResponseStore {
   /** Usage learned for responses already committed, not written yet. */
   private readonly billed = new Map<string, number>();
   private scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
-  /** PostgreSQL's shared table, on a replica. */
-  private readonly shared: PgPool | undefined;
+  /** What the other nodes stored, on a replica (PostgreSQL's `responses`). */
+  private readonly shared: SharedResponses | undefined;
 
-  constructor(database: TollgateDatabase, options: { onError?: (error: unknown) => void; shared?: PgPool | undefined } = {}) {
+  constructor(database: TollgateDatabase, options: { onError?: (error: unknown) => void; shared?: SharedResponses | undefined } = {}) {
     this.sqlite = database.sqlite;
     this.statements = this.prepare(database.sqlite);
     this.onError = options.onError ?? (() => undefined);
@@ -205,27 +170,23 @@ export class ResponseStore {
   async findResponse(id: string): Promise<StoredResponse | undefined> {
     const local = this.localResponse(id);
     if (this.shared === undefined || (local !== undefined && local.billedTokens !== undefined)) return local;
-    let rows;
+    let row: SharedResponseRow | undefined;
     try {
-      rows = await this.sharedRows(
-        'SELECT id, key_id, request_id, created_at, billed_tokens FROM responses WHERE id = $1 AND deleted_at IS NULL AND item_of IS NULL',
-        [id],
-      );
+      row = await this.shared.response(id);
     } catch (error) {
       // Held here: its owner is known, only its size is not (reserved at the bound).
       if (local !== undefined) return local;
       throw error;
     }
-    const row = rows[0];
     if (row === undefined) return local;
-    const billedTokens = row.billed_tokens === null ? undefined : Number(row.billed_tokens);
+    const billedTokens = row.billedTokens;
     if (local === undefined) {
       // Kept here (owner only: the creating node polls it), so a delete through this node reaches every node.
-      this.remember({ id, keyId: row.key_id, requestId: row.request_id, createdAt: Number(row.created_at), background: false, claimedUntil: 0, billedTokens });
+      this.remember({ id, keyId: row.keyId, requestId: row.requestId, createdAt: row.createdAt, background: false, claimedUntil: 0, billedTokens });
     } else if (billedTokens !== undefined) {
       this.noteBilled(id, billedTokens);
     }
-    return { keyId: row.key_id, billedTokens };
+    return { keyId: row.keyId, billedTokens };
   }
 
   /**
@@ -247,33 +208,21 @@ export class ResponseStore {
     }
     if (missing.length === 0) return undefined;
     if (this.shared === undefined) return missing[0];
-    const rows = await this.sharedRows(
-      'SELECT id, key_id, request_id, created_at, item_of FROM responses WHERE id = ANY($1) AND deleted_at IS NULL AND item_of IS NOT NULL',
-      [missing],
-    );
-    const found = new Map(rows.map((row) => [row.id, row]));
+    const found = new Map((await this.shared.items(missing)).map((row) => [row.id, row]));
     for (const id of missing) {
       const row = found.get(id);
-      if (row === undefined || row.key_id !== keyId) return id;
+      if (row === undefined || row.keyId !== keyId) return id;
       this.remember({
         id,
-        keyId: row.key_id,
-        requestId: row.request_id,
-        createdAt: Number(row.created_at),
+        keyId: row.keyId,
+        requestId: row.requestId,
+        createdAt: row.createdAt,
         background: false,
         claimedUntil: 0,
-        itemOf: row.item_of ?? undefined,
+        itemOf: row.itemOf,
       });
     }
     return undefined;
-  }
-
-  private async sharedRows(text: string, values: unknown[]): Promise<Array<ResponseRow & { id: string; item_of?: string | null }>> {
-    try {
-      return (await this.shared!.query<ResponseRow & { id: string; item_of?: string | null }>(text, values)).rows;
-    } catch (error) {
-      throw new TollgateError('ledger_unavailable', 'Tollgate could not look this response up in its shared database; retry shortly.', { cause: error });
-    }
   }
 
   /**

@@ -1,47 +1,25 @@
 /**
  * Keys and tenants in SQLite: the operations behind the CLI and the admin
- * API, and the lookups behind the proxy's key cache.
+ * API (as the KeyStore of src/storage/keys.ts: `async()`), and the lookups
+ * behind the proxy's key cache (src/keys/cache.ts), which always read the
+ * node's own file.
  *
  * A key or tenant is named by its id, its name, or (keys) its visible prefix.
  * Every change bumps the row's `version` (one more than the table's maximum,
  * inside the writing transaction), so a proxy polling `max(version)` sees it.
  */
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
-import { TollgateError } from '../domain/errors.js';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { apiKeys, tenants, type ApiKeyRow, type TenantRow } from '../storage/sqlite/schema.js';
-import { PolicyError, validatePolicy, type Budget, type EndUserPolicy, type LimitSpec, type Policy, type TagBudget } from '../domain/policy.js';
-import { generateKey, hashKey, newId, visiblePrefix } from './key-format.js';
-import { readStoredPolicy } from '../domain/policy-json.js';
+import { TollgateError } from '../../domain/errors.js';
+import type { TollgateDatabase } from './open.js';
+import { apiKeys, tenants, type ApiKeyRow, type TenantRow } from './schema.js';
+import type { Policy } from '../../domain/policy.js';
+import { generateKey, hashKey, newId, visiblePrefix } from '../key-format.js';
+import { readStoredPolicy } from '../../domain/policy-json.js';
+import { checkName, checkPolicy, mergePolicy, storedPolicy, tenantPolicy } from '../key-rules.js';
+import type { KeyListOptions, KeyLookups, KeyStore } from '../keys.js';
+import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../../domain/keys.js';
 
-export type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
-import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
-
-const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,99}$/;
-
-export function checkName(name: string, what: 'key' | 'tenant'): string {
-  const trimmed = name.trim();
-  if (!NAME_PATTERN.test(trimmed)) {
-    throw new TollgateError(
-      'invalid_request',
-      `${what} name "${name}" must be 1–100 characters: letters, digits, "_", ".", "@", ":", "-" (starting with a letter or digit)`,
-      { param: 'name' },
-    );
-  }
-  return trimmed;
-}
-
-export function checkPolicy(policy: Policy): Policy {
-  try {
-    validatePolicy(policy);
-  } catch (error) {
-    if (error instanceof PolicyError) throw new TollgateError('invalid_policy', error.message);
-    throw error;
-  }
-  return policy;
-}
-
-export class KeyStore {
+export class SqliteKeyStore implements KeyLookups {
   private readonly database: TollgateDatabase;
   private readonly now: () => number;
 
@@ -73,6 +51,22 @@ export class KeyStore {
       .from(tenants)
       .get();
     return (row?.v ?? 0) + 1;
+  }
+
+  /** The same operations as the KeyStore the CLI and the admin API use (src/storage/keys.ts). */
+  async(): KeyStore {
+    return {
+      createKey: async (input) => this.createKey(input),
+      listKeys: async (options) => this.listKeys(options),
+      getKey: async (ref) => this.getKey(ref),
+      updateKey: async (ref, patch) => this.updateKey(ref, patch),
+      revokeKey: async (ref) => this.revokeKey(ref),
+      rotateKey: async (ref) => this.rotateKey(ref),
+      createTenant: async (name, policy = {}) => this.createTenant(name, tenantPolicy(policy)),
+      listTenants: async () => this.listTenants(),
+      getTenant: async (ref) => this.getTenant(ref),
+      updateTenant: async (ref, patch) => this.updateTenant(ref, patch),
+    };
   }
 
   // ---- tenants -------------------------------------------------------------
@@ -120,7 +114,7 @@ export class KeyStore {
   updateTenant(ref: string, patch: TenantPatch): TenantView {
     return this.write(() => {
       const row = this.requireTenantRow(ref);
-      const current = this.policyOf(row.policy, `tenant ${row.name}`);
+      const current = storedPolicy(row.policy, `tenant ${row.name}`);
       const policy = checkPolicy(mergePolicy(current, patch));
       const name = patch.name === undefined ? row.name : checkName(patch.name, 'tenant');
       if (name !== row.name && this.findTenantRow(name) !== undefined) {
@@ -155,7 +149,7 @@ export class KeyStore {
     return {
       id: row.id,
       name: row.name,
-      policy: this.policyOf(row.policy, `tenant ${row.name}`),
+      policy: storedPolicy(row.policy, `tenant ${row.name}`),
       createdAt: row.createdAt,
       updatedAt: row.updatedAt,
       keys: count?.n ?? 0,
@@ -192,7 +186,7 @@ export class KeyStore {
     });
   }
 
-  listKeys(options: { tenant?: string | undefined; includeRevoked?: boolean } = {}): KeyView[] {
+  listKeys(options: KeyListOptions = {}): KeyView[] {
     const tenantId = options.tenant === undefined ? undefined : this.requireTenantRow(options.tenant).id;
     const rows = this.db
       .select()
@@ -211,7 +205,7 @@ export class KeyStore {
     return this.write(() => {
       const row = this.requireKeyRow(ref);
       if (row.revokedAt !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked and cannot be changed`);
-      const policy = checkPolicy(mergePolicy(this.policyOf(row.policy, `key ${row.name}`), patch));
+      const policy = checkPolicy(mergePolicy(storedPolicy(row.policy, `key ${row.name}`), patch));
       const name = patch.name === undefined ? row.name : checkName(patch.name, 'key');
       if (name !== row.name && this.liveKeyNamed(name) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
       let tenantId = row.tenantId;
@@ -304,15 +298,9 @@ export class KeyStore {
       revokedAt: row.revokedAt,
       expiresAt: row.expiresAt,
       rotatedAt: row.rotatedAt,
-      policy: this.policyOf(row.policy, `key ${row.name}`),
+      policy: storedPolicy(row.policy, `key ${row.name}`),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
     };
-  }
-
-  private policyOf(text: string, owner: string): Policy {
-    const policy = readStoredPolicy(text);
-    if (policy instanceof PolicyError) throw new TollgateError('key_misconfigured', `${owner} has an invalid stored policy: ${policy.message}`);
-    return policy;
   }
 
   // ---- the proxy's lookups -------------------------------------------------
@@ -365,38 +353,5 @@ function toAuthKey(row: ApiKeyRow): AuthKey {
     expiresAt: row.expiresAt,
     policy: readStoredPolicy(row.policy),
     version: row.version,
-  };
-}
-
-export function mergePolicy(
-  current: Policy,
-  patch: {
-    limits?: readonly LimitSpec[] | undefined;
-    budget?: Budget | null | undefined;
-    budgets?: readonly Budget[] | null | undefined;
-    models?: readonly string[] | null | undefined;
-    maxInFlight?: number | null | undefined;
-    endUser?: EndUserPolicy | null | undefined;
-    tagBudgets?: readonly TagBudget[] | null | undefined;
-    downgrade?: Policy['downgrade'] | null | undefined;
-  },
-): Policy {
-  const endUser = patch.endUser === undefined ? current.endUser : (patch.endUser ?? undefined);
-  const tagBudgets = patch.tagBudgets === undefined ? current.tagBudgets : (patch.tagBudgets ?? undefined);
-  const limits = patch.limits ?? current.limits;
-  const budget = patch.budget === undefined ? current.budget : (patch.budget ?? undefined);
-  const budgets = patch.budgets === undefined ? current.budgets : (patch.budgets ?? undefined);
-  const models = patch.models === undefined ? current.models : (patch.models ?? undefined);
-  const maxInFlight = patch.maxInFlight === undefined ? current.maxInFlight : (patch.maxInFlight ?? undefined);
-  const downgrade = patch.downgrade === undefined ? current.downgrade : (patch.downgrade ?? undefined);
-  return {
-    limits,
-    ...(budget ? { budget } : {}),
-    ...(budgets && budgets.length > 0 ? { budgets } : {}),
-    ...(models ? { models } : {}),
-    ...(maxInFlight === undefined ? {} : { maxInFlight }),
-    ...(endUser === undefined || (endUser.limits.length === 0 && (endUser.budgets ?? []).length === 0) ? {} : { endUser }),
-    ...(tagBudgets && tagBudgets.length > 0 ? { tagBudgets } : {}),
-    ...(downgrade === undefined ? {} : { downgrade }),
   };
 }

@@ -1,13 +1,14 @@
 /**
  * A node's copy of keys and tenants follows PostgreSQL whatever happened
  * between two pulls — names handed from one key to another, a rotation, a
- * tenant renamed — and its key cache answers as PostgreSQL would.
+ * tenant renamed — and its key cache answers as PostgreSQL would
+ * (src/storage/postgres/key-sync.ts: PostgreSQL only by nature).
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { KeyCache } from '../../../src/keys/cache.js';
-import { PgKeyStore } from '../../../src/keys/pg-store.js';
-import { KeySync } from '../../../src/keys/pg-sync.js';
-import { KeyStore } from '../../../src/keys/store.js';
+import { PostgresKeyStore } from '../../../src/storage/postgres/keys.js';
+import { KeySync } from '../../../src/storage/postgres/key-sync.js';
+import { SqliteKeyStore } from '../../../src/storage/sqlite/keys.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 
@@ -24,12 +25,12 @@ afterEach(async () => {
 });
 
 it('applies a batch of changes that passes names between keys and tenants, in one pull', async () => {
-  const store = new PgKeyStore(pg.pool);
+  const store = new PostgresKeyStore(pg.pool);
   const sync = new KeySync(pg.pool, local.database, { url: pg.url });
   const a = await store.createKey({ name: 'x', tenant: 'team-a', policy: { limits: [] } });
   await store.createTenant('team-b');
   expect(await sync.pull()).toBe(3);
-  const cache = new KeyCache(new KeyStore(local.database));
+  const cache = new KeyCache(new SqliteKeyStore(local.database));
   expect(cache.lookup(a.key)?.name).toBe('x');
 
   // Between two pulls: x becomes y, a new key takes x, the tenants swap names, y is rotated.
@@ -42,7 +43,7 @@ it('applies a batch of changes that passes names between keys and tenants, in on
   expect(await sync.pull()).toBeGreaterThanOrEqual(4);
   cache.refresh();
 
-  const localStore = new KeyStore(local.database);
+  const localStore = new SqliteKeyStore(local.database);
   const pick = (k: { id: string; name: string; tenant: string | null; prefix: string; status: string }) => ({
     id: k.id,
     name: k.name,

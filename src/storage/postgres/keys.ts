@@ -1,6 +1,8 @@
 /**
- * Keys and tenants in PostgreSQL: the same operations, checks and answers as
- * the SQLite store (store.ts), for the CLI and the admin API of replicas.
+ * Keys and tenants in PostgreSQL: the KeyStore of src/storage/keys.ts for the
+ * CLI and the admin API of replicas, with the same checks and answers as the
+ * SQLite store (src/storage/sqlite/keys.ts). A PostgreSQL that does not
+ * answer is a 503 `ledger_unavailable`, not a raw driver error and a 500.
  *
  * Every write takes one transaction-scoped advisory lock before it reads
  * `max(version)`: writes are rare, and serializing them is what makes
@@ -8,13 +10,13 @@
  * have" never skips a change committed late with a smaller number.
  */
 import type pg from 'pg';
-import { TollgateError } from '../domain/errors.js';
-import type { PgPool } from '../storage/postgres/open.js';
-import { PolicyError, type Policy } from '../domain/policy.js';
-import { generateKey, hashKey, newId, visiblePrefix } from './key-format.js';
-import { readStoredPolicy } from '../domain/policy-json.js';
-import { checkName, checkPolicy, mergePolicy } from './store.js';
-import type { IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
+import { pgUnavailable, TollgateError } from '../../domain/errors.js';
+import { isPgUnreachable, type PgPool } from './open.js';
+import { generateKey, hashKey, newId, visiblePrefix } from '../key-format.js';
+import { checkName, checkPolicy, mergePolicy, storedPolicy, tenantPolicy } from '../key-rules.js';
+import type { Policy } from '../../domain/policy.js';
+import type { KeyListOptions, KeyStore, NewTenantPolicy } from '../keys.js';
+import type { IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../../domain/keys.js';
 
 /** "tollgate-keys" as a lock id (distinct from the migration lock in src/storage/postgres/open.ts). */
 const KEYS_LOCK = '7813575385137752000';
@@ -46,7 +48,7 @@ interface KeyRecord {
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
-export class PgKeyStore {
+export class PostgresKeyStore implements KeyStore {
   private readonly pool: PgPool;
   private readonly now: () => number;
 
@@ -56,6 +58,20 @@ export class PgKeyStore {
   }
 
   private async write<T>(fn: (client: Queryable) => Promise<T>): Promise<T> {
+    return this.answered(async () => this.transaction(fn));
+  }
+
+  /** `fn`'s answer, or "PostgreSQL did not answer" as a 503 (the driver's error stays the cause, for the log). */
+  private async answered<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (!isPgUnreachable(error)) throw error;
+      throw pgUnavailable('Keys and tenants live in', error);
+    }
+  }
+
+  private async transaction<T>(fn: (client: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
@@ -78,8 +94,8 @@ export class PgKeyStore {
 
   // ---- tenants -------------------------------------------------------------
 
-  async createTenant(name: string, policy: Policy = { limits: [] }): Promise<TenantView> {
-    return this.write((client) => this.createTenantIn(client, name, policy));
+  async createTenant(name: string, policy: NewTenantPolicy = {}): Promise<TenantView> {
+    return this.write((client) => this.createTenantIn(client, name, tenantPolicy(policy)));
   }
 
   private async createTenantIn(client: Queryable, name: string, policy: Policy): Promise<TenantView> {
@@ -109,23 +125,25 @@ export class PgKeyStore {
   private async ensureTenant(client: Queryable, name: string): Promise<TenantRecord> {
     const existing = await this.findTenant(client, name.trim());
     if (existing !== undefined) return existing;
-    const created = await this.createTenantIn(client, name, { limits: [] });
+    const created = await this.createTenantIn(client, name, tenantPolicy({}));
     return (await this.findTenant(client, created.id))!;
   }
 
   async listTenants(): Promise<TenantView[]> {
-    const rows = (await this.pool.query<TenantRecord>('SELECT * FROM tenants ORDER BY name')).rows;
-    return Promise.all(rows.map((row) => this.tenantView(this.pool, row)));
+    return this.answered(async () => {
+      const rows = (await this.pool.query<TenantRecord>('SELECT * FROM tenants ORDER BY name')).rows;
+      return Promise.all(rows.map((row) => this.tenantView(this.pool, row)));
+    });
   }
 
   async getTenant(ref: string): Promise<TenantView> {
-    return this.tenantView(this.pool, await this.requireTenant(this.pool, ref));
+    return this.answered(async () => this.tenantView(this.pool, await this.requireTenant(this.pool, ref)));
   }
 
   async updateTenant(ref: string, patch: TenantPatch): Promise<TenantView> {
     return this.write(async (client) => {
       const row = await this.requireTenant(client, ref);
-      const policy = checkPolicy(mergePolicy(policyOf(row.policy, `tenant ${row.name}`), patch));
+      const policy = checkPolicy(mergePolicy(storedPolicy(row.policy, `tenant ${row.name}`), patch));
       const name = patch.name === undefined ? row.name : checkName(patch.name, 'tenant');
       if (name !== row.name && (await this.findTenant(client, name)) !== undefined) {
         throw new TollgateError('conflict', `a tenant named "${name}" already exists`);
@@ -163,7 +181,7 @@ export class PgKeyStore {
     return {
       id: row.id,
       name: row.name,
-      policy: policyOf(row.policy, `tenant ${row.name}`),
+      policy: storedPolicy(row.policy, `tenant ${row.name}`),
       createdAt: row.created_at,
       updatedAt: row.updated_at,
       keys: count.rows[0]?.n ?? 0,
@@ -204,26 +222,28 @@ export class PgKeyStore {
     });
   }
 
-  async listKeys(options: { tenant?: string | undefined; includeRevoked?: boolean } = {}): Promise<KeyView[]> {
-    const tenantId = options.tenant === undefined ? null : (await this.requireTenant(this.pool, options.tenant)).id;
-    const rows = (
-      await this.pool.query<KeyRecord>(
-        `SELECT * FROM api_keys WHERE ($1::text IS NULL OR tenant_id = $1) AND ($2 OR revoked_at IS NULL) ORDER BY name, created_at`,
-        [tenantId, options.includeRevoked ?? false],
-      )
-    ).rows;
-    return Promise.all(rows.map((row) => this.keyView(this.pool, row)));
+  async listKeys(options: KeyListOptions = {}): Promise<KeyView[]> {
+    return this.answered(async () => {
+      const tenantId = options.tenant === undefined ? null : (await this.requireTenant(this.pool, options.tenant)).id;
+      const rows = (
+        await this.pool.query<KeyRecord>(
+          `SELECT * FROM api_keys WHERE ($1::text IS NULL OR tenant_id = $1) AND ($2 OR revoked_at IS NULL) ORDER BY name, created_at`,
+          [tenantId, options.includeRevoked ?? false],
+        )
+      ).rows;
+      return Promise.all(rows.map((row) => this.keyView(this.pool, row)));
+    });
   }
 
   async getKey(ref: string): Promise<KeyView> {
-    return this.keyView(this.pool, await this.requireKey(this.pool, ref));
+    return this.answered(async () => this.keyView(this.pool, await this.requireKey(this.pool, ref)));
   }
 
   async updateKey(ref: string, patch: KeyPatch): Promise<KeyView> {
     return this.write(async (client) => {
       const row = await this.requireKey(client, ref);
       if (row.revoked_at !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked and cannot be changed`);
-      const policy = checkPolicy(mergePolicy(policyOf(row.policy, `key ${row.name}`), patch));
+      const policy = checkPolicy(mergePolicy(storedPolicy(row.policy, `key ${row.name}`), patch));
       const name = patch.name === undefined ? row.name : checkName(patch.name, 'key');
       if (name !== row.name && (await this.liveKeyNamed(client, name)) !== undefined)
         throw new TollgateError('conflict', `a key named "${name}" already exists`);
@@ -328,7 +348,7 @@ export class PgKeyStore {
       revokedAt: row.revoked_at,
       expiresAt: row.expires_at,
       rotatedAt: row.rotated_at,
-      policy: policyOf(row.policy, `key ${row.name}`),
+      policy: storedPolicy(row.policy, `key ${row.name}`),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
     };
   }
@@ -350,10 +370,4 @@ function keyParams(row: KeyRecord): unknown[] {
     row.metadata,
     row.version,
   ];
-}
-
-function policyOf(text: string, owner: string): Policy {
-  const policy = readStoredPolicy(text);
-  if (policy instanceof PolicyError) throw new TollgateError('key_misconfigured', `${owner} has an invalid stored policy: ${policy.message}`);
-  return policy;
 }

@@ -1,0 +1,83 @@
+/**
+ * Keys and tenants as the operator manages them (the CLI, the admin API):
+ * one interface, kept in the node's SQLite file or, on replicas, in
+ * PostgreSQL (src/storage/sqlite/keys.ts, src/storage/postgres/keys.ts). The
+ * contract suite (test/integration/storage/keys.contract.test.ts) holds both
+ * to the same answers.
+ *
+ * The proxy itself never asks this store on the request path: it reads the
+ * node's own SQLite copy through its key cache (src/keys/cache.ts), which a
+ * replica keeps current from PostgreSQL (src/storage/postgres/key-sync.ts).
+ */
+import type { Backend } from './backend.js';
+import type { PgPool } from './postgres/open.js';
+import type { Policy } from '../domain/policy.js';
+import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
+import { SqliteKeyStore } from './sqlite/keys.js';
+import { PostgresKeyStore } from './postgres/keys.js';
+
+export type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
+
+/** What a tenant is created with: the policy fields a tenant takes (the others are a key's alone). */
+export type NewTenantPolicy = Partial<Pick<Policy, 'limits' | 'budget' | 'budgets' | 'maxInFlight'>>;
+
+export interface KeyListOptions {
+  /** Only this tenant's keys (id or name). */
+  readonly tenant?: string | undefined;
+  /** Revoked keys too. */
+  readonly includeRevoked?: boolean | undefined;
+}
+
+/**
+ * Keys and tenants. A key is named by its id, its visible prefix or its
+ * name; a tenant by its id or name. Errors are TollgateErrors (`not_found`,
+ * `conflict`, `ambiguous_reference`, `invalid_request`, `invalid_policy`);
+ * a PostgreSQL that does not answer is `ledger_unavailable`.
+ */
+export interface KeyStore {
+  /** Issues a key (the secret is returned once, only its hash is kept); a tenant it names is created if new. */
+  createKey(input: NewKey): Promise<IssuedKey>;
+  listKeys(options?: KeyListOptions): Promise<KeyView[]>;
+  getKey(ref: string): Promise<KeyView>;
+  /** Changes what the patch names; `null` clears. A revoked key cannot be changed. */
+  updateKey(ref: string, patch: KeyPatch): Promise<KeyView>;
+  /** Revokes at once (again: no change). */
+  revokeKey(ref: string): Promise<KeyView>;
+  /** A new secret for the same key (id, name, policy, history); the old one stops working. */
+  rotateKey(ref: string): Promise<IssuedKey>;
+  createTenant(name: string, policy?: NewTenantPolicy): Promise<TenantView>;
+  listTenants(): Promise<TenantView[]>;
+  getTenant(ref: string): Promise<TenantView>;
+  updateTenant(ref: string, patch: TenantPatch): Promise<TenantView>;
+}
+
+/**
+ * Where what the nodes share is kept (keys, tenants, dashboard tokens,
+ * reconciliations): a Backend, or PostgreSQL alone — the CLI on a replica
+ * opens no SQLite file.
+ */
+export type SharedBackend = Backend | { readonly kind: 'postgres'; readonly pool: PgPool };
+
+export function openKeyStore(backend: SharedBackend, options: { now?: () => number } = {}): KeyStore {
+  return backend.kind === 'sqlite' ? new SqliteKeyStore(backend.database, options.now).async() : new PostgresKeyStore(backend.pool, options.now);
+}
+
+/**
+ * What the proxy's key cache reads (src/keys/cache.ts): always the node's own
+ * SQLite file, which on a replica holds the copy kept from PostgreSQL, so
+ * the request path never waits on the network. Synchronous on purpose.
+ */
+export interface KeyLookups {
+  /** Highest version of keys and of tenants: a change anywhere moves one of them. */
+  versions(): { keys: number; tenants: number };
+  authKeyById(id: string): AuthKey | undefined;
+  authKeyByHash(hash: string): AuthKey | undefined;
+  /** Keys changed after `version` (rotated ones included, whose old hash must be forgotten). */
+  authKeysChangedSince(version: number): AuthKey[];
+  authTenant(id: string): AuthTenant | undefined;
+  authTenants(sinceVersion?: number): AuthTenant[];
+}
+
+export function openKeyLookups(backend: Backend, options: { now?: () => number } = {}): KeyLookups {
+  return new SqliteKeyStore(backend.database, options.now);
+}

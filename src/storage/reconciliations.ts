@@ -1,0 +1,54 @@
+/**
+ * The stored results of `tollgate reconcile` (table `reconciliations`): the
+ * newest is what the dashboard shows. One interface, two stores: the node's
+ * SQLite file (src/storage/sqlite/reconciliations.ts), or PostgreSQL on
+ * replicas (src/storage/postgres/reconciliations.ts), so every node's
+ * dashboard shows the same newest result. The report itself is
+ * src/reconcile/'s: the store keeps it whole, as JSON, beside the columns
+ * below.
+ */
+import type { SharedBackend } from './keys.js';
+import { sqliteReconciliations } from './sqlite/reconciliations.js';
+import { pgReconciliations } from './postgres/reconciliations.js';
+
+/** What the store reads of a report for its columns. */
+export interface ReconciliationSummary {
+  readonly generatedAt: number;
+  readonly provider: string;
+  readonly since: string;
+  readonly until: string;
+  readonly differences: number;
+  readonly priceFlags: readonly unknown[];
+}
+
+/** A stored result. */
+export interface StoredReconciliation<R extends ReconciliationSummary = ReconciliationSummary> {
+  readonly id: number;
+  readonly createdAt: number;
+  readonly report: R;
+}
+
+/** Where results are kept: the last {@link KEEP}, older ones deleted as new ones arrive. */
+export interface ReconciliationStore<R extends ReconciliationSummary = ReconciliationSummary> {
+  /** Stores a result (dated by its `generatedAt`) and answers its id. */
+  save(report: R): Promise<number>;
+  /** The newest result, if any run was stored. */
+  latest(): Promise<StoredReconciliation<R> | undefined>;
+}
+
+/** How many results are kept. */
+export const KEEP = 50;
+
+/** The columns both stores write, from a report. */
+export function reconciliationColumns(report: ReconciliationSummary): [number, string, string, string, number, number, string] {
+  return [report.generatedAt, report.provider, report.since, report.until, report.differences, report.priceFlags.length, JSON.stringify(report)];
+}
+
+/** A stored row as a result (the report as it was saved). */
+export function storedReconciliation<R extends ReconciliationSummary>(row: { id: number; createdAt: number; report: string }): StoredReconciliation<R> {
+  return { id: row.id, createdAt: row.createdAt, report: JSON.parse(row.report) as R };
+}
+
+export function openReconciliations<R extends ReconciliationSummary>(backend: SharedBackend): ReconciliationStore<R> {
+  return backend.kind === 'sqlite' ? sqliteReconciliations<R>(backend.database) : pgReconciliations<R>(backend.pool);
+}

@@ -1,0 +1,77 @@
+/**
+ * Stored responses (`/v1/responses` with `store`): which key owns each one
+ * and its items, what continuing one bills, and which background jobs still
+ * wait for their usage. Every node keeps its own in its SQLite file
+ * (src/storage/sqlite/responses.ts: written without a network round trip,
+ * claimed by the process polling each job); on a replica, what the other
+ * nodes stored is looked up in PostgreSQL (src/storage/postgres/responses.ts),
+ * where the shipper copies each node's rows (src/ledger/shipper.ts).
+ */
+import type { Backend } from './backend.js';
+import { ResponseStore } from './sqlite/responses.js';
+import { pgSharedResponses } from './postgres/responses.js';
+
+export { ResponseStore } from './sqlite/responses.js';
+
+/** A background job nobody polls, with what its ledger row says about it. */
+export interface UnclaimedJob {
+  readonly responseId: string;
+  readonly requestId: string;
+  readonly keyId: string;
+  readonly createdAt: number;
+  readonly model: string;
+  readonly estPromptTokens: number;
+  readonly estCompletionTokens: number;
+  readonly estCostMicros: number;
+  readonly upstreamRequestId: string | null;
+  /** The ledger row is still pending (false: settled elsewhere, only the flag is left). */
+  readonly pending: boolean;
+}
+
+export interface NewResponse {
+  readonly id: string;
+  readonly keyId: string;
+  readonly requestId: string;
+  readonly createdAt: number;
+  readonly background: boolean;
+  readonly claimedUntil: number;
+  /** An item of this response (its rows inherit the response's key, request and time). */
+  readonly itemOf?: string | undefined;
+  /** Input plus output tokens its settled usage reported, once known. */
+  billedTokens?: number | undefined;
+}
+
+/** A stored response as a request that continues it needs it: whose it is, and what it bills again. */
+export interface StoredResponse {
+  readonly keyId: string;
+  /** Its input plus output tokens as settled, or undefined while unknown. */
+  readonly billedTokens: number | undefined;
+}
+
+/** A response (or an item of one) as another node stored it. */
+export interface SharedResponseRow {
+  readonly id: string;
+  readonly keyId: string;
+  readonly requestId: string;
+  readonly createdAt: number;
+  /** Input plus output tokens as settled, or undefined while unknown. */
+  readonly billedTokens: number | undefined;
+  /** The response an item belongs to (items only). */
+  readonly itemOf: string | undefined;
+}
+
+/**
+ * What every node stored (a replica's PostgreSQL). Not answering is a 503
+ * `ledger_unavailable` the SDKs retry, never a 404 that may be wrong.
+ */
+export interface SharedResponses {
+  /** A response (not an item), unless unknown or deleted. */
+  response(id: string): Promise<SharedResponseRow | undefined>;
+  /** The items among `ids` (unknown and deleted ones left out). */
+  items(ids: readonly string[]): Promise<SharedResponseRow[]>;
+}
+
+/** The node's stored responses, which on a replica also look up what the other nodes stored. */
+export function openResponseStore(backend: Backend, options: { onError?: (error: unknown) => void } = {}): ResponseStore {
+  return new ResponseStore(backend.database, { ...options, shared: backend.kind === 'postgres' ? pgSharedResponses(backend.pool) : undefined });
+}
