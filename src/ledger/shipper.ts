@@ -25,16 +25,16 @@
  * or slow: the batch fails, the outbox grows, and the shipper retries with
  * backoff; the node serves on (README "Running replicas").
  */
-import type pg from 'pg';
 import { Gauge, type Registry } from 'prom-client';
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type { PgPool } from '../storage/postgres/open.js';
-import { calendarDay, utcHour } from '../domain/calendar.js';
+import { calendarDay } from '../domain/calendar.js';
 import type { SpendChange } from '../budgets/spend-tracker.js';
 import { decodeTags } from '../endusers/attribution.js';
-import { DEFAULT_NAME_BOUNDS, rollupNamesOf, type NameBounds } from '../domain/rollup-names.js';
+import { DEFAULT_NAME_BOUNDS, type NameBounds } from '../domain/rollup-names.js';
 import { planNames } from './pg-name-bound.js';
 import { countsDelta, transition, type LedgerState, type RowCounts } from './row-counts.js';
+import { RollupSums } from './shipper-rollups.js';
 
 /** Creates the local outbox and its triggers; the first time, queues every row already in the file. */
 export function enableOutbox(database: TollgateDatabase): void {
@@ -139,112 +139,6 @@ function toPgRow(row: LocalRow, folded?: number): Record<string, unknown> {
   return { ...rest, stream: stream === 1, price_known: price_known === 1, rollup_folded: folded === undefined || folded === 0 ? null : folded };
 }
 
-interface Counters extends RowCounts {
-  lastRequestAt: number;
-}
-
-/** A rollup row's delta: its key columns and counters. */
-type RollupRow = Counters & Record<string, string | number>;
-
-/** Sums deltas into rollup rows, keyed by their primary key. */
-class RollupSums {
-  readonly daily = new Map<string, RollupRow>();
-  readonly hourly = new Map<string, RollupRow>();
-  readonly monthly = new Map<string, RollupRow>();
-  readonly total = new Map<string, RollupRow>();
-  readonly lifetime = new Map<string, RollupRow>();
-  readonly endUsers = new Map<string, RollupRow>();
-  readonly tags = new Map<string, RollupRow>();
-
-  add(row: { key_id: string; model: string; created_at: number; end_user: string | null; tags: string | null }, delta: RowCounts, folded: number | null): void {
-    const day = calendarDay(row.created_at);
-    const hour = utcHour(row.created_at);
-    const month = day.slice(0, 7);
-    addTo(this.daily, `${row.key_id}\u0000${day}\u0000${row.model}`, { key_id: row.key_id, day, model: row.model }, delta, row.created_at);
-    addTo(this.hourly, `${row.key_id}\u0000${hour}`, { key_id: row.key_id, hour }, delta, row.created_at);
-    addTo(this.monthly, `${month}\u0000${row.key_id}\u0000${row.model}`, { month, key_id: row.key_id, model: row.model }, delta, row.created_at);
-    addTo(this.total, day, { day }, delta, row.created_at);
-    addTo(this.lifetime, row.key_id, { key_id: row.key_id }, delta, row.created_at);
-    // As the writer files them in SQLite (rollups.ts): one end user, each tag once, those past the bound as (other).
-    const names = rollupNamesOf(row.end_user, decodeTags(row.tags), folded);
-    if (names.endUser !== undefined)
-      addTo(this.endUsers, `${row.key_id}\u0000${names.endUser}\u0000${day}`, { key_id: row.key_id, end_user: names.endUser, day }, delta, row.created_at);
-    for (const tag of names.tags) addTo(this.tags, `${row.key_id}\u0000${tag}\u0000${day}`, { key_id: row.key_id, tag, day }, delta, row.created_at);
-  }
-}
-
-function addTo(map: Map<string, RollupRow>, id: string, keys: Record<string, string | number>, delta: RowCounts, at: number): void {
-  let row = map.get(id);
-  if (row === undefined) {
-    row = {
-      ...keys,
-      requests: 0,
-      promptTokens: 0,
-      cachedTokens: 0,
-      completionTokens: 0,
-      reasoningTokens: 0,
-      costMicros: 0,
-      errors: 0,
-      rejectedRateLimit: 0,
-      rejectedBudget: 0,
-      lastRequestAt: 0,
-    };
-    map.set(id, row);
-  }
-  row.requests += delta.requests;
-  row.promptTokens += delta.promptTokens;
-  row.cachedTokens += delta.cachedTokens;
-  row.completionTokens += delta.completionTokens;
-  row.reasoningTokens += delta.reasoningTokens;
-  row.costMicros += delta.costMicros;
-  row.errors += delta.errors;
-  row.rejectedRateLimit += delta.rejectedRateLimit;
-  row.rejectedBudget += delta.rejectedBudget;
-  row.lastRequestAt = Math.max(row.lastRequestAt, at);
-}
-
-const FULL_COUNTERS: ReadonlyArray<readonly [string, keyof Counters]> = [
-  ['requests', 'requests'],
-  ['prompt_tokens', 'promptTokens'],
-  ['cached_tokens', 'cachedTokens'],
-  ['completion_tokens', 'completionTokens'],
-  ['reasoning_tokens', 'reasoningTokens'],
-  ['cost_micros', 'costMicros'],
-  ['errors', 'errors'],
-  ['rejected_rate_limit', 'rejectedRateLimit'],
-  ['rejected_budget', 'rejectedBudget'],
-];
-const HOURLY_COUNTERS = FULL_COUNTERS.filter(([column]) =>
-  ['requests', 'prompt_tokens', 'completion_tokens', 'cost_micros', 'rejected_rate_limit', 'rejected_budget'].includes(column),
-);
-
-async function upsertRollup(
-  client: pg.PoolClient,
-  table: string,
-  keys: readonly string[],
-  counters: ReadonlyArray<readonly [string, keyof Counters]>,
-  lastRequestAt: boolean,
-  rows: Iterable<RollupRow>,
-): Promise<void> {
-  const records = [...rows].map((row) => {
-    const record: Record<string, unknown> = {};
-    for (const key of keys) record[key] = row[key];
-    for (const [column, field] of counters) record[column] = row[field];
-    if (lastRequestAt) record.last_request_at = row.lastRequestAt;
-    return record;
-  });
-  if (records.length === 0) return;
-  const columns = [...keys, ...counters.map(([column]) => column), ...(lastRequestAt ? ['last_request_at'] : [])];
-  const updates = counters.map(([column]) => `${column} = ${table}.${column} + excluded.${column}`);
-  if (lastRequestAt) updates.push(`last_request_at = greatest(${table}.last_request_at, excluded.last_request_at)`);
-  await client.query(
-    `INSERT INTO ${table} (${columns.join(', ')})
-     SELECT ${columns.join(', ')} FROM json_populate_recordset(null::${table}, $1::json) ORDER BY ${keys.join(', ')}
-     ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${updates.join(', ')}`,
-    [JSON.stringify(records)],
-  );
-}
-
 export interface ShipResult {
   /** Outbox entries handled (shipped or found already shipped; response owners included). */
   readonly entries: number;
@@ -342,13 +236,7 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[], bounds: 
         note(byId.get(id)!, delta);
       }
     }
-    await upsertRollup(client, 'rollups_daily', ['key_id', 'day', 'model'], FULL_COUNTERS, true, sums.daily.values());
-    await upsertRollup(client, 'rollups_hourly', ['key_id', 'hour'], HOURLY_COUNTERS, false, sums.hourly.values());
-    await upsertRollup(client, 'rollups_monthly', ['month', 'key_id', 'model'], FULL_COUNTERS, true, sums.monthly.values());
-    await upsertRollup(client, 'rollups_daily_total', ['day'], FULL_COUNTERS, false, sums.total.values());
-    await upsertRollup(client, 'rollups_lifetime', ['key_id'], FULL_COUNTERS, true, sums.lifetime.values());
-    await upsertRollup(client, 'rollups_end_users', ['key_id', 'end_user', 'day'], FULL_COUNTERS, true, sums.endUsers.values());
-    await upsertRollup(client, 'rollups_tags', ['key_id', 'tag', 'day'], FULL_COUNTERS, true, sums.tags.values());
+    await sums.write(client);
     await client.query('COMMIT');
     return { inserted, settled, changes };
   } catch (error) {
