@@ -11,7 +11,15 @@ import { getTableConfig as pgTableConfig, type PgTable } from 'drizzle-orm/pg-co
 import * as sqliteSchema from '../../../src/storage/sqlite/schema.js';
 import * as pgSchema from '../../../src/storage/postgres/schema.js';
 import { MIGRATIONS_FOLDER } from '../../../src/storage/sqlite/open.js';
-import { COUNTERS, ROLLUP_TABLES, sqliteFollowTriggers, upsertColumns, ZERO_COUNTERS } from '../../../src/storage/rollup-spec.js';
+import {
+  addCounters,
+  COUNTERS,
+  ROLLUP_TABLES,
+  subtractCounters,
+  sqliteFollowTriggers,
+  upsertColumns,
+  ZERO_COUNTERS,
+} from '../../../src/storage/rollup-spec.js';
 
 interface TableShape {
   readonly columns: string[];
@@ -63,6 +71,15 @@ describe('the rollup declaration', () => {
   it('has one zero for every counter', () => {
     expect(Object.keys(ZERO_COUNTERS)).toEqual(COUNTERS.map(([, field]) => field));
     expect(Object.values(ZERO_COUNTERS).every((value) => value === 0)).toBe(true);
+  });
+
+  it('adds and subtracts every counter, each on its own, and leaves absent ones alone', () => {
+    for (const [, field] of COUNTERS) {
+      const row = { ...ZERO_COUNTERS, requests: 5 };
+      addCounters(row, { [field]: 3 });
+      expect(row).toEqual({ ...ZERO_COUNTERS, requests: 5, [field]: field === 'requests' ? 8 : 3 });
+      expect(subtractCounters(row, { ...ZERO_COUNTERS, requests: 5 })).toEqual({ ...ZERO_COUNTERS, [field]: 3 });
+    }
   });
 
   it.each([
