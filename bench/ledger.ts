@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDatabase } from '../src/storage/sqlite/open.js';
-import { LedgerWriter, type PendingEntry } from '../src/ledger/writer.js';
+import { LedgerWriter, type PendingEntry } from '../src/storage/sqlite/ledger-writer.js';
 import { startCheckpointer } from '../src/storage/sqlite/checkpointer.js';
 import { KeyStore } from '../src/keys/store.js';
 import { median, percentile, printTable, type BenchResult } from './support.js';

@@ -34,8 +34,8 @@ import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, Pg
 import { openDatabase } from '../src/storage/sqlite/open.js';
 import { migratePg, openPg, type PgPool } from '../src/storage/postgres/open.js';
 import { builtinPriceTable } from '../src/estimate/prices.js';
-import { pruneLedger } from '../src/ledger/retention.js';
-import { countsOf, type LedgerState } from '../src/ledger/row-counts.js';
+import { pruneLedger } from '../src/storage/postgres/retention.js';
+import { countsOf, type LedgerState } from '../src/storage/row-counts.js';
 import { queryPgSpend } from '../src/reports/pg-spend.js';
 import type { SpendQuery } from '../src/reports/spend.js';
 import { median, percentile, printTable, REPO_ROOT, type BenchResult } from './support.js';

@@ -6,10 +6,10 @@
  * PostgreSQL is unreachable, connecting is retried in the background.
  */
 import type { Registry } from 'prom-client';
-import { PgSpendSource } from './budgets/pg-spend.js';
+import { PgSpendSource } from './storage/postgres/spend-source.js';
 import { KeySync } from './keys/pg-sync.js';
-import { pruneLedger } from './ledger/retention.js';
-import { LedgerShipper, registerShipperMetrics } from './ledger/shipper.js';
+import { pruneLedger } from './storage/postgres/retention.js';
+import { LedgerShipper, registerShipperMetrics } from './storage/postgres/shipper.js';
 import type { Logger } from './logger.js';
 import type { TollgateDatabase } from './storage/sqlite/open.js';
 import { migratePg, openPg, type PgPool } from './storage/postgres/open.js';

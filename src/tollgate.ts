@@ -29,8 +29,8 @@ import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } fr
 import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
-import { disableOutbox } from './ledger/shipper.js';
-import { LedgerWriter } from './ledger/writer.js';
+import { disableOutbox } from './storage/postgres/shipper.js';
+import { LedgerWriter } from './storage/sqlite/ledger-writer.js';
 import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './limits/stores/create.js';
 import type { IpcClient } from './limits/stores/ipc-client.js';
 import { ipcBudgetCounters } from './limits/stores/ipc-store.js';

@@ -8,7 +8,7 @@ import { waitFor } from '../../support/wait.js';
 import { cli } from '../../support/cli.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { findFreePort } from '../../support/redis.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-demo-'));

@@ -12,7 +12,7 @@ import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import type { SpendReport } from '../../../src/reports/spend.js';
 import { count, usd } from '../../../src/dashboard/format.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';

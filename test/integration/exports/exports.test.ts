@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore, type KeyView } from '../../../src/keys/store.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { usdToMicros } from '../../../src/domain/money.js';
 import type { SpendReport } from '../../../src/reports/spend.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';

@@ -5,13 +5,13 @@
  * once shipped and read.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { PgSpendSource } from '../../../src/budgets/pg-spend.js';
+import { PgSpendSource } from '../../../src/storage/postgres/spend-source.js';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
 import { calendarDay } from '../../../src/domain/calendar.js';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
-import { LedgerShipper } from '../../../src/ledger/shipper.js';
-import { LedgerWriter, type PendingEntry } from '../../../src/ledger/writer.js';
+import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
+import { LedgerWriter, type PendingEntry } from '../../../src/storage/sqlite/ledger-writer.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 import { waitFor } from '../../support/wait.js';

@@ -7,8 +7,8 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
-import { LedgerShipper } from '../../../src/ledger/shipper.js';
-import { LedgerWriter, type PendingEntry } from '../../../src/ledger/writer.js';
+import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
+import { LedgerWriter, type PendingEntry } from '../../../src/storage/sqlite/ledger-writer.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 import { byId, expectedNamedRollups, expectNamedRollupsEqualRows, NAMED_ROW_COLUMNS, namedRollupSql, type NamedRow } from '../../unit/ledger/rollup-checks.js';

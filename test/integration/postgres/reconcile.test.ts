@@ -15,8 +15,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { loadConfig } from '../../../src/config.js';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
-import { LedgerShipper } from '../../../src/ledger/shipper.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
+import { LedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { Metrics } from '../../../src/metrics.js';
 import { pgLedgerCells, readLedgerCells, sqliteLedgerCells, type ProjectMapping } from '../../../src/reconcile/ledger-cells.js';
 import type { ReconcileResult } from '../../../src/reconcile/run.js';

@@ -6,9 +6,9 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
-import { pruneLedger, retentionHorizon } from '../../../src/ledger/retention.js';
-import { disableOutbox, enableOutbox, LedgerShipper, shipRows } from '../../../src/ledger/shipper.js';
-import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
+import { pruneLedger, retentionHorizon } from '../../../src/storage/postgres/retention.js';
+import { disableOutbox, enableOutbox, LedgerShipper, shipRows } from '../../../src/storage/postgres/shipper.js';
+import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/storage/sqlite/ledger-writer.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 

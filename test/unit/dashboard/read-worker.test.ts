@@ -9,7 +9,7 @@ import { ReadWorker, WorkerDashboardReads, workerSpend } from '../../../src/dash
 import { SqliteDashboardReads } from '../../../src/dashboard/reads.js';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { querySpend, SPEND_GROUPINGS } from '../../../src/reports/spend.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 

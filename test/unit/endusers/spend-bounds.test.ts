@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SpendTracker, type AttributedScope } from '../../../src/budgets/spend-tracker.js';
 import { checkBudgets, type BudgetCheck } from '../../../src/budgets/check.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { LedgerWriter, type PendingEntry } from '../../../src/ledger/writer.js';
+import { LedgerWriter, type PendingEntry } from '../../../src/storage/sqlite/ledger-writer.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
 const opened: TempDatabase[] = [];

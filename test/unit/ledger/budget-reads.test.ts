@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { periodStart, calendarDay, type BudgetPeriod } from '../../../src/domain/calendar.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';

@@ -1,6 +1,6 @@
 /** Budgets read the ledger's spend exactly, between commits and across processes sharing the file. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
+import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/storage/sqlite/ledger-writer.js';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
 import fc from 'fast-check';
 import { calendarDay, dayStartMs, periodEnd, periodId, periodStart, setTimeZone } from '../../../src/domain/calendar.js';

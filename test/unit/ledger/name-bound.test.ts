@@ -5,7 +5,7 @@
  * sum of their rows; a new end user with limits or a budget is refused instead.
  */
 import { afterEach, expect, it } from 'vitest';
-import { LedgerWriter, type Completion, type PendingEntry, type Rejection } from '../../../src/ledger/writer.js';
+import { LedgerWriter, type Completion, type PendingEntry, type Rejection } from '../../../src/storage/sqlite/ledger-writer.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import * as schema from '../../../src/storage/sqlite/schema.js';
 import { MIGRATIONS_FOLDER, openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { querySpend } from '../../../src/reports/spend.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { expectLongerRollupsEqualRows } from './rollup-checks.js';

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import Database from 'better-sqlite3';
-import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
+import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/storage/sqlite/ledger-writer.js';
 import { calendarDay } from '../../../src/domain/calendar.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';

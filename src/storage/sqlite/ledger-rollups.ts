@@ -16,8 +16,8 @@
  * for the pending row (name-bound.ts), so its settlement moves the same rows.
  */
 import type Database from 'better-sqlite3';
-import { calendarDay, utcHour } from '../domain/calendar.js';
-import { rollupNamesOf } from '../domain/rollup-names.js';
+import { calendarDay, utcHour } from '../../domain/calendar.js';
+import { rollupNamesOf } from '../../domain/rollup-names.js';
 import {
   addCounters,
   counterColumn,
@@ -31,7 +31,7 @@ import {
   type KeyColumn,
   type RollupName,
   type RollupTable,
-} from '../storage/rollup-spec.js';
+} from '../rollup-spec.js';
 
 /** What a pending row contributed to the rollups, to settle the difference later. */
 export interface Contribution {

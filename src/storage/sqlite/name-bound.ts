@@ -21,7 +21,7 @@
  * never deleted), so a busy key's usual names cost no lookup.
  */
 import type Database from 'better-sqlite3';
-import { END_USER_BIT, OTHER_NAME, tagBit, type NameBounds } from '../domain/rollup-names.js';
+import { END_USER_BIT, OTHER_NAME, tagBit, type NameBounds } from '../../domain/rollup-names.js';
 
 /** A new end user with limits or a budget of its own, past the bound: the request is refused. */
 export const REFUSED = -1;

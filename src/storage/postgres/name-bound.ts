@@ -19,7 +19,7 @@
  * nodes shipping at once decide one after the other.
  */
 import type pg from 'pg';
-import { END_USER_BIT, OTHER_NAME, tagBit, type NameBounds } from '../domain/rollup-names.js';
+import { END_USER_BIT, OTHER_NAME, tagBit, type NameBounds } from '../../domain/rollup-names.js';
 
 /** What the decision needs of a row being inserted. */
 export interface NamedRow {

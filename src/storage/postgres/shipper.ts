@@ -26,14 +26,14 @@
  * backoff; the node serves on (README "Running replicas").
  */
 import { Gauge, type Registry } from 'prom-client';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import type { PgPool } from '../storage/postgres/open.js';
-import { calendarDay } from '../domain/calendar.js';
-import type { SpendChange } from '../budgets/spend-tracker.js';
-import { decodeTags } from '../endusers/attribution.js';
-import { DEFAULT_NAME_BOUNDS, type NameBounds } from '../domain/rollup-names.js';
-import { planNames } from './pg-name-bound.js';
-import { countsDelta, transition, type LedgerState, type RowCounts } from './row-counts.js';
+import type { TollgateDatabase } from '../sqlite/open.js';
+import type { PgPool } from './open.js';
+import { calendarDay } from '../../domain/calendar.js';
+import type { SpendChange } from '../../budgets/spend-tracker.js';
+import { decodeTags } from '../../endusers/attribution.js';
+import { DEFAULT_NAME_BOUNDS, type NameBounds } from '../../domain/rollup-names.js';
+import { planNames } from './name-bound.js';
+import { countsDelta, transition, type LedgerState, type RowCounts } from '../row-counts.js';
 import { RollupSums } from './shipper-rollups.js';
 
 /** Creates the local outbox and its triggers; the first time, queues every row already in the file. */

@@ -8,8 +8,8 @@
  *
  * Pure: no I/O.
  */
-import type { RejectionReason } from './writer.js';
-import { subtractCounters, ZERO_COUNTERS, type Counters } from '../storage/rollup-spec.js';
+import type { RejectionReason } from './sqlite/ledger-writer.js';
+import { subtractCounters, ZERO_COUNTERS, type Counters } from './rollup-spec.js';
 
 /** The ledger columns that decide a row's rollup amounts (names as in the tables). */
 export interface LedgerState {

@@ -23,11 +23,11 @@
  * snapshot the tracker falls back to this node's own rollups.
  */
 import type Database from 'better-sqlite3';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import type { PgPool } from '../storage/postgres/open.js';
-import { calendarDay, dayEndMs, dayStartMs, periodStart, type BudgetPeriod } from '../domain/calendar.js';
-import { enableOutbox } from '../ledger/shipper.js';
-import { isAttributed, type BudgetScope, type SpendChange, type SpendRead } from './spend-tracker.js';
+import type { TollgateDatabase } from '../sqlite/open.js';
+import type { PgPool } from './open.js';
+import { calendarDay, dayEndMs, dayStartMs, periodStart, type BudgetPeriod } from '../../domain/calendar.js';
+import { enableOutbox } from './shipper.js';
+import { isAttributed, type BudgetScope, type SpendChange, type SpendRead } from '../../budgets/spend-tracker.js';
 
 interface Known {
   value: number;

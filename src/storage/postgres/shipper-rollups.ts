@@ -7,9 +7,9 @@
  * past the key's bound of the day as `(other)`.
  */
 import type pg from 'pg';
-import { calendarDay, utcHour } from '../domain/calendar.js';
-import { decodeTags } from '../endusers/attribution.js';
-import { rollupNamesOf } from '../domain/rollup-names.js';
+import { calendarDay, utcHour } from '../../domain/calendar.js';
+import { decodeTags } from '../../endusers/attribution.js';
+import { rollupNamesOf } from '../../domain/rollup-names.js';
 import {
   addCounters,
   counterColumn,
@@ -22,7 +22,7 @@ import {
   type KeyColumn,
   type RollupName,
   type RollupTable,
-} from '../storage/rollup-spec.js';
+} from '../rollup-spec.js';
 
 /** A rollup row's delta: its key columns (by column name), counters and latest request time. */
 type RollupRow = Counters & { lastRequestAt: number } & Partial<Record<KeyColumn, string | number>>;

@@ -27,16 +27,16 @@
  * refused, not forwarded unrecorded; completions stay queued.
  */
 import type Database from 'better-sqlite3';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import type { SpendChange } from '../budgets/spend-tracker.js';
-import { calendarDay } from '../domain/calendar.js';
-import { decodeTags, encodeTags } from '../endusers/attribution.js';
-import { DEFAULT_NAME_BOUNDS, exactMaskOf, type NameBounds } from '../domain/rollup-names.js';
-import { TollgateError } from '../domain/errors.js';
-import { truncateForStorage } from '../http/client-strings.js';
+import type { TollgateDatabase } from './open.js';
+import type { SpendChange } from '../../budgets/spend-tracker.js';
+import { calendarDay } from '../../domain/calendar.js';
+import { decodeTags, encodeTags } from '../../endusers/attribution.js';
+import { DEFAULT_NAME_BOUNDS, exactMaskOf, type NameBounds } from '../../domain/rollup-names.js';
+import { TollgateError } from '../../domain/errors.js';
+import { truncateForStorage } from '../../http/client-strings.js';
 import { NameBound, REFUSED } from './name-bound.js';
 import { RefusalAllowance } from './refusal-allowance.js';
-import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './rollups.js';
+import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './ledger-rollups.js';
 
 /** Told of every change to spend as it is queued and as it commits (budgets). */
 interface SpendListener {
