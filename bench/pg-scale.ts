@@ -419,7 +419,7 @@ export async function runPgScaleBench(options: { quick?: boolean; rows?: number;
         note: `wall time incl. Node + tsx start-up, ${cliRuns} runs, ${label}`,
       });
     }
-    // Retention's hourly prune (src/ledger/retention.ts) of the oldest day or two, at this size: what it costs instead of partitions.
+    // Retention's hourly prune (src/storage/postgres/retention.ts) of the oldest day or two, at this size: what it costs instead of partitions.
     const pruneStarted = performance.now();
     const pruned = await pruneLedger(pool, DAYS - 2, now);
     const pruneMs = performance.now() - pruneStarted;

@@ -27,48 +27,12 @@
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type Database from 'better-sqlite3';
 import { addDays, periodStart, calendarDay, type BudgetPeriod } from '../domain/calendar.js';
+import { isAttributed, type AttributedScope, type BudgetScope, type SpendChange, type SpendRead, type SpendScope } from '../storage/ledger.js';
 
-export interface SpendScope {
-  readonly level: 'key' | 'tenant';
-  readonly id: string;
-}
-
-/** An end user's or a tag's spend within one key; `id` is `<keyId>:<name>`. */
-export interface AttributedScope {
-  readonly level: 'user' | 'tag';
-  readonly id: string;
-  readonly keyId: string;
-  readonly name: string;
-}
-
-/** Whatever a budget can belong to. */
-export type BudgetScope = SpendScope | AttributedScope;
-
-/** True for an end user's or a tag's scope. */
-export function isAttributed(scope: BudgetScope): scope is AttributedScope {
-  return scope.level === 'user' || scope.level === 'tag';
-}
-
-/** The change a ledger write makes to the spend of a key (and its tenant). */
-export interface SpendChange {
-  readonly keyId: string;
-  readonly tenantId: string | null;
-  /** Calendar day the row is filed under (YYYY-MM-DD). */
-  readonly day: string;
-  readonly microUsd: number;
-  /** The request's end user and tags, when it had any. */
-  readonly endUser?: string | null | undefined;
-  readonly tags?: readonly string[] | undefined;
-}
-
-/** The UTC days a budget read covers. */
-export interface SpendRead {
-  readonly since: string;
-  readonly until: string;
-}
+export { isAttributed, type AttributedScope, type BudgetScope, type SpendChange, type SpendRead, type SpendScope } from '../storage/ledger.js';
 
 /**
- * Spend kept elsewhere than this file's rollups (replicas: pg-spend.ts): what
+ * Spend kept elsewhere than this file's rollups (replicas: src/storage/postgres/spend-source.ts): what
  * every node spent, or undefined when not known yet (this file's rollups
  * stand in).
  */
@@ -203,7 +167,7 @@ export class SpendTracker {
       const { level, id } = scope;
       return this.source?.read({ level, id }, period, { since, until }) ?? (this.statements[level][period].get(params) as { spent: number }).spent;
     }
-    // Replicas: every node's spend from PostgreSQL's rollups (pg-spend.ts); until it answers, this node's own.
+    // Replicas: every node's spend from PostgreSQL's rollups (src/storage/postgres/spend-source.ts); until it answers, this node's own.
     return (
       this.source?.read(scope, period, { since, until }) ??
       (this.attributed[scope.level].get({ keyId: scope.keyId, name: scope.name, since, until }) as { spent: number }).spent

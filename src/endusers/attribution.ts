@@ -122,12 +122,5 @@ function single(value: string | string[], param: string): string {
   throw new TollgateError('invalid_value', `Send the ${param} header once.`, { param });
 }
 
-/** The ledger's `tags` column: comma-joined, or null. */
-export function encodeTags(tags: readonly string[]): string | null {
-  return tags.length === 0 ? null : tags.join(',');
-}
-
-/** The ledger's `tags` column back to a list. */
-export function decodeTags(text: string | null): string[] {
-  return text === null || text === '' ? [] : text.split(',');
-}
+/** The ledger's `tags` column lives with the ledger (src/storage/tags-column.ts). */
+export { decodeTags, encodeTags } from '../storage/tags-column.js';

@@ -13,7 +13,7 @@ import type { Endpoint } from '../endpoints.js';
 import type { Estimate } from '../estimate/index.js';
 import type { ClientRequest } from '../http/client-request.js';
 import type { Caller } from '../domain/caller.js';
-import type { FinalStatus } from '../storage/sqlite/ledger-writer.js';
+import type { FinalStatus } from '../storage/ledger.js';
 import type { ResolvedPrice } from '../estimate/prices.js';
 import type { BodyEdit, BodyLayout, RequestFacts, RequestFields } from '../upstreams/request-facts.js';
 import type { Route } from '../upstreams/router.js';

@@ -24,7 +24,7 @@ import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { isEventStream, toClientHeaders } from '../http/headers.js';
 import { nodeStreamResponse, toWebStream, type StreamSink, type StreamSource } from '../http/stream-sinks.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
-import type { FinalStatus } from '../storage/sqlite/ledger-writer.js';
+import type { FinalStatus } from '../storage/ledger.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import { needsUsageInjection } from '../upstreams/request-facts.js';
 import { SseTap } from '../upstreams/sse-tap.js';

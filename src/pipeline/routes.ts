@@ -6,7 +6,7 @@
  *
  * Every request that passes authentication ends as exactly one ledger row —
  * except refusals past a key's allowance (TOLLGATE_REFUSAL_ROWS a minute),
- * which are only counted in the rollups (ledger/refusal-allowance.ts).
+ * which are only counted in the rollups (src/storage/sqlite/refusal-allowance.ts).
  */
 import { Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';

@@ -35,7 +35,7 @@
 import type { TollgateError } from '../domain/errors.js';
 import { countStreamedTokens, type Estimate } from '../estimate/index.js';
 import { costMicroUsd, toolCostMicroUsd } from '../estimate/prices.js';
-import type { Completion, RejectionReason, UsageSource } from '../storage/sqlite/ledger-writer.js';
+import type { Completion, RejectionReason, UsageSource } from '../storage/ledger.js';
 import type { Usage } from '../upstreams/usage.js';
 import type { AdmittedRequest, Ending, RequestContext } from './context.js';
 import type { Attribution } from '../endusers/attribution.js';

@@ -16,7 +16,7 @@
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type { PgPool } from '../storage/postgres/open.js';
 import type { PriceTable } from '../estimate/prices.js';
-import type { LedgerWriter } from '../storage/sqlite/ledger-writer.js';
+import type { LedgerWriter } from '../storage/ledger.js';
 import type { Logger } from '../logger.js';
 import type { ResponsesHooks } from '../pipeline/deps.js';
 import type { RequestEvents } from '../pipeline/finished.js';

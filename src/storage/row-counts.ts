@@ -1,6 +1,6 @@
 /**
  * What one ledger row, in its current state, adds to the rollups — the same
- * amounts the writer adds step by step (writer.ts): a pending row its
+ * amounts the writer adds step by step (sqlite/ledger-writer.ts): a pending row its
  * estimate, a settled one its actual usage, a refused one its refusal
  * counter. The shipper moves PostgreSQL's rollups by the difference between
  * a row's new state and the state PostgreSQL already had, so a row shipped
@@ -8,7 +8,7 @@
  *
  * Pure: no I/O.
  */
-import type { RejectionReason } from './sqlite/ledger-writer.js';
+import type { RejectionReason } from './ledger.js';
 import { subtractCounters, ZERO_COUNTERS, type Counters } from './rollup-spec.js';
 
 /** The ledger columns that decide a row's rollup amounts (names as in the tables). */

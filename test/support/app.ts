@@ -7,7 +7,7 @@
 import { loadConfig } from '../../src/config.js';
 import type { KeyCache } from '../../src/keys/cache.js';
 import type { KeyStore } from '../../src/keys/store.js';
-import type { LedgerWriter } from '../../src/storage/sqlite/ledger-writer.js';
+import type { LedgerWriter } from '../../src/storage/ledger.js';
 import type { SpendTracker } from '../../src/budgets/spend-tracker.js';
 import type { Limiter } from '../../src/limits/index.js';
 import type { LimitSpec, Policy } from '../../src/domain/policy.js';

@@ -2,13 +2,13 @@
  * PostgreSQL's side of the rollups: what a batch of shipped rows adds to
  * every rollup table (src/storage/rollup-spec.ts), summed per rollup row in
  * memory and upserted in key order, in the shipper's transaction. Rows are
- * filed as the writer files them in SQLite (src/ledger/rollups.ts): under
+ * filed as the writer files them in SQLite (src/storage/sqlite/ledger-rollups.ts): under
  * the period the request started in, one end user and each tag once, names
  * past the key's bound of the day as `(other)`.
  */
 import type pg from 'pg';
 import { calendarDay, utcHour } from '../../domain/calendar.js';
-import { decodeTags } from '../../endusers/attribution.js';
+import { decodeTags } from '../tags-column.js';
 import { rollupNamesOf } from '../../domain/rollup-names.js';
 import {
   addCounters,

@@ -1,6 +1,6 @@
 /**
  * The bound on a key's distinct end users and tags per day, decided inside
- * the ledger writer's transaction (writer.ts), so it holds for every process
+ * the ledger writer's transaction (ledger-writer.ts), so it holds for every process
  * sharing the SQLite file: the transaction holds the write lock
  * (`BEGIN IMMEDIATE`), and the count it reads is kept by triggers on the
  * rollup tables in the same file (`rollup_names`, drizzle/0012).

@@ -8,7 +8,7 @@ import { waitFor } from '../../support/wait.js';
 import { cli } from '../../support/cli.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
-import { LedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { findFreePort } from '../../support/redis.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-demo-'));
@@ -50,7 +50,7 @@ describe('tollgate spend', () => {
     const store = new KeyStore(database);
     const a = store.createKey({ name: 'alpha', tenant: 'acme', policy: { limits: [] } }).view;
     const b = store.createKey({ name: 'beta', policy: { limits: [] } }).view;
-    const writer = new LedgerWriter(database);
+    const writer = new SqliteLedgerWriter(database);
     const day = (d: string) => Date.parse(`${d}T12:00:00Z`);
     const rows: Array<[string, string, number, string]> = [
       [a.id, a.tenantId!, 1_250_000, '2026-11-01'],

@@ -26,7 +26,7 @@ import type { KeyPageView, OverviewView } from '../../../src/dashboard/index.js'
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
 import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
-import { LedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { Metrics } from '../../../src/metrics.js';
 import { queryPgSpend } from '../../../src/reports/pg-spend.js';
 import { querySpend } from '../../../src/reports/spend.js';
@@ -70,7 +70,7 @@ describe('reads on PostgreSQL', () => {
   /** A node: its own file with the cluster's keys, its writer and its shipper. */
   async function node(file: TempDatabase) {
     await new KeySync(pg.pool, file.database, { url: pg.url }).pull();
-    return { writer: new LedgerWriter(file.database), shipper: new LedgerShipper(pg.pool, file.database), reads: new SqliteDashboardReads(file.database) };
+    return { writer: new SqliteLedgerWriter(file.database), shipper: new LedgerShipper(pg.pool, file.database), reads: new SqliteDashboardReads(file.database) };
   }
 
   async function createKeys() {
