@@ -29,9 +29,8 @@ import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } fr
 import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
 import { KeyStore } from './keys/store.js';
-import { disableOutbox } from './storage/sqlite/outbox.js';
-import { SqliteLedgerWriter } from './storage/sqlite/ledger-writer.js';
-import type { LedgerWriter } from './storage/ledger.js';
+import { openLedgerWriter, type LedgerWriter } from './storage/ledger.js';
+import type { Backend } from './storage/backend.js';
 import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './limits/stores/create.js';
 import type { IpcClient } from './limits/stores/ipc-client.js';
 import { ipcBudgetCounters } from './limits/stores/ipc-store.js';
@@ -125,7 +124,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
           nameBounds: config.nameBounds,
           onKeysChanged: () => keys.refresh(),
         });
-  if (replica === undefined) disableOutbox(database);
+  const backend: Backend = replica === undefined ? { kind: 'sqlite', database } : { kind: 'postgres', database, pool: replica.pool };
   // On a replica, budgets count every node's spend (src/storage/postgres/spend-source.ts).
   const spend = new SpendTracker(database, replica === undefined ? {} : { refreshMs: 500, source: replica.spend });
   const limiter = createLimiter(config, {
@@ -161,7 +160,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
               ),
           }),
         };
-  const ledger = new SqliteLedgerWriter(database, {
+  const ledger = openLedgerWriter(backend, {
     spend,
     // Refusals are counted under the price table's model name, and those naming
     // a model the table does not know share one rollup row: a client picks the name.

@@ -9,6 +9,9 @@
  * one declaration (rollup-spec.ts).
  */
 import type { BudgetPeriod } from '../domain/calendar.js';
+import type { Backend } from './backend.js';
+import { disableOutbox, enableOutbox } from './sqlite/outbox.js';
+import { SqliteLedgerWriter, type LedgerWriterOptions } from './sqlite/ledger-writer.js';
 
 export interface SpendScope {
   readonly level: 'key' | 'tenant';
@@ -165,4 +168,16 @@ export interface LedgerWriter {
  */
 export interface SpendAcrossNodes {
   read(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): number | undefined;
+}
+
+/**
+ * The node's ledger writer on `backend`: the SQLite file on every backend (a
+ * request is on the node's disk before it is forwarded). With PostgreSQL its
+ * outbox queues every row for the shipper from the first write; without, a
+ * node that was a replica stops queueing (sqlite/outbox.ts).
+ */
+export function openLedgerWriter(backend: Backend, options: LedgerWriterOptions = {}): LedgerWriter {
+  if (backend.kind === 'postgres') enableOutbox(backend.database);
+  else disableOutbox(backend.database);
+  return new SqliteLedgerWriter(backend.database, options);
 }
