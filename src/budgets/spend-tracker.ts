@@ -27,18 +27,16 @@
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type Database from 'better-sqlite3';
 import { addDays, periodStart, calendarDay, type BudgetPeriod } from '../domain/calendar.js';
-import { isAttributed, type AttributedScope, type BudgetScope, type SpendChange, type SpendRead, type SpendScope } from '../storage/ledger.js';
+import {
+  isAttributed,
+  type AttributedScope,
+  type BudgetScope,
+  type SpendAcrossNodes,
+  type SpendChange,
+  type SpendScope,
+} from '../storage/ledger.js';
 
 export { isAttributed, type AttributedScope, type BudgetScope, type SpendChange, type SpendRead, type SpendScope } from '../storage/ledger.js';
-
-/**
- * Spend kept elsewhere than this file's rollups (replicas: src/storage/postgres/spend-source.ts): what
- * every node spent, or undefined when not known yet (this file's rollups
- * stand in).
- */
-interface SpendSource {
-  read(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): number | undefined;
-}
 
 interface Cached {
   readonly value: number;
@@ -82,10 +80,10 @@ export class SpendTracker {
   /** An end user's or a tag's days in [since, until]. */
   private readonly attributed: Readonly<Record<AttributedScope['level'], Database.Statement>>;
 
-  private readonly source: SpendSource | undefined;
+  private readonly source: SpendAcrossNodes | undefined;
   private readonly maxReads: number;
 
-  constructor(database: TollgateDatabase, options: { refreshMs?: number; source?: SpendSource; maxReads?: number } = {}) {
+  constructor(database: TollgateDatabase, options: { refreshMs?: number; source?: SpendAcrossNodes; maxReads?: number } = {}) {
     this.refreshMs = options.refreshMs ?? 1000;
     this.source = options.source;
     this.maxReads = options.maxReads ?? MAX_READS;
