@@ -27,14 +27,7 @@
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type Database from 'better-sqlite3';
 import { addDays, periodStart, calendarDay, type BudgetPeriod } from '../domain/calendar.js';
-import {
-  isAttributed,
-  type AttributedScope,
-  type BudgetScope,
-  type SpendAcrossNodes,
-  type SpendChange,
-  type SpendScope,
-} from '../storage/ledger.js';
+import { isAttributed, type AttributedScope, type BudgetScope, type SpendAcrossNodes, type SpendChange, type SpendScope } from '../storage/ledger.js';
 
 export { isAttributed, type AttributedScope, type BudgetScope, type SpendChange, type SpendRead, type SpendScope } from '../storage/ledger.js';
 

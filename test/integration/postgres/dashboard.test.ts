@@ -70,7 +70,11 @@ describe('reads on PostgreSQL', () => {
   /** A node: its own file with the cluster's keys, its writer and its shipper. */
   async function node(file: TempDatabase) {
     await new KeySync(pg.pool, file.database, { url: pg.url }).pull();
-    return { writer: new SqliteLedgerWriter(file.database), shipper: new LedgerShipper(pg.pool, file.database), reads: new SqliteDashboardReads(file.database) };
+    return {
+      writer: new SqliteLedgerWriter(file.database),
+      shipper: new LedgerShipper(pg.pool, file.database),
+      reads: new SqliteDashboardReads(file.database),
+    };
   }
 
   async function createKeys() {
