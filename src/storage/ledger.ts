@@ -161,6 +161,11 @@ export interface LedgerWriter {
   close(): boolean;
 }
 
+/** Spend read from this node's own rollups (sqlite/spend-reads.ts). */
+export interface SpendReads {
+  read(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): number;
+}
+
 /**
  * Spend kept elsewhere than this node's rollups (PostgreSQL: every node's,
  * postgres/spend-source.ts): undefined when not known yet, and the node's
