@@ -8,7 +8,8 @@
  */
 import { expect } from 'vitest';
 import type { Backend } from '../../src/storage/backend.js';
-import { SqliteLedgerWriter, type LedgerWriterOptions } from '../../src/storage/sqlite/ledger-writer.js';
+import type { LedgerWriterOptions } from '../../src/storage/sqlite/ledger-writer.js';
+import { openLedgerWriter, type LedgerWriter } from '../../src/storage/ledger.js';
 import { LedgerShipper } from '../../src/storage/postgres/shipper.js';
 import { PostgresSpendSource } from '../../src/storage/postgres/spend-source.js';
 import { SpendTracker } from '../../src/budgets/spend-tracker.js';
@@ -37,7 +38,7 @@ const ROW_COLUMNS = `request_id, key_id, tenant_id, model, created_at, status, e
 
 export interface LedgerUnderTest {
   readonly backend: Backend;
-  readonly writer: SqliteLedgerWriter;
+  readonly writer: LedgerWriter;
   /** Commits what the writer queued and, on PostgreSQL, ships the outbox batch by batch. */
   settle(): Promise<void>;
   /** A key (in a tenant when `tenant` is given), known to the node and to the backend. */
@@ -52,7 +53,7 @@ export interface LedgerUnderTest {
 
 export function ledgerUnderTest(backend: Backend, options: { nameBounds?: NameBounds; writer?: LedgerWriterOptions } = {}): LedgerUnderTest {
   const bounds = options.nameBounds === undefined ? {} : { nameBounds: options.nameBounds };
-  const writer = new SqliteLedgerWriter(backend.database, { ...options.writer, ...bounds });
+  const writer = openLedgerWriter(backend, { ...options.writer, ...bounds });
   const shipper = backend.kind === 'postgres' ? new LedgerShipper(backend.pool, backend.database, { batch: 7, ...bounds }) : undefined;
   const query = async <T>(sql: string): Promise<T[]> =>
     backend.kind === 'postgres' ? (await backend.pool.query(sql)).rows : (backend.database.sqlite.prepare(sql).all() as T[]);

@@ -178,4 +178,19 @@ describeBackends('the ledger', (fixture) => {
     expect(tracker.spent(tenant, 'total', now)).toBeGreaterThan(tracker.spent(key, 'total', now));
     expect(tracker.spent(key, 'day', now)).toBeLessThan(tracker.spent(key, 'total', now));
   });
+
+  it('records every request on the node’s own file first, and on PostgreSQL queues it for the shared ledger until shipped', async () => {
+    const backend = await fixture.fresh();
+    const ledger = ledgerUnderTest(backend);
+    const { keyId, tenantId } = await ledger.createKey('queued');
+    await ledger.writer.begin(pending(keyId, tenantId, 'local-first', 1));
+    // On the node's disk as soon as `begin` resolves, whatever the backend.
+    expect(backend.database.sqlite.prepare("SELECT status FROM ledger WHERE request_id = 'local-first'").all()).toEqual([{ status: 'pending' }]);
+    const outbox = backend.database.sqlite.prepare("SELECT 1 FROM sqlite_master WHERE name = 'ledger_outbox'").get();
+    if (fixture.name === 'sqlite') expect(outbox).toBeUndefined();
+    else expect(backend.database.sqlite.prepare('SELECT request_id, is_new FROM ledger_outbox').all()).toEqual([{ request_id: 'local-first', is_new: 1 }]);
+    await ledger.settle();
+    expect((await ledger.rows()).map((row) => row.request_id)).toEqual(['local-first']);
+    if (fixture.name === 'postgres') expect(backend.database.sqlite.prepare('SELECT count(*) AS n FROM ledger_outbox').get()).toEqual({ n: 0 });
+  });
 });
