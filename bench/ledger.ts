@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDatabase } from '../src/storage/sqlite/open.js';
-import { LedgerWriter, type PendingEntry } from '../src/ledger/writer.js';
+import { SqliteLedgerWriter } from '../src/storage/sqlite/ledger-writer.js';
+import type { PendingEntry } from '../src/storage/ledger.js';
 import { startCheckpointer } from '../src/storage/sqlite/checkpointer.js';
 import { SqliteKeyStore as KeyStore } from '../src/storage/sqlite/keys.js';
 import { median, percentile, printTable, type BenchResult } from './support.js';
@@ -36,7 +37,7 @@ export async function runLedgerBench(options: { quick?: boolean } = {}): Promise
   const database = openDatabase(join(dir, 'bench.db'));
   const store = new KeyStore(database);
   const keys = Array.from({ length: 50 }, (_, i) => store.createKey({ name: `bench-${i}`, policy: { limits: [] } }).view.id);
-  const writer = new LedgerWriter(database);
+  const writer = new SqliteLedgerWriter(database);
   const checkpointer = startCheckpointer(join(dir, 'bench.db'), database.sqlite);
   const rounds = options.quick ? 3 : 5;
   const perRound = options.quick ? 20_000 : 50_000;

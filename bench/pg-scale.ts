@@ -34,8 +34,8 @@ import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, Pg
 import { openDatabase } from '../src/storage/sqlite/open.js';
 import { migratePg, openPg, type PgPool } from '../src/storage/postgres/open.js';
 import { builtinPriceTable } from '../src/estimate/prices.js';
-import { pruneLedger } from '../src/ledger/retention.js';
-import { countsOf, type LedgerState } from '../src/ledger/row-counts.js';
+import { pruneLedger } from '../src/storage/postgres/retention.js';
+import { countsOf, type LedgerState } from '../src/storage/row-counts.js';
 import { queryPgSpend } from '../src/reports/pg-spend.js';
 import type { SpendQuery } from '../src/reports/spend.js';
 import { median, percentile, printTable, REPO_ROOT, type BenchResult } from './support.js';
@@ -419,7 +419,7 @@ export async function runPgScaleBench(options: { quick?: boolean; rows?: number;
         note: `wall time incl. Node + tsx start-up, ${cliRuns} runs, ${label}`,
       });
     }
-    // Retention's hourly prune (src/ledger/retention.ts) of the oldest day or two, at this size: what it costs instead of partitions.
+    // Retention's hourly prune (src/storage/postgres/retention.ts) of the oldest day or two, at this size: what it costs instead of partitions.
     const pruneStarted = performance.now();
     const pruned = await pruneLedger(pool, DAYS - 2, now);
     const pruneMs = performance.now() - pruneStarted;

@@ -15,7 +15,7 @@ import { fileLedgerExporter, type LedgerExporter } from './reports/export.js';
 import type { DashboardTokenStore } from './storage/tenant-tokens.js';
 import type { ReconciliationStore } from './reconcile/store.js';
 import { TollgateError, renderError } from './domain/errors.js';
-import type { LedgerWriter } from './ledger/writer.js';
+import type { LedgerWriter } from './storage/ledger.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';

@@ -1,15 +1,15 @@
 /**
  * A node of a replicated Tollgate (TOLLGATE_DATABASE_URL): PostgreSQL
  * migrated, the node's copy of keys kept current (src/storage/postgres/key-sync.ts) and
- * its ledger outbox shipped (src/ledger/shipper.ts). Nothing here is on the
+ * its ledger outbox shipped (src/storage/postgres/shipper.ts). Nothing here is on the
  * request path, and nothing here stops the node from serving: while
  * PostgreSQL is unreachable, connecting is retried in the background.
  */
 import type { Registry } from 'prom-client';
-import { PgSpendSource } from './budgets/pg-spend.js';
+import { PostgresSpendSource } from './storage/postgres/spend-source.js';
 import { KeySync } from './storage/postgres/key-sync.js';
-import { pruneLedger } from './ledger/retention.js';
-import { LedgerShipper, registerShipperMetrics } from './ledger/shipper.js';
+import { pruneLedger } from './storage/postgres/retention.js';
+import { LedgerShipper, registerShipperMetrics } from './storage/postgres/shipper.js';
 import type { Logger } from './logger.js';
 import type { TollgateDatabase } from './storage/sqlite/open.js';
 import { migratePg, openPg, type PgPool } from './storage/postgres/open.js';
@@ -25,7 +25,7 @@ export interface ReplicaOptions {
   readonly startWaitMs?: number;
   /** Days of raw ledger rows PostgreSQL keeps (pruned hourly by one node at a time); undefined = all. */
   readonly retentionDays?: number | undefined;
-  /** Distinct end users and tags per key per day in PostgreSQL's rollups (src/ledger/pg-name-bound.ts). */
+  /** Distinct end users and tags per key per day in PostgreSQL's rollups (src/storage/postgres/name-bound.ts). */
   readonly nameBounds?: NameBounds;
 }
 
@@ -34,7 +34,7 @@ export interface Replica {
   readonly keySync: KeySync;
   readonly shipper: LedgerShipper;
   /** Budgets across nodes (the SpendTracker's source). */
-  readonly spend: PgSpendSource;
+  readonly spend: PostgresSpendSource;
   /** Connects (migrating first) and starts the background work; waits at most startWaitMs for a first key pull. */
   start(): Promise<void>;
   /** Stops the background work, shipping what is left for up to `drainMs`, and closes the pool. */
@@ -59,7 +59,7 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
       syncDown = true;
     },
   });
-  const spend = new PgSpendSource(pool, database, {
+  const spend = new PostgresSpendSource(pool, database, {
     onError: (error) => logger.debug({ message: (error as Error).message }, 'budget read from PostgreSQL failed; the last answer stands'),
   });
   const shipper = new LedgerShipper(pool, database, {
@@ -94,7 +94,7 @@ export function createReplica(database: TollgateDatabase, options: ReplicaOption
         const applied = await migratePg(pool);
         if (applied > 0) logger.info({ applied }, 'PostgreSQL migrated');
         await keySync.pull();
-        // Budgets' first reads count every node from the start (src/budgets/pg-spend.ts).
+        // Budgets' first reads count every node from the start (src/storage/postgres/spend-source.ts).
         await spend.loadAll();
         if (stopped) return;
         keySync.start();

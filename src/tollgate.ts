@@ -32,8 +32,7 @@ import { openKeyStore } from './storage/keys.js';
 import type { Backend } from './storage/backend.js';
 import { querySpend } from './reports/spend.js';
 import { queryPgSpend } from './reports/pg-spend.js';
-import { disableOutbox } from './ledger/shipper.js';
-import { LedgerWriter } from './ledger/writer.js';
+import { openLedgerWriter, type LedgerWriter } from './storage/ledger.js';
 import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './coordination/create-limiter.js';
 import type { IpcClient } from './coordination/ipc-client.js';
 import { ipcBudgetCounters } from './coordination/ipc-store.js';
@@ -128,8 +127,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
           onKeysChanged: () => keys.refresh(),
         });
   const backend: Backend = replica === undefined ? { kind: 'sqlite', database } : { kind: 'postgres', database, pool: replica.pool };
-  if (replica === undefined) disableOutbox(database);
-  // On a replica, budgets count every node's spend (src/budgets/pg-spend.ts).
+  // On a replica, budgets count every node's spend (src/storage/postgres/spend-source.ts).
   const spend = new SpendTracker(database, replica === undefined ? {} : { refreshMs: 500, source: replica.spend });
   const limiter = createLimiter(config, {
     logger,
@@ -164,7 +162,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
               ),
           }),
         };
-  const ledger = new LedgerWriter(database, {
+  const ledger = openLedgerWriter(backend, {
     spend,
     // Refusals are counted under the price table's model name, and those naming
     // a model the table does not know share one rollup row: a client picks the name.

@@ -13,10 +13,8 @@
  * Amounts are kept per calendar day, because a request settled after midnight is
  * filed under the day it was made, like the rollups do.
  *
- * The database read takes the rollup that holds the period whole: a month
- * from `rollups_monthly`, "total" from `rollups_lifetime` (one row per key,
- * where summing a tenant's days cost 1.7 ms at 90 days of 40 keys), less any
- * days filed after today (normally none), so it equals the sum of the days.
+ * The database read (src/storage/sqlite/spend-reads.ts) takes the rollup that
+ * holds the period whole, so it equals the sum of the days.
  *
  * End users and tags (src/endusers) are scopes too, within one key: their
  * reads sum their own daily rollups. There can be very many of them, so the
@@ -25,56 +23,11 @@
  * memory once they are committed.
  */
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import type Database from 'better-sqlite3';
-import { addDays, periodStart, calendarDay, type BudgetPeriod } from '../domain/calendar.js';
+import { periodStart, calendarDay, type BudgetPeriod } from '../domain/calendar.js';
+import { isAttributed, type BudgetScope, type SpendAcrossNodes, type SpendChange } from '../storage/ledger.js';
+import { SqliteSpendReads } from '../storage/sqlite/spend-reads.js';
 
-export interface SpendScope {
-  readonly level: 'key' | 'tenant';
-  readonly id: string;
-}
-
-/** An end user's or a tag's spend within one key; `id` is `<keyId>:<name>`. */
-export interface AttributedScope {
-  readonly level: 'user' | 'tag';
-  readonly id: string;
-  readonly keyId: string;
-  readonly name: string;
-}
-
-/** Whatever a budget can belong to. */
-export type BudgetScope = SpendScope | AttributedScope;
-
-/** True for an end user's or a tag's scope. */
-export function isAttributed(scope: BudgetScope): scope is AttributedScope {
-  return scope.level === 'user' || scope.level === 'tag';
-}
-
-/** The change a ledger write makes to the spend of a key (and its tenant). */
-export interface SpendChange {
-  readonly keyId: string;
-  readonly tenantId: string | null;
-  /** Calendar day the row is filed under (YYYY-MM-DD). */
-  readonly day: string;
-  readonly microUsd: number;
-  /** The request's end user and tags, when it had any. */
-  readonly endUser?: string | null | undefined;
-  readonly tags?: readonly string[] | undefined;
-}
-
-/** The UTC days a budget read covers. */
-export interface SpendRead {
-  readonly since: string;
-  readonly until: string;
-}
-
-/**
- * Spend kept elsewhere than this file's rollups (replicas: pg-spend.ts): what
- * every node spent, or undefined when not known yet (this file's rollups
- * stand in).
- */
-interface SpendSource {
-  read(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): number | undefined;
-}
+export { isAttributed, type AttributedScope, type BudgetScope, type SpendChange, type SpendRead, type SpendScope } from '../storage/ledger.js';
 
 interface Cached {
   readonly value: number;
@@ -114,35 +67,16 @@ export class SpendTracker {
   private readonly readsByScope = new Map<string, Set<string>>();
   /** Queued in the ledger writer, not committed yet, per scope. */
   private readonly queued = new Map<string, DayAmounts>();
-  private readonly statements: Readonly<Record<SpendScope['level'], Readonly<Record<BudgetPeriod, Database.Statement>>>>;
-  /** An end user's or a tag's days in [since, until]. */
-  private readonly attributed: Readonly<Record<AttributedScope['level'], Database.Statement>>;
-
-  private readonly source: SpendSource | undefined;
+  /** This node's own rollups: the answer until (or unless) spend across nodes has one. */
+  private readonly local: SqliteSpendReads;
+  private readonly source: SpendAcrossNodes | undefined;
   private readonly maxReads: number;
 
-  constructor(database: TollgateDatabase, options: { refreshMs?: number; source?: SpendSource; maxReads?: number } = {}) {
+  constructor(database: TollgateDatabase, options: { refreshMs?: number; source?: SpendAcrossNodes; maxReads?: number } = {}) {
     this.refreshMs = options.refreshMs ?? 1000;
     this.source = options.source;
     this.maxReads = options.maxReads ?? MAX_READS;
-    const s = database.sqlite;
-    // A scope's rollup rows: one key's, or those of every key of a tenant.
-    const of = (level: SpendScope['level'], table: string, where: string) =>
-      level === 'key'
-        ? `SELECT coalesce(sum(cost_micros), 0) FROM ${table} WHERE key_id = @id AND ${where}`
-        : `SELECT coalesce(sum(r.cost_micros), 0) FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE k.tenant_id = @id AND ${where}`;
-    const statementsOf = (level: SpendScope['level']) => ({
-      day: s.prepare(`SELECT (${of(level, 'rollups_daily', 'day >= @since AND day <= @until')}) AS spent`),
-      week: s.prepare(`SELECT (${of(level, 'rollups_daily', 'day >= @since AND day <= @until')}) AS spent`),
-      month: s.prepare(
-        `SELECT (${of(level, 'rollups_monthly', 'month = @month')}) - (${of(level, 'rollups_daily', 'day > @until AND day < @nextMonth')}) AS spent`,
-      ),
-      total: s.prepare(`SELECT (${of(level, 'rollups_lifetime', '1')}) - (${of(level, 'rollups_daily', 'day > @until')}) AS spent`),
-    });
-    this.statements = { key: statementsOf('key'), tenant: statementsOf('tenant') };
-    const days = (table: string, column: string) =>
-      s.prepare(`SELECT coalesce(sum(cost_micros), 0) AS spent FROM ${table} WHERE key_id = @keyId AND ${column} = @name AND day >= @since AND day <= @until`);
-    this.attributed = { user: days('rollups_end_users', 'end_user'), tag: days('rollups_tags', 'tag') };
+    this.local = new SqliteSpendReads(database);
   }
 
   /** Reads held now (bounded by `maxReads`). */
@@ -195,19 +129,10 @@ export class SpendTracker {
   }
 
   private readSpent(scope: BudgetScope, period: BudgetPeriod, since: string, until: string): number {
-    if (!isAttributed(scope)) {
-      const params =
-        period === 'month'
-          ? { id: scope.id, since, until, month: since.slice(0, 7), nextMonth: `${addDays(since, 32).slice(0, 7)}-01` }
-          : { id: scope.id, since, until };
-      const { level, id } = scope;
-      return this.source?.read({ level, id }, period, { since, until }) ?? (this.statements[level][period].get(params) as { spent: number }).spent;
-    }
-    // Replicas: every node's spend from PostgreSQL's rollups (pg-spend.ts); until it answers, this node's own.
-    return (
-      this.source?.read(scope, period, { since, until }) ??
-      (this.attributed[scope.level].get({ keyId: scope.keyId, name: scope.name, since, until }) as { spent: number }).spent
-    );
+    // Replicas: every node's spend from PostgreSQL's rollups (src/storage/postgres/spend-source.ts); until it answers, this node's own.
+    // A key's or tenant's scope is passed on as just its level and id (the source may hold it while it refreshes).
+    const asked = isAttributed(scope) ? scope : { level: scope.level, id: scope.id };
+    return this.source?.read(asked, period, { since, until }) ?? this.local.read(scope, period, { since, until });
   }
 
   /** Drops one read (it is read again from the database when next asked for). */

@@ -156,7 +156,7 @@ export const envSchema = z.object({
     .regex(/^(\d+|all)$/, 'must be a whole number or "all"')
     .transform((text) => (text === 'all' ? Number.POSITIVE_INFINITY : Number(text)))
     .default(60),
-  /** Distinct end users one key has rollup rows for per day; the rest are counted under `(other)` (src/ledger/name-bound.ts). */
+  /** Distinct end users one key has rollup rows for per day; the rest are counted under `(other)` (src/storage/sqlite/name-bound.ts). */
   TOLLGATE_MAX_END_USERS: positiveInt.default(DEFAULT_NAME_BOUNDS.endUsers),
   /** Distinct tags one key has rollup rows for per day; the rest are counted under `(other)`. */
   TOLLGATE_MAX_TAGS: positiveInt.default(DEFAULT_NAME_BOUNDS.tags),

@@ -2,7 +2,7 @@
  * The dashboard's reads on a replica (TOLLGATE_DATABASE_URL): the same
  * numbers as reads.ts, read from PostgreSQL's copy of the same tables, so
  * every node shows every node's keys and spend — what the nodes have shipped
- * (src/ledger/shipper.ts; normally a few hundred ms behind, longer while
+ * (src/storage/postgres/shipper.ts; normally a few hundred ms behind, longer while
  * PostgreSQL was away). Each page's reads go out together (the view builders
  * await them at once) on the node's small pool; every read uses the index
  * or rollup its SQLite twin uses (reads.ts says which).

@@ -2,7 +2,7 @@
  * Where a request's end user and tags are counted in the rollups, once the
  * key's distinct names of the day are bounded (TOLLGATE_MAX_END_USERS,
  * TOLLGATE_MAX_TAGS; the decision itself is taken inside the ledger's
- * transactions, src/ledger/name-bound.ts and shipper.ts). Pure.
+ * transactions, src/storage/sqlite/name-bound.ts and shipper.ts). Pure.
  *
  * Each ledger row records which of its names were folded into the key's
  * `(other)` row as a bit mask (`rollup_folded`): bit 0 the end user, bit

@@ -67,7 +67,7 @@ export function hasAttributedUsdCap(policy: Policy): boolean {
 
 /**
  * The names whose rollup rows must stay exact whatever the key's bound of
- * distinct names a day (src/ledger/name-bound.ts): every end user when the
+ * distinct names a day (src/storage/sqlite/name-bound.ts): every end user when the
  * key's or its tenant's policy gives end users limits or budgets (their
  * budgets read their own rows), and the tags with budgets.
  */

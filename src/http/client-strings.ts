@@ -23,8 +23,3 @@ export function modelNameProblem(model: string): string | undefined {
   }
   return undefined;
 }
-
-/** A string cut to `max` characters for storage, marked with … when cut. */
-export function truncateForStorage(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}

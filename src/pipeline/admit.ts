@@ -177,7 +177,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps, after
     await recorded;
   } catch (error) {
     admission.release();
-    // A new end user with limits or a budget, past the key's bound of end users today (src/ledger/name-bound.ts).
+    // A new end user with limits or a budget, past the key's bound of end users today (src/storage/sqlite/name-bound.ts).
     if (error instanceof TollgateError && error.code === 'too_many_end_users') return refuse(new AdmissionRefused('other', error));
     throw new TollgateError('ledger_unavailable', 'The request could not be recorded, so it was not sent. Try again shortly.', { cause: error });
   }

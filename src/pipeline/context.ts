@@ -13,7 +13,7 @@ import type { Endpoint } from '../endpoints.js';
 import type { Estimate } from '../estimate/index.js';
 import type { ClientRequest } from '../http/client-request.js';
 import type { Caller } from '../domain/caller.js';
-import type { FinalStatus } from '../ledger/writer.js';
+import type { FinalStatus } from '../storage/ledger.js';
 import type { ResolvedPrice } from '../estimate/prices.js';
 import type { BodyEdit, BodyLayout, RequestFacts, RequestFields } from '../estimate/client-body.js';
 import type { Route } from '../upstreams/router.js';

@@ -6,7 +6,7 @@ import type { SharedBudgets } from '../budgets/shared-budgets.js';
 import type { SpendTracker } from '../budgets/spend-tracker.js';
 import type { EstimateOptions } from '../estimate/index.js';
 import type { KeyCache } from '../keys/cache.js';
-import type { LedgerWriter } from '../ledger/writer.js';
+import type { LedgerWriter } from '../storage/ledger.js';
 import type { Limiter } from '../limits/index.js';
 import type { LimitSpec } from '../domain/policy.js';
 import type { InFlightLimits } from '../limits/in-flight.js';

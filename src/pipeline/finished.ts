@@ -7,7 +7,7 @@
 import type { Endpoint } from '../endpoints.js';
 import type { Estimate } from '../estimate/index.js';
 import type { Caller } from '../domain/caller.js';
-import type { FinalStatus, RejectionReason, UsageSource } from '../ledger/writer.js';
+import type { FinalStatus, RejectionReason, UsageSource } from '../storage/ledger.js';
 import type { Usage } from '../dialects/usage.js';
 import type { Attempt } from './context.js';
 

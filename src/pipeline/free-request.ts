@@ -5,7 +5,7 @@
  */
 import { TollgateError } from '../domain/errors.js';
 import type { Caller } from '../domain/caller.js';
-import type { FinalStatus, LedgerWriter, RejectionReason } from '../ledger/writer.js';
+import type { FinalStatus, LedgerWriter, RejectionReason } from '../storage/ledger.js';
 
 export interface FreeRequestRow {
   /** Refuses the request: its compact row (status from the refusal's HTTP status), then the throw. */

@@ -9,7 +9,7 @@ import { reservationOf, usefulMinimum } from '../budgets/output-cap.js';
 import type { Estimate } from '../estimate/index.js';
 import { TollgateError } from '../domain/errors.js';
 import type { Caller } from '../domain/caller.js';
-import type { RejectionReason } from '../ledger/writer.js';
+import type { RejectionReason } from '../storage/ledger.js';
 import { buildRateLimitHeaders, type AcquireResult, type Demand, type LimitBinding } from '../limits/index.js';
 import { formatMicrosExact, formatMicrosFixed } from '../domain/money.js';
 

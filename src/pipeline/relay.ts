@@ -26,7 +26,7 @@ import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { isEventStream, toClientHeaders } from '../http/headers.js';
 import { nodeStreamResponse, toWebStream, type StreamSink, type StreamSource } from '../http/stream-sinks.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
-import type { FinalStatus } from '../ledger/writer.js';
+import type { FinalStatus } from '../storage/ledger.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import type { UpstreamStop } from '../upstreams/upstream-stop.js';
 import type { AdmittedRequest } from './context.js';

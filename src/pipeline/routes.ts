@@ -7,7 +7,7 @@
  *
  * Every request that passes authentication ends as exactly one ledger row —
  * except refusals past a key's allowance (TOLLGATE_REFUSAL_ROWS a minute),
- * which are only counted in the rollups (ledger/refusal-allowance.ts).
+ * which are only counted in the rollups (src/storage/sqlite/refusal-allowance.ts).
  * Errors Tollgate itself answers on a dialect with an error shape of its own
  * (Anthropic's) are told in that shape; upstreams' own answers pass through as
  * they came.

@@ -36,7 +36,7 @@ import type { TollgateError } from '../domain/errors.js';
 import type { Estimate } from '../estimate/index.js';
 import { dialectOf } from '../dialects/index.js';
 import { costMicroUsd, toolCostMicroUsd } from '../estimate/prices.js';
-import type { Completion, RejectionReason, UsageSource } from '../ledger/writer.js';
+import type { Completion, RejectionReason, UsageSource } from '../storage/ledger.js';
 import type { Usage } from '../dialects/usage.js';
 import type { AdmittedRequest, Ending, RequestContext } from './context.js';
 import type { Attribution } from '../endusers/attribution.js';

@@ -1,7 +1,7 @@
 /**
  * Spend from PostgreSQL's rollups, for replicas: the same report, from the
  * same kind of rows, as spend.ts reads from SQLite — every node's requests
- * once they are shipped (src/ledger/shipper.ts).
+ * once they are shipped (src/storage/postgres/shipper.ts).
  *
  * Fewer rows than SQLite's reads, for a ledger of every node (bench/pg-scale.ts):
  * days over every key come from the all-keys daily rollup, and each whole

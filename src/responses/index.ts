@@ -17,7 +17,7 @@ import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type { Backend } from '../storage/backend.js';
 import { dialectOf } from '../dialects/index.js';
 import type { PriceTable } from '../estimate/prices.js';
-import type { LedgerWriter } from '../ledger/writer.js';
+import type { LedgerWriter } from '../storage/ledger.js';
 import type { Logger } from '../logger.js';
 import type { ResponsesHooks } from '../pipeline/deps.js';
 import type { RequestEvents } from '../pipeline/finished.js';

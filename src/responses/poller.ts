@@ -23,7 +23,7 @@
  */
 import type { Readable } from 'node:stream';
 import { costMicroUsd, resolvePrice, type PriceTable } from '../estimate/prices.js';
-import type { Completion, FinalStatus, LedgerWriter } from '../ledger/writer.js';
+import type { Completion, FinalStatus, LedgerWriter } from '../storage/ledger.js';
 import type { Logger } from '../logger.js';
 import type { AdmittedRequest, Ending } from '../pipeline/context.js';
 import type { RequestEvents } from '../pipeline/finished.js';

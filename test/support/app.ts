@@ -7,7 +7,7 @@
 import { loadConfig } from '../../src/config/index.js';
 import type { KeyCache } from '../../src/keys/cache.js';
 import type { SqliteKeyStore as KeyStore } from '../../src/storage/sqlite/keys.js';
-import type { LedgerWriter } from '../../src/ledger/writer.js';
+import type { LedgerWriter } from '../../src/storage/ledger.js';
 import type { SpendTracker } from '../../src/budgets/spend-tracker.js';
 import type { Limiter } from '../../src/limits/index.js';
 import type { LimitSpec, Policy } from '../../src/domain/policy.js';

@@ -4,7 +4,7 @@
  * LedgerWriter (so the rollups are the writer's, not hand-made).
  */
 import { createUpstream } from '../../src/upstreams/pool.js';
-import { type LedgerWriter, type Completion, type PendingEntry } from '../../src/ledger/writer.js';
+import type { Completion, LedgerWriter, PendingEntry } from '../../src/storage/ledger.js';
 import { buildTestApp, type TestApp } from './app.js';
 import { captureLogs } from './logs.js';
 

@@ -9,7 +9,7 @@
  * Differences from SQLite, all about types: times, money and counters are
  * `bigint` (a lifetime rollup outgrows 32 bits), read as JS numbers (exact up
  * to 2^53); booleans are `boolean`. The monthly, all-keys daily and lifetime
- * rollups are written by the shipper (src/ledger/shipper.ts) in the same
+ * rollups are written by the shipper (src/storage/postgres/shipper.ts) in the same
  * transaction as the daily ones, not by triggers.
  */
 import { sql } from 'drizzle-orm';
@@ -203,7 +203,7 @@ export const tagRollups = pgTable(
 /**
  * Distinct end users and tags of a key's day in PostgreSQL's rollups (`(other)`
  * not counted), kept by the shipper in the same transaction as the rollups,
- * whose row lock serialises the nodes' decisions (src/ledger/shipper.ts).
+ * whose row lock serialises the nodes' decisions (src/storage/postgres/shipper.ts).
  */
 export const rollupNames = pgTable(
   'rollup_names',
@@ -231,7 +231,7 @@ export const lifetimeRollups = pgTable('rollups_lifetime', {
  * Which key created each stored response (POST /v1/responses), for every
  * node: a response created through one node is retrieved, cancelled or
  * deleted through any other. Shipped from each node's own `responses` table
- * with the ledger (src/ledger/shipper.ts); polling a background job stays
+ * with the ledger (src/storage/postgres/shipper.ts); polling a background job stays
  * with the node that holds its ledger row (src/storage/responses.ts).
  */
 export const responses = pgTable('responses', {
@@ -250,7 +250,7 @@ export const responses = pgTable('responses', {
 
 /**
  * One row: raw ledger rows created before `pruned_before` (ms) have been, or
- * are being, deleted by retention (src/ledger/retention.ts); the shipper
+ * are being, deleted by retention (src/storage/postgres/retention.ts); the shipper
  * ships nothing older. Its row exists from the migration on, so the
  * shipper's FOR SHARE always has something to lock.
  */

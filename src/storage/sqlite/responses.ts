@@ -23,7 +23,7 @@
  *
  * On a replica (TOLLGATE_DATABASE_URL) ownership is shared: each node's rows
  * (and deletions) are shipped to PostgreSQL's `responses` with its ledger
- * (src/ledger/shipper.ts), and an id this node does not hold is looked up
+ * (src/storage/postgres/shipper.ts), and an id this node does not hold is looked up
  * there (src/storage/postgres/responses.ts) and kept locally from then on, so a response created through one
  * node is retrieved, cancelled, deleted or continued through any other (and
  * so are its items). A background job

@@ -284,7 +284,7 @@ export const tagRollups = sqliteTable(
  * How many distinct end users and tags each key has rollup rows for in a day
  * (`(other)` not counted), kept by triggers on rollups_end_users and
  * rollups_tags (drizzle/0012): what the ledger writer compares with
- * TOLLGATE_MAX_END_USERS and TOLLGATE_MAX_TAGS (src/ledger/name-bound.ts).
+ * TOLLGATE_MAX_END_USERS and TOLLGATE_MAX_TAGS (src/storage/sqlite/name-bound.ts).
  */
 export const rollupNames = sqliteTable(
   'rollup_names',

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { querySpend, SPEND_GROUPINGS, type SpendReport, type SpendRow } from '../../../src/reports/spend.js';
 import { calendarDay, addDays } from '../../../src/domain/calendar.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
@@ -36,7 +36,7 @@ beforeAll(async () => {
     store.createKey({ name: 'pages-c', policy: { limits: [] } }).view.id,
   ];
   // Spread over keys, days, models, end users and tags, with many equal costs (the order's ties must page too).
-  const writer = new LedgerWriter(database);
+  const writer = new SqliteLedgerWriter(database);
   const models = ['gpt-4o', 'gpt-4o-mini', 'gpt-4.1', 'gpt-4.1-mini', 'o4-mini'];
   const begins: Array<Promise<void>> = [];
   for (let i = 0; i < 240; i += 1) {

@@ -8,7 +8,7 @@ import { waitFor } from '../../support/wait.js';
 import { cli } from '../../support/cli.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { findFreePort } from '../../support/redis.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-demo-'));
@@ -50,7 +50,7 @@ describe('tollgate spend', () => {
     const store = new KeyStore(database);
     const a = store.createKey({ name: 'alpha', tenant: 'acme', policy: { limits: [] } }).view;
     const b = store.createKey({ name: 'beta', policy: { limits: [] } }).view;
-    const writer = new LedgerWriter(database);
+    const writer = new SqliteLedgerWriter(database);
     const day = (d: string) => Date.parse(`${d}T12:00:00Z`);
     const rows: Array<[string, string, number, string]> = [
       [a.id, a.tenantId!, 1_250_000, '2026-11-01'],
@@ -128,7 +128,7 @@ describe('tollgate spend', () => {
     const db = join(dir, 'cents.db');
     const database = openDatabase(db);
     const key = new KeyStore(database).createKey({ name: 'cheap', policy: { limits: [] } }).view;
-    const writer = new LedgerWriter(database);
+    const writer = new SqliteLedgerWriter(database);
     // Four days of one $0.00875 request: $0.035 in all, which cents alone would show as $0.04.
     for (const [i, date] of ['2026-11-01', '2026-11-02', '2026-11-03', '2026-11-04'].entries()) {
       const at = Date.parse(`${date}T12:00:00Z`);

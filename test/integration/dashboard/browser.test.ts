@@ -12,7 +12,8 @@ import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
+import type { LedgerWriter } from '../../../src/storage/ledger.js';
 import type { SpendReport } from '../../../src/reports/spend.js';
 import { count, usdTotal } from '../../../src/dashboard/format.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
@@ -59,7 +60,7 @@ beforeAll(async () => {
   alphaKey = alpha.key;
   alphaId = alpha.view.id;
   betaKey = beta.key;
-  const history = new LedgerWriter(setup);
+  const history = new SqliteLedgerWriter(setup);
   for (const [daysAgo, keyId, cost] of [
     [1, alphaId, 12_345],
     [2, beta.view.id, 2_000_000],
@@ -74,7 +75,7 @@ beforeAll(async () => {
 
   proxy = await startTestProxy({ TOLLGATE_ADMIN_TOKEN: ADMIN, TOLLGATE_DB: path });
   writerDb = openDatabase(proxy.dbPath);
-  writer = new LedgerWriter(writerDb);
+  writer = new SqliteLedgerWriter(writerDb);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,

@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import type { KeyView } from '../../../src/domain/keys.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { usdToMicros } from '../../../src/domain/money.js';
 import type { SpendReport } from '../../../src/reports/spend.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
@@ -59,7 +59,7 @@ beforeAll(async () => {
   const store = new KeyStore(database);
   alpha = store.createKey({ name: 'alpha', tenant: 'acme', policy: { limits: [] } }).view;
   beta = store.createKey({ name: 'beta', policy: { limits: [] } }).view;
-  const writer = new LedgerWriter(database);
+  const writer = new SqliteLedgerWriter(database);
   for (let i = 0; i < 60; i += 1) {
     const key = i % 3 === 0 ? beta : alpha;
     const createdAt = Date.parse(`2026-11-0${1 + (i % 3)}T${String(i % 24).padStart(2, '0')}:15:00Z`);

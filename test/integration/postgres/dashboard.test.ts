@@ -25,8 +25,8 @@ import { TenantScopedReads } from '../../../src/dashboard/tenant-scope.js';
 import type { KeyPageView, OverviewView } from '../../../src/dashboard/index.js';
 import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { KeySync } from '../../../src/storage/postgres/key-sync.js';
-import { LedgerShipper } from '../../../src/ledger/shipper.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { Metrics } from '../../../src/metrics.js';
 import { queryPgSpend } from '../../../src/reports/pg-spend.js';
 import { querySpend } from '../../../src/reports/spend.js';
@@ -70,7 +70,11 @@ describe('reads on PostgreSQL', () => {
   /** A node: its own file with the cluster's keys, its writer and its shipper. */
   async function node(file: TempDatabase) {
     await new KeySync(pg.pool, file.database, { url: pg.url }).pull();
-    return { writer: new LedgerWriter(file.database), shipper: new LedgerShipper(pg.pool, file.database), reads: new SqliteDashboardReads(file.database) };
+    return {
+      writer: new SqliteLedgerWriter(file.database),
+      shipper: new LedgerShipper(pg.pool, file.database),
+      reads: new SqliteDashboardReads(file.database),
+    };
   }
 
   async function createKeys() {

@@ -18,8 +18,8 @@ import { loadConfig } from '../../../src/config/index.js';
 import { openPg } from '../../../src/storage/postgres/open.js';
 import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { KeySync } from '../../../src/storage/postgres/key-sync.js';
-import { LedgerShipper } from '../../../src/ledger/shipper.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { Metrics } from '../../../src/metrics.js';
 import { exportLedger, type LedgerExportFormat, type LedgerExportQuery } from '../../../src/reports/export.js';
 import { exportPgLedger } from '../../../src/reports/pg-export.js';
@@ -61,7 +61,7 @@ describe('the export on PostgreSQL', () => {
     const alpha = (await store.createKey({ name: 'alpha', tenant: 'acme', policy: { limits: [] } })).view;
     const beta = (await store.createKey({ name: 'beta', policy: { limits: [] } })).view;
     await new KeySync(pg.pool, file.database, { url: pg.url }).pull();
-    const writer = new LedgerWriter(file.database);
+    const writer = new SqliteLedgerWriter(file.database);
     // In time order (a node's file exports in the order written, PostgreSQL by time then request id); two rows share a millisecond.
     const times = Array.from({ length: 24 }, (_, i) => at('2026-11-01T00:00:00Z') + i * 3_600_000 * 3);
     times[5] = times[4]!;

@@ -15,8 +15,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { loadConfig } from '../../../src/config/index.js';
 import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { KeySync } from '../../../src/storage/postgres/key-sync.js';
-import { LedgerShipper } from '../../../src/ledger/shipper.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { Metrics } from '../../../src/metrics.js';
 import { pgLedgerCells, readLedgerCells, sqliteLedgerCells, type ProjectMapping } from '../../../src/reconcile/ledger-cells.js';
 import type { ReconcileResult } from '../../../src/reconcile/run.js';
@@ -53,7 +53,7 @@ describe('the ledger cells on PostgreSQL', () => {
       delta: await create('delta', 'zeta'),
     };
     await new KeySync(pg.pool, file.database, { url: pg.url }).pull();
-    const w = new LedgerWriter(file.database);
+    const w = new SqliteLedgerWriter(file.database);
     const rows: Array<Parameters<typeof recordRequest>[1]> = [
       // Before the range, on its first instant, across a UTC midnight, on its last instant, after it.
       { keyId: keys.alpha, createdAt: at('2026-11-09T23:59:59.999Z'), costMicros: 1 },

@@ -8,8 +8,8 @@ import { addDays, calendarDay } from '../../../src/domain/calendar.js';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { KeySync } from '../../../src/storage/postgres/key-sync.js';
-import { LedgerShipper } from '../../../src/ledger/shipper.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { queryPgSpend } from '../../../src/reports/pg-spend.js';
 import { querySpend, SPEND_GROUPINGS, type SpendQuery, type SpendReport } from '../../../src/reports/spend.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
@@ -34,7 +34,7 @@ beforeAll(async () => {
     keyIds.push((await store.createKey({ name, ...(tenant === undefined ? {} : { tenant }), policy: { limits: [] } })).view.id);
   }
   await new KeySync(pg.pool, local.database, { url: pg.url }).pull();
-  const writer = new LedgerWriter(local.database);
+  const writer = new SqliteLedgerWriter(local.database);
   const models = ['gpt-4o', 'gpt-4o-mini', 'gpt-4.1', 'o4-mini'];
   await Promise.all(
     Array.from({ length: 300 }, (_, i) =>

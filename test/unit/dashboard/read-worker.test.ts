@@ -9,7 +9,7 @@ import { ReadWorker, WorkerDashboardReads, workerSpend } from '../../../src/dash
 import { SqliteDashboardReads } from '../../../src/dashboard/reads.js';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { querySpend, SPEND_GROUPINGS } from '../../../src/reports/spend.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
@@ -24,7 +24,7 @@ beforeAll(async () => {
   const store = new KeyStore(db.database);
   keyId = store.createKey({ name: 'worked', tenant: 'acme', policy: { limits: [] } }).view.id;
   tenantId = store.getTenant('acme').id;
-  const writer = new LedgerWriter(db.database);
+  const writer = new SqliteLedgerWriter(db.database);
   await Promise.all(
     Array.from({ length: 120 }, (_, i) =>
       writer.begin({

@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SpendTracker, type AttributedScope } from '../../../src/budgets/spend-tracker.js';
 import { checkBudgets, type BudgetCheck } from '../../../src/budgets/check.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
-import { LedgerWriter, type PendingEntry } from '../../../src/ledger/writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
+import type { PendingEntry } from '../../../src/storage/ledger.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
 const opened: TempDatabase[] = [];
@@ -23,7 +24,7 @@ function setup(maxReads?: number) {
   opened.push(db);
   const key = new KeyStore(db.database).createKey({ name: 'app', policy: { limits: [] } }).view;
   const tracker = new SpendTracker(db.database, { refreshMs: 1000, ...(maxReads === undefined ? {} : { maxReads }) });
-  const writer = new LedgerWriter(db.database, { spend: tracker });
+  const writer = new SqliteLedgerWriter(db.database, { spend: tracker });
   const entry = (cost: number, endUser: string | undefined, tags: string[] = [], at = NOON): PendingEntry => ({
     requestId: `eu-${(sequence += 1)}`,
     keyId: key.id,

@@ -6,8 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { periodStart, calendarDay, type BudgetPeriod } from '../../../src/domain/calendar.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
@@ -25,7 +25,7 @@ describe('budget reads', () => {
     const store = new KeyStore(db.database);
     const a = store.createKey({ name: 'a', tenant: 'acme', policy: { limits: [] } }).view;
     const b = store.createKey({ name: 'b', tenant: 'acme', policy: { limits: [] } }).view;
-    const writer = new LedgerWriter(db.database);
+    const writer = new SqliteLedgerWriter(db.database);
     // Last month, this month, today, later today, tomorrow and next month (filed after today).
     const offsets = [-40, -20, -3, 0, 0.3, 1, 14];
     let n = 0;

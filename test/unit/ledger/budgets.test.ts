@@ -1,6 +1,7 @@
 /** Budgets read the ledger's spend exactly, between commits and across processes sharing the file. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
+import type { Completion, PendingEntry } from '../../../src/storage/ledger.js';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
 import fc from 'fast-check';
 import { calendarDay, dayStartMs, periodEnd, periodId, periodStart, setTimeZone } from '../../../src/domain/calendar.js';
@@ -24,7 +25,7 @@ function setup() {
   const key = store.createKey({ name: 'spender', tenant: 'acme', policy: { limits: [] } }).view;
   const other = store.createKey({ name: 'sibling', tenant: 'acme', policy: { limits: [] } }).view;
   const tracker = new SpendTracker(db.database, { refreshMs: 1000 });
-  const writer = new LedgerWriter(db.database, { spend: tracker });
+  const writer = new SqliteLedgerWriter(db.database, { spend: tracker });
   return { db, key, other, tracker, writer };
 }
 
@@ -119,7 +120,7 @@ describe('budgets', () => {
     expect(tracker.spent(scope, 'day', NOON)).toBe(0);
     // Another process (its own connection and writer) spends $0.30.
     const elsewhere = openDatabase(db.path);
-    const theirs = new LedgerWriter(elsewhere);
+    const theirs = new SqliteLedgerWriter(elsewhere);
     const entry = pending(key.id, key.tenantId, 300_000);
     await theirs.begin(entry);
     theirs.close();

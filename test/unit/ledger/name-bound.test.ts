@@ -5,8 +5,9 @@
  * sum of their rows; a new end user with limits or a budget is refused instead.
  */
 import { afterEach, expect, it } from 'vitest';
-import { LedgerWriter, type Completion, type PendingEntry, type Rejection } from '../../../src/ledger/writer.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
+import type { Completion, PendingEntry, Rejection } from '../../../src/storage/ledger.js';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
@@ -25,7 +26,7 @@ function setup() {
   opened.push(db);
   const keyId = new KeyStore(db.database).createKey({ name: 'bounded', policy: { limits: [] } }).view.id;
   const folded = { endUsers: 0, tags: 0, refused: 0 };
-  const writer = new LedgerWriter(db.database, {
+  const writer = new SqliteLedgerWriter(db.database, {
     nameBounds: BOUNDS,
     onCommit: (stats) => {
       folded.endUsers += stats.foldedEndUsers;
@@ -135,7 +136,7 @@ it('holds the bound across writers on other connections, each deciding inside it
   const { db, keyId, writer } = setup();
   const second = openDatabase(db.path);
   try {
-    const other = new LedgerWriter(second, { nameBounds: BOUNDS });
+    const other = new SqliteLedgerWriter(second, { nameBounds: BOUNDS });
     // Interleaved commits of two writers, each new end user and tag once, 3× the bound in all.
     for (let i = 0; i < 3 * BOUNDS.endUsers; i += 1) {
       const target = i % 2 === 0 ? writer : other;

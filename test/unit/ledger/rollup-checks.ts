@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 import type Database from 'better-sqlite3';
 import { calendarDay } from '../../../src/domain/calendar.js';
 import { decodeTags, rollupNamesOf } from '../../../src/domain/rollup-names.js';
-import { countsOf, type LedgerState, type RowCounts } from '../../../src/ledger/row-counts.js';
+import { countsOf, type LedgerState, type RowCounts } from '../../../src/storage/row-counts.js';
 
 /** Every column of the counters the rollups share, summed as the rows say (estimate while pending). */
 const ROW_SUMS = `sum(CASE WHEN status = 'pending' THEN est_cost_micros ELSE cost_micros END) AS cost,

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import * as schema from '../../../src/storage/sqlite/schema.js';
 import { MIGRATIONS_FOLDER, openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
-import { LedgerWriter } from '../../../src/ledger/writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { querySpend } from '../../../src/reports/spend.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { expectLongerRollupsEqualRows } from './rollup-checks.js';
@@ -132,7 +132,7 @@ describe('upgrading to the monthly and lifetime rollups', () => {
       keys.forEach((keyId, n) => expect(querySpend(upgraded, { keyId, since: '0000-01-01', by: 'total' }, now).total).toEqual(before[n]));
 
       // The new writer settles a request left pending by the old version, and adds new ones.
-      const writer = new LedgerWriter(upgraded);
+      const writer = new SqliteLedgerWriter(upgraded);
       const pendingOld = rows.filter((row) => row.status === 'pending').slice(0, 5);
       for (const row of pendingOld) {
         writer.complete({

@@ -5,7 +5,7 @@
  */
 import { expect, it } from 'vitest';
 import fc from 'fast-check';
-import { countsDelta, countsOf, rejectionReason, transition, type LedgerState } from '../../../src/ledger/row-counts.js';
+import { countsDelta, countsOf, rejectionReason, transition, type LedgerState } from '../../../src/storage/row-counts.js';
 
 const pendingState: LedgerState = {
   status: 'pending',

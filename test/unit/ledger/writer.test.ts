@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import Database from 'better-sqlite3';
-import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
+import type { Completion, LedgerWriter, PendingEntry } from '../../../src/storage/ledger.js';
 import { calendarDay } from '../../../src/domain/calendar.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
@@ -19,7 +20,7 @@ function setup(): { db: TempDatabase; keyId: string; writer: LedgerWriter; commi
   opened.push(db);
   const keyId = new KeyStore(db.database).createKey({ name: 'w', policy: { limits: [] } }).view.id;
   const commits: number[] = [];
-  const writer = new LedgerWriter(db.database, {
+  const writer = new SqliteLedgerWriter(db.database, {
     onCommit: (stats) => commits.push(stats.rows),
     onBusy: () => busyCounts.set(db, busyCount(db) + 1),
   });
@@ -262,7 +263,7 @@ describe('LedgerWriter', () => {
     opened.push(db);
     const keyId = new KeyStore(db.database).createKey({ name: 'w', policy: { limits: [] } }).view.id;
     const errors: unknown[] = [];
-    const writer = new LedgerWriter(db.database, { maxLockWaitMs: 0, onError: (error) => errors.push(error) });
+    const writer = new SqliteLedgerWriter(db.database, { maxLockWaitMs: 0, onError: (error) => errors.push(error) });
     db.database.sqlite.pragma('busy_timeout = 5');
     const locker = new Database(db.path);
     locker.exec('BEGIN IMMEDIATE');
@@ -286,7 +287,7 @@ describe('LedgerWriter', () => {
     const db = openTempDatabase();
     opened.push(db);
     const keyId = new KeyStore(db.database).createKey({ name: 'w', policy: { limits: [] } }).view.id;
-    const writer = new LedgerWriter(db.database, { refusalRowsPerMinute: 10, refusalRollupModel: (model) => (model === 'gpt-4o' ? model : '(other)') });
+    const writer = new SqliteLedgerWriter(db.database, { refusalRowsPerMinute: 10, refusalRollupModel: (model) => (model === 'gpt-4o' ? model : '(other)') });
     for (let i = 0; i < 1000; i += 1) {
       writer.reject({
         requestId: `refused-${i}`,

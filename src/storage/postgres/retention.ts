@@ -13,8 +13,8 @@
  * (down for longer than the retention) drops them: choose a retention far
  * longer than any outage.
  */
-import type { PgPool } from '../storage/postgres/open.js';
-import { addDays, calendarDay, dayStartMs } from '../domain/calendar.js';
+import type { PgPool } from './open.js';
+import { addDays, calendarDay, dayStartMs } from '../../domain/calendar.js';
 
 /** Only one node prunes at a time ("tollgate-prune" as a lock id). */
 const PRUNE_LOCK = '7813575385137752100';

@@ -7,8 +7,9 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { KeySync } from '../../../src/storage/postgres/key-sync.js';
-import { LedgerShipper } from '../../../src/ledger/shipper.js';
-import { LedgerWriter, type PendingEntry } from '../../../src/ledger/writer.js';
+import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
+import type { PendingEntry } from '../../../src/storage/ledger.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 import { byId, expectedNamedRollups, expectNamedRollupsEqualRows, NAMED_ROW_COLUMNS, namedRollupSql, type NamedRow } from '../../unit/ledger/rollup-checks.js';
@@ -61,7 +62,7 @@ it('holds the bound over every node’s names, and settlements shipped later mov
   const issued = await new PgKeyStore(pg.pool).createKey({ name: 'two-nodes', policy: { limits: [] } });
   const keyId = issued.view.id;
   for (const node of nodes) await new KeySync(pg.pool, node.database, { url: pg.url }).pull();
-  const writers = nodes.map((node) => new LedgerWriter(node.database, { nameBounds: BOUNDS }));
+  const writers = nodes.map((node) => new SqliteLedgerWriter(node.database, { nameBounds: BOUNDS }));
   const shippers = nodes.map((node) => new LedgerShipper(pg.pool, node.database, { nameBounds: BOUNDS, batch: 3 }));
   // Each node sees (nearly) the bound of new names of its own, within its local bound: about 2× the bound in PostgreSQL.
   for (const [n, writer] of writers.entries()) {

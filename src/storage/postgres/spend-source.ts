@@ -23,11 +23,11 @@
  * snapshot the tracker falls back to this node's own rollups.
  */
 import type Database from 'better-sqlite3';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import type { PgPool } from '../storage/postgres/open.js';
-import { calendarDay, dayEndMs, dayStartMs, periodStart, type BudgetPeriod } from '../domain/calendar.js';
-import { enableOutbox } from '../ledger/shipper.js';
-import { isAttributed, type BudgetScope, type SpendChange, type SpendRead } from './spend-tracker.js';
+import type { TollgateDatabase } from '../sqlite/open.js';
+import type { PgPool } from './open.js';
+import { calendarDay, dayEndMs, dayStartMs, periodStart, type BudgetPeriod } from '../../domain/calendar.js';
+import { enableOutbox } from '../sqlite/outbox.js';
+import { isAttributed, type BudgetScope, type SpendAcrossNodes, type SpendChange, type SpendRead } from '../ledger.js';
 
 interface Known {
   value: number;
@@ -41,7 +41,7 @@ interface Shipped {
   readonly change: SpendChange;
 }
 
-export interface PgSpendOptions {
+export interface PostgresSpendOptions {
   readonly refreshMs?: number;
   readonly now?: () => number;
   readonly onError?: (error: unknown) => void;
@@ -49,7 +49,7 @@ export interface PgSpendOptions {
   readonly maxKnown?: number;
 }
 
-export class PgSpendSource {
+export class PostgresSpendSource implements SpendAcrossNodes {
   private readonly pool: PgPool;
   private readonly refreshMs: number;
   private readonly now: () => number;
@@ -62,7 +62,7 @@ export class PgSpendSource {
   private readonly unshipped: Readonly<Record<BudgetScope['level'], Database.Statement>>;
   private readonly maxKnown: number;
 
-  constructor(pool: PgPool, database: TollgateDatabase, options: PgSpendOptions = {}) {
+  constructor(pool: PgPool, database: TollgateDatabase, options: PostgresSpendOptions = {}) {
     this.pool = pool;
     this.refreshMs = options.refreshMs ?? 1000;
     this.now = options.now ?? Date.now;
@@ -194,7 +194,7 @@ export class PgSpendSource {
   }
 }
 
-/** The same reads as the SQLite tracker's (spend-tracker.ts): the rollup that holds the period whole, less days filed after today. */
+/** The same reads as the node's own (sqlite/spend-reads.ts): the rollup that holds the period whole, less days filed after today. */
 function spentQuery(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): { text: string; values: unknown[] } {
   if (isAttributed(scope)) {
     // An end user's or tag's own daily rollup, as the SQLite tracker reads it ('total' starts at '0000-00-00').

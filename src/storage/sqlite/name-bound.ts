@@ -1,6 +1,6 @@
 /**
  * The bound on a key's distinct end users and tags per day, decided inside
- * the ledger writer's transaction (writer.ts), so it holds for every process
+ * the ledger writer's transaction (ledger-writer.ts), so it holds for every process
  * sharing the SQLite file: the transaction holds the write lock
  * (`BEGIN IMMEDIATE`), and the count it reads is kept by triggers on the
  * rollup tables in the same file (`rollup_names`, drizzle/0012).
@@ -21,7 +21,7 @@
  * never deleted), so a busy key's usual names cost no lookup.
  */
 import type Database from 'better-sqlite3';
-import { END_USER_BIT, OTHER_NAME, tagBit, type NameBounds } from '../domain/rollup-names.js';
+import { END_USER_BIT, OTHER_NAME, tagBit, type NameBounds } from '../../domain/rollup-names.js';
 
 /** A new end user with limits or a budget of its own, past the bound: the request is refused. */
 export const REFUSED = -1;

@@ -6,9 +6,12 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { KeySync } from '../../../src/storage/postgres/key-sync.js';
-import { pruneLedger, retentionHorizon } from '../../../src/ledger/retention.js';
-import { disableOutbox, enableOutbox, LedgerShipper, shipRows } from '../../../src/ledger/shipper.js';
-import { LedgerWriter, type Completion, type PendingEntry } from '../../../src/ledger/writer.js';
+import { pruneLedger, retentionHorizon } from '../../../src/storage/postgres/retention.js';
+import { disableOutbox, enableOutbox } from '../../../src/storage/sqlite/outbox.js';
+import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
+import { shipRows } from '../../../src/storage/postgres/ship-rows.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
+import type { Completion, PendingEntry } from '../../../src/storage/ledger.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 
@@ -96,7 +99,7 @@ async function setUpKey(): Promise<string> {
 it('ships pending rows, settlements and refusals with rollups equal to SQLite’s, across a day boundary', async () => {
   const keyId = await setUpKey();
   const shipper = new LedgerShipper(pg.pool, local.database, { batch: 7 });
-  const writer = new LedgerWriter(local.database);
+  const writer = new SqliteLedgerWriter(local.database);
   const ids = Array.from({ length: 40 }, (_, i) => `req-${i}`);
   await Promise.all(ids.map((id, i) => writer.begin(pending(keyId, id, i))));
   // Half the pending rows reach PostgreSQL before they settle.
@@ -143,7 +146,7 @@ it('ships pending rows, settlements and refusals with rollups equal to SQLite’
 
 it('counts a row once however often, and in whatever order, its states are shipped', async () => {
   const keyId = await setUpKey();
-  const writer = new LedgerWriter(local.database);
+  const writer = new SqliteLedgerWriter(local.database);
   const shipper = new LedgerShipper(pg.pool, local.database);
   await Promise.all([0, 1, 2, 3].map((i) => writer.begin(pending(keyId, `r${i}`, i))));
   const pendingStates = local.database.sqlite.prepare(`SELECT 0 AS seq, * FROM ledger ORDER BY request_id`).all() as Parameters<typeof shipRows>[1];
@@ -168,7 +171,7 @@ it('counts a row once however often, and in whatever order, its states are shipp
 
 it('keeps rows in the outbox while PostgreSQL refuses them, and ships them once it accepts', async () => {
   const keyId = await setUpKey();
-  const writer = new LedgerWriter(local.database);
+  const writer = new SqliteLedgerWriter(local.database);
   const shipper = new LedgerShipper(pg.pool, local.database);
   await writer.begin(pending(keyId, 'a', 1));
   // A broken server as far as this batch can tell: its ledger table is gone for a moment.
@@ -183,7 +186,7 @@ it('keeps rows in the outbox while PostgreSQL refuses them, and ships them once 
 
 it('prunes raw rows older than the retention, keeps the rollups and pending rows, and never ships a pruned row again', async () => {
   const keyId = await setUpKey();
-  const writer = new LedgerWriter(local.database);
+  const writer = new SqliteLedgerWriter(local.database);
   const shipper = new LedgerShipper(pg.pool, local.database);
   await Promise.all([0, 1, 2].map((i) => writer.begin(pending(keyId, `old${i}`, i))));
   [0, 1].forEach((i) => writer.complete(completion(`old${i}`, i)));

@@ -1,6 +1,6 @@
 /**
  * What one ledger row, in its current state, adds to the rollups — the same
- * amounts the writer adds step by step (writer.ts): a pending row its
+ * amounts the writer adds step by step (sqlite/ledger-writer.ts): a pending row its
  * estimate, a settled one its actual usage, a refused one its refusal
  * counter. The shipper moves PostgreSQL's rollups by the difference between
  * a row's new state and the state PostgreSQL already had, so a row shipped
@@ -8,7 +8,8 @@
  *
  * Pure: no I/O.
  */
-import type { RejectionReason } from './writer.js';
+import type { RejectionReason } from './ledger.js';
+import { subtractCounters, ZERO_COUNTERS, type Counters } from './rollup-spec.js';
 
 /** The ledger columns that decide a row's rollup amounts (names as in the tables). */
 export interface LedgerState {
@@ -25,29 +26,8 @@ export interface LedgerState {
   readonly error_code: string | null;
 }
 
-export interface RowCounts {
-  requests: number;
-  promptTokens: number;
-  cachedTokens: number;
-  completionTokens: number;
-  reasoningTokens: number;
-  costMicros: number;
-  errors: number;
-  rejectedRateLimit: number;
-  rejectedBudget: number;
-}
-
-const ZERO_COUNTS: Readonly<RowCounts> = Object.freeze({
-  requests: 0,
-  promptTokens: 0,
-  cachedTokens: 0,
-  completionTokens: 0,
-  reasoningTokens: 0,
-  costMicros: 0,
-  errors: 0,
-  rejectedRateLimit: 0,
-  rejectedBudget: 0,
-});
+/** A row's amounts, one per counter (src/storage/rollup-spec.ts). */
+export type RowCounts = Counters;
 
 /** The reason a refusal was filed under follows from its error code (src/pipeline/refusals.ts). */
 export function rejectionReason(errorCode: string | null): RejectionReason {
@@ -59,18 +39,19 @@ export function rejectionReason(errorCode: string | null): RejectionReason {
 /** A row's whole contribution to every rollup row it is filed under. */
 export function countsOf(row: LedgerState): RowCounts {
   if (row.status === 'pending') {
-    return { ...ZERO_COUNTS, requests: 1, promptTokens: row.est_prompt_tokens, completionTokens: row.est_completion_tokens, costMicros: row.est_cost_micros };
+    return { ...ZERO_COUNTERS, requests: 1, promptTokens: row.est_prompt_tokens, completionTokens: row.est_completion_tokens, costMicros: row.est_cost_micros };
   }
   if (row.status === 'rejected' || row.status === 'invalid_request') {
     const reason = rejectionReason(row.error_code);
     return {
-      ...ZERO_COUNTS,
+      ...ZERO_COUNTERS,
       rejectedRateLimit: reason === 'rate_limit' ? 1 : 0,
       rejectedBudget: reason === 'budget' ? 1 : 0,
       errors: reason === 'other' ? 1 : 0,
     };
   }
   return {
+    ...ZERO_COUNTERS,
     requests: 1,
     promptTokens: row.prompt_tokens ?? 0,
     cachedTokens: row.cached_tokens ?? 0,
@@ -78,8 +59,6 @@ export function countsOf(row: LedgerState): RowCounts {
     reasoningTokens: row.reasoning_tokens ?? 0,
     costMicros: row.cost_micros ?? 0,
     errors: row.status === 'ok' ? 0 : 1,
-    rejectedRateLimit: 0,
-    rejectedBudget: 0,
   };
 }
 
@@ -96,17 +75,6 @@ export function transition(held: LedgerState | undefined, next: LedgerState): 'i
 
 /** next − held, counter by counter (held absent = zero). */
 export function countsDelta(held: LedgerState | undefined, next: LedgerState): RowCounts {
-  const a = held === undefined ? ZERO_COUNTS : countsOf(held);
-  const b = countsOf(next);
-  return {
-    requests: b.requests - a.requests,
-    promptTokens: b.promptTokens - a.promptTokens,
-    cachedTokens: b.cachedTokens - a.cachedTokens,
-    completionTokens: b.completionTokens - a.completionTokens,
-    reasoningTokens: b.reasoningTokens - a.reasoningTokens,
-    costMicros: b.costMicros - a.costMicros,
-    errors: b.errors - a.errors,
-    rejectedRateLimit: b.rejectedRateLimit - a.rejectedRateLimit,
-    rejectedBudget: b.rejectedBudget - a.rejectedBudget,
-  };
+  const a = held === undefined ? ZERO_COUNTERS : countsOf(held);
+  return subtractCounters(countsOf(next), a);
 }

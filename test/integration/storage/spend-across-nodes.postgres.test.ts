@@ -5,13 +5,14 @@
  * once shipped and read.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { PgSpendSource } from '../../../src/budgets/pg-spend.js';
+import { PostgresSpendSource } from '../../../src/storage/postgres/spend-source.js';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
 import { calendarDay } from '../../../src/domain/calendar.js';
 import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { KeySync } from '../../../src/storage/postgres/key-sync.js';
-import { LedgerShipper } from '../../../src/ledger/shipper.js';
-import { LedgerWriter, type PendingEntry } from '../../../src/ledger/writer.js';
+import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
+import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
+import type { PendingEntry } from '../../../src/storage/ledger.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 import { waitFor } from '../../support/wait.js';
@@ -31,9 +32,9 @@ afterEach(async () => {
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 
 function node(file: TempDatabase, clock: { now: number }) {
-  const source = new PgSpendSource(pg.pool, file.database, { refreshMs: 100, now: () => clock.now });
+  const source = new PostgresSpendSource(pg.pool, file.database, { refreshMs: 100, now: () => clock.now });
   const tracker = new SpendTracker(file.database, { refreshMs: 100, source });
-  const writer = new LedgerWriter(file.database, { spend: tracker });
+  const writer = new SqliteLedgerWriter(file.database, { spend: tracker });
   const shipper = new LedgerShipper(pg.pool, file.database, { onShipped: (result) => source.shippedBatch(result.changes) });
   return { source, tracker, writer, shipper };
 }

@@ -1,6 +1,6 @@
 /**
  * The bound on a key's distinct end users and tags per day in PostgreSQL's
- * rollups (replicas): each node bounds its own SQLite file (name-bound.ts),
+ * rollups (replicas): each node bounds its own SQLite file (sqlite/name-bound.ts),
  * but PostgreSQL sums every node's, so the shipper decides again, in its
  * transaction, against every node's names of the day (shipper.ts).
  *
@@ -19,7 +19,7 @@
  * nodes shipping at once decide one after the other.
  */
 import type pg from 'pg';
-import { END_USER_BIT, OTHER_NAME, tagBit, type NameBounds } from '../domain/rollup-names.js';
+import { END_USER_BIT, OTHER_NAME, tagBit, type NameBounds } from '../../domain/rollup-names.js';
 
 /** What the decision needs of a row being inserted. */
 export interface NamedRow {

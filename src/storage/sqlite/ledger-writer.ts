@@ -1,7 +1,7 @@
 /**
  * The ledger writer: groups every write that arrives in one event-loop turn
  * into one SQLite transaction, rollups included (their bookkeeping is in
- * rollups.ts).
+ * ledger-rollups.ts).
  *
  * - `begin` inserts a request's row as `pending` with its estimate and
  *   resolves only once that row is committed, so the proxy forwards a
@@ -27,179 +27,35 @@
  * refused, not forwarded unrecorded; completions stay queued.
  */
 import type Database from 'better-sqlite3';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import type { SpendChange } from '../budgets/spend-tracker.js';
-import { calendarDay } from '../domain/calendar.js';
-import { decodeTags, DEFAULT_NAME_BOUNDS, encodeTags, exactMaskOf, type NameBounds } from '../domain/rollup-names.js';
-import { TollgateError } from '../domain/errors.js';
-import { truncateForStorage } from '../http/client-strings.js';
+import type { TollgateDatabase } from './open.js';
+import { calendarDay } from '../../domain/calendar.js';
+import { encodeTags } from '../../domain/rollup-names.js';
+import { DEFAULT_NAME_BOUNDS, exactMaskOf } from '../../domain/rollup-names.js';
+import type { Completion, LedgerWriter, PendingEntry, Rejection, SpendChange } from '../ledger.js';
 import { NameBound, REFUSED } from './name-bound.js';
 import { RefusalAllowance } from './refusal-allowance.js';
-import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './rollups.js';
+import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './ledger-rollups.js';
+import {
+  completionRow,
+  isBusy,
+  loadContribution,
+  pendingRow,
+  prepareLedgerStatements,
+  REFUSAL_CODE_CHARS,
+  REFUSAL_MODEL_CHARS,
+  spendOfBegin,
+  spendOfContribution,
+  tooManyEndUsers,
+  truncateForStorage,
+  type LedgerStatements,
+  type LedgerWriterOptions,
+  type QueuedRejection,
+  type Waiter,
+} from './ledger-writer-rows.js';
 
-/** Told of every change to spend as it is queued and as it commits (budgets). */
-interface SpendListener {
-  queuedChange(change: SpendChange): void;
-  committedChange(change: SpendChange): void;
-  droppedChange(change: SpendChange): void;
-}
+export type { LedgerWriterOptions } from './ledger-writer-rows.js';
 
-export interface PendingEntry {
-  readonly requestId: string;
-  readonly keyId: string;
-  readonly tenantId: string | null;
-  readonly createdAt: number;
-  readonly endpoint: string;
-  readonly model: string;
-  readonly stream: boolean;
-  readonly estPromptTokens: number;
-  readonly estCompletionTokens: number;
-  readonly estCostMicros: number;
-  readonly priceKnown: boolean;
-  /** The end user the request was made for, and its tags (src/endusers/attribution.ts). */
-  readonly endUser?: string | undefined;
-  readonly tags?: readonly string[] | undefined;
-  /**
-   * Names the key's policy needs exact rollup rows for (src/endusers/checks.ts): an end user
-   * with limits or budgets of its own, budgeted tags. Never counted under `(other)`.
-   */
-  readonly exact?: { readonly endUser: boolean; readonly tags: readonly string[] } | undefined;
-}
-
-/** `cut_at_cost_cap`: Tollgate ended a stream whose completion reached what its budget or cost cap allows. */
-export type FinalStatus = 'ok' | 'upstream_error' | 'client_aborted' | 'upstream_interrupted' | 'upstream_timeout' | 'cut_at_cost_cap';
-
-/**
- * reported: usage from the upstream; counted: from the answer's text; reserved: the request's
- * reservation (its usage is unknown: src/pipeline/settle.ts, rule 4); none: nothing was generated.
- */
-export type UsageSource = 'reported' | 'counted' | 'reserved' | 'none';
-
-export interface Completion {
-  readonly requestId: string;
-  readonly completedAt: number;
-  readonly status: FinalStatus;
-  readonly httpStatus: number | null;
-  readonly promptTokens: number;
-  readonly cachedTokens: number;
-  readonly completionTokens: number;
-  readonly reasoningTokens: number;
-  /** Audio parts of the prompt and completion, when the upstream reported any. */
-  readonly audioPromptTokens?: number;
-  readonly audioCompletionTokens?: number;
-  /** The service tier the upstream says it used. */
-  readonly serviceTier?: string | null;
-  /** Part of costMicros paid for built-in tool calls. */
-  readonly toolCostMicros?: number;
-  readonly costMicros: number;
-  readonly usageSource: UsageSource;
-  readonly latencyMs: number;
-  readonly ttftMs: number | null;
-  readonly upstreamRequestId: string | null;
-  readonly errorCode: string | null;
-  /** The upstream that answered (or was tried last); null when not routed. */
-  readonly upstream?: string | null;
-  /** Upstreams actually tried (fallbacks included). */
-  readonly attempts?: number | null;
-  /** Of those, the failed tries the upstream may bill although another answered. */
-  readonly billedAttempts?: number | null;
-}
-
-export type RejectionReason = 'rate_limit' | 'budget' | 'other';
-
-export interface Rejection {
-  readonly requestId: string;
-  readonly keyId: string;
-  readonly tenantId: string | null;
-  readonly createdAt: number;
-  readonly endpoint: string;
-  readonly model: string;
-  readonly stream: boolean;
-  /** `rejected` by a limit/budget/policy, or `invalid_request` (bad body). */
-  readonly status: 'rejected' | 'invalid_request';
-  readonly httpStatus: number;
-  readonly errorCode: string;
-  readonly reason: RejectionReason;
-  readonly estPromptTokens: number;
-  readonly estCompletionTokens: number;
-  readonly estCostMicros: number;
-  /** When known (refusals after the body was read): counted in the end user's and tags' rollups too. */
-  readonly endUser?: string | undefined;
-  readonly tags?: readonly string[] | undefined;
-  /** As PendingEntry's: a budgeted tag keeps its own row even for a refusal (the policy names few). */
-  readonly exact?: { readonly endUser: boolean; readonly tags: readonly string[] } | undefined;
-}
-
-interface WriterStats {
-  readonly rows: number;
-  readonly durationMs: number;
-  /** End users and tags of this commit's rows counted under `(other)` (past the key's bound of the day). */
-  readonly foldedEndUsers: number;
-  readonly foldedTags: number;
-  /** Requests refused because their new end user has limits or a budget and the key is past its bound. */
-  readonly refusedEndUsers: number;
-}
-
-export interface LedgerWriterOptions {
-  /** Called after each commit (metrics). */
-  readonly onCommit?: (stats: WriterStats) => void;
-  /** Called when a commit fails (logs). */
-  readonly onError?: (error: unknown) => void;
-  /** Largest number of operations in one transaction. */
-  readonly maxBatch?: number;
-  /**
-   * How long settlements and rejections may wait to share a commit (ms).
-   * A pending row always commits on the next turn; what follows it is not
-   * needed before forwarding anything, so at low load a request's settlement
-   * rides along with the next request's pending row instead of costing a
-   * commit of its own. Default 5.
-   */
-  readonly settleDelayMs?: number;
-  /** Keeps budgets exact between commits. */
-  readonly spend?: SpendListener;
-  /**
-   * Longest a `begin` waits for a busy database (another process's commit, a
-   * checkpoint) before its request is refused with 503 (ms). Default 10 000.
-   */
-  readonly maxLockWaitMs?: number;
-  /**
-   * Longest one commit attempt waits for the write lock inside SQLite, with
-   * the event loop blocked (ms); then it yields and tries again. Default 10.
-   */
-  readonly busyWaitMs?: number;
-  /** Called each time a commit found the database busy and will try again (metrics). */
-  readonly onBusy?: () => void;
-  /** Refusals of one key written as raw ledger rows per minute; the rest are only counted in the rollups. Default 60. */
-  readonly refusalRowsPerMinute?: number;
-  /**
-   * The model name a refusal is counted under in the rollups (rollup rows are
-   * per model): the price table's name for a known model, else one bucket, so
-   * refused requests naming thousands of models add one row. Default: as sent.
-   */
-  readonly refusalRollupModel?: (model: string) => string;
-  /** Distinct end users and tags per key per day with rollup rows of their own (TOLLGATE_MAX_END_USERS, TOLLGATE_MAX_TAGS). */
-  readonly nameBounds?: NameBounds;
-}
-
-/** Longest model name and error code kept in a refusal's raw row. */
-const REFUSAL_MODEL_CHARS = 64;
-const REFUSAL_CODE_CHARS = 64;
-
-/** SQLite's "database is locked/busy" result codes (extended codes included). */
-function isBusy(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
-}
-
-interface Waiter {
-  readonly entry: PendingEntry;
-  /** performance.now() when queued: how long it has waited for a busy database. */
-  readonly queuedAt: number;
-  resolve(): void;
-  reject(error: unknown): void;
-}
-
-export class LedgerWriter {
+export class SqliteLedgerWriter implements LedgerWriter {
   private readonly sqlite: Database.Database;
   private readonly options: LedgerWriterOptions;
   private readonly maxBatch: number;
@@ -217,7 +73,7 @@ export class LedgerWriter {
   private readonly settleDelayMs: number;
   private closed = false;
   private lastCommitFailed = false;
-  private readonly statements: ReturnType<LedgerWriter['prepare']>;
+  private readonly statements: LedgerStatements;
   private readonly rollupStatements: RollupStatements;
   private readonly names: NameBound;
 
@@ -229,42 +85,9 @@ export class LedgerWriter {
     this.maxLockWaitMs = options.maxLockWaitMs ?? 10_000;
     this.busyWaitMs = Math.max(0, Math.floor(options.busyWaitMs ?? 10));
     this.refusalAllowance = new RefusalAllowance(options.refusalRowsPerMinute ?? 60);
-    this.statements = this.prepare();
+    this.statements = prepareLedgerStatements(this.sqlite);
     this.rollupStatements = prepareRollupStatements(this.sqlite);
     this.names = new NameBound(this.sqlite, options.nameBounds ?? DEFAULT_NAME_BOUNDS);
-  }
-
-  private prepare() {
-    const s = this.sqlite;
-    return {
-      insertPending: s.prepare(
-        `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, endpoint, model, stream, status,
-           est_prompt_tokens, est_completion_tokens, est_cost_micros, price_known, end_user, tags, rollup_folded, rollup_exact)
-         VALUES (@requestId, @keyId, @tenantId, @createdAt, @endpoint, @model, @stream, 'pending',
-           @estPromptTokens, @estCompletionTokens, @estCostMicros, @priceKnown, @endUser, @tags, @rollupFolded, @rollupExact)`,
-      ),
-      complete: s.prepare(
-        `UPDATE ledger SET status = @status, http_status = @httpStatus, completed_at = @completedAt,
-           prompt_tokens = @promptTokens, cached_tokens = @cachedTokens, completion_tokens = @completionTokens,
-           reasoning_tokens = @reasoningTokens, audio_prompt_tokens = @audioPromptTokens,
-           audio_completion_tokens = @audioCompletionTokens, service_tier = @serviceTier, tool_cost_micros = @toolCostMicros,
-           cost_micros = @costMicros, usage_source = @usageSource,
-           latency_ms = @latencyMs, ttft_ms = @ttftMs, upstream_request_id = @upstreamRequestId, error_code = @errorCode,
-           upstream = @upstream, attempts = @attempts, billed_attempts = @billedAttempts
-         WHERE request_id = @requestId AND status = 'pending'`,
-      ),
-      insertRejection: s.prepare(
-        `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, completed_at, endpoint, model, stream, status,
-           http_status, est_prompt_tokens, est_completion_tokens, est_cost_micros, prompt_tokens, cached_tokens,
-           completion_tokens, reasoning_tokens, cost_micros, usage_source, latency_ms, error_code, end_user, tags, rollup_folded, rollup_exact)
-         VALUES (@requestId, @keyId, @tenantId, @createdAt, @createdAt, @endpoint, @model, @stream, @status,
-           @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode, @endUser, @tags, @rollupFolded, @rollupExact)
-         ON CONFLICT(request_id) DO NOTHING`,
-      ),
-      contributionOf: s.prepare(
-        'SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros, end_user, tags, rollup_folded FROM ledger WHERE request_id = ?',
-      ),
-    };
   }
 
   /** Records a request as pending; resolves once the row is committed. */
@@ -407,7 +230,7 @@ export class LedgerWriter {
           }
           for (const completion of completions) {
             const result = this.statements.complete.run(completionRow(completion));
-            const contribution = this.contributions.get(completion.requestId) ?? this.loadContribution(completion.requestId);
+            const contribution = this.contributions.get(completion.requestId) ?? loadContribution(this.statements, completion.requestId);
             settled.push(completion.requestId);
             if (result.changes === 0 || contribution === undefined) continue; // already settled: exactly once
             const delta = {
@@ -542,131 +365,4 @@ export class LedgerWriter {
       else if (this.queueDepth > 0) this.scheduleLater();
     }, delayMs).unref();
   }
-
-  /** A pending row written by an earlier process (or before a restart) still settles correctly. */
-  private loadContribution(requestId: string): Contribution | undefined {
-    const row = this.statements.contributionOf.get(requestId) as
-      | {
-          key_id: string;
-          tenant_id: string | null;
-          created_at: number;
-          model: string;
-          est_prompt_tokens: number;
-          est_completion_tokens: number;
-          est_cost_micros: number;
-          end_user: string | null;
-          tags: string | null;
-          rollup_folded: number | null;
-        }
-      | undefined;
-    if (row === undefined) return undefined;
-    return contributionOf(
-      {
-        keyId: row.key_id,
-        tenantId: row.tenant_id,
-        createdAt: row.created_at,
-        model: row.model,
-        estPromptTokens: row.est_prompt_tokens,
-        estCompletionTokens: row.est_completion_tokens,
-        estCostMicros: row.est_cost_micros,
-        endUser: row.end_user ?? undefined,
-        tags: decodeTags(row.tags),
-      },
-      row.rollup_folded ?? 0,
-    );
-  }
-}
-
-/** The refusal of a new end user with limits or a budget of its own, once the key has the most end users a day may have. */
-function tooManyEndUsers(bounds: NameBounds): TollgateError {
-  return new TollgateError(
-    'too_many_end_users',
-    `This key already has ${bounds.endUsers} distinct end users today, the most Tollgate tracks one by one (TOLLGATE_MAX_END_USERS); ` +
-      'this end user is new and has limits or a budget of its own, which cannot be kept exactly beyond that bound. ' +
-      'Requests of end users already seen today still pass; new ones can again tomorrow.',
-    { param: 'user', headers: { 'x-should-retry': 'false' } },
-  );
-}
-
-/*
- * The statements' named parameters, each row built as one object literal of
- * exactly those: a spread of the entry with overrides made an object of
- * another shape for every row, and building it and binding from it cost the
- * writer ~3 µs a row (CPU profiles of the 1 KB chat path).
- */
-
-/** The `insertPending` parameters of a pending row. */
-function pendingRow(entry: PendingEntry, folded: number, exact: number) {
-  return {
-    requestId: entry.requestId,
-    keyId: entry.keyId,
-    tenantId: entry.tenantId,
-    createdAt: entry.createdAt,
-    endpoint: entry.endpoint,
-    model: entry.model,
-    stream: entry.stream ? 1 : 0,
-    estPromptTokens: entry.estPromptTokens,
-    estCompletionTokens: entry.estCompletionTokens,
-    estCostMicros: entry.estCostMicros,
-    priceKnown: entry.priceKnown ? 1 : 0,
-    endUser: entry.endUser ?? null,
-    tags: encodeTags(entry.tags ?? []),
-    rollupFolded: folded === 0 ? null : folded,
-    rollupExact: exact === 0 ? null : exact,
-  };
-}
-
-/** The `complete` parameters of a settlement. */
-function completionRow(completion: Completion) {
-  return {
-    requestId: completion.requestId,
-    status: completion.status,
-    httpStatus: completion.httpStatus,
-    completedAt: completion.completedAt,
-    promptTokens: completion.promptTokens,
-    cachedTokens: completion.cachedTokens,
-    completionTokens: completion.completionTokens,
-    reasoningTokens: completion.reasoningTokens,
-    audioPromptTokens: completion.audioPromptTokens ?? 0,
-    audioCompletionTokens: completion.audioCompletionTokens ?? 0,
-    serviceTier: completion.serviceTier ?? null,
-    toolCostMicros: completion.toolCostMicros ?? 0,
-    costMicros: completion.costMicros,
-    usageSource: completion.usageSource,
-    latencyMs: completion.latencyMs,
-    ttftMs: completion.ttftMs,
-    upstreamRequestId: completion.upstreamRequestId,
-    errorCode: completion.errorCode,
-    upstream: completion.upstream ?? null,
-    attempts: completion.attempts ?? null,
-    billedAttempts: completion.billedAttempts ?? null,
-  };
-}
-
-/** A refusal as queued: compacted, with where the rollups count it and whether it gets a raw row. */
-interface QueuedRejection extends Rejection {
-  readonly rollupModel: string;
-  readonly raw: boolean;
-}
-
-function spendOfBegin(entry: PendingEntry): SpendChange {
-  return {
-    keyId: entry.keyId,
-    tenantId: entry.tenantId,
-    day: calendarDay(entry.createdAt),
-    microUsd: entry.estCostMicros,
-    endUser: entry.endUser,
-    tags: entry.tags,
-  };
-}
-
-function spendOfContribution(contribution: Contribution, microUsd: number): SpendChange {
-  return {
-    keyId: contribution.keyId,
-    tenantId: contribution.tenantId,
-    day: contribution.day,
-    microUsd,
-    endUser: contribution.endUser,
-    tags: contribution.tags,
-  };
 }
