@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDatabase, type TollgateDatabase } from '../src/storage/sqlite/open.js';
 import { KeyStore } from '../src/keys/store.js';
-import { querySpend } from '../src/reports/spend.js';
+import { querySpend } from '../src/storage/sqlite/spend-reads.js';
 import type { Policy } from '../src/domain/policy.js';
 import { builtinPriceTable } from '../src/estimate/prices.js';
 import { Hono } from 'hono';

@@ -36,8 +36,8 @@ import { migratePg, openPg, type PgPool } from '../src/storage/postgres/open.js'
 import { builtinPriceTable } from '../src/estimate/prices.js';
 import { pruneLedger } from '../src/ledger/retention.js';
 import { countsOf, type LedgerState } from '../src/ledger/row-counts.js';
-import { queryPgSpend } from '../src/reports/pg-spend.js';
-import type { SpendQuery } from '../src/reports/spend.js';
+import { queryPgSpend } from '../src/storage/postgres/spend-reads.js';
+import type { SpendQuery } from '../src/storage/sqlite/spend-reads.js';
 import { median, percentile, printTable, REPO_ROOT, type BenchResult } from './support.js';
 
 const SERVER_URL = process.env.TOLLGATE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -6,7 +6,7 @@
 import { pgUnavailable } from '../domain/errors.js';
 import { isPgUnreachable, type PgPool } from '../storage/postgres/open.js';
 import { PgKeyStore } from '../keys/pg-store.js';
-import { queryPgSpend } from '../reports/pg-spend.js';
+import { queryPgSpend } from '../storage/postgres/spend-reads.js';
 import type { AdminOps } from './ops.js';
 
 export function pgAdminOps(pool: PgPool, options: { now?: () => number; onChange?: () => Promise<unknown>; closePool?: boolean } = {}): AdminOps {

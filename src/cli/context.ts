@@ -58,7 +58,7 @@ async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger:
     const [{ pgAdminOps }, { openPg }, { exportPgLedger }] = await Promise.all([
       import('../admin/pg-ops.js'),
       import('../storage/postgres/open.js'),
-      import('../reports/pg-export.js'),
+      import('../storage/postgres/ledger-export.js'),
     ]);
     const pool = openPg(config.databaseUrl);
     return { ops: pgAdminOps(pool, { closePool: true }), exportLedger: (query, format) => exportPgLedger(pool, query, format) };

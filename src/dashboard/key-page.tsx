@@ -6,7 +6,7 @@
  */
 import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
-import type { SpendTotals } from '../reports/spend.js';
+import type { SpendTotals } from '../storage/sqlite/spend-reads.js';
 import { formatLimit, type LimitSpec } from '../domain/policy.js';
 import type { KeyStatus } from '../keys/store.js';
 import { describeAttributedPolicy } from '../domain/policy-options.js';
@@ -16,10 +16,10 @@ import { HOUR_MS, periodEnd, periodStart, utcHour } from '../domain/calendar.js'
 import { formatMicrosExact } from '../domain/money.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
 import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
-import { keyStatusOf, type KeyRecord } from './directory.js';
+import { keyStatusOf, type KeyRecord } from '../storage/directory.js';
 import { count, percent, relativeTime, timestamp, usd } from './format.js';
 import { Layout } from './layout.js';
-import { periodDays, type PeriodTotals } from './reads.js';
+import { periodDays, type PeriodTotals } from '../storage/sqlite/dashboard-reads.js';
 import { requestItem, requestRow, RequestTableHead, type RequestItem } from './request-list.js';
 import { inFlightText, keyHref, tokensOf, updatedText, type LimitSnapshotEntry, type ViewContext } from './view-context.js';
 

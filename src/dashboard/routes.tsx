@@ -27,7 +27,7 @@ import { buildKeys, KeysPage } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
 import { DisabledPage, LoginPage, NotFoundPage, renderDocument } from './layout.js';
 import { buildOverview, OverviewPage } from './overview.js';
-import type { DashboardReads } from './reads.js';
+import type { DashboardReads } from '../storage/sqlite/dashboard-reads.js';
 import { clearedCookieHeader, createSessionValue, createTenantSessionValue, hasValidSession, isHttps, sessionCookieHeader } from './session.js';
 import { isDashboardTokenText, sqliteDashboardTokens, type DashboardTokenStore } from './tenant-tokens.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';

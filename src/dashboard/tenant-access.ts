@@ -32,7 +32,7 @@ import { parseKeysQuery } from './keys-query.js';
 import { buildOverview } from './overview.js';
 import { hasValidSession, tenantSessionTokenId } from './session.js';
 import type { DashboardTokenStore } from './tenant-tokens.js';
-import type { DashboardReads } from './reads.js';
+import type { DashboardReads } from '../storage/sqlite/dashboard-reads.js';
 import type { LimitSnapshot } from './view-context.js';
 import { viewContextFor, type Viewer } from './viewer.js';
 

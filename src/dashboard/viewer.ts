@@ -7,7 +7,7 @@
  */
 import type { Context } from 'hono';
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { SqliteDashboardReads, type DashboardReads } from './reads.js';
+import { SqliteDashboardReads, type DashboardReads } from '../storage/sqlite/dashboard-reads.js';
 import { hasValidSession, tenantSessionTokenId } from './session.js';
 import { TenantScopedReads } from './tenant-scope.js';
 import type { DashboardTokenStore, TenantViewer } from './tenant-tokens.js';

@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { calendarDay, dayEndMs, dayStartMs } from '../domain/calendar.js';
 import { formatMicrosFixed } from '../domain/money.js';
-import { parseSince, type SpendReport, type SpendRow, type SpendTotals } from './spend.js';
+import { parseSince, type SpendReport, type SpendRow, type SpendTotals } from '../storage/sqlite/spend-reads.js';
 
 /** A cell: text (sanitized), a number or boolean (as is), or nothing (empty cell). */
 type Cell = string | number | boolean | null | undefined;

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
-import { querySpend, SPEND_GROUPINGS, type SpendReport, type SpendRow } from '../../../src/reports/spend.js';
+import { querySpend, SPEND_GROUPINGS, type SpendReport, type SpendRow } from '../../../src/storage/sqlite/spend-reads.js';
 import { calendarDay, addDays } from '../../../src/domain/calendar.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { cli } from '../../support/cli.js';

@@ -5,7 +5,7 @@
  * request, across midnight, in a new process, and per key.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SpendReport, SpendTotals } from '../../../src/reports/spend.js';
+import type { SpendReport, SpendTotals } from '../../../src/storage/sqlite/spend-reads.js';
 import { createDashboardApiRoutes, type KeyPageView, type OverviewView } from '../../../src/dashboard/index.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { cli } from '../../support/cli.js';

@@ -22,7 +22,7 @@ import { LedgerShipper } from '../../../src/ledger/shipper.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { Metrics } from '../../../src/metrics.js';
 import { exportLedger, type LedgerExportFormat, type LedgerExportQuery } from '../../../src/reports/export.js';
-import { exportPgLedger } from '../../../src/reports/pg-export.js';
+import { exportPgLedger } from '../../../src/storage/postgres/ledger-export.js';
 import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';
 import { cli } from '../../support/cli.js';
 import { parseCsv } from '../../support/csv.js';

@@ -10,8 +10,8 @@ import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
 import { LedgerShipper } from '../../../src/ledger/shipper.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
-import { queryPgSpend } from '../../../src/reports/pg-spend.js';
-import { querySpend, SPEND_GROUPINGS, type SpendQuery, type SpendReport } from '../../../src/reports/spend.js';
+import { queryPgSpend } from '../../../src/storage/postgres/spend-reads.js';
+import { querySpend, SPEND_GROUPINGS, type SpendQuery, type SpendReport } from '../../../src/storage/sqlite/spend-reads.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 

@@ -5,12 +5,12 @@
  * a worker that died is replaced on the next read.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ReadWorker, WorkerDashboardReads, workerSpend } from '../../../src/dashboard/read-worker.js';
-import { SqliteDashboardReads } from '../../../src/dashboard/reads.js';
+import { ReadWorker, WorkerDashboardReads, workerSpend } from '../../../src/storage/sqlite/read-worker.js';
+import { SqliteDashboardReads } from '../../../src/storage/sqlite/dashboard-reads.js';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
-import { querySpend, SPEND_GROUPINGS } from '../../../src/reports/spend.js';
+import { querySpend, SPEND_GROUPINGS } from '../../../src/storage/sqlite/spend-reads.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');

@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { createUpstream, type Upstream } from '../../../src/upstreams/pool.js';
 import { parseLimit, type Policy } from '../../../src/domain/policy.js';
 import { exportLedger, spendReportCsv } from '../../../src/reports/export.js';
-import { querySpend } from '../../../src/reports/spend.js';
+import { querySpend } from '../../../src/storage/sqlite/spend-reads.js';
 import { csvObjects } from '../../support/csv.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';

@@ -14,7 +14,7 @@ import * as schema from '../../../src/storage/sqlite/schema.js';
 import { MIGRATIONS_FOLDER, openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
-import { querySpend } from '../../../src/reports/spend.js';
+import { querySpend } from '../../../src/storage/sqlite/spend-reads.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { expectLongerRollupsEqualRows } from './rollup-checks.js';
 

@@ -24,11 +24,11 @@
  * or PostgreSQL's copy of the same tables on a replica (pg-reads.ts), so
  * every node's dashboard shows the whole cluster.
  */
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { querySpend, type SpendReport, type SpendTotals } from '../reports/spend.js';
-import { decodeRequestCursor, encodeRequestCursor } from './request-cursor.js';
-import { addDays, dayEndMs, dayStartMs, HOUR_MS, monthStartOf, calendarDay, periodStart, utcHour } from '../domain/calendar.js';
-import { DirectoryReader, type Directory } from './directory.js';
+import type { TollgateDatabase } from './open.js';
+import { querySpend, type SpendReport, type SpendTotals } from './spend-reads.js';
+import { decodeRequestCursor, encodeRequestCursor } from '../request-cursor.js';
+import { addDays, dayEndMs, dayStartMs, HOUR_MS, monthStartOf, calendarDay, periodStart, utcHour } from '../../domain/calendar.js';
+import { DirectoryReader, type Directory } from '../directory.js';
 
 /** Days of the long chart. */
 export const CHART_DAYS = 90;

@@ -12,9 +12,9 @@
  * Pages as in spend.ts (a `limit` and the cursor of spend-cursor.ts): the
  * grouping runs in PostgreSQL, and only a page of rows comes back.
  */
-import type { PgPool } from '../storage/postgres/open.js';
-import { addDays, dayEndMs, dayStartMs, monthStartOf } from '../domain/calendar.js';
-import { encodeSpendCursor, type CursorScope, type SpendPosition } from './spend-cursor.js';
+import type { PgPool } from './open.js';
+import { addDays, dayEndMs, dayStartMs, monthStartOf } from '../../domain/calendar.js';
+import { encodeSpendCursor, type CursorScope, type SpendPosition } from '../spend-cursor.js';
 import {
   difference,
   NO_END_USER,
@@ -26,7 +26,7 @@ import {
   type SpendReport,
   type SpendRow,
   type SpendTotals,
-} from './spend.js';
+} from '../sqlite/spend-reads.js';
 
 const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
   coalesce(sum(r.prompt_tokens), 0) AS "promptTokens",

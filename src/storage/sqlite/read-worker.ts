@@ -18,12 +18,12 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { currentTimeZone } from '../domain/calendar.js';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { TollgateError, type ErrorCode } from '../domain/errors.js';
-import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';
-import { DirectoryReader, type Directory } from './directory.js';
-import type { DashboardReads, DayPoint, HourPoint, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from './reads.js';
+import { currentTimeZone } from '../../domain/calendar.js';
+import type { TollgateDatabase } from './open.js';
+import { TollgateError, type ErrorCode } from '../../domain/errors.js';
+import type { SpendQuery, SpendReport, SpendTotals } from './spend-reads.js';
+import { DirectoryReader, type Directory } from '../directory.js';
+import type { DashboardReads, DayPoint, HourPoint, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from './dashboard-reads.js';
 import type { ReadJob, ReadResult, WorkerReadMethod } from './read-worker-protocol.js';
 
 /** Reads waiting for the worker at most, by default. */

@@ -22,9 +22,9 @@
  * (textStream in export.ts reads the first chunk before the 200).
  */
 import type pg from 'pg';
-import type { PgPool } from '../storage/postgres/open.js';
-import { pgUnavailable } from '../domain/errors.js';
-import { ledgerExportHeader, ledgerExportLine, ledgerExportSelect, type LedgerExportFormat, type LedgerExportQuery, type LedgerExportRow } from './export.js';
+import type { PgPool } from './open.js';
+import { pgUnavailable } from '../../domain/errors.js';
+import { ledgerExportHeader, ledgerExportLine, ledgerExportSelect, type LedgerExportFormat, type LedgerExportQuery, type LedgerExportRow } from '../../reports/export.js';
 
 /** Rows per query: one chunk of about 500 kB of NDJSON, formatted in a few ms. */
 const PAGE_ROWS = 1000;

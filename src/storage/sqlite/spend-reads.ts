@@ -8,9 +8,9 @@
  * CLI always do: spend-cursor.ts); only the proxy's own reads of a few rows
  * (the dashboard's per-key and per-day sums) read every row at once.
  */
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { addDays, calendarDay, dayEndMs, dayStartMs, isCalendarDay, monthStartOf } from '../domain/calendar.js';
-import { decodeSpendCursor, encodeSpendCursor, type CursorScope, type SpendPosition } from './spend-cursor.js';
+import type { TollgateDatabase } from './open.js';
+import { addDays, calendarDay, dayEndMs, dayStartMs, isCalendarDay, monthStartOf } from '../../domain/calendar.js';
+import { decodeSpendCursor, encodeSpendCursor, type CursorScope, type SpendPosition } from '../spend-cursor.js';
 
 export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'user' | 'tag' | 'total';
 

@@ -11,12 +11,12 @@
  * than a node's partial local view, which would look complete and be wrong.
  */
 import type pg from 'pg';
-import type { PgPool } from '../storage/postgres/open.js';
-import { pgUnavailable } from '../domain/errors.js';
-import { queryPgSpend } from '../reports/pg-spend.js';
-import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';
-import { addDays, dayEndMs, dayStartMs, monthStartOf, calendarDay, periodStart } from '../domain/calendar.js';
-import { DirectoryCache, type Directory, type StoredKeyRow, type StoredTenantRow } from './directory.js';
+import type { PgPool } from './open.js';
+import { pgUnavailable } from '../../domain/errors.js';
+import { queryPgSpend } from './spend-reads.js';
+import type { SpendQuery, SpendReport, SpendTotals } from '../sqlite/spend-reads.js';
+import { addDays, dayEndMs, dayStartMs, monthStartOf, calendarDay, periodStart } from '../../domain/calendar.js';
+import { DirectoryCache, type Directory, type StoredKeyRow, type StoredTenantRow } from '../directory.js';
 import {
   addTotals,
   byKey,
@@ -38,8 +38,8 @@ import {
   type RequestRow,
   type SpendByKey,
   type TopRow,
-} from './reads.js';
-import { decodeRequestCursor } from './request-cursor.js';
+} from '../sqlite/dashboard-reads.js';
+import { decodeRequestCursor } from '../request-cursor.js';
 
 const SUMS = `coalesce(sum(requests), 0) AS "requests", coalesce(sum(prompt_tokens), 0) AS "promptTokens",
   coalesce(sum(cached_tokens), 0) AS "cachedTokens", coalesce(sum(completion_tokens), 0) AS "completionTokens",
