@@ -23,6 +23,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../src/app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, SESSION_COOKIE } from '../src/dashboard/index.js';
 import { median, percentile, printTable, type BenchResult } from './support.js';
+import { SqliteDashboardReads } from '../src/storage/sqlite/dashboard-reads.js';
 
 /** Bump when the generated data changes shape, so cached databases are rebuilt. */
 const BENCH_DATA_VERSION = 1;
@@ -385,7 +386,7 @@ interface Target {
 
 function buildApp(database: TollgateDatabase): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const deps = { database, adminToken: ADMIN_TOKEN, now: () => BENCH_NOW };
+  const deps = { database, reads: new SqliteDashboardReads(database), adminToken: ADMIN_TOKEN, now: () => BENCH_NOW };
   app.route('/dashboard', createDashboardRoutes(deps));
   app.route('/admin/api/dashboard', createDashboardApiRoutes(deps));
   return app;

@@ -18,8 +18,13 @@ import type { AppEnv } from './app-env.js';
 import { RedisBudgetStore } from './budgets/redis-budgets.js';
 import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config.js';
-import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
-import { ReadWorker, WorkerDashboardReads, workerSpend } from './storage/sqlite/read-worker.js';
+import type { LimitSnapshot } from './dashboard/index.js';
+import type { ReadWorker } from './storage/sqlite/read-worker.js';
+import { openReadWorker } from './storage/read-thread.js';
+import { openSpendReads } from './storage/spend-reads.js';
+import { openDashboardReads } from './storage/dashboard-reads.js';
+import { openLedgerExport } from './storage/ledger-export.js';
+import type { Backend } from './storage/backend.js';
 import { pgDashboardTokens } from './dashboard/pg-tenant-tokens.js';
 import { startCheckpointer, type Checkpointer } from './storage/sqlite/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './storage/sqlite/open.js';
@@ -39,7 +44,6 @@ import { LiveLimits } from './limits/live-view.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
-import { exportPgLedger } from './storage/postgres/ledger-export.js';
 import { RequestEvents } from './pipeline/finished.js';
 import { OpenRequests } from './pipeline/open-requests.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
@@ -124,6 +128,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
           nameBounds: config.nameBounds,
           onKeysChanged: () => keys.refresh(),
         });
+  const backend: Backend = replica === undefined ? { kind: 'sqlite', database } : { kind: 'postgres', database, pool: replica.pool };
   if (replica === undefined) disableOutbox(database);
   // On a replica, budgets count every node's spend (src/budgets/pg-spend.ts).
   const spend = new SpendTracker(database, replica === undefined ? {} : { refreshMs: 500, source: replica.spend });
@@ -245,8 +250,9 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const lifecycle = { shuttingDown: false };
   const secretThrottle = new SecretThrottle();
   // The dashboard's and the spend reports' SQLite reads run on a worker thread, never on the event
-  // loop the requests share (src/dashboard/read-worker.ts); a replica reads PostgreSQL, in pages.
-  const readWorker = replica === undefined && database.path !== ':memory:' ? new ReadWorker(database.path) : undefined;
+  // loop the requests share (src/storage/read-thread.ts); a replica reads PostgreSQL, every node's rows.
+  const readWorker = openReadWorker(backend);
+  const spendReads = openSpendReads(backend, { readWorker });
   const app = createApp({
     pipeline,
     logger,
@@ -254,22 +260,15 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     admin: {
       ops:
         replica === undefined
-          ? localAdminOps(database, { onChange: () => keys.refresh(), ...(readWorker === undefined ? {} : { readSpend: workerSpend(readWorker) }) })
+          ? localAdminOps(database, { onChange: () => keys.refresh(), readSpend: (query, at) => spendReads.spend(query, at) })
           : pgAdminOps(replica.pool, { onChange: () => replica.keySync.kick() }),
       token: config.adminToken,
     },
     database,
-    // A replica's dashboard shows every node (src/dashboard/pg-reads.ts), and every node's tenant tokens and reconciliations.
-    ...(replica === undefined
-      ? readWorker === undefined
-        ? {}
-        : { dashboardReads: new WorkerDashboardReads(database, readWorker) }
-      : {
-          dashboardReads: new PgDashboardReads(replica.pool),
-          shared: { dashboardTokens: pgDashboardTokens(replica.pool), reconciliations: pgReconciliations(replica.pool) },
-          // And its raw ledger exports stream every node's rows (src/reports/pg-export.ts).
-          exportLedger: (query, format) => exportPgLedger(replica.pool, query, format),
-        }),
+    dashboardReads: openDashboardReads(backend, { readWorker }),
+    ledgerExport: openLedgerExport(backend),
+    // Every node's tenant tokens and reconciliations on a replica.
+    ...(replica === undefined ? {} : { shared: { dashboardTokens: pgDashboardTokens(replica.pool), reconciliations: pgReconciliations(replica.pool) } }),
     ...('limitSnapshot' in overrides
       ? overrides.limitSnapshot
         ? { limitSnapshot: overrides.limitSnapshot }

@@ -4,7 +4,8 @@
  * its admin API. The CLI uses either; the admin API serves the local one.
  */
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { querySpend, type SpendGrouping, type SpendQuery, type SpendReport } from '../storage/sqlite/spend-reads.js';
+import { querySpend } from '../storage/sqlite/spend-reads.js';
+import type { SpendGrouping, SpendQuery, SpendReport } from '../storage/spend-reads.js';
 import type { Budget, LimitSpec, Policy } from '../domain/policy.js';
 import { KeyStore, type IssuedKey, type KeyPatch, type KeyView, type TenantPatch, type TenantView } from '../keys/store.js';
 

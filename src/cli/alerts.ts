@@ -13,7 +13,7 @@ import { loadConfig } from '../config.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { KeyStore } from '../keys/store.js';
 import { formatMicrosExact } from '../domain/money.js';
-import { parseSince } from '../storage/sqlite/spend-reads.js';
+import { parseSince } from '../reports/spend.js';
 import { dayStartMs } from '../domain/calendar.js';
 import { CliError, EXIT_USAGE, print, printJson, type GlobalOptions } from './context.js';
 import { printable, table } from './format.js';

@@ -11,7 +11,8 @@ import { openDatabase } from '../storage/sqlite/open.js';
 import { PolicyError } from '../domain/policy.js';
 import { localAdminOps, type AdminOps } from '../admin/ops.js';
 import { remoteAdminOps } from '../admin/client.js';
-import { fileLedgerExporter, type LedgerExporter } from '../reports/export.js';
+import { ledgerExporter, type LedgerExporter } from '../reports/export.js';
+import { openLedgerExport } from '../storage/ledger-export.js';
 
 const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
@@ -55,16 +56,17 @@ async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger:
   // Replicas keep keys, spend and every node's ledger in PostgreSQL; --db still opens a local file on purpose.
   if (global.db === undefined && config.databaseUrl !== undefined) {
     // Loaded only here: every other CLI run starts without the PostgreSQL driver.
-    const [{ pgAdminOps }, { openPg }, { exportPgLedger }] = await Promise.all([
+    const [{ pgAdminOps }, { openPg }, { postgresLedgerExport }] = await Promise.all([
       import('../admin/pg-ops.js'),
       import('../storage/postgres/open.js'),
       import('../storage/postgres/ledger-export.js'),
     ]);
     const pool = openPg(config.databaseUrl);
-    return { ops: pgAdminOps(pool, { closePool: true }), exportLedger: (query, format) => exportPgLedger(pool, query, format) };
+    return { ops: pgAdminOps(pool, { closePool: true }), exportLedger: ledgerExporter(postgresLedgerExport(pool)) };
   }
-  const path = global.db ?? config.dbPath;
-  return { ops: localAdminOps(openDatabase(path), { closeDatabase: true }), exportLedger: fileLedgerExporter(path) };
+  const database = openDatabase(global.db ?? config.dbPath);
+  const source = openLedgerExport({ kind: 'sqlite', database });
+  return { ops: localAdminOps(database, { closeDatabase: true }), exportLedger: source === undefined ? undefined : ledgerExporter(source) };
 }
 
 /** Runs `fn` with the ops (and the matching ledger export) and always closes them. */

@@ -12,7 +12,8 @@ import { openDatabase } from '../storage/sqlite/open.js';
 import { formatMicrosExact } from '../domain/money.js';
 import type { CellSide, ReconcileRow } from '../reconcile/compare.js';
 import { openAIUsageProvider } from '../reconcile/openai.js';
-import { pgLedgerCells } from '../reconcile/ledger-cells.js';
+import { openLedgerCells } from '../storage/ledger-cells.js';
+import type { Backend } from '../storage/backend.js';
 import { ProviderReportError } from '../reconcile/provider.js';
 import { parseUtcDay, runReconcile, type ReconcileResult } from '../reconcile/run.js';
 import { sqliteReconciliations } from '../reconcile/store.js';
@@ -126,9 +127,9 @@ export function registerReconcileCommand(program: Command): void {
       // without --db the ledger is PostgreSQL's too: every node's rows, not this host's share.
       const pool = config.databaseUrl === undefined ? undefined : (await import('../storage/postgres/open.js')).openPg(config.databaseUrl);
       try {
+        const ledger: Backend = pool === undefined || global.db !== undefined ? { kind: 'sqlite', database } : { kind: 'postgres', database, pool };
         const { result } = await runReconcile({
-          database,
-          ...(pool === undefined || global.db !== undefined ? {} : { ledger: pgLedgerCells(pool) }),
+          ledger: openLedgerCells(ledger),
           results: pool === undefined ? sqliteReconciliations(database) : (await import('../reconcile/pg-store.js')).pgReconciliations(pool),
           provider: openAIUsageProvider({ baseUrl: config.reconcile.apiUrl, adminKey }),
           range: { since, until },

@@ -1,7 +1,8 @@
 /** `tollgate spend`: spend per day, model, key, tenant, end user or tag, from the rollups. */
 import { Option, type Command } from 'commander';
 import type { AdminOps } from '../admin/ops.js';
-import { parseSince, SPEND_GROUPINGS, type SpendGrouping, type SpendReport, type SpendRow, type SpendTotals } from '../storage/sqlite/spend-reads.js';
+import { parseSince } from '../reports/spend.js';
+import { SPEND_GROUPINGS, type SpendGrouping, type SpendReport, type SpendRow, type SpendTotals } from '../storage/spend-reads.js';
 import { MAX_SPEND_PAGE_ROWS } from '../storage/spend-cursor.js';
 import { spendReportCsv } from '../reports/export.js';
 import { forecastLines, localBudgetForecasts } from './alerts.js';

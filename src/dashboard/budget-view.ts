@@ -2,7 +2,7 @@
 import { budgetsOf, type Budget, type BudgetPeriod } from '../domain/policy.js';
 import type { KeyRecord } from '../storage/directory.js';
 import { percent, usd } from './format.js';
-import type { SpendByKey } from '../storage/sqlite/dashboard-reads.js';
+import type { SpendByKey } from '../storage/dashboard-reads.js';
 import { keyHref } from './view-context.js';
 
 /** Warning levels for a budget bar. */

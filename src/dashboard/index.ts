@@ -10,5 +10,3 @@ export type { LimitSnapshot } from './view-context.js';
 export type { OverviewView } from './overview.js';
 export type { KeysView } from './keys-page.js';
 export type { KeyPageView } from './key-page.js';
-export type { DashboardReads } from '../storage/sqlite/dashboard-reads.js';
-export { PgDashboardReads } from '../storage/postgres/dashboard-reads.js';

@@ -6,7 +6,7 @@
  */
 import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
-import type { SpendTotals } from '../storage/sqlite/spend-reads.js';
+import type { SpendTotals } from '../storage/spend-reads.js';
 import { formatLimit, type LimitSpec } from '../domain/policy.js';
 import type { KeyStatus } from '../keys/store.js';
 import { describeAttributedPolicy } from '../domain/policy-options.js';
@@ -19,7 +19,8 @@ import { budgetRow, Card, Chart, EmptyNote, listBody } from './components.js';
 import { keyStatusOf, type KeyRecord } from '../storage/directory.js';
 import { count, percent, relativeTime, timestamp, usd } from './format.js';
 import { Layout } from './layout.js';
-import { periodDays, type PeriodTotals } from '../storage/sqlite/dashboard-reads.js';
+import { periodDays } from '../storage/dashboard-figures.js';
+import type { PeriodTotals } from '../storage/dashboard-reads.js';
 import { requestItem, requestRow, RequestTableHead, type RequestItem } from './request-list.js';
 import { inFlightText, keyHref, tokensOf, updatedText, type LimitSnapshotEntry, type ViewContext } from './view-context.js';
 

@@ -7,7 +7,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { setTimeZone } from '../../domain/calendar.js';
 import { openDatabase } from './open.js';
 import { TollgateError } from '../../domain/errors.js';
-import { querySpend, type SpendQuery } from './spend-reads.js';
+import { querySpend } from './spend-reads.js';
+import type { SpendQuery } from '../spend-reads.js';
 import { SqliteDashboardReads } from './dashboard-reads.js';
 import type { ReadJob, ReadResult, WorkerReadMethod } from './read-worker-protocol.js';
 

@@ -1,75 +1,22 @@
 /**
- * Reading spend: totals come from the daily rollups (never a scan of ledger
- * rows; over every key, from the all-keys daily rollup), in-flight counts
- * from the ledger's small partial index on pending rows. Days are UTC
- * calendar days.
+ * Spend reports from a node's SQLite file (../spend-reads.ts): totals come
+ * from the daily rollups (never a scan of ledger rows; over every key, from
+ * the all-keys daily rollup), in-flight counts from the ledger's small
+ * partial index on pending rows. Days are UTC calendar days.
  *
  * A report is read in pages when it is given a `limit` (the admin API and the
- * CLI always do: spend-cursor.ts); only the proxy's own reads of a few rows
+ * CLI always do: ../spend-cursor.ts); only the proxy's own reads of a few rows
  * (the dashboard's per-key and per-day sums) read every row at once.
+ *
+ * better-sqlite3 answers synchronously: in the proxy these reads run on the
+ * read worker (read-worker.ts), never on the event loop the requests share.
  */
 import type { TollgateDatabase } from './open.js';
-import { addDays, calendarDay, dayEndMs, dayStartMs, isCalendarDay, monthStartOf } from '../../domain/calendar.js';
-import { decodeSpendCursor, encodeSpendCursor, type CursorScope, type SpendPosition } from '../spend-cursor.js';
-
-export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'user' | 'tag' | 'total';
-
-/** Every grouping, in the order the CLI and the admin API list them. */
-export const SPEND_GROUPINGS: readonly SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'user', 'tag', 'total'];
-
-/** The `user` group of requests that named no end user. */
-export const NO_END_USER = '(no end user)';
-
-export interface SpendQuery {
-  readonly keyId?: string | undefined;
-  readonly tenantId?: string | undefined;
-  /** First UTC day included, YYYY-MM-DD. */
-  readonly since: string;
-  /** Last UTC day included, YYYY-MM-DD (default: today). */
-  readonly until?: string | undefined;
-  readonly by: SpendGrouping;
-  /** Rows of this page at most (the most spent first; by day, the earliest first); absent: every row. */
-  readonly limit?: number | undefined;
-  /** Where the page starts: the previous page's `nextCursor` (spend-cursor.ts). */
-  readonly cursor?: string | undefined;
-  /** By user: leave out the `(no end user)` row (the dashboard's lists of a key's end users). */
-  readonly namedOnly?: boolean | undefined;
-}
-
-export interface SpendTotals {
-  readonly requests: number;
-  readonly promptTokens: number;
-  readonly cachedTokens: number;
-  readonly completionTokens: number;
-  readonly reasoningTokens: number;
-  readonly costMicros: number;
-  readonly errors: number;
-  readonly rejectedRateLimit: number;
-  readonly rejectedBudget: number;
-}
-
-export interface SpendRow extends SpendTotals {
-  /** The day, model, key name or tenant name this row sums (absent for `total`). */
-  readonly group: string;
-  /** For `by: key`, `user` and `tag`: the key's id and prefix (end users and tags belong to a key). */
-  readonly keyId?: string;
-  readonly prefix?: string;
-  /** For `by: user` and `tag`: the key's name. */
-  readonly key?: string;
-}
-
-export interface SpendReport {
-  readonly since: string;
-  readonly until: string;
-  readonly by: SpendGrouping;
-  readonly rows: SpendRow[];
-  readonly total: SpendTotals;
-  /** Requests sent upstream and not settled yet (their estimate is in the totals). */
-  readonly pending: number;
-  /** More rows follow this page: ask again with `cursor` = `nextCursor`. */
-  readonly hasMore: boolean;
-  readonly nextCursor: string | null;
-}
+import { dayEndMs, dayStartMs } from '../../domain/calendar.js';
+import { encodeSpendCursor } from '../spend-cursor.js';
+import { difference, pageOf, SPEND_COUNTERS, splitSortValues, type SortedRow } from '../spend-page.js';
+import { NO_END_USER, type SpendGrouping, type SpendQuery, type SpendReads, type SpendReport, type SpendTotals } from '../spend-reads.js';
+import type { ReadWorker } from './read-worker.js';
 
 const SUMS = `coalesce(sum(r.requests), 0) AS requests,
   coalesce(sum(r.prompt_tokens), 0) AS promptTokens,
@@ -105,42 +52,9 @@ const GROUP_COLUMNS: Record<SpendGrouping, { select: string; group: string }> = 
   },
 };
 
-/** A grouped row with its sort values (stripped before it is returned). */
-export type SortedRow = SpendRow & { readonly _name: string; readonly _id: string };
-
-/** The row without its sort values, and where a page after it starts. */
-export function splitSortValues(row: SortedRow): { row: SpendRow; position: SpendPosition } {
-  const { _name, _id, ...rest } = row;
-  return { row: rest, position: { after: { cost: Number(row.costMicros), name: _name, id: _id } } };
-}
-
 /** The rollup a grouping reads: end users and tags have their own (src/endusers). */
 function rollupOf(by: SpendGrouping): string {
   return by === 'user' ? 'rollups_end_users' : by === 'tag' ? 'rollups_tags' : 'rollups_daily';
-}
-
-/** The totals' counters, for sums and differences in code. */
-export const SPEND_COUNTERS = [
-  'requests',
-  'promptTokens',
-  'cachedTokens',
-  'completionTokens',
-  'reasoningTokens',
-  'costMicros',
-  'errors',
-  'rejectedRateLimit',
-  'rejectedBudget',
-] as const;
-
-/** The day range and page a query reads: `until` from the cursor when it has one, else the query's or today. */
-export function pageOf(query: SpendQuery, now: number): { until: string; position: SpendPosition | undefined; scope: CursorScope } {
-  const scope = { by: query.by, since: query.since, keyId: query.keyId, tenantId: query.tenantId };
-  if (query.cursor === undefined) {
-    const until = query.until ?? calendarDay(now);
-    return { until, position: undefined, scope: { ...scope, until } };
-  }
-  const { position, until } = decodeSpendCursor(query.cursor, { ...scope, until: query.until });
-  return { until, position, scope: { ...scope, until } };
 }
 
 /** Spend over a range of UTC days, grouped as asked, with the grand total: every row, or one page of them. */
@@ -205,27 +119,12 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
   return { since: query.since, until, by: query.by, rows, total, pending: pending.n, hasMore, nextCursor };
 }
 
-/** `total` less the sum of `rows`, counter by counter. */
-export function difference(total: SpendTotals, rows: readonly SpendTotals[]): SpendTotals {
-  const rest = { ...total } as Record<(typeof SPEND_COUNTERS)[number], number>;
-  for (const row of rows) for (const counter of SPEND_COUNTERS) rest[counter] -= row[counter];
-  return rest;
+/** Spend reports answered here, on the caller's thread (the CLI; an in-memory database). */
+export function sqliteSpendReads(database: TollgateDatabase): SpendReads {
+  return { spend: async (query, now) => querySpend(database, query, now) };
 }
 
-/**
- * Turns `--since` text into a UTC day: `7d` (the last 7 days, today
- * included), `today`, `month` (the 1st of this month), or `YYYY-MM-DD`.
- */
-export function parseSince(text: string, now = Date.now()): string {
-  const trimmed = text.trim();
-  const days = /^(\d+)d$/.exec(trimmed);
-  if (days) {
-    const n = Number(days[1]);
-    if (n < 1) throw new RangeError('--since Nd needs N ≥ 1');
-    return addDays(calendarDay(now), -(n - 1));
-  }
-  if (trimmed === 'today') return calendarDay(now);
-  if (trimmed === 'month') return monthStartOf(calendarDay(now));
-  if (isCalendarDay(trimmed)) return trimmed;
-  throw new RangeError(`"${text}" is not a start day (use 7d, today, month or YYYY-MM-DD)`);
+/** Spend reports answered by the read worker (the proxy's, over its file). */
+export function workerSpendReads(worker: ReadWorker): SpendReads {
+  return { spend: (query, now) => worker.call('spend', [query, now]) };
 }

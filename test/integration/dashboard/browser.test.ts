@@ -13,7 +13,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { KeyStore } from '../../../src/keys/store.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
-import type { SpendReport } from '../../../src/storage/sqlite/spend-reads.js';
+import type { SpendReport } from '../../../src/storage/spend-reads.js';
 import { count, usd } from '../../../src/dashboard/format.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { tempDatabasePath } from '../../support/db.js';

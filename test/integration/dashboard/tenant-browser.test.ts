@@ -16,7 +16,7 @@ import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { KeyStore } from '../../../src/keys/store.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
-import type { SpendReport } from '../../../src/storage/sqlite/spend-reads.js';
+import type { SpendReport } from '../../../src/storage/spend-reads.js';
 import { usd } from '../../../src/dashboard/format.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { cli } from '../../support/cli.js';

@@ -11,7 +11,7 @@ import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite
 import { KeyStore, type KeyView } from '../../../src/keys/store.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { usdToMicros } from '../../../src/domain/money.js';
-import type { SpendReport } from '../../../src/storage/sqlite/spend-reads.js';
+import type { SpendReport } from '../../../src/storage/spend-reads.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { cli } from '../../support/cli.js';
 import { csvObjects, parseCsv } from '../../support/csv.js';

@@ -19,8 +19,9 @@ import { buildKeyPage } from '../../../src/dashboard/key-page.js';
 import { buildKeys } from '../../../src/dashboard/keys-page.js';
 import { parseKeysQuery } from '../../../src/dashboard/keys-query.js';
 import { buildOverview } from '../../../src/dashboard/overview.js';
-import { PgDashboardReads } from '../../../src/storage/postgres/dashboard-reads.js';
-import { SqliteDashboardReads, type DashboardReads } from '../../../src/storage/sqlite/dashboard-reads.js';
+import { PostgresDashboardReads } from '../../../src/storage/postgres/dashboard-reads.js';
+import { SqliteDashboardReads } from '../../../src/storage/sqlite/dashboard-reads.js';
+import type { DashboardReads } from '../../../src/storage/dashboard-reads.js';
 import { TenantScopedReads } from '../../../src/dashboard/tenant-scope.js';
 import type { KeyPageView, OverviewView } from '../../../src/dashboard/index.js';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
@@ -135,7 +136,7 @@ describe('reads on PostgreSQL', () => {
     await recordRequest(w, { keyId: keys.beta, createdAt: at('2026-12-01T10:00:00Z'), costMicros: 80_000 });
     await a.shipper.drain();
 
-    const onPg = new PgDashboardReads(pg.pool);
+    const onPg = new PostgresDashboardReads(pg.pool);
     const ids = Object.values(keys);
     const pgViews = await everyView(onPg, NOW, ids);
     expect(pgViews).toEqual(await everyView(a.reads, NOW, ids));
@@ -175,7 +176,7 @@ describe('reads on PostgreSQL', () => {
     await a.shipper.drain();
     await b.shipper.drain();
 
-    const cluster = (await everyView(new PgDashboardReads(pg.pool), NOW, [keys.alpha])) as { overview: OverviewView; keys: KeyPageView[] };
+    const cluster = (await everyView(new PostgresDashboardReads(pg.pool), NOW, [keys.alpha])) as { overview: OverviewView; keys: KeyPageView[] };
     expect(cluster.overview.totals.today.costMicros).toBe(33_000);
     expect(cluster.overview.topKeys.map((k) => [k.name, k.costMonthMicros])).toEqual([
       ['Beta', 30_000],
@@ -194,7 +195,7 @@ describe('reads on PostgreSQL', () => {
   });
 
   it('answers 503 with a clear message, not a node’s partial view, while PostgreSQL is unreachable', async () => {
-    const reads = new PgDashboardReads(pg.pool);
+    const reads = new PostgresDashboardReads(pg.pool);
     await pg.pool.query('ALTER TABLE rollups_lifetime RENAME TO away');
     await expect(buildOverview({ reads, now: NOW })).rejects.toMatchObject({
       code: 'ledger_unavailable',

@@ -15,14 +15,16 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
-import { openPg } from '../../../src/storage/postgres/open.js';
+import { openPg, type PgPool } from '../../../src/storage/postgres/open.js';
 import { PgKeyStore } from '../../../src/keys/pg-store.js';
 import { KeySync } from '../../../src/keys/pg-sync.js';
 import { LedgerShipper } from '../../../src/ledger/shipper.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { Metrics } from '../../../src/metrics.js';
-import { exportLedger, type LedgerExportFormat, type LedgerExportQuery } from '../../../src/reports/export.js';
-import { exportPgLedger } from '../../../src/storage/postgres/ledger-export.js';
+import { ledgerExporter, type LedgerExportFormat } from '../../../src/reports/export.js';
+import type { LedgerExportQuery } from '../../../src/storage/ledger-export.js';
+import { postgresLedgerExport } from '../../../src/storage/postgres/ledger-export.js';
+import { sqliteLedgerExport } from '../../../src/storage/sqlite/ledger-export.js';
 import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';
 import { cli } from '../../support/cli.js';
 import { parseCsv } from '../../support/csv.js';
@@ -37,6 +39,9 @@ const at = (iso: string) => Date.parse(iso);
 const FORMATS: LedgerExportFormat[] = ['csv', 'ndjson'];
 const ODD_MODELS = ['gpt-4o-mini', 'comma, "quoted"', 'line\nbreak\r\nand\ttab', 'модель-ü-🦊', '=HYPERLINK("x")', ' padded '];
 const ODD_USERS = [undefined, 'Zoë, "the boss"', 'user\nwith newline', '日本語のユーザー'];
+
+const exportPgLedger = (pool: PgPool, query: LedgerExportQuery, format: LedgerExportFormat) => ledgerExporter(postgresLedgerExport(pool))(query, format);
+const exportLedger = (path: string, query: LedgerExportQuery, format: LedgerExportFormat) => ledgerExporter(sqliteLedgerExport(path))(query, format);
 
 async function collect(chunks: AsyncGenerator<string, void, undefined>): Promise<string> {
   let text = '';

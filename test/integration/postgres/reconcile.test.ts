@@ -18,7 +18,9 @@ import { KeySync } from '../../../src/keys/pg-sync.js';
 import { LedgerShipper } from '../../../src/ledger/shipper.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { Metrics } from '../../../src/metrics.js';
-import { pgLedgerCells, readLedgerCells, sqliteLedgerCells, type ProjectMapping } from '../../../src/reconcile/ledger-cells.js';
+import { readLedgerCells, type ProjectMapping } from '../../../src/reconcile/ledger-cells.js';
+import { postgresLedgerCells } from '../../../src/storage/postgres/ledger-cells.js';
+import { sqliteLedgerCells } from '../../../src/storage/sqlite/ledger-cells.js';
 import type { ReconcileResult } from '../../../src/reconcile/run.js';
 import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';
 import { cli } from '../../support/cli.js';
@@ -91,11 +93,11 @@ describe('the ledger cells on PostgreSQL', () => {
     ];
     const range = { since: '2026-11-10', until: '2026-11-12' };
     for (const mapping of mappings) {
-      const onPg = await readLedgerCells(pgLedgerCells(pg.pool), range, mapping);
+      const onPg = await readLedgerCells(postgresLedgerCells(pg.pool), range, mapping);
       expect(onPg, JSON.stringify(mapping)).toEqual(await readLedgerCells(sqliteLedgerCells(file.database), range, mapping));
     }
     // Not two empty answers.
-    const mapped = await readLedgerCells(pgLedgerCells(pg.pool), range, mappings[3]);
+    const mapped = await readLedgerCells(postgresLedgerCells(pg.pool), range, mappings[3]);
     expect(mapped.pending).toBe(2);
     // Sorted: two keys' cells of one day and model come in key id order, and ids are random.
     expect(mapped.cells.map((cell) => `${cell.day} ${cell.model} ${cell.project} ${cell.requests} ${cell.costMicros}`).sort()).toEqual([
@@ -110,7 +112,7 @@ describe('the ledger cells on PostgreSQL', () => {
 
   it('fails with ledger_unavailable while PostgreSQL does not answer', async () => {
     await pg.pool.query('ALTER TABLE ledger RENAME TO away');
-    await expect(readLedgerCells(pgLedgerCells(pg.pool), { since: '2026-11-10', until: '2026-11-12' }, undefined)).rejects.toMatchObject({
+    await expect(readLedgerCells(postgresLedgerCells(pg.pool), { since: '2026-11-10', until: '2026-11-12' }, undefined)).rejects.toMatchObject({
       code: 'ledger_unavailable',
       message: expect.stringContaining('PostgreSQL') as unknown,
     });

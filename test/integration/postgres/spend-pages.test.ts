@@ -11,7 +11,8 @@ import { KeySync } from '../../../src/keys/pg-sync.js';
 import { LedgerShipper } from '../../../src/ledger/shipper.js';
 import { LedgerWriter } from '../../../src/ledger/writer.js';
 import { queryPgSpend } from '../../../src/storage/postgres/spend-reads.js';
-import { querySpend, SPEND_GROUPINGS, type SpendQuery, type SpendReport } from '../../../src/storage/sqlite/spend-reads.js';
+import { querySpend } from '../../../src/storage/sqlite/spend-reads.js';
+import { SPEND_GROUPINGS, type SpendQuery, type SpendReport } from '../../../src/storage/spend-reads.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
 
