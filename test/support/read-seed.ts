@@ -46,12 +46,13 @@ const BATCH_ROWS = 1000;
 export async function seedBackend(backend: Backend, seed: (tools: SeedTools) => Promise<void> | void, now?: () => number): Promise<void> {
   const { database } = backend;
   const writer = new LedgerWriter(database);
+  let written = false;
   try {
     await seed({ database, store: new KeyStore(database, now), writer });
   } finally {
-    writer.flush();
-    if (!writer.close()) throw new Error('the seed could not be written');
+    written = writer.close();
   }
+  if (!written) throw new Error('the seed could not be written');
   if (backend.kind === 'postgres') await copyToPostgres(backend);
 }
 
