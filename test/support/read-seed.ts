@@ -43,16 +43,11 @@ const FILE_ONLY_COLUMNS = new Set(['rollup_exact']);
 const BATCH_ROWS = 1000;
 
 /** Writes the seed into the backend's file and, on PostgreSQL, copies what it wrote there. */
-export async function seedBackend(backend: Backend, seed: (tools: SeedTools) => Promise<void> | void, now?: () => number): Promise<void> {
+export async function seedBackend(backend: Backend, seed: (tools: SeedTools) => Promise<void>, now?: () => number): Promise<void> {
   const { database } = backend;
   const writer = new LedgerWriter(database);
-  let written = false;
-  try {
-    await seed({ database, store: new KeyStore(database, now), writer });
-  } finally {
-    written = writer.close();
-  }
-  if (!written) throw new Error('the seed could not be written');
+  await seed({ database, store: new KeyStore(database, now), writer }).finally(() => writer.flush());
+  if (!writer.close()) throw new Error('the seed could not be written');
   if (backend.kind === 'postgres') await copyToPostgres(backend);
 }
 
