@@ -20,6 +20,7 @@ import {
 } from '../../../src/storage/spend-reads.js';
 import { describeBackends } from '../../support/backends.js';
 import { seedBackend } from '../../support/read-seed.js';
+import { sameOnBoth } from '../../support/same-on-both.js';
 
 const NOW = Date.parse('2026-11-21T15:00:00Z');
 const today = calendarDay(NOW);
@@ -37,35 +38,7 @@ interface Seeded {
   readonly tags: readonly string[];
 }
 
-/**
- * What the first backend answered, for the second to answer the same (the
- * backends run one after the other, SQLite first). Each backend has its own
- * keys, so their ids and prefixes are named by key before comparing, in
- * cursors too.
- */
-const answers = new Map<string, unknown>();
-function sameOnBoth(backend: string, name: string, value: unknown, ids: Readonly<Record<string, string>>): void {
-  const named = (text: string): string => {
-    if (/^[A-Za-z0-9_-]{40,}$/.test(text)) {
-      const decoded = Buffer.from(text, 'base64url').toString('utf8');
-      if (decoded.startsWith('{"v":1')) return `cursor:${named(decoded)}`;
-    }
-    let out = text;
-    for (const [id, label] of Object.entries(ids)) out = out.split(id).join(label);
-    return out.replace(/tg-[A-Za-z0-9_-]+/g, 'tg-…');
-  };
-  const walk = (item: unknown): unknown =>
-    typeof item === 'string'
-      ? named(item)
-      : Array.isArray(item)
-        ? item.map(walk)
-        : item !== null && typeof item === 'object'
-          ? Object.fromEntries(Object.entries(item).map(([k, v]) => [k, walk(v)]))
-          : item;
-  const normal = walk(value);
-  if (backend === 'sqlite') answers.set(name, normal);
-  else if (answers.has(name)) expect(normal, name).toEqual(answers.get(name));
-}
+const check = sameOnBoth(new Map());
 
 describeBackends('spend reads', (fixture) => {
   let reads: SpendReads;
@@ -207,7 +180,7 @@ describeBackends('spend reads', (fixture) => {
         expect(report).toMatchObject({ since, until: today, by, hasMore: false, nextCursor: null });
         if (by === 'key' || by === 'user' || by === 'tag')
           for (const row of report.rows.filter((r) => r.group !== NO_END_USER)) expect(row.prefix, label).toMatch(/^tg-/);
-        sameOnBoth(fixture.name, `whole ${label}`, report, ids());
+        check(fixture.name, `whole ${label}`, report, ids());
       }
     }
   });
@@ -228,7 +201,7 @@ describeBackends('spend reads', (fixture) => {
             expect(page.total, label).toEqual(whole.total);
             expect(page.pending, label).toBe(whole.pending);
           }
-          sameOnBoth(
+          check(
             fixture.name,
             `cursors ${label}`,
             read.map((page) => page.nextCursor),
@@ -245,7 +218,7 @@ describeBackends('spend reads', (fixture) => {
     expect(week.total.requests).toBe(
       seeded.filter((row) => calendarDay(row.createdAt) >= addDays(today, -13) && calendarDay(row.createdAt) <= addDays(today, -7)).length,
     );
-    sameOnBoth(fixture.name, 'past week', week, ids());
+    check(fixture.name, 'past week', week, ids());
     const before = await reads.spend({ since: '2026-01-01', until: '2026-01-31', by: 'key' }, NOW);
     expect(before).toMatchObject({ rows: [], pending: 0, total: { requests: 0, costMicros: 0 } });
   });
