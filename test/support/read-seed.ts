@@ -53,9 +53,8 @@ export async function seedBackend(backend: Backend, seed: (tools: SeedTools) => 
 
 async function copyToPostgres(backend: Extract<Backend, { kind: 'postgres' }>): Promise<void> {
   const sqlite = backend.database.sqlite;
-  for (const table of SHARED_TABLES) {
-    await backend.pool.query(`DELETE FROM ${table}`);
-  }
+  // Children first: what an earlier seed copied is replaced, not added to.
+  for (const table of [...SHARED_TABLES].reverse()) await backend.pool.query(`DELETE FROM ${table}`);
   for (const table of SHARED_TABLES) {
     const columns = (sqlite.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>)
       .map((column) => column.name)
