@@ -4,7 +4,7 @@
  * with the five rollups built from the rows in the same shape the shipper
  * keeps them (checked against the shipper's own arithmetic, row-counts.ts,
  * for a few keys); then every dashboard page and JSON endpoint on
- * PostgreSQL's reads (src/dashboard/pg-reads.ts, in-process through
+ * PostgreSQL's reads (src/storage/postgres/dashboard-reads.ts, in-process through
  * `app.request`) and `tollgate spend` (its query in-process, and the whole
  * CLI as a process) are timed: median and p95.
  *

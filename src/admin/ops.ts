@@ -24,7 +24,7 @@ interface SpendRequest {
   readonly since: string;
   readonly until?: string | undefined;
   readonly by: SpendGrouping;
-  /** Rows of the page (default: every row; the admin API always asks for a page: src/reports/spend-cursor.ts). */
+  /** Rows of the page (default: every row; the admin API always asks for a page: src/storage/spend-cursor.ts). */
   readonly limit?: number | undefined;
   /** The previous page's `nextCursor`. */
   readonly cursor?: string | undefined;
@@ -52,7 +52,7 @@ export function localAdminOps(
     now?: () => number;
     onChange?: () => void;
     closeDatabase?: boolean;
-    /** Where spend reports are read (the proxy: on its read worker, src/dashboard/read-worker.ts); default: here. */
+    /** Where spend reports are read (the proxy: on its read worker, src/storage/sqlite/read-worker.ts); default: here. */
     readSpend?: (query: SpendQuery, now: number) => Promise<SpendReport>;
   } = {},
 ): AdminOps {

@@ -27,7 +27,7 @@ function cells(group: string, row: SpendTotals): string[] {
 type SpendRequest = Parameters<AdminOps['spend']>[0];
 
 /**
- * The report's rows, read page after page (src/reports/spend-cursor.ts): every
+ * The report's rows, read page after page (src/storage/spend-cursor.ts): every
  * row, or the first `limit`. The totals are the first page's. Without a limit
  * the local file answers every row at once, and a proxy (`--url`) in pages of
  * its default size, which are followed.

@@ -85,7 +85,7 @@ function keyed(report: SpendReport): boolean {
   return report.by === 'key' || report.by === 'user' || report.by === 'tag';
 }
 
-/** The records of a report's rows without the header (the later pages of a report: src/reports/spend-cursor.ts). */
+/** The records of a report's rows without the header (the later pages of a report: src/storage/spend-cursor.ts). */
 export function spendCsvRecords(report: SpendReport): string {
   if (report.by === 'total') return '';
   const period: Cell[] = [report.since, report.until];

@@ -119,7 +119,7 @@ export interface DashboardReads {
   tenantHourlySeries(tenantId: string, now: number): Promise<HourPoint[]>;
   /** One key's spend by model since `since`, most expensive first. */
   keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>>;
-  /** A key's end users or tags since `since` (src/endusers), the most spent first: a page of at most `limit`, from `cursor` (src/reports/spend-cursor.ts). */
+  /** A key's end users or tags since `since` (src/endusers), the most spent first: a page of at most `limit`, from `cursor` (spend-cursor.ts). */
   keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>>;
   /** A key's ledger rows, newest first: a page of at most `limit`, from `cursor` (request-cursor.ts). */
   latestRequests(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>>;
