@@ -65,6 +65,9 @@ describeBackends('ledger cells', (fixture) => {
     const names = () => ({ [keys.alpha]: 'key:alpha', [keys.Beta]: 'key:Beta', [keys.gamma]: 'key:gamma', [keys.delta]: 'key:delta' });
     for (const mapping of mappings) {
       const read = await readLedgerCells(source, range, mapping);
+      // In day, then model order (bytewise), on both.
+      const order = read.cells.map((cell) => `${cell.day} ${cell.model}`);
+      expect(order).toEqual([...order].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)));
       // Two keys' cells of one day and model come in key id order, and ids are random: compared in a fixed order.
       const sorted = { ...read, cells: [...read.cells].sort((x, y) => JSON.stringify(x).localeCompare(JSON.stringify(y))) };
       check(fixture.name, `cells ${JSON.stringify(mapping)}`, sorted, names());
