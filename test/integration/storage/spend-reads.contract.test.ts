@@ -231,5 +231,18 @@ describeBackends('spend reads', (fixture) => {
     });
     await expect(reads.spend({ since, by: 'tag', keyId: keys.a, limit: 2, cursor: page.nextCursor! }, NOW)).rejects.toMatchObject({ param: 'cursor' });
     await expect(reads.spend({ since, by: 'tag', limit: 2, cursor: 'bogus' }, NOW)).rejects.toBeInstanceOf(TollgateError);
+    const cursor = page.nextCursor!;
+    const tampered = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(cursor, 'base64url').toString()), p: ['a', 'x', 1, 2] })).toString('base64url');
+    for (const [query, why] of [
+      [{ since, by: 'tag', cursor: 'not-a-cursor!' }, 'garbage'],
+      [{ since, by: 'tag', cursor: Buffer.from('{"v":1}').toString('base64url') }, 'incomplete'],
+      [{ since, by: 'tag', cursor: tampered }, 'tampered'],
+      [{ since, by: 'user', cursor }, 'another grouping'],
+      [{ since: today, by: 'tag', cursor }, 'another range'],
+      [{ since, by: 'tag', until: addDays(today, -1), cursor }, 'another last day'],
+      [{ since, by: 'tag', tenantId: acme, cursor }, 'another tenant'],
+    ] as Array<[SpendQuery, string]>) {
+      await expect(reads.spend({ ...query, limit: 2 }, NOW), why).rejects.toMatchObject({ code: 'invalid_value', param: 'cursor' });
+    }
   });
 });
