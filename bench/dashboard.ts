@@ -16,13 +16,14 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openDatabase, type TollgateDatabase } from '../src/storage/sqlite/open.js';
 import { SqliteKeyStore as KeyStore } from '../src/storage/sqlite/keys.js';
-import { querySpend } from '../src/reports/spend.js';
+import { querySpend } from '../src/storage/sqlite/spend-reads.js';
 import type { Policy } from '../src/domain/policy.js';
 import { builtinPriceTable } from '../src/estimate/prices.js';
 import { Hono } from 'hono';
 import type { AppEnv } from '../src/app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, SESSION_COOKIE } from '../src/dashboard/index.js';
 import { median, percentile, printTable, type BenchResult } from './support.js';
+import { SqliteDashboardReads } from '../src/storage/sqlite/dashboard-reads.js';
 
 /** Bump when the generated data changes shape, so cached databases are rebuilt. */
 const BENCH_DATA_VERSION = 1;
@@ -385,7 +386,7 @@ interface Target {
 
 function buildApp(database: TollgateDatabase): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const deps = { database, adminToken: ADMIN_TOKEN, now: () => BENCH_NOW };
+  const deps = { database, reads: new SqliteDashboardReads(database), adminToken: ADMIN_TOKEN, now: () => BENCH_NOW };
   app.route('/dashboard', createDashboardRoutes(deps));
   app.route('/admin/api/dashboard', createDashboardApiRoutes(deps));
   return app;

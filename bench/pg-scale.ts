@@ -4,7 +4,7 @@
  * with the five rollups built from the rows in the same shape the shipper
  * keeps them (checked against the shipper's own arithmetic, row-counts.ts,
  * for a few keys); then every dashboard page and JSON endpoint on
- * PostgreSQL's reads (src/dashboard/pg-reads.ts, in-process through
+ * PostgreSQL's reads (src/storage/postgres/dashboard-reads.ts, in-process through
  * `app.request`) and `tollgate spend` (its query in-process, and the whole
  * CLI as a process) are timed: median and p95.
  *
@@ -30,14 +30,15 @@ import { Hono } from 'hono';
 import pg from 'pg';
 import type { AppEnv } from '../src/app-env.js';
 import { calendarDay, HOUR_MS, monthStartOf, addDays } from '../src/domain/calendar.js';
-import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, PgDashboardReads, SESSION_COOKIE } from '../src/dashboard/index.js';
+import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, SESSION_COOKIE } from '../src/dashboard/index.js';
+import { PostgresDashboardReads } from '../src/storage/postgres/dashboard-reads.js';
 import { openDatabase } from '../src/storage/sqlite/open.js';
 import { migratePg, openPg, type PgPool } from '../src/storage/postgres/open.js';
 import { builtinPriceTable } from '../src/estimate/prices.js';
 import { pruneLedger } from '../src/storage/postgres/retention.js';
 import { countsOf, type LedgerState } from '../src/storage/row-counts.js';
-import { queryPgSpend } from '../src/reports/pg-spend.js';
-import type { SpendQuery } from '../src/reports/spend.js';
+import { queryPgSpend } from '../src/storage/postgres/spend-reads.js';
+import type { SpendQuery } from '../src/storage/spend-reads.js';
 import { median, percentile, printTable, REPO_ROOT, type BenchResult } from './support.js';
 
 const SERVER_URL = process.env.TOLLGATE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -355,7 +356,7 @@ export async function runPgScaleBench(options: { quick?: boolean; rows?: number;
   const scratch = join(tmpdir(), `tollgate-pg-scale-${process.pid}.db`);
   const database = openDatabase(scratch);
   try {
-    const deps = { database, reads: new PgDashboardReads(pool), adminToken: ADMIN_TOKEN, now: () => now };
+    const deps = { database, reads: new PostgresDashboardReads(pool), adminToken: ADMIN_TOKEN, now: () => now };
     const app = new Hono<AppEnv>();
     app.route('/dashboard', createDashboardRoutes(deps));
     app.route('/admin/api/dashboard', createDashboardApiRoutes(deps));

@@ -8,10 +8,12 @@ import { Hono } from 'hono';
 import type { AdminOps } from './admin/ops.js';
 import { createAdminRoutes, tokenMatches } from './admin/routes.js';
 import type { AppEnv } from './app-env.js';
-import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type DashboardReads, type LimitSnapshot } from './dashboard/index.js';
+import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type LimitSnapshot } from './dashboard/index.js';
+import type { DashboardReads } from './storage/dashboard-reads.js';
+import type { LedgerExportSource } from './storage/ledger-export.js';
 import type { TollgateDatabase } from './storage/sqlite/open.js';
 import { createDashboardTokenRoutes, createTenantGate } from './dashboard/tenant-access.js';
-import { fileLedgerExporter, type LedgerExporter } from './reports/export.js';
+import { ledgerExporter } from './reports/export.js';
 import type { DashboardTokenStore } from './storage/tenant-tokens.js';
 import type { ReconciliationStore } from './reconcile/store.js';
 import { TollgateError, renderError } from './domain/errors.js';
@@ -32,12 +34,12 @@ export interface AppDeps {
   readonly metrics: Metrics;
   /** The admin API's operations and token (disabled without a token). */
   readonly admin: { readonly ops: AdminOps; readonly token: string | undefined };
-  /** The database the dashboard reads (rollups and the newest ledger rows). */
+  /** The node's own database (tenants' dashboard tokens and reconciliations without `shared`). */
   readonly database: TollgateDatabase;
-  /** What the dashboard reads instead of `database` (PostgreSQL's, on a replica). */
-  readonly dashboardReads?: DashboardReads;
-  /** What the raw ledger exports read instead of `database`'s file (PostgreSQL's ledger, on a replica: src/reports/pg-export.ts). */
-  readonly exportLedger?: LedgerExporter;
+  /** What the dashboard reads: the node's file or, on a replica, every node's rows in PostgreSQL (src/storage/dashboard-reads.ts). */
+  readonly dashboardReads: DashboardReads;
+  /** What the raw ledger exports read (src/storage/ledger-export.ts); none for an in-memory database (the export routes are then 404). */
+  readonly ledgerExport: LedgerExportSource | undefined;
   /** Tenants' dashboard tokens and reconciliation results, where every node sees them (PostgreSQL on a replica). */
   readonly shared: { readonly dashboardTokens: DashboardTokenStore; readonly reconciliations: ReconciliationStore };
   /** The limiter's live view of a key's buckets, for the dashboard's key page. */
@@ -93,7 +95,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     guard,
     reconciliation: () => reconciliations.latest(),
   };
-  const exportLedger = deps.exportLedger ?? fileLedgerExporter(deps.database.path);
+  const exportLedger = deps.ledgerExport === undefined ? undefined : ledgerExporter(deps.ledgerExport);
   // A tenant's read-only dashboard session is answered (scoped to its tenant) before the admin API sees it.
   app.use(
     '/admin/api/*',

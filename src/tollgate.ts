@@ -17,8 +17,12 @@ import type { AppEnv } from './app-env.js';
 import { SharedBudgetStore } from './budgets/shared-budgets.js';
 import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config/index.js';
-import { PgDashboardReads, type LimitSnapshot } from './dashboard/index.js';
-import { ReadWorker, WorkerDashboardReads, workerSpend } from './dashboard/read-worker.js';
+import type { LimitSnapshot } from './dashboard/index.js';
+import type { ReadWorker } from './storage/sqlite/read-worker.js';
+import { openReadWorker } from './storage/read-thread.js';
+import { openSpendReads } from './storage/spend-reads.js';
+import { openDashboardReads } from './storage/dashboard-reads.js';
+import { openLedgerExport } from './storage/ledger-export.js';
 import { openDashboardTokens } from './storage/tenant-tokens.js';
 import { startCheckpointer, type Checkpointer } from './storage/sqlite/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './storage/sqlite/open.js';
@@ -30,8 +34,6 @@ import { KeyCache } from './keys/cache.js';
 import { SqliteKeyStore } from './storage/sqlite/keys.js';
 import { openKeyStore } from './storage/keys.js';
 import type { Backend } from './storage/backend.js';
-import { querySpend } from './reports/spend.js';
-import { queryPgSpend } from './reports/pg-spend.js';
 import { openLedgerWriter, type LedgerWriter } from './storage/ledger.js';
 import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './coordination/create-limiter.js';
 import type { IpcClient } from './coordination/ipc-client.js';
@@ -41,7 +43,6 @@ import { LiveLimits } from './dashboard/live-limits.js';
 import { createLogger, type Logger } from './logger.js';
 import { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
-import { exportPgLedger } from './reports/pg-export.js';
 import { RequestEvents } from './pipeline/finished.js';
 import { OpenRequests } from './pipeline/open-requests.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
@@ -247,8 +248,9 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const lifecycle = { shuttingDown: false };
   const secretThrottle = new SecretThrottle();
   // The dashboard's and the spend reports' SQLite reads run on a worker thread, never on the event
-  // loop the requests share (src/dashboard/read-worker.ts); a replica reads PostgreSQL, in pages.
-  const readWorker = replica === undefined && database.path !== ':memory:' ? new ReadWorker(database.path) : undefined;
+  // loop the requests share (src/storage/read-thread.ts); a replica reads PostgreSQL, every node's rows.
+  const readWorker = openReadWorker(backend);
+  const spendReads = openSpendReads(backend, { readWorker });
   const app = createApp({
     pipeline,
     logger,
@@ -257,28 +259,15 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       ops: storeAdminOps(openKeyStore(backend), {
         // The node that made a change sees it before answering (a replica: once its copy has pulled it).
         onChange: () => (replica === undefined ? keys.refresh() : replica.keySync.kick()),
-        readSpend:
-          replica !== undefined
-            ? (query, at) => queryPgSpend(replica.pool, query, at)
-            : readWorker !== undefined
-              ? workerSpend(readWorker)
-              : async (query, at) => querySpend(database, query, at),
+        readSpend: (query, at) => spendReads.spend(query, at),
       }),
       token: config.adminToken,
     },
     database,
     // Tenants' dashboard tokens and reconciliations where every node sees them.
     shared: { dashboardTokens: openDashboardTokens(backend), reconciliations: openReconciliations(backend) },
-    // A replica's dashboard shows every node (src/dashboard/pg-reads.ts).
-    ...(replica === undefined
-      ? readWorker === undefined
-        ? {}
-        : { dashboardReads: new WorkerDashboardReads(database, readWorker) }
-      : {
-          dashboardReads: new PgDashboardReads(replica.pool),
-          // And its raw ledger exports stream every node's rows (src/reports/pg-export.ts).
-          exportLedger: (query, format) => exportPgLedger(replica.pool, query, format),
-        }),
+    dashboardReads: openDashboardReads(backend, { readWorker }),
+    ledgerExport: openLedgerExport(backend),
     ...('limitSnapshot' in overrides
       ? overrides.limitSnapshot
         ? { limitSnapshot: overrides.limitSnapshot }

@@ -4,7 +4,7 @@
  * TollgateErrors the local operations throw.
  */
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
-import type { SpendReport } from '../reports/spend.js';
+import type { SpendReport } from '../storage/spend-reads.js';
 import type { IssuedKey, KeyView, TenantView } from '../domain/keys.js';
 import type { AdminOps } from './ops.js';
 

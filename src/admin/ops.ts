@@ -7,7 +7,7 @@
  */
 import { pgUnavailable } from '../domain/errors.js';
 import { isPgUnreachable } from '../storage/postgres/open.js';
-import type { SpendGrouping, SpendQuery, SpendReport } from '../reports/spend.js';
+import type { SpendGrouping, SpendQuery, SpendReport } from '../storage/spend-reads.js';
 import type { IssuedKey, KeyListOptions, KeyPatch, KeyStore, KeyView, NewKey, NewTenantPolicy, TenantPatch, TenantView } from '../storage/keys.js';
 
 export type { NewTenantPolicy } from '../storage/keys.js';
@@ -19,7 +19,7 @@ interface SpendRequest {
   readonly since: string;
   readonly until?: string | undefined;
   readonly by: SpendGrouping;
-  /** Rows of the page (default: every row; the admin API always asks for a page: src/reports/spend-cursor.ts). */
+  /** Rows of the page (default: every row; the admin API always asks for a page: src/storage/spend-cursor.ts). */
   readonly limit?: number | undefined;
   /** The previous page's `nextCursor`. */
   readonly cursor?: string | undefined;

@@ -13,7 +13,7 @@
  * Amounts are kept per calendar day, because a request settled after midnight is
  * filed under the day it was made, like the rollups do.
  *
- * The database read (src/storage/sqlite/spend-reads.ts) takes the rollup that
+ * The database read (src/storage/sqlite/budget-spend.ts) takes the rollup that
  * holds the period whole, so it equals the sum of the days.
  *
  * End users and tags (src/endusers) are scopes too, within one key: their
@@ -25,7 +25,7 @@
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { periodStart, calendarDay, type BudgetPeriod } from '../domain/calendar.js';
 import { isAttributed, type BudgetScope, type SpendAcrossNodes, type SpendChange } from '../storage/ledger.js';
-import { SqliteSpendReads } from '../storage/sqlite/spend-reads.js';
+import { SqliteSpendReads } from '../storage/sqlite/budget-spend.js';
 
 export { isAttributed, type AttributedScope, type BudgetScope, type SpendChange, type SpendRead, type SpendScope } from '../storage/ledger.js';
 

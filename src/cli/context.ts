@@ -10,10 +10,12 @@ import { pgUnavailable, TollgateError } from '../domain/errors.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { PolicyError } from '../domain/policy.js';
 import { storeAdminOps, type AdminOps, type SpendReader } from '../admin/ops.js';
-import { openKeyStore, type SharedBackend } from '../storage/keys.js';
-import { querySpend } from '../reports/spend.js';
+import { openKeyStore } from '../storage/keys.js';
+import { closeBackend, type SharedBackend } from '../storage/backend.js';
+import { openSpendReads } from '../storage/spend-reads.js';
+import { openLedgerExport } from '../storage/ledger-export.js';
 import { remoteAdminOps } from '../admin/client.js';
-import { fileLedgerExporter, type LedgerExporter } from '../reports/export.js';
+import { ledgerExporter, type LedgerExporter } from '../reports/export.js';
 import type { PgPool } from '../storage/postgres/open.js';
 
 const EXIT_FAILURE = 1;
@@ -58,24 +60,17 @@ interface CliBackend {
  * TOLLGATE_DB names is not opened. --db still opens a local file on purpose.
  */
 export async function openCliBackend(config: Config, global: GlobalOptions): Promise<CliBackend> {
-  if (global.db === undefined && config.databaseUrl !== undefined) {
-    // Loaded only here: every other CLI run starts without the PostgreSQL driver's readers.
-    const [{ exportPgLedger }, { queryPgSpend }] = await Promise.all([import('../reports/pg-export.js'), import('../reports/pg-spend.js')]);
-    const pool = await openMigratedPg(config.databaseUrl);
-    return {
-      backend: { kind: 'postgres', pool },
-      readSpend: (query, now) => queryPgSpend(pool, query, now),
-      exportLedger: (query, format) => exportPgLedger(pool, query, format),
-      close: () => pool.end(),
-    };
-  }
-  const path = global.db ?? config.dbPath;
-  const database = openDatabase(path);
+  const backend: SharedBackend =
+    global.db === undefined && config.databaseUrl !== undefined
+      ? { kind: 'postgres', pool: await openMigratedPg(config.databaseUrl) }
+      : { kind: 'sqlite', database: openDatabase(global.db ?? config.dbPath) };
+  const spend = openSpendReads(backend);
+  const source = openLedgerExport(backend);
   return {
-    backend: { kind: 'sqlite', database },
-    readSpend: async (query, now) => querySpend(database, query, now),
-    exportLedger: fileLedgerExporter(path),
-    close: async () => database.close(),
+    backend,
+    readSpend: (query, now) => spend.spend(query, now),
+    exportLedger: source === undefined ? undefined : ledgerExporter(source),
+    close: () => closeBackend(backend),
   };
 }
 

@@ -12,10 +12,11 @@ import { openDatabase } from '../storage/sqlite/open.js';
 import { formatMicrosExact } from '../domain/money.js';
 import type { CellSide, ReconcileRow } from '../reconcile/compare.js';
 import { openAIUsageProvider } from '../reconcile/openai.js';
-import { pgLedgerCells } from '../reconcile/ledger-cells.js';
+import { openLedgerCells } from '../storage/ledger-cells.js';
+import type { Backend } from '../storage/backend.js';
 import { ProviderReportError } from '../reconcile/provider.js';
 import { parseUtcDay, runReconcile, type ReconcileResult } from '../reconcile/run.js';
-import { sqliteReconciliations } from '../storage/sqlite/reconciliations.js';
+import { openReconciliations } from '../storage/reconciliations.js';
 import { CliError, EXIT_USAGE, openMigratedPg, print, printJson, type GlobalOptions } from './context.js';
 import { count, table } from './format.js';
 
@@ -130,10 +131,10 @@ export function registerReconcileCommand(program: Command): void {
       const pool = config.databaseUrl === undefined ? undefined : await openMigratedPg(config.databaseUrl);
       const database = openDatabase(global.db ?? config.dbPath);
       try {
+        const ledger: Backend = pool === undefined || global.db !== undefined ? { kind: 'sqlite', database } : { kind: 'postgres', database, pool };
         const { result } = await runReconcile({
-          database,
-          ...(pool === undefined || global.db !== undefined ? {} : { ledger: pgLedgerCells(pool) }),
-          results: pool === undefined ? sqliteReconciliations(database) : (await import('../storage/postgres/reconciliations.js')).pgReconciliations(pool),
+          ledger: openLedgerCells(ledger),
+          results: openReconciliations(pool === undefined ? { kind: 'sqlite', database } : { kind: 'postgres', pool }),
           provider: openAIUsageProvider({ baseUrl: config.reconcile.apiUrl, adminKey }),
           range: { since, until },
           mapping: config.reconcile.projects,

@@ -1,8 +1,9 @@
 /** `tollgate spend`: spend per day, model, key, tenant, end user or tag, from the rollups. */
 import { Option, type Command } from 'commander';
 import type { AdminOps } from '../admin/ops.js';
-import { parseSince, SPEND_GROUPINGS, type SpendGrouping, type SpendReport, type SpendRow, type SpendTotals } from '../reports/spend.js';
-import { MAX_SPEND_PAGE_ROWS } from '../reports/spend-cursor.js';
+import { parseSince } from '../reports/spend.js';
+import { SPEND_GROUPINGS, type SpendGrouping, type SpendReport, type SpendRow, type SpendTotals } from '../storage/spend-reads.js';
+import { MAX_SPEND_PAGE_ROWS } from '../storage/spend-cursor.js';
 import { spendReportCsv } from '../reports/export.js';
 import { forecastLines, localBudgetForecasts } from './alerts.js';
 import { CliError, EXIT_USAGE, print, printJson, withOps } from './context.js';
@@ -27,7 +28,7 @@ function cells(group: string, row: SpendTotals, cost = usd(row.costMicros)): str
 type SpendRequest = Parameters<AdminOps['spend']>[0];
 
 /**
- * The report's rows, read page after page (src/reports/spend-cursor.ts): every
+ * The report's rows, read page after page (src/storage/spend-cursor.ts): every
  * row, or the first `limit`. The totals are the first page's. Without a limit
  * the local file answers every row at once, and a proxy (`--url`) in pages of
  * its default size, which are followed.

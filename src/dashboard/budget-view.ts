@@ -1,8 +1,8 @@
 /** A budget bar's view model (overview, keys table, key page) and what a budget's period has spent. */
 import { budgetsOf, type Budget, type BudgetPeriod } from '../domain/policy.js';
-import type { KeyRecord } from './directory.js';
+import type { KeyRecord } from '../storage/directory.js';
 import { percent, usd } from './format.js';
-import type { SpendByKey } from './reads.js';
+import type { SpendByKey } from '../storage/dashboard-reads.js';
 import { keyHref } from './view-context.js';
 
 /** Warning levels for a budget bar. */

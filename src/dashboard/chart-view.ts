@@ -1,5 +1,5 @@
 /** Charts' view models: the hourly and daily rollups as uPlot columns (drawn by client-script.ts). */
-import type { DayPoint, HourPoint } from './reads.js';
+import type { DayPoint, HourPoint } from '../storage/dashboard-reads.js';
 import { tokensOf } from './view-context.js';
 
 /** A chart: x in Unix seconds, each series in its unit (micro-USD or a count). */

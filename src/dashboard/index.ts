@@ -10,5 +10,3 @@ export type { LimitSnapshot } from './view-context.js';
 export type { OverviewView } from './overview.js';
 export type { KeysView } from './keys-page.js';
 export type { KeyPageView } from './key-view.js';
-export type { DashboardReads } from './reads.js';
-export { PgDashboardReads } from './pg-reads.js';

@@ -8,9 +8,9 @@
 import { TollgateError } from '../domain/errors.js';
 import { monthStartOf, calendarDay } from '../domain/calendar.js';
 import { parseSince } from '../reports/spend.js';
-import { parseListLimit } from './request-cursor.js';
+import { parseListLimit } from '../storage/request-cursor.js';
 import { requestItem, type RequestItem } from './request-list.js';
-import type { Page, TopRow } from './reads.js';
+import type { Page, TopRow } from '../storage/dashboard-reads.js';
 import type { ViewContext } from './view-context.js';
 
 export type KeyList = 'users' | 'tags' | 'requests';

@@ -4,7 +4,7 @@
  * the limiter when it is wired in), spend by model, top end users and tags, recent 429s and the
  * latest ledger rows, each with its display text. The markup is key-page.tsx and key-panels.tsx.
  */
-import type { SpendTotals } from '../reports/spend.js';
+import type { SpendTotals } from '../storage/spend-reads.js';
 import { formatLimit, type LimitSpec } from '../domain/policy.js';
 import type { KeyStatus } from '../domain/keys.js';
 import { describeAttributedPolicy } from '../domain/policy-options.js';
@@ -13,9 +13,10 @@ import { describeForecast, forecastRunOut } from '../alerts/forecast.js';
 import { HOUR_MS, periodEnd, periodStart, utcHour } from '../domain/calendar.js';
 import { formatMicrosExact } from '../domain/money.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';
-import { keyStatusOf, type KeyRecord } from './directory.js';
+import { keyStatusOf, type KeyRecord } from '../storage/directory.js';
 import { count, percent, relativeTime, timestamp, usd } from './format.js';
-import { periodDays, type PeriodTotals } from './reads.js';
+import { periodDays } from '../storage/dashboard-figures.js';
+import type { PeriodTotals } from '../storage/dashboard-reads.js';
 import { requestItem, type RequestItem } from './request-list.js';
 import { inFlightText, keyHref, tokensOf, updatedText, type LimitSnapshotEntry, type ViewContext } from './view-context.js';
 

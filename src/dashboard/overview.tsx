@@ -6,7 +6,7 @@
  */
 import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
-import type { PeriodTotals } from './reads.js';
+import type { PeriodTotals } from '../storage/dashboard-reads.js';
 import { budgetItem, keyBudget, spentInBudgetPeriod, type BudgetItem } from './budget-view.js';
 import { budgetsOf } from '../domain/policy.js';
 import { chartOfDays, chartOfHours, type ChartData } from './chart-view.js';

@@ -3,7 +3,7 @@
 import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { count, duration, relativeTime, timestamp, usd } from './format.js';
-import type { RequestRow } from './reads.js';
+import type { RequestRow } from '../storage/dashboard-reads.js';
 
 /** A ledger row as the key page lists it. */
 export interface RequestItem {

@@ -28,7 +28,7 @@ import { buildKeys, KeysPage } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
 import { DisabledPage, LoginPage, NotFoundPage, renderDocument } from './layout.js';
 import { buildOverview, OverviewPage } from './overview.js';
-import type { DashboardReads } from './reads.js';
+import type { DashboardReads } from '../storage/dashboard-reads.js';
 import { clearedCookieHeader, createSessionValue, createTenantSessionValue, hasValidSession, isHttps, sessionCookieHeader } from './session.js';
 import { isDashboardTokenText } from './tenant-tokens.js';
 import { sqliteDashboardTokens } from '../storage/sqlite/tenant-tokens.js';
@@ -38,8 +38,8 @@ import { viewContextFor, viewerOf, type Viewer } from './viewer.js';
 
 export interface DashboardDeps {
   readonly database: TollgateDatabase;
-  /** What the pages read instead of `database` (PostgreSQL on a replica: src/dashboard/pg-reads.ts). */
-  readonly reads?: DashboardReads | undefined;
+  /** What the pages read: the node's file, or every node's rows in PostgreSQL on a replica (src/storage/dashboard-reads.ts). */
+  readonly reads: DashboardReads;
   /** TOLLGATE_ADMIN_TOKEN; the dashboard is disabled without one. */
   readonly adminToken: string | undefined;
   readonly now?: () => number;
@@ -68,7 +68,7 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
 /** The largest login form accepted (a token and a return path). */
 const MAX_LOGIN_BODY = 8192;
 
-/** The view context of a viewer: SQLite's reads per database (or deps.reads on PostgreSQL), narrowed for a tenant (viewer.ts). */
+/** The view context of a viewer: the reads, narrowed for a tenant (viewer.ts). */
 function contextOf(deps: DashboardDeps, now: () => number, viewer: Viewer): ViewContext {
   return viewContextFor(deps, now(), viewer);
 }

@@ -32,7 +32,7 @@ import { parseKeysQuery } from './keys-query.js';
 import { buildOverview } from './overview.js';
 import { hasValidSession, tenantSessionTokenId } from './session.js';
 import type { DashboardTokenStore } from '../storage/tenant-tokens.js';
-import type { DashboardReads } from './reads.js';
+import type { DashboardReads } from '../storage/dashboard-reads.js';
 import type { LimitSnapshot } from './view-context.js';
 import { viewContextFor, type Viewer } from './viewer.js';
 
@@ -40,8 +40,8 @@ export interface TenantGateDeps {
   readonly database: TollgateDatabase;
   /** Where dashboard tokens are kept: PostgreSQL on replicas, else the SQLite file. */
   readonly tokens: DashboardTokenStore;
-  /** The dashboard's reads on PostgreSQL (replicas); SQLite's of `database` without. */
-  readonly reads?: DashboardReads | undefined;
+  /** The dashboard's reads (src/storage/dashboard-reads.ts). */
+  readonly reads: DashboardReads;
   readonly adminToken: string | undefined;
   readonly ops: AdminOps;
   readonly now?: () => number;

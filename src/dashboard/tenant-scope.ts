@@ -10,9 +10,9 @@
  * line).
  */
 import { TollgateError } from '../domain/errors.js';
-import type { SpendTotals } from '../reports/spend.js';
-import type { Directory } from './directory.js';
-import type { DashboardReads, DayPoint, HourPoint, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from './reads.js';
+import type { SpendTotals } from '../storage/spend-reads.js';
+import type { Directory } from '../storage/directory.js';
+import type { DashboardReads, DayPoint, HourPoint, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from '../storage/dashboard-reads.js';
 
 function filterMap<V>(map: ReadonlyMap<string, V>, keep: ReadonlySet<string>): Map<string, V> {
   const out = new Map<string, V>();

@@ -5,9 +5,9 @@
  * server renders a page from it and the browser polls the same view model
  * as JSON and binds it into the same markup, so the two never differ.
  */
-import type { SpendTotals } from '../reports/spend.js';
+import type { SpendTotals } from '../storage/spend-reads.js';
 import { count, timestamp } from './format.js';
-import type { DashboardReads } from './reads.js';
+import type { DashboardReads } from '../storage/dashboard-reads.js';
 
 /**
  * Live state of one of a key's buckets, from the limiter. Amounts are in

@@ -2,12 +2,11 @@
  * Who is looking at the dashboard: the operator (admin session) or one
  * tenant (a session bought with that tenant's read-only dashboard token),
  * and the view context each of them gets. The tenant's context reads only
- * its own keys (tenant-scope.ts, over SQLite's or PostgreSQL's reads) and
+ * its own keys (tenant-scope.ts, over the storage's reads) and
  * sees no global limits.
  */
 import type { Context } from 'hono';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { SqliteDashboardReads, type DashboardReads } from './reads.js';
+import type { DashboardReads } from '../storage/dashboard-reads.js';
 import { hasValidSession, tenantSessionTokenId } from './session.js';
 import { TenantScopedReads } from './tenant-scope.js';
 import type { DashboardTokenStore, TenantViewer } from '../storage/tenant-tokens.js';
@@ -31,23 +30,10 @@ export async function viewerOf(c: Context, tokens: DashboardTokenStore, adminTok
   return tenant === undefined ? undefined : { kind: 'tenant', tenant };
 }
 
-const readsByDatabase = new WeakMap<TollgateDatabase, SqliteDashboardReads>();
 const tenantReadsByInner = new WeakMap<DashboardReads, Map<string, TenantScopedReads>>();
 
-/** The admin's reads: PostgreSQL's on a replica (`reads`), else one set of SQLite reads (prepared statements, the parsed key directory) per database. */
-function adminReads(database: TollgateDatabase, reads: DashboardReads | undefined): DashboardReads {
-  if (reads !== undefined) return reads;
-  let sqlite = readsByDatabase.get(database);
-  if (sqlite === undefined) {
-    sqlite = new SqliteDashboardReads(database);
-    readsByDatabase.set(database, sqlite);
-  }
-  return sqlite;
-}
-
 /** The reads of a viewer: the admin's, or per tenant the admin's narrowed to it (kept, so its directory is filtered once per change). */
-function readsFor(database: TollgateDatabase, reads: DashboardReads | undefined, viewer: Viewer): DashboardReads {
-  const inner = adminReads(database, reads);
+function readsFor(inner: DashboardReads, viewer: Viewer): DashboardReads {
   if (viewer.kind === 'admin') return inner;
   let byTenant = tenantReadsByInner.get(inner);
   if (byTenant === undefined) {
@@ -64,12 +50,12 @@ function readsFor(database: TollgateDatabase, reads: DashboardReads | undefined,
 
 /** The view context of a viewer: a tenant's reads are narrowed, and it sees its key's and tenant's buckets, not the global ones. */
 export function viewContextFor(
-  deps: { readonly database: TollgateDatabase; readonly reads?: DashboardReads | undefined; readonly limitSnapshot?: LimitSnapshot | undefined },
+  deps: { readonly reads: DashboardReads; readonly limitSnapshot?: LimitSnapshot | undefined },
   now: number,
   viewer: Viewer,
 ): ViewContext {
   const snapshot = deps.limitSnapshot;
-  const reads = readsFor(deps.database, deps.reads, viewer);
+  const reads = readsFor(deps.reads, viewer);
   if (viewer.kind === 'admin') return { reads, now, limitSnapshot: snapshot };
   return {
     reads,

@@ -39,7 +39,7 @@ export function setTimeZone(name: string): void {
   dayEnd = 0;
 }
 
-/** The zone calendar days are counted in (a worker thread sets the same: src/dashboard/read-worker.ts). */
+/** The zone calendar days are counted in (a worker thread sets the same: src/storage/sqlite/read-worker.ts). */
 export function currentTimeZone(): string {
   return zone?.resolvedOptions().timeZone ?? 'UTC';
 }

@@ -3,17 +3,16 @@
  * same whole UTC days, compared, stored (the dashboard shows the newest),
  * returned.
  */
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { resolvePrice, type PriceTable } from '../estimate/prices.js';
 import { compareWithProvider, type ReconcileReport } from './compare.js';
-import { hasProjectMapping, readLedgerCells, sqliteLedgerCells, type LedgerCellSource, type ProjectMapping } from './ledger-cells.js';
+import { hasProjectMapping, readLedgerCells, type ProjectMapping } from './ledger-cells.js';
+import type { LedgerCellSource } from '../storage/ledger-cells.js';
 import type { DayRange, UsageProvider } from './provider.js';
 import type { ReconciliationStore } from './store.js';
 
 export interface ReconcileRun {
-  readonly database: TollgateDatabase;
-  /** Where the ledger is read: `database` unless given (PostgreSQL's on a replica). */
-  readonly ledger?: LedgerCellSource;
+  /** Where the ledger is read: the node's file, or PostgreSQL's on a replica (src/storage/ledger-cells.ts). */
+  readonly ledger: LedgerCellSource;
   readonly provider: UsageProvider;
   readonly range: DayRange;
   readonly mapping: ProjectMapping | undefined;
@@ -49,7 +48,7 @@ export async function runReconcile(run: ReconcileRun): Promise<{ id: number; res
   if (run.range.since > run.range.until) throw new RangeError(`--since ${run.range.since} is after --until ${run.range.until}`);
   const byProject = hasProjectMapping(run.mapping);
   const report = await run.provider.fetchReport(run.range, { byProject, ...(run.signal ? { signal: run.signal } : {}) });
-  const { cells, pending } = await readLedgerCells(run.ledger ?? sqliteLedgerCells(run.database), run.range, run.mapping);
+  const { cells, pending } = await readLedgerCells(run.ledger, run.range, run.mapping);
   const compared = compareWithProvider(cells, report, {
     provider: run.provider.name,
     since: run.range.since,

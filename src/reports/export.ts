@@ -10,11 +10,11 @@
  * (OWASP's "CSV injection" advice). Numbers are written by us and never
  * prefixed.
  */
-import Database from 'better-sqlite3';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { calendarDay, dayEndMs, dayStartMs } from '../domain/calendar.js';
 import { formatMicrosFixed } from '../domain/money.js';
-import { parseSince, type SpendReport, type SpendRow, type SpendTotals } from './spend.js';
+import { parseSince } from './spend.js';
+import type { SpendReport, SpendRow, SpendTotals } from '../storage/spend-reads.js';
+import type { LedgerExportQuery, LedgerExportRow, LedgerExportSource } from '../storage/ledger-export.js';
 
 /** A cell: text (sanitized), a number or boolean (as is), or nothing (empty cell). */
 type Cell = string | number | boolean | null | undefined;
@@ -85,7 +85,7 @@ function keyed(report: SpendReport): boolean {
   return report.by === 'key' || report.by === 'user' || report.by === 'tag';
 }
 
-/** The records of a report's rows without the header (the later pages of a report: src/reports/spend-cursor.ts). */
+/** The records of a report's rows without the header (the later pages of a report: src/storage/spend-cursor.ts). */
 export function spendCsvRecords(report: SpendReport): string {
   if (report.by === 'total') return '';
   const period: Cell[] = [report.since, report.until];
@@ -95,14 +95,6 @@ export function spendCsvRecords(report: SpendReport): string {
     text += csvLine([...period, row.group, ...(byKey ? [row.keyId, row.prefix] : []), ...totalCells(row)]);
   }
   return text;
-}
-
-/** Which ledger rows to export: created in [sinceMs, untilMs), optionally of one key or tenant (by id). */
-export interface LedgerExportQuery {
-  readonly sinceMs: number;
-  readonly untilMs: number;
-  readonly keyId?: string | undefined;
-  readonly tenantId?: string | undefined;
 }
 
 export type LedgerExportFormat = 'csv' | 'ndjson';
@@ -135,55 +127,6 @@ export function parseExportRange(
   const untilMs = untilInstant ?? dayEndMs(untilDay!);
   if (untilMs <= sinceMs) throw new RangeError('the period is empty: --until must come after --since');
   return { sinceMs, untilMs, since: calendarDay(sinceMs), until: untilDay ?? calendarDay(untilMs - 1) };
-}
-
-/**
- * The exported columns: every ledger field (none is a secret; the ledger
- * holds no key material) plus the key's name and prefix and the tenant's
- * name. Listed, never `SELECT *`, so a column added later is exported only
- * once someone decides it may be. One list for both stores: `flag` reads a
- * boolean column as 0 or 1 (SQLite stores them so; PostgreSQL's are
- * `boolean`, pg-export.ts casts them).
- */
-export function ledgerExportSelect(flag: (column: string) => string): string {
-  return `SELECT l.request_id, l.created_at, l.completed_at, l.key_id, k.name AS key_name, k.prefix AS key_prefix,
-  l.tenant_id, t.name AS tenant_name, l.endpoint, l.model, ${flag('l.stream')} AS stream, l.status, l.http_status,
-  l.est_prompt_tokens, l.est_completion_tokens, l.est_cost_micros,
-  l.prompt_tokens, l.cached_tokens, l.completion_tokens, l.reasoning_tokens, l.cost_micros,
-  ${flag('l.price_known')} AS price_known, l.usage_source, l.latency_ms, l.ttft_ms, l.upstream_request_id, l.error_code, l.end_user, l.tags`;
-}
-
-/** A row as both stores return it (booleans as 0 or 1). */
-export interface LedgerExportRow {
-  request_id: string;
-  created_at: number;
-  completed_at: number | null;
-  key_id: string;
-  key_name: string;
-  key_prefix: string;
-  tenant_id: string | null;
-  tenant_name: string | null;
-  endpoint: string;
-  model: string;
-  stream: number;
-  status: string;
-  http_status: number | null;
-  est_prompt_tokens: number;
-  est_completion_tokens: number;
-  est_cost_micros: number;
-  prompt_tokens: number | null;
-  cached_tokens: number | null;
-  completion_tokens: number | null;
-  reasoning_tokens: number | null;
-  cost_micros: number | null;
-  price_known: number;
-  usage_source: string | null;
-  latency_ms: number | null;
-  ttft_ms: number | null;
-  upstream_request_id: string | null;
-  error_code: string | null;
-  end_user: string | null;
-  tags: string | null;
 }
 
 /** The exported record's fields, in column order. */
@@ -269,80 +212,31 @@ export function ledgerExportLine(row: LedgerExportRow, format: LedgerExportForma
   return format === 'csv' ? csvLine(Object.values(record)) : `${JSON.stringify(record)}\n`;
 }
 
-/** The SQL and parameters of an export; rows come in time order for one key (its index), else in the order written. */
-function ledgerExportStatement(query: LedgerExportQuery): { sql: string; params: Record<string, unknown> } {
-  const where = ['l.created_at >= @sinceMs', 'l.created_at < @untilMs'];
-  if (query.keyId !== undefined) where.push('l.key_id = @keyId');
-  if (query.tenantId !== undefined) where.push('l.tenant_id = @tenantId');
-  // CROSS JOIN keeps the ledger the outer loop, so rows stream in index or
-  // rowid order with no sort (a sort would read the whole period before the
-  // first row, in one blocking step).
-  const order = query.keyId !== undefined ? 'ORDER BY l.key_id, l.created_at' : 'ORDER BY l.rowid';
-  return {
-    sql: `${ledgerExportSelect((column) => column)} FROM ledger l CROSS JOIN api_keys k ON k.id = l.key_id LEFT JOIN tenants t ON t.id = l.tenant_id WHERE ${where.join(' AND ')} ${order}`,
-    params: { sinceMs: query.sinceMs, untilMs: query.untilMs, keyId: query.keyId, tenantId: query.tenantId },
-  };
-}
-
-/**
- * One chunk is read and formatted in one event-loop turn: at most this many
- * rows, and no longer than PAGE_MS (a row costs tens of microseconds, more on
- * a busy machine), so requests waiting behind an export wait a few ms.
- */
-const PAGE_ROWS = 1000;
-const PAGE_MS = 10;
-
-/**
- * The ledger rows of a period as text chunks (CSV with its header, or one
- * JSON object per line), in constant memory: a cursor over the rows, one
- * page of rows per chunk (up to 1,000 rows or 10 ms of work), the next page only when the consumer asks for it
- * (backpressure) and after the event loop has had a turn.
- *
- * It reads through its own read-only connection to the file, so the export's
- * cursor never blocks the ledger writer's connection; in WAL mode it reads
- * one consistent snapshot while writes go on (the WAL cannot be
- * checkpointed past that snapshot until the export ends).
- */
-export async function* exportLedger(databasePath: string, query: LedgerExportQuery, format: LedgerExportFormat): AsyncGenerator<string, void, undefined> {
-  const sqlite = new Database(databasePath, { readonly: true, fileMustExist: true });
-  try {
-    sqlite.pragma('busy_timeout = 5000');
-    const { sql, params } = ledgerExportStatement(query);
-    const rows = sqlite.prepare(sql).iterate(params) as IterableIterator<LedgerExportRow>;
-    try {
-      if (format === 'csv') yield ledgerExportHeader(format);
-      for (;;) {
-        let page = '';
-        let done = false;
-        const deadline = performance.now() + PAGE_MS;
-        for (let n = 1; n <= PAGE_ROWS; n += 1) {
-          const next = rows.next();
-          if (next.done === true) {
-            done = true;
-            break;
-          }
-          page += ledgerExportLine(next.value, format);
-          if (n % 50 === 0 && performance.now() > deadline) break;
-        }
-        if (page !== '') yield page;
-        if (done) return;
-        await nextTurn();
-      }
-    } finally {
-      rows.return?.();
-    }
-  } finally {
-    sqlite.close();
-  }
-}
-
-/** What a ledger export reads: the node's own SQLite file, or PostgreSQL's ledger on a replica (pg-export.ts). */
+/** A ledger export as text: CSV (with its header) or NDJSON, in chunks (what the admin API and the CLI stream). */
 export type LedgerExporter = (query: LedgerExportQuery, format: LedgerExportFormat) => AsyncGenerator<string, void, undefined>;
 
-/** The export of the SQLite file at `path`; none for an in-memory database (a second connection would open another, empty one). */
-export function fileLedgerExporter(path: string): LedgerExporter | undefined {
-  if (path === ':memory:') return undefined;
-  return (query, format) => exportLedger(path, query, format);
+/**
+ * The CSV or NDJSON bytes of `source`'s rows. The header goes out with the
+ * first page, which is read before anything is yielded: an export that
+ * cannot start fails before its first byte.
+ */
+export function ledgerExporter(source: LedgerExportSource): LedgerExporter {
+  return async function* exportLedger(query, format) {
+    const chunks = source.lines(query, (row) => ledgerExportLine(row, format));
+    try {
+      const first = await chunks.next();
+      const head = ledgerExportHeader(format) + (first.done === true ? '' : first.value);
+      if (head !== '') yield head;
+      if (first.done === true) return;
+      for (;;) {
+        const next = await chunks.next();
+        if (next.done === true) return;
+        yield next.value;
+      }
+    } finally {
+      await chunks.return(undefined);
+    }
+  };
 }
 
 /**

@@ -10,3 +10,16 @@ import type { PgPool } from './postgres/open.js';
 
 export type Backend =
   { readonly kind: 'sqlite'; readonly database: TollgateDatabase } | { readonly kind: 'postgres'; readonly database: TollgateDatabase; readonly pool: PgPool };
+
+/**
+ * Where what the nodes share is read and written (keys, tenants, spend, the
+ * ledger's exports and sums, dashboard tokens, reconciliations): a Backend,
+ * or PostgreSQL alone — the CLI on a replica opens no SQLite file.
+ */
+export type SharedBackend = Backend | { readonly kind: 'postgres'; readonly pool: PgPool };
+
+/** Closes what a backend opened: the SQLite file, or the PostgreSQL pool. */
+export async function closeBackend(backend: SharedBackend): Promise<void> {
+  if (backend.kind === 'postgres') await backend.pool.end();
+  else backend.database.close();
+}

@@ -9,8 +9,7 @@
  * node's own SQLite copy through its key cache (src/keys/cache.ts), which a
  * replica keeps current from PostgreSQL (src/storage/postgres/key-sync.ts).
  */
-import type { Backend } from './backend.js';
-import type { PgPool } from './postgres/open.js';
+import type { Backend, SharedBackend } from './backend.js';
 import type { Policy } from '../domain/policy.js';
 import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
 import { SqliteKeyStore } from './sqlite/keys.js';
@@ -50,13 +49,6 @@ export interface KeyStore {
   getTenant(ref: string): Promise<TenantView>;
   updateTenant(ref: string, patch: TenantPatch): Promise<TenantView>;
 }
-
-/**
- * Where what the nodes share is kept (keys, tenants, dashboard tokens,
- * reconciliations): a Backend, or PostgreSQL alone — the CLI on a replica
- * opens no SQLite file.
- */
-export type SharedBackend = Backend | { readonly kind: 'postgres'; readonly pool: PgPool };
 
 export function openKeyStore(backend: SharedBackend, options: { now?: () => number } = {}): KeyStore {
   return backend.kind === 'sqlite' ? new SqliteKeyStore(backend.database, options.now).async() : new PostgresKeyStore(backend.pool, options.now);

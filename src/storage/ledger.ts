@@ -161,7 +161,7 @@ export interface LedgerWriter {
   close(): boolean;
 }
 
-/** Spend read from this node's own rollups (sqlite/spend-reads.ts). */
+/** Spend read from this node's own rollups (sqlite/budget-spend.ts). */
 export interface SpendReads {
   read(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): number;
 }

@@ -7,7 +7,7 @@
  * src/reconcile/'s: the store keeps it whole, as JSON, beside the columns
  * below.
  */
-import type { SharedBackend } from './keys.js';
+import type { SharedBackend } from './backend.js';
 import { sqliteReconciliations } from './sqlite/reconciliations.js';
 import { pgReconciliations } from './postgres/reconciliations.js';
 

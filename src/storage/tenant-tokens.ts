@@ -11,7 +11,7 @@
  * tokens. What a token is, what a valid input is and what a row means live
  * once, in src/storage/token-rules.ts.
  */
-import type { SharedBackend } from './keys.js';
+import type { SharedBackend } from './backend.js';
 import { sqliteDashboardTokens } from './sqlite/tenant-tokens.js';
 import { pgDashboardTokens } from './postgres/tenant-tokens.js';
 

@@ -194,7 +194,7 @@ export class PostgresSpendSource implements SpendAcrossNodes {
   }
 }
 
-/** The same reads as the node's own (sqlite/spend-reads.ts): the rollup that holds the period whole, less days filed after today. */
+/** The same reads as the node's own (sqlite/budget-spend.ts): the rollup that holds the period whole, less days filed after today. */
 function spentQuery(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): { text: string; values: unknown[] } {
   if (isAttributed(scope)) {
     // An end user's or tag's own daily rollup, as the SQLite tracker reads it ('total' starts at '0000-00-00').

@@ -7,8 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeAdminOps, type AdminOps } from '../../../src/admin/ops.js';
 import { remoteAdminOps } from '../../../src/admin/client.js';
 import { openKeyStore } from '../../../src/storage/keys.js';
-import { querySpend } from '../../../src/reports/spend.js';
-import { queryPgSpend } from '../../../src/reports/pg-spend.js';
+import { openSpendReads } from '../../../src/storage/spend-reads.js';
 import { parseLimit } from '../../../src/domain/policy.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
@@ -27,10 +26,16 @@ describe.each(['sqlite', 'postgres', 'remote'] as const)('admin operations (%s)'
     const onChange = () => (changes += 1);
     if (kind === 'sqlite') {
       const database = (file = openTempDatabase()).database;
-      ops = storeAdminOps(openKeyStore({ kind: 'sqlite', database }), { readSpend: async (query, now) => querySpend(database, query, now), onChange });
+      ops = storeAdminOps(openKeyStore({ kind: 'sqlite', database }), {
+        readSpend: (query, now) => openSpendReads({ kind: 'sqlite', database }).spend(query, now),
+        onChange,
+      });
     } else if (kind === 'postgres') {
       const pool = (pg = await createTempPostgres()).pool;
-      ops = storeAdminOps(openKeyStore({ kind: 'postgres', pool }), { readSpend: (query, now) => queryPgSpend(pool, query, now), onChange });
+      ops = storeAdminOps(openKeyStore({ kind: 'postgres', pool }), {
+        readSpend: (query, now) => openSpendReads({ kind: 'postgres', pool }).spend(query, now),
+        onChange,
+      });
     } else {
       proxy = await startTestProxy({ TOLLGATE_ADMIN_TOKEN: ADMIN });
       ops = remoteAdminOps(proxy.server.url, ADMIN);

@@ -14,8 +14,8 @@ import { openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import type { LedgerWriter } from '../../../src/storage/ledger.js';
-import type { SpendReport } from '../../../src/reports/spend.js';
 import { count, usdTotal } from '../../../src/dashboard/format.js';
+import type { SpendReport } from '../../../src/storage/spend-reads.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { cli } from '../../support/cli.js';

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { chromium, type Browser } from 'playwright-core';
-import type { SpendReport } from '../../../src/reports/spend.js';
+import type { SpendReport } from '../../../src/storage/spend-reads.js';
 import { usd } from '../../../src/dashboard/format.js';
 import { cli } from '../../support/cli.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';

@@ -5,11 +5,12 @@
  * request, across midnight, in a new process, and per key.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SpendReport, SpendTotals } from '../../../src/reports/spend.js';
+import type { SpendReport, SpendTotals } from '../../../src/storage/spend-reads.js';
 import { createDashboardApiRoutes, type KeyPageView, type OverviewView } from '../../../src/dashboard/index.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { cli } from '../../support/cli.js';
 import { ADMIN_TOKEN, buildDashboardApp, recordRejection, recordRequest, settleRequest, type DashboardTestApp } from '../../support/dashboard.js';
+import { openDashboardReads } from '../../../src/storage/dashboard-reads.js';
 
 const DAY = 86_400_000;
 const NOW = Date.parse('2026-11-18T15:00:00Z');
@@ -163,7 +164,12 @@ describe('the overview', () => {
   it('shows the same totals on the first overview of a new process, with nothing summed ahead', async () => {
     const second = openDatabase(test.db.path);
     try {
-      const api = createDashboardApiRoutes({ database: second, adminToken: ADMIN_TOKEN, now: () => test.clock.now });
+      const api = createDashboardApiRoutes({
+        database: second,
+        reads: openDashboardReads({ kind: 'sqlite', database: second }),
+        adminToken: ADMIN_TOKEN,
+        now: () => test.clock.now,
+      });
       const response = await api.request('/overview', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       expect(response.status).toBe(200);
       await expectTotalsMatchCli((await response.json()) as OverviewView);

@@ -12,7 +12,7 @@ import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js'
 import type { KeyView } from '../../../src/domain/keys.js';
 import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { usdToMicros } from '../../../src/domain/money.js';
-import type { SpendReport } from '../../../src/reports/spend.js';
+import type { SpendReport } from '../../../src/storage/spend-reads.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { cli } from '../../support/cli.js';
 import { csvObjects, parseCsv } from '../../support/csv.js';

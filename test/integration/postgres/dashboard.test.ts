@@ -2,9 +2,9 @@
  * The dashboard on replicas (TOLLGATE_DATABASE_URL): it reads PostgreSQL, so
  * every node shows the spend made on every node.
  *
- * - The reads: PostgreSQL's views equal SQLite's over the same rows (pending,
- *   settled late, refused, across days, months and a clock set back), page by
- *   page, after the rows were shipped.
+ * - The reads: PostgreSQL's views equal SQLite's over the same rows (the
+ *   contract, test/integration/storage/dashboard-reads.contract.test.ts);
+ *   here, what only a cluster shows.
  * - Two nodes writing: each node's own file holds its share; the dashboard of
  *   either node shows both.
  * - Two whole nodes in-process (the composition root, the fake upstream):
@@ -19,19 +19,18 @@ import { buildKeyPage } from '../../../src/dashboard/key-view.js';
 import { buildKeys } from '../../../src/dashboard/keys-page.js';
 import { parseKeysQuery } from '../../../src/dashboard/keys-query.js';
 import { buildOverview } from '../../../src/dashboard/overview.js';
-import { PgDashboardReads } from '../../../src/dashboard/pg-reads.js';
-import { SqliteDashboardReads, type DashboardReads } from '../../../src/dashboard/reads.js';
-import { TenantScopedReads } from '../../../src/dashboard/tenant-scope.js';
+import { PostgresDashboardReads } from '../../../src/storage/postgres/dashboard-reads.js';
+import { SqliteDashboardReads } from '../../../src/storage/sqlite/dashboard-reads.js';
+import type { DashboardReads } from '../../../src/storage/dashboard-reads.js';
 import type { KeyPageView, OverviewView } from '../../../src/dashboard/index.js';
 import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
 import { KeySync } from '../../../src/storage/postgres/key-sync.js';
 import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
 import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { Metrics } from '../../../src/metrics.js';
-import { queryPgSpend } from '../../../src/reports/pg-spend.js';
-import { querySpend } from '../../../src/reports/spend.js';
+import { queryPgSpend } from '../../../src/storage/postgres/spend-reads.js';
 import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';
-import { recordRejection, recordRequest, settleRequest } from '../../support/dashboard.js';
+import { recordRequest } from '../../support/dashboard.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { captureLogs } from '../../support/logs.js';
@@ -90,86 +89,6 @@ describe('reads on PostgreSQL', () => {
     };
   }
 
-  /** `tollgate spend` on PostgreSQL (whole months from the monthly rollup) equals it on SQLite, for every grouping and ranges in and across months. */
-  async function expectSameSpend(file: TempDatabase, keys: Record<string, string>): Promise<void> {
-    const ranges: Array<[string, string]> = [
-      ['2026-11-01', '2026-11-18'],
-      ['2026-10-01', '2026-11-18'],
-      ['2026-10-15', '2026-11-30'],
-      ['2026-10-30', '2026-10-30'],
-      ['2026-09-01', '2026-12-31'],
-      ['2026-10-31', '2026-12-01'],
-    ];
-    const scopes = [{}, { keyId: keys.beta }, { tenantId: (await pg.pool.query<{ id: string }>("SELECT id FROM tenants WHERE name = 'acme'")).rows[0]!.id }];
-    for (const [since, until] of ranges) {
-      for (const scope of scopes) {
-        for (const by of ['day', 'model', 'key', 'tenant', 'total'] as const) {
-          const query = { ...scope, since, until, by };
-          expect(await queryPgSpend(pg.pool, query, NOW), JSON.stringify(query)).toEqual(querySpend(file.database, query, NOW));
-        }
-      }
-    }
-  }
-
-  it('builds every page with the same numbers as SQLite holding the same rows', async () => {
-    const keys = await createKeys();
-    const a = await node(files[0]!);
-    const w = a.writer;
-    await recordRequest(w, { keyId: keys.gamma, createdAt: at('2026-10-30T10:00:00Z'), costMicros: 7_000, promptTokens: 500, completionTokens: 40 });
-    await recordRequest(w, { keyId: keys.alpha, createdAt: at('2026-11-01T00:00:00Z'), costMicros: 1_234, model: 'gpt-4o' });
-    await recordRequest(w, { keyId: keys.beta, createdAt: at('2026-11-10T12:00:00Z'), costMicros: 20_000, promptTokens: 1_000, completionTokens: 2_000 });
-    await recordRequest(w, { keyId: keys.gamma, createdAt: at('2026-11-10T13:00:00Z'), costMicros: 9, status: 'upstream_error', httpStatus: 500 });
-    // As the proxy records it, with its key's tenant (a tenant's in-flight count reads it).
-    const acme = (await pg.pool.query<{ id: string }>("SELECT id FROM tenants WHERE name = 'acme'")).rows[0]!.id;
-    const oldPending = await recordRequest(w, {
-      keyId: keys.beta,
-      tenantId: acme,
-      createdAt: at('2026-11-10T23:59:00Z'),
-      status: 'pending',
-      estCostMicros: 5_000,
-    });
-    recordRejection(w, { keyId: keys.alpha, createdAt: at('2026-11-17T09:00:00Z'), reason: 'budget' });
-    await recordRequest(w, { keyId: keys.delta, createdAt: at('2026-11-17T10:00:00Z'), costMicros: 4_000 });
-    await recordRequest(w, { keyId: keys.alpha, createdAt: at('2026-11-18T08:00:00Z'), costMicros: 800 });
-    await recordRequest(w, { keyId: keys.alpha, createdAt: at('2026-11-18T14:00:00Z'), costMicros: 450, model: 'gpt-4o' });
-    await recordRequest(w, { keyId: keys.gamma, createdAt: at('2026-11-18T14:30:00Z'), status: 'pending', estCostMicros: 3_333 });
-    recordRejection(w, { keyId: keys.beta, createdAt: at('2026-11-18T14:40:00Z'), reason: 'rate_limit' });
-    // Filed after today (a clock set back): left out of today and the month, as spend does.
-    await recordRequest(w, { keyId: keys.gamma, createdAt: at('2026-11-19T10:00:00Z'), costMicros: 90_000 });
-    await recordRequest(w, { keyId: keys.beta, createdAt: at('2026-12-01T10:00:00Z'), costMicros: 80_000 });
-    await a.shipper.drain();
-
-    const onPg = new PgDashboardReads(pg.pool);
-    const ids = Object.values(keys);
-    const pgViews = await everyView(onPg, NOW, ids);
-    expect(pgViews).toEqual(await everyView(a.reads, NOW, ids));
-    await expectSameSpend(files[0]!, keys);
-    // Not two empty pages: the numbers a person reads.
-    const overview = (pgViews as { overview: OverviewView }).overview;
-    expect(overview.totals.today.costMicros).toBe(800 + 450 + 3_333);
-    expect(overview.totals.month.costMicros).toBe(1_234 + 20_000 + 9 + 5_000 + 4_000 + 800 + 450 + 3_333);
-    expect(overview.totals.month.pending).toBe(2);
-    expect(overview.budgets.map((b) => [b.name, b.spentMicros])).toContainEqual(['gamma', 7_000 + 9 + 3_333]);
-    expect((pgViews as { keysByName: { rows: Array<{ name: string }> } }).keysByName.rows.map((row) => row.name)).toEqual(['alpha', 'Beta', 'delta', 'gamma']);
-
-    // A tenant's read-only session (tenant-scope.ts) over PostgreSQL: the same as over SQLite, and only acme's keys and spend.
-    const acmeViews = (await everyView(new TenantScopedReads(onPg, acme), NOW, ids)) as { overview: OverviewView; keys: Array<KeyPageView | null> };
-    expect(acmeViews).toEqual(await everyView(new TenantScopedReads(a.reads, acme), NOW, ids));
-    expect(acmeViews.overview.totals.today.costMicros).toBe(800 + 450);
-    expect(acmeViews.overview.totals.month.costMicros).toBe(1_234 + 20_000 + 5_000 + 800 + 450);
-    expect(acmeViews.overview.totals.month.pending).toBe(1);
-    expect(acmeViews.keys.map((view) => view?.key.name ?? null)).toEqual(['alpha', 'Beta', null, null]);
-    await expect(new TenantScopedReads(onPg, acme).latestRequests(keys.gamma, 10)).rejects.toMatchObject({ code: 'not_found' });
-
-    // A late settlement, then midnight and a new month: still equal.
-    settleRequest(w, oldPending, { createdAt: at('2026-11-10T23:59:00Z'), costMicros: 4_321 });
-    await a.shipper.drain();
-    for (const later of [NOW, at('2026-11-19T00:30:00Z'), at('2026-12-01T09:00:00Z')]) {
-      expect(await everyView(onPg, later, ids)).toEqual(await everyView(a.reads, later, ids));
-    }
-    await expectSameSpend(files[0]!, keys);
-  });
-
   it('shows the spend of both nodes, where each node’s own file holds only its share', async () => {
     const keys = await createKeys();
     const [a, b] = [await node(files[0]!), await node(files[1]!)];
@@ -179,7 +98,7 @@ describe('reads on PostgreSQL', () => {
     await a.shipper.drain();
     await b.shipper.drain();
 
-    const cluster = (await everyView(new PgDashboardReads(pg.pool), NOW, [keys.alpha])) as { overview: OverviewView; keys: KeyPageView[] };
+    const cluster = (await everyView(new PostgresDashboardReads(pg.pool), NOW, [keys.alpha])) as { overview: OverviewView; keys: KeyPageView[] };
     expect(cluster.overview.totals.today.costMicros).toBe(33_000);
     expect(cluster.overview.topKeys.map((k) => [k.name, k.costMonthMicros])).toEqual([
       ['Beta', 30_000],
@@ -198,7 +117,7 @@ describe('reads on PostgreSQL', () => {
   });
 
   it('answers 503 with a clear message, not a node’s partial view, while PostgreSQL is unreachable', async () => {
-    const reads = new PgDashboardReads(pg.pool);
+    const reads = new PostgresDashboardReads(pg.pool);
     await pg.pool.query('ALTER TABLE rollups_lifetime RENAME TO away');
     await expect(buildOverview({ reads, now: NOW })).rejects.toMatchObject({
       code: 'ledger_unavailable',

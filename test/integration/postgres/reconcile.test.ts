@@ -2,9 +2,9 @@
  * `tollgate reconcile` on replicas (TOLLGATE_DATABASE_URL) reads the ledger
  * from PostgreSQL: every node's rows (src/reconcile/ledger-cells.ts).
  *
- * - The cells: PostgreSQL's equal SQLite's over the same rows (pending and
- *   zero-token rows, UTC day edges, rows outside the range, every kind of
- *   project mapping).
+ * - The cells: PostgreSQL's equal SQLite's over the same rows (the contract,
+ *   test/integration/storage/ledger-cells.contract.test.ts); PostgreSQL not
+ *   answering is `ledger_unavailable`.
  * - End to end, as test/integration/reconcile/provider-bill.test.ts on one
  *   host: two whole nodes serve the traffic, the fake upstream's bill leaves
  *   a day out and adds a request Tollgate never sent, and the CLI on the
@@ -13,17 +13,13 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/index.js';
-import { PostgresKeyStore as PgKeyStore } from '../../../src/storage/postgres/keys.js';
-import { KeySync } from '../../../src/storage/postgres/key-sync.js';
-import { LedgerShipper } from '../../../src/storage/postgres/shipper.js';
-import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { Metrics } from '../../../src/metrics.js';
-import { pgLedgerCells, readLedgerCells, sqliteLedgerCells, type ProjectMapping } from '../../../src/reconcile/ledger-cells.js';
+import { readLedgerCells } from '../../../src/reconcile/ledger-cells.js';
+import { postgresLedgerCells } from '../../../src/storage/postgres/ledger-cells.js';
 import type { ReconcileResult } from '../../../src/reconcile/run.js';
 import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';
 import { cli } from '../../support/cli.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
-import { recordRequest } from '../../support/dashboard.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { captureLogs } from '../../support/logs.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
@@ -43,74 +39,9 @@ describe('the ledger cells on PostgreSQL', () => {
     await pg.drop();
   });
 
-  it('equal the SQLite reader’s over the same rows, for every mapping', async () => {
-    const store = new PgKeyStore(pg.pool);
-    const create = async (name: string, tenant?: string) => (await store.createKey({ name, tenant, policy: { limits: [] } })).view.id;
-    const keys = {
-      alpha: await create('alpha', 'acme'),
-      Beta: await create('Beta', 'acme'),
-      gamma: await create('gamma'),
-      delta: await create('delta', 'zeta'),
-    };
-    await new KeySync(pg.pool, file.database, { url: pg.url }).pull();
-    const w = new SqliteLedgerWriter(file.database);
-    const rows: Array<Parameters<typeof recordRequest>[1]> = [
-      // Before the range, on its first instant, across a UTC midnight, on its last instant, after it.
-      { keyId: keys.alpha, createdAt: at('2026-11-09T23:59:59.999Z'), costMicros: 1 },
-      { keyId: keys.alpha, createdAt: at('2026-11-10T00:00:00Z'), costMicros: 1_000, promptTokens: 100, completionTokens: 20 },
-      { keyId: keys.alpha, createdAt: at('2026-11-10T12:00:00Z'), costMicros: 2_000, model: 'gpt-4o' },
-      { keyId: keys.Beta, createdAt: at('2026-11-10T23:59:59.999Z'), costMicros: 3_000, model: 'gpt-4o' },
-      { keyId: keys.Beta, createdAt: at('2026-11-11T00:00:00Z'), costMicros: 4_000 },
-      { keyId: keys.gamma, createdAt: at('2026-11-11T08:00:00Z'), costMicros: 5_000, model: 'Gpt-Upper' },
-      { keyId: keys.delta, createdAt: at('2026-11-12T10:00:00Z'), costMicros: 6_000, promptTokens: 7, completionTokens: 9 },
-      { keyId: keys.delta, createdAt: at('2026-11-12T23:59:59.999Z'), costMicros: 7_000 },
-      { keyId: keys.gamma, createdAt: at('2026-11-13T00:00:00Z'), costMicros: 8_000 },
-      // Not counted: refused before the provider (no tokens), and still pending (counted apart).
-      {
-        keyId: keys.gamma,
-        createdAt: at('2026-11-11T09:00:00Z'),
-        promptTokens: 0,
-        completionTokens: 0,
-        costMicros: 0,
-        status: 'upstream_error',
-        httpStatus: 502,
-      },
-      { keyId: keys.Beta, createdAt: at('2026-11-11T10:00:00Z'), status: 'pending' },
-      { keyId: keys.delta, createdAt: at('2026-11-12T11:00:00Z'), status: 'pending' },
-      { keyId: keys.delta, createdAt: at('2026-11-14T11:00:00Z'), status: 'pending' },
-    ];
-    for (const row of rows) await recordRequest(w, row);
-    w.close();
-    await new LedgerShipper(pg.pool, file.database).drain();
-
-    const mappings: Array<ProjectMapping | undefined> = [
-      undefined,
-      { default: 'proj_main' },
-      { keys: { gamma: 'proj_gamma' }, tenants: { acme: 'proj_acme' } },
-      { keys: { alpha: 'proj_alpha' }, tenants: { acme: 'proj_acme', zeta: 'proj_zeta' }, default: 'proj_main' },
-    ];
-    const range = { since: '2026-11-10', until: '2026-11-12' };
-    for (const mapping of mappings) {
-      const onPg = await readLedgerCells(pgLedgerCells(pg.pool), range, mapping);
-      expect(onPg, JSON.stringify(mapping)).toEqual(await readLedgerCells(sqliteLedgerCells(file.database), range, mapping));
-    }
-    // Not two empty answers.
-    const mapped = await readLedgerCells(pgLedgerCells(pg.pool), range, mappings[3]);
-    expect(mapped.pending).toBe(2);
-    // Sorted: two keys' cells of one day and model come in key id order, and ids are random.
-    expect(mapped.cells.map((cell) => `${cell.day} ${cell.model} ${cell.project} ${cell.requests} ${cell.costMicros}`).sort()).toEqual([
-      '2026-11-10 gpt-4o proj_acme 1 3000',
-      '2026-11-10 gpt-4o proj_alpha 1 2000',
-      '2026-11-10 gpt-4o-mini proj_alpha 1 1000',
-      '2026-11-11 Gpt-Upper proj_main 1 5000',
-      '2026-11-11 gpt-4o-mini proj_acme 1 4000',
-      '2026-11-12 gpt-4o-mini proj_zeta 2 13000',
-    ]);
-  });
-
   it('fails with ledger_unavailable while PostgreSQL does not answer', async () => {
     await pg.pool.query('ALTER TABLE ledger RENAME TO away');
-    await expect(readLedgerCells(pgLedgerCells(pg.pool), { since: '2026-11-10', until: '2026-11-12' }, undefined)).rejects.toMatchObject({
+    await expect(readLedgerCells(postgresLedgerCells(pg.pool), { since: '2026-11-10', until: '2026-11-12' }, undefined)).rejects.toMatchObject({
       code: 'ledger_unavailable',
       message: expect.stringContaining('PostgreSQL') as unknown,
     });
@@ -142,7 +73,7 @@ describe('tollgate reconcile on two whole nodes', () => {
       },
     });
     files = [openTempDatabase(), openTempDatabase()];
-    // Where the CLI stores its result (src/storage/reconciliations.ts): neither node's file.
+    // Where the CLI stores its result (src/reconcile/store.ts): neither node's file.
     results = openTempDatabase();
     nodes = files.map((file) =>
       buildTollgate(

@@ -8,6 +8,7 @@
  * exactly those and nothing else, by day and model and by day, model and
  * project; the admin key never shows in what it prints or stores.
  */
+import { openLedgerCells } from '../../../src/storage/ledger-cells.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createUpstream } from '../../../src/upstreams/pool.js';
@@ -79,7 +80,7 @@ afterAll(async () => {
 
 async function reconcile(options: { projects?: { default?: string; keys?: Record<string, string> }; adminKey?: string } = {}): Promise<ReconcileResult> {
   const { result } = await runReconcile({
-    database: test.db.database,
+    ledger: openLedgerCells({ kind: 'sqlite', database: test.db.database }),
     results: sqliteReconciliations(test.db.database),
     provider: openAIUsageProvider({ baseUrl: fake.url, adminKey: options.adminKey ?? ADMIN_KEY }),
     range: { since: DAYS[0], until: DAYS[2] },

@@ -5,6 +5,7 @@ import type { AppEnv } from '../../../src/app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, SESSION_COOKIE, SESSION_TTL_MS } from '../../../src/dashboard/index.js';
 import { renderError, TollgateError } from '../../../src/domain/errors.js';
 import { ADMIN_TOKEN, buildDashboardApp, type DashboardTestApp } from '../../support/dashboard.js';
+import { openDashboardReads } from '../../../src/storage/dashboard-reads.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');
 let open: DashboardTestApp[] = [];
@@ -140,10 +141,26 @@ describe('sessions', () => {
     const first = app();
     const cookie = await first.login();
     const otherProcess = new Hono<AppEnv>();
-    otherProcess.route('/dashboard', createDashboardRoutes({ database: first.db.database, adminToken: ADMIN_TOKEN, now: () => NOW }));
+    otherProcess.route(
+      '/dashboard',
+      createDashboardRoutes({
+        database: first.db.database,
+        reads: openDashboardReads({ kind: 'sqlite', database: first.db.database }),
+        adminToken: ADMIN_TOKEN,
+        now: () => NOW,
+      }),
+    );
     expect((await otherProcess.request('/dashboard', { headers: { cookie } })).status).toBe(200);
     const rotated = new Hono<AppEnv>();
-    rotated.route('/dashboard', createDashboardRoutes({ database: first.db.database, adminToken: 'a-brand-new-admin-token-9876543210', now: () => NOW }));
+    rotated.route(
+      '/dashboard',
+      createDashboardRoutes({
+        database: first.db.database,
+        reads: openDashboardReads({ kind: 'sqlite', database: first.db.database }),
+        adminToken: 'a-brand-new-admin-token-9876543210',
+        now: () => NOW,
+      }),
+    );
     expect((await rotated.request('/dashboard', { headers: { cookie } })).status).toBe(303);
   });
 
@@ -194,7 +211,15 @@ describe('the JSON endpoints', () => {
   it('guard themselves when mounted without the admin API in front', async () => {
     const test = app();
     const bare = new Hono<AppEnv>();
-    bare.route('/admin/api/dashboard', createDashboardApiRoutes({ database: test.db.database, adminToken: ADMIN_TOKEN, now: () => NOW }));
+    bare.route(
+      '/admin/api/dashboard',
+      createDashboardApiRoutes({
+        database: test.db.database,
+        reads: openDashboardReads({ kind: 'sqlite', database: test.db.database }),
+        adminToken: ADMIN_TOKEN,
+        now: () => NOW,
+      }),
+    );
     bare.onError((error, c) => c.json(renderError(error as TollgateError).body, (error as TollgateError).status as 401));
     expect((await bare.request('/admin/api/dashboard/overview')).status).toBe(401);
     expect((await bare.request('/admin/api/dashboard/overview', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status).toBe(200);

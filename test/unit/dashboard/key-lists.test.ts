@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sqliteDashboardTokens } from '../../../src/storage/sqlite/tenant-tokens.js';
-import { querySpend } from '../../../src/reports/spend.js';
+import { querySpend } from '../../../src/storage/sqlite/spend-reads.js';
 import { ADMIN_TOKEN, buildDashboardApp, recordRejection, type DashboardTestApp } from '../../support/dashboard.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');

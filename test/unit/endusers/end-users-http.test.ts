@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createUpstream, type Upstream } from '../../../src/upstreams/pool.js';
 import { parseLimit, type Policy } from '../../../src/domain/policy.js';
-import { exportLedger, spendReportCsv } from '../../../src/reports/export.js';
-import { querySpend } from '../../../src/reports/spend.js';
+import { ledgerExporter, spendReportCsv } from '../../../src/reports/export.js';
+import { sqliteLedgerExport } from '../../../src/storage/sqlite/ledger-export.js';
+import { querySpend } from '../../../src/storage/sqlite/spend-reads.js';
 import { csvObjects } from '../../support/csv.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
@@ -284,7 +285,7 @@ describe('reports', () => {
     // The spend CSV names the key beside each user; the ledger export carries each row's user and tags.
     expect(csvObjects(spendReportCsv(byUser)).find((row) => row.user === 'bob')).toMatchObject({ key_prefix: expect.stringMatching(/^tg-/) });
     let exported = '';
-    for await (const chunk of exportLedger(app.db.path, { sinceMs: 0, untilMs: wall + 86_400_000 }, 'csv')) exported += chunk;
+    for await (const chunk of ledgerExporter(sqliteLedgerExport(app.db.path))({ sinceMs: 0, untilMs: wall + 86_400_000 }, 'csv')) exported += chunk;
     const records = csvObjects(exported);
     expect(records.map((row) => [row.end_user, row.tags])).toEqual(ledger.map((row) => [row.end_user ?? '', row.tags ?? '']));
   });

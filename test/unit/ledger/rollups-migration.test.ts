@@ -14,7 +14,7 @@ import * as schema from '../../../src/storage/sqlite/schema.js';
 import { MIGRATIONS_FOLDER, openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
-import { querySpend } from '../../../src/reports/spend.js';
+import { querySpend } from '../../../src/storage/sqlite/spend-reads.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { expectLongerRollupsEqualRows } from './rollup-checks.js';
 

@@ -1,5 +1,5 @@
 /** Messages between the main thread and the read worker (read-worker.ts); structured-clone friendly. */
-import type { DashboardReads } from './reads.js';
+import type { DashboardReads } from '../dashboard-reads.js';
 
 /** The dashboard reads the worker answers (the directory stays on the main thread: it is small, cached and re-read only on change). */
 export type WorkerReadMethod = Exclude<keyof DashboardReads, 'directory'>;

@@ -1,5 +1,5 @@
 /**
- * What the dashboard reads. Nothing scans the ledger and nothing is summed
+ * The dashboard's reads from a node's SQLite file (../dashboard-reads.ts). Nothing scans the ledger and nothing is summed
  * ahead of time in memory: every number is read from a rollup the ledger
  * writer keeps in the same transaction as the rows (schema.ts), so each read
  * costs about the same on the first request of a process as on the
@@ -19,154 +19,31 @@
  * - A key's page: querySpend for that key (a few hundred daily rows at most),
  *   the hourly rollups, and its newest ledger rows through an index.
  *
- * The pages read through {@link DashboardReads}: {@link SqliteDashboardReads}
- * here (one host; prepared statements, answered at once inside the promise),
- * or PostgreSQL's copy of the same tables on a replica (pg-reads.ts), so
- * every node's dashboard shows the whole cluster.
+ * {@link SqliteDashboardReads} prepares its statements once and answers at
+ * once inside the promise: in the proxy it runs on the read worker
+ * (read-worker.ts), never on the event loop the requests share.
  */
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { querySpend, type SpendReport, type SpendTotals } from '../reports/spend.js';
-import { decodeRequestCursor, encodeRequestCursor } from './request-cursor.js';
-import { addDays, dayEndMs, dayStartMs, HOUR_MS, monthStartOf, calendarDay, periodStart, utcHour } from '../domain/calendar.js';
-import { DirectoryReader, type Directory } from './directory.js';
-
-/** Days of the long chart. */
-export const CHART_DAYS = 90;
-/** Hours of the short chart. */
-const CHART_HOURS = 48;
-
-/** Nothing spent (days and keys without rollup rows). */
-export const ZERO_TOTALS: SpendTotals = Object.freeze({
-  requests: 0,
-  promptTokens: 0,
-  cachedTokens: 0,
-  completionTokens: 0,
-  reasoningTokens: 0,
-  costMicros: 0,
-  errors: 0,
-  rejectedRateLimit: 0,
-  rejectedBudget: 0,
-});
-
-/** Spend totals plus the requests still in flight (counted at their estimate). */
-export interface PeriodTotals extends SpendTotals {
-  readonly pending: number;
-}
-
-/** What the pages show of a key's month: its cost and requests. */
-export interface KeySpend {
-  readonly requests: number;
-  readonly costMicros: number;
-}
-
-/** Spend of every key for today, the month to date and its lifetime. */
-export interface SpendByKey {
-  readonly today: string;
-  readonly monthStart: string;
-  readonly todayTotal: PeriodTotals;
-  readonly monthTotal: PeriodTotals;
-  readonly todayByKey: ReadonlyMap<string, SpendTotals>;
-  /** Keys with rollup rows this month (as `spend --by key` lists them). */
-  readonly monthByKey: ReadonlyMap<string, KeySpend>;
-  /** Cost of every key in this ISO week to date (budgets "per week"). */
-  readonly weekCostByKey: ReadonlyMap<string, number>;
-  /** Cost of every key from its first request to today (budgets "in total"). */
-  readonly lifetimeCostByKey: ReadonlyMap<string, number>;
-  /** When each key last made a request, served or refused (absent: never). */
-  readonly lastRequestAtByKey: ReadonlyMap<string, number>;
-}
-
-/** One UTC day of a chart. */
-export interface DayPoint {
-  readonly day: string;
-  readonly totals: SpendTotals;
-}
-
-/** One UTC hour of a chart, from the hourly rollups. */
-export interface HourPoint {
-  readonly hour: number;
-  readonly requests: number;
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-  readonly costMicros: number;
-  readonly rejectedRateLimit: number;
-  readonly rejectedBudget: number;
-}
-
-/** One ledger row as the key page lists it. */
-export interface RequestRow {
-  readonly requestId: string;
-  readonly createdAt: number;
-  readonly endpoint: string;
-  readonly model: string;
-  readonly stream: boolean;
-  readonly status: string;
-  readonly httpStatus: number | null;
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-  /** Actual cost, or the estimate while pending. */
-  readonly costMicros: number;
-  readonly latencyMs: number | null;
-  readonly errorCode: string | null;
-}
-
-/** One page of a list: its rows, and where the next page starts (`nextCursor`, when `hasMore`). */
-export interface Page<T> {
-  readonly rows: readonly T[];
-  readonly hasMore: boolean;
-  readonly nextCursor: string | null;
-}
-
-/** An end user or tag of a key with its spend. */
-export interface TopRow {
-  readonly name: string;
-  readonly totals: SpendTotals;
-}
-
-/** What the dashboard reads, from SQLite (one host) or PostgreSQL (replicas). */
-export interface DashboardReads {
-  /** Every key and tenant with parsed policies; re-read only when one of them changed. */
-  directory(): Promise<Directory>;
-  /** Spend of every key today, this month and in its lifetime, with the totals `tollgate spend` would print. */
-  spendByKey(now: number): Promise<SpendByKey>;
-  /** One key's cost from its first request to today (a budget "in total"). */
-  keyLifetimeCost(keyId: string, now: number): Promise<number>;
-  /** Spend per day over every key, the last {@link CHART_DAYS} days, oldest first. */
-  dailySeries(now: number): Promise<DayPoint[]>;
-  /** Spend per day of one key, the last {@link CHART_DAYS} days, oldest first. */
-  keyDailySeries(keyId: string, now: number): Promise<DayPoint[]>;
-  /** Spend per hour over every key (or one), the last {@link CHART_HOURS} hours. */
-  hourlySeries(now: number, keyId?: string): Promise<HourPoint[]>;
-  /** One key's totals from `since` to today (querySpend: the CLI's numbers). */
-  keyTotals(keyId: string, since: string, now: number): Promise<PeriodTotals>;
-  /** One tenant's totals over its keys from `since` to today, with its requests in flight (a tenant's dashboard session). */
-  tenantTotals(tenantId: string, since: string, now: number): Promise<PeriodTotals>;
-  /** Spend per day over one tenant's keys, the last {@link CHART_DAYS} days, oldest first. */
-  tenantDailySeries(tenantId: string, now: number): Promise<DayPoint[]>;
-  /** Spend per hour over one tenant's keys, the last {@link CHART_HOURS} hours. */
-  tenantHourlySeries(tenantId: string, now: number): Promise<HourPoint[]>;
-  /** One key's spend by model since `since`, most expensive first. */
-  keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>>;
-  /** A key's end users or tags since `since` (src/endusers), the most spent first: a page of at most `limit`, from `cursor` (src/reports/spend-cursor.ts). */
-  keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>>;
-  /** A key's ledger rows, newest first: a page of at most `limit`, from `cursor` (request-cursor.ts). */
-  latestRequests(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>>;
-  /** A key's 429 answers, newest first: a page of at most `limit`, from `cursor`. */
-  recent429s(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>>;
-}
-
-/** A page of ledger rows from `limit + 1` read: the extra one says more follow. */
-export function requestPage(rows: RequestRow[], limit: number, keyId: string, list: 'requests' | '429'): Page<RequestRow> {
-  const hasMore = rows.length > limit;
-  if (hasMore) rows.length = limit;
-  const last = rows[rows.length - 1];
-  return { rows, hasMore, nextCursor: hasMore && last !== undefined ? encodeRequestCursor({ keyId, list }, last) : null };
-}
-
-/** A page of a key's end users or tags from its spend report. */
-export function topPage(report: SpendReport): Page<TopRow> {
-  return { rows: report.rows.map((row) => ({ name: row.group, totals: pickTotals(row) })), hasMore: report.hasMore, nextCursor: report.nextCursor };
-}
+import type { TollgateDatabase } from './open.js';
+import { querySpend } from './spend-reads.js';
+import type { SpendTotals } from '../spend-reads.js';
+import { decodeRequestCursor } from '../request-cursor.js';
+import { addDays, calendarDay, dayEndMs, dayStartMs, monthStartOf, periodStart } from '../../domain/calendar.js';
+import type { Directory } from '../directory.js';
+import { DirectoryReader } from './directory.js';
+import type { DashboardReads, DayPoint, HourPoint, KeySpend, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from '../dashboard-reads.js';
+import {
+  addTotals,
+  byKey,
+  CHART_DAYS,
+  chartHours,
+  daysUntil,
+  hoursFrom,
+  pickTotals,
+  requestPage,
+  topPage,
+  withPending,
+  ZERO_TOTALS,
+} from '../dashboard-figures.js';
 
 /** A row as SQLite returns it (booleans are 0/1). */
 type RawRequestRow = Omit<RequestRow, 'stream'> & { readonly stream: number };
@@ -181,35 +58,6 @@ const SUMS = `coalesce(sum(requests), 0) AS requests, coalesce(sum(prompt_tokens
 const REQUEST_COLUMNS = `request_id AS requestId, created_at AS createdAt, endpoint, model, stream, status, http_status AS httpStatus,
   coalesce(prompt_tokens, est_prompt_tokens) AS promptTokens, coalesce(completion_tokens, est_completion_tokens) AS completionTokens,
   coalesce(cost_micros, est_cost_micros) AS costMicros, latency_ms AS latencyMs, error_code AS errorCode`;
-
-export function addTotals(a: SpendTotals, b: SpendTotals): SpendTotals {
-  return {
-    requests: a.requests + b.requests,
-    promptTokens: a.promptTokens + b.promptTokens,
-    cachedTokens: a.cachedTokens + b.cachedTokens,
-    completionTokens: a.completionTokens + b.completionTokens,
-    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
-    costMicros: a.costMicros + b.costMicros,
-    errors: a.errors + b.errors,
-    rejectedRateLimit: a.rejectedRateLimit + b.rejectedRateLimit,
-    rejectedBudget: a.rejectedBudget + b.rejectedBudget,
-  };
-}
-
-/** Only the SpendTotals fields (rows carry a group name or key id too). */
-export function pickTotals(row: SpendTotals): SpendTotals {
-  return addTotals(ZERO_TOTALS, row);
-}
-
-export function withPending(totals: SpendTotals, pending: number): PeriodTotals {
-  return { ...pickTotals(totals), pending };
-}
-
-export function byKey(report: SpendReport): Map<string, SpendTotals> {
-  const map = new Map<string, SpendTotals>();
-  for (const row of report.rows) if (row.keyId !== undefined) map.set(row.keyId, pickTotals(row));
-  return map;
-}
 
 /** The dashboard's reads over one SQLite database. */
 export class SqliteDashboardReads implements DashboardReads {
@@ -405,41 +253,4 @@ export class SqliteDashboardReads implements DashboardReads {
       list,
     );
   }
-}
-
-/** The first and last hour of the hourly chart. */
-export function chartHours(now: number): { first: number; last: number } {
-  const last = utcHour(now);
-  return { first: last - (CHART_HOURS - 1) * HOUR_MS, last };
-}
-
-/** Every hour from `first` to `last`, zero where `rows` has none. */
-export function hoursFrom(first: number, last: number, rows: readonly HourPoint[]): HourPoint[] {
-  const byHour = new Map(rows.map((row) => [row.hour, row]));
-  const points: HourPoint[] = [];
-  for (let hour = first; hour <= last; hour += HOUR_MS) {
-    points.push(byHour.get(hour) ?? { hour, requests: 0, promptTokens: 0, completionTokens: 0, costMicros: 0, rejectedRateLimit: 0, rejectedBudget: 0 });
-  }
-  return points;
-}
-
-/** The {@link CHART_DAYS} days up to `today`, oldest first, zero where `totals` has none. */
-export function daysUntil(today: string, totals: ReadonlyMap<string, SpendTotals>): DayPoint[] {
-  const points: DayPoint[] = [];
-  for (let i = CHART_DAYS - 1; i >= 0; i -= 1) {
-    const day = addDays(today, -i);
-    points.push({ day, totals: totals.get(day) ?? ZERO_TOTALS });
-  }
-  return points;
-}
-
-/** Today, the start of the month and of the charts, for labels. */
-export function periodDays(now: number): { today: string; monthStart: string; chartStartDay: string; chartStartHour: number } {
-  const today = calendarDay(now);
-  return {
-    today,
-    monthStart: monthStartOf(today),
-    chartStartDay: addDays(today, -(CHART_DAYS - 1)),
-    chartStartHour: utcHour(now) - (CHART_HOURS - 1) * HOUR_MS,
-  };
 }

@@ -18,12 +18,13 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { currentTimeZone } from '../domain/calendar.js';
-import type { TollgateDatabase } from '../storage/sqlite/open.js';
-import { TollgateError, type ErrorCode } from '../domain/errors.js';
-import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';
-import { DirectoryReader, type Directory } from './directory.js';
-import type { DashboardReads, DayPoint, HourPoint, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from './reads.js';
+import { currentTimeZone } from '../../domain/calendar.js';
+import type { TollgateDatabase } from './open.js';
+import { TollgateError, type ErrorCode } from '../../domain/errors.js';
+import type { SpendTotals } from '../spend-reads.js';
+import { DirectoryReader } from './directory.js';
+import type { Directory } from '../directory.js';
+import type { DashboardReads, DayPoint, HourPoint, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from '../dashboard-reads.js';
 import type { ReadJob, ReadResult, WorkerReadMethod } from './read-worker-protocol.js';
 
 /** Reads waiting for the worker at most, by default. */
@@ -137,7 +138,7 @@ export class ReadWorker {
   }
 }
 
-/** The dashboard's SQLite reads (reads.ts), answered by the worker; the directory read here. */
+/** The dashboard's SQLite reads (dashboard-reads.ts), answered by the worker; the directory read here. */
 export class WorkerDashboardReads implements DashboardReads {
   private readonly directoryReader: DirectoryReader;
   private readonly worker: ReadWorker;
@@ -189,9 +190,4 @@ export class WorkerDashboardReads implements DashboardReads {
   recent429s(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>> {
     return this.worker.call('recent429s', [keyId, limit, cursor]);
   }
-}
-
-/** A spend report read by the worker (the admin API's and a tenant's `/spend`). */
-export function workerSpend(worker: ReadWorker): (query: SpendQuery, now: number) => Promise<SpendReport> {
-  return (query, now) => worker.call('spend', [query, now]);
 }

@@ -3,7 +3,6 @@
  * parsed. Re-read only when a key or tenant changed (their `version`s), and
  * a policy text already parsed is not parsed again (keys often share one).
  */
-import type Database from 'better-sqlite3';
 import { PolicyError, type Policy } from '../domain/policy.js';
 import { readStoredPolicy } from '../domain/policy-json.js';
 import type { KeyStatus } from '../domain/keys.js';
@@ -55,7 +54,7 @@ export type StoredTenantRow = { readonly id: string; readonly name: string; read
 /**
  * The parsed directory of one database, rebuilt only when the stored keys or
  * tenants changed (their highest `version`s, the `signature`). The SQLite and
- * PostgreSQL reads (reads.ts, pg-reads.ts) fetch the rows; this parses them.
+ * PostgreSQL reads (sqlite/directory.ts, postgres/dashboard-reads.ts) fetch the rows; this parses them.
  */
 export class DirectoryCache {
   private cached: { signature: string; directory: Directory } | undefined;
@@ -93,33 +92,5 @@ export class DirectoryCache {
     };
     this.cached = { signature, directory };
     return directory;
-  }
-}
-
-/** Reads the directory from SQLite, keeping the last one while no key or tenant changed. */
-export class DirectoryReader {
-  private readonly statements;
-  private readonly cache = new DirectoryCache();
-
-  constructor(sqlite: Database.Database) {
-    this.statements = {
-      versions: sqlite.prepare('SELECT (SELECT coalesce(max(version), 0) FROM api_keys) AS keys, (SELECT coalesce(max(version), 0) FROM tenants) AS tenants'),
-      keys: sqlite.prepare(
-        `SELECT k.id, k.name, k.tenant_id AS tenantId, t.name AS tenant, k.prefix, k.created_at AS createdAt,
-           k.revoked_at AS revokedAt, k.expires_at AS expiresAt, k.policy
-         FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id ORDER BY k.name, k.created_at`,
-      ),
-      tenants: sqlite.prepare('SELECT id, name, policy FROM tenants ORDER BY name'),
-    };
-  }
-
-  /** Every key and tenant with parsed policies. */
-  read(): Directory {
-    const versions = this.statements.versions.get() as { keys: number; tenants: number };
-    const signature = `${versions.keys}:${versions.tenants}`;
-    return (
-      this.cache.current(signature) ??
-      this.cache.build(signature, this.statements.keys.all() as StoredKeyRow[], this.statements.tenants.all() as StoredTenantRow[])
-    );
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The raw ledger export on a replica (TOLLGATE_DATABASE_URL): PostgreSQL's
- * ledger, every node's rows, with the columns and bytes export.ts writes
- * from a node's own SQLite file (one select list, one line formatter).
+ * ledger, every node's rows, with the columns a node's own SQLite file gives
+ * (one select list, ../ledger-export-select.ts; one line formatter,
+ * src/reports/export.ts).
  *
  * Keyset pagination, not a server-side cursor (`DECLARE … CURSOR` in a
  * transaction): a cursor would pin one of the node's few pooled connections
@@ -17,14 +18,15 @@
  * and a row settled mid-export shows the state its page read.
  *
  * PostgreSQL not answering: `ledger_unavailable` (503), never one node's
- * share. The first page is read before the first chunk (the CSV header) is
- * yielded, so the admin route answers that error before any byte
- * (textStream in export.ts reads the first chunk before the 200).
+ * share. The first page is read before the first chunk is yielded, so the
+ * admin route answers that error before any byte (textStream in
+ * src/reports/export.ts reads the first chunk before the 200).
  */
 import type pg from 'pg';
-import type { PgPool } from '../storage/postgres/open.js';
-import { pgUnavailable } from '../domain/errors.js';
-import { ledgerExportHeader, ledgerExportLine, ledgerExportSelect, type LedgerExportFormat, type LedgerExportQuery, type LedgerExportRow } from './export.js';
+import type { PgPool } from './open.js';
+import { pgUnavailable } from '../../domain/errors.js';
+import type { LedgerExportQuery, LedgerExportRow, LedgerExportSource } from '../ledger-export.js';
+import { ledgerExportSelect } from '../ledger-export-select.js';
 
 /** Rows per query: one chunk of about 500 kB of NDJSON, formatted in a few ms. */
 const PAGE_ROWS = 1000;
@@ -75,19 +77,23 @@ async function readPage(pool: PgPool, query: LedgerExportQuery, after: Position 
 }
 
 /**
- * PostgreSQL's ledger rows of a period as text chunks (CSV with its header,
- * or NDJSON), one page per chunk, in constant memory: the next page is read
+ * PostgreSQL's ledger rows of a period as text chunks (each row through
+ * `line`), one page per chunk, in constant memory: the next page is read
  * only when the consumer asks for the next chunk.
  */
-export async function* exportPgLedger(pool: PgPool, query: LedgerExportQuery, format: LedgerExportFormat): AsyncGenerator<string, void, undefined> {
+async function* exportLines(pool: PgPool, query: LedgerExportQuery, line: (row: LedgerExportRow) => string): AsyncGenerator<string, void, undefined> {
   let rows = await readPage(pool, query, undefined);
-  let chunk = ledgerExportHeader(format);
   for (;;) {
-    for (const row of rows) chunk += ledgerExportLine(row, format);
+    let chunk = '';
+    for (const row of rows) chunk += line(row);
     if (chunk !== '') yield chunk;
     const last = rows.at(-1);
     if (rows.length < PAGE_ROWS || last === undefined) return;
     rows = await readPage(pool, query, { createdAt: last.created_at, requestId: last.request_id });
-    chunk = '';
   }
+}
+
+/** The export of PostgreSQL's ledger: every node's shipped rows. */
+export function postgresLedgerExport(pool: PgPool): LedgerExportSource {
+  return { lines: (query, line) => exportLines(pool, query, line) };
 }

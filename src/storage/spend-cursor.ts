@@ -22,7 +22,7 @@ export type SpendPosition = { readonly after: { readonly cost: number; readonly 
 
 /** What a cursor was given for: another report's cursor is refused. */
 export interface CursorScope {
-  /** The grouping (spend.ts's SpendGrouping). */
+  /** The grouping (spend-reads.ts's SpendGrouping). */
   readonly by: string;
   readonly since: string;
   readonly until: string;

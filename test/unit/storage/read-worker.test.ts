@@ -5,12 +5,13 @@
  * a worker that died is replaced on the next read.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ReadWorker, WorkerDashboardReads, workerSpend } from '../../../src/dashboard/read-worker.js';
-import { SqliteDashboardReads } from '../../../src/dashboard/reads.js';
+import { ReadWorker, WorkerDashboardReads } from '../../../src/storage/sqlite/read-worker.js';
+import { SqliteDashboardReads } from '../../../src/storage/sqlite/dashboard-reads.js';
 import { TollgateError } from '../../../src/domain/errors.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
-import { querySpend, SPEND_GROUPINGS } from '../../../src/reports/spend.js';
+import { querySpend, workerSpendReads } from '../../../src/storage/sqlite/spend-reads.js';
+import { SPEND_GROUPINGS, type SpendQuery } from '../../../src/storage/spend-reads.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');
@@ -92,7 +93,7 @@ it('answers every dashboard read exactly as the reads on the event loop do', asy
     ['recent429s', (r) => r.recent429s(keyId, 10)],
   ];
   for (const [name, call] of calls) expect(await call(there), name).toEqual(await call(here));
-  const spend = workerSpend(worker);
+  const spend = (query: SpendQuery, now: number) => workerSpendReads(worker).spend(query, now);
   for (const by of SPEND_GROUPINGS) {
     const query = { since, by, limit: 4 };
     expect(await spend(query, NOW), by).toEqual(querySpend(db.database, query, NOW));
@@ -100,7 +101,9 @@ it('answers every dashboard read exactly as the reads on the event loop do', asy
 });
 
 it('carries a report’s 400 across the thread as the same error', async () => {
-  const error = await workerSpend(worker)({ since: '2026-11-01', by: 'tag', limit: 2, cursor: 'not-a-cursor' }, NOW).catch((e: unknown) => e);
+  const error = await workerSpendReads(worker)
+    .spend({ since: '2026-11-01', by: 'tag', limit: 2, cursor: 'not-a-cursor' }, NOW)
+    .catch((e: unknown) => e);
   expect(error).toBeInstanceOf(TollgateError);
   expect((error as TollgateError).status).toBe(400);
   expect((error as TollgateError).param).toBe('cursor');

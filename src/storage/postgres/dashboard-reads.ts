@@ -1,22 +1,22 @@
 /**
  * The dashboard's reads on a replica (TOLLGATE_DATABASE_URL): the same
- * numbers as reads.ts, read from PostgreSQL's copy of the same tables, so
+ * numbers as ../sqlite/dashboard-reads.ts, read from PostgreSQL's copy of the same tables, so
  * every node shows every node's keys and spend — what the nodes have shipped
  * (src/storage/postgres/shipper.ts; normally a few hundred ms behind, longer while
  * PostgreSQL was away). Each page's reads go out together (the view builders
  * await them at once) on the node's small pool; every read uses the index
- * or rollup its SQLite twin uses (reads.ts says which).
+ * or rollup its SQLite twin uses (../sqlite/dashboard-reads.ts says which).
  *
  * PostgreSQL unreachable: the page answers 503 `ledger_unavailable` rather
  * than a node's partial local view, which would look complete and be wrong.
  */
 import type pg from 'pg';
-import type { PgPool } from '../storage/postgres/open.js';
-import { pgUnavailable } from '../domain/errors.js';
-import { queryPgSpend } from '../reports/pg-spend.js';
-import type { SpendQuery, SpendReport, SpendTotals } from '../reports/spend.js';
-import { addDays, dayEndMs, dayStartMs, monthStartOf, calendarDay, periodStart } from '../domain/calendar.js';
-import { DirectoryCache, type Directory, type StoredKeyRow, type StoredTenantRow } from './directory.js';
+import type { PgPool } from './open.js';
+import { pgUnavailable } from '../../domain/errors.js';
+import { queryPgSpend } from './spend-reads.js';
+import type { SpendQuery, SpendReport, SpendTotals } from '../spend-reads.js';
+import { addDays, dayEndMs, dayStartMs, monthStartOf, calendarDay, periodStart } from '../../domain/calendar.js';
+import { DirectoryCache, type Directory, type StoredKeyRow, type StoredTenantRow } from '../directory.js';
 import {
   addTotals,
   byKey,
@@ -29,17 +29,9 @@ import {
   topPage,
   withPending,
   ZERO_TOTALS,
-  type DashboardReads,
-  type DayPoint,
-  type HourPoint,
-  type KeySpend,
-  type Page,
-  type PeriodTotals,
-  type RequestRow,
-  type SpendByKey,
-  type TopRow,
-} from './reads.js';
-import { decodeRequestCursor } from './request-cursor.js';
+} from '../dashboard-figures.js';
+import type { DashboardReads, DayPoint, HourPoint, KeySpend, Page, PeriodTotals, RequestRow, SpendByKey, TopRow } from '../dashboard-reads.js';
+import { decodeRequestCursor } from '../request-cursor.js';
 
 const SUMS = `coalesce(sum(requests), 0) AS "requests", coalesce(sum(prompt_tokens), 0) AS "promptTokens",
   coalesce(sum(cached_tokens), 0) AS "cachedTokens", coalesce(sum(completion_tokens), 0) AS "completionTokens",
@@ -68,7 +60,7 @@ async function guard<T>(read: () => Promise<T>): Promise<T> {
 }
 
 /** The dashboard's reads over PostgreSQL. */
-export class PgDashboardReads implements DashboardReads {
+export class PostgresDashboardReads implements DashboardReads {
   private readonly pool: PgPool;
   private readonly directoryCache = new DirectoryCache();
 
@@ -80,7 +72,7 @@ export class PgDashboardReads implements DashboardReads {
     return guard(async () => (await this.pool.query<T & pg.QueryResultRow>(text, values)).rows);
   }
 
-  /** Rows as arrays: a third cheaper than objects for a thousand keys (as in reads.ts). */
+  /** Rows as arrays: a third cheaper than objects for a thousand keys (as on SQLite). */
   private async arrays<T extends unknown[]>(text: string, values: unknown[]): Promise<T[]> {
     return guard(async () => (await this.pool.query<T>({ text, values, rowMode: 'array' })).rows);
   }
@@ -214,7 +206,7 @@ export class PgDashboardReads implements DashboardReads {
     return daysUntil(today, new Map(rows.map((row) => [row.group, pickTotals(row)])));
   }
 
-  /** The tenant's keys through api_keys_tenant, each key's hours through the rollup's primary key (as reads.ts). */
+  /** The tenant's keys through api_keys_tenant, each key's hours through the rollup's primary key (as on SQLite). */
   async tenantHourlySeries(tenantId: string, now: number): Promise<HourPoint[]> {
     const { first, last } = chartHours(now);
     const rows = await this.rows<HourPoint>(
@@ -234,7 +226,7 @@ export class PgDashboardReads implements DashboardReads {
     return (await this.spend({ keyId, since, by: 'model' }, now)).rows.map((row) => ({ model: row.group, totals: pickTotals(row) }));
   }
 
-  /** From rollups_end_users / rollups_tags by their key, as reads.ts does from SQLite's (a page, in the same order). */
+  /** From rollups_end_users / rollups_tags by their key, as SQLite does from its own's (a page, in the same order). */
   async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
     return topPage(await this.spend({ keyId, since, by, limit, cursor, namedOnly: true }, now));
   }

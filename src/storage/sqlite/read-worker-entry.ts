@@ -4,11 +4,12 @@
  * it reads a consistent snapshot while the proxy writes), one job at a time.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { setTimeZone } from '../domain/calendar.js';
-import { openDatabase } from '../storage/sqlite/open.js';
-import { TollgateError } from '../domain/errors.js';
-import { querySpend, type SpendQuery } from '../reports/spend.js';
-import { SqliteDashboardReads } from './reads.js';
+import { setTimeZone } from '../../domain/calendar.js';
+import { openDatabase } from './open.js';
+import { TollgateError } from '../../domain/errors.js';
+import { querySpend } from './spend-reads.js';
+import type { SpendQuery } from '../spend-reads.js';
+import { SqliteDashboardReads } from './dashboard-reads.js';
 import type { ReadJob, ReadResult, WorkerReadMethod } from './read-worker-protocol.js';
 
 const { path, timeZone } = workerData as { path: string; timeZone: string };

@@ -1,6 +1,6 @@
 /**
  * Spend from PostgreSQL's rollups, for replicas: the same report, from the
- * same kind of rows, as spend.ts reads from SQLite — every node's requests
+ * same kind of rows, as ../sqlite/spend-reads.ts reads from SQLite — every node's requests
  * once they are shipped (src/storage/postgres/shipper.ts).
  *
  * Fewer rows than SQLite's reads, for a ledger of every node (bench/pg-scale.ts):
@@ -9,24 +9,14 @@
  * per key and model (a month is whole when the range covers all its days, or
  * all its days that have rows).
  *
- * Pages as in spend.ts (a `limit` and the cursor of spend-cursor.ts): the
+ * Pages as on SQLite (a `limit` and the cursor of ../spend-cursor.ts): the
  * grouping runs in PostgreSQL, and only a page of rows comes back.
  */
-import type { PgPool } from '../storage/postgres/open.js';
-import { addDays, dayEndMs, dayStartMs, monthStartOf } from '../domain/calendar.js';
-import { encodeSpendCursor, type CursorScope, type SpendPosition } from './spend-cursor.js';
-import {
-  difference,
-  NO_END_USER,
-  pageOf,
-  SPEND_COUNTERS,
-  splitSortValues,
-  type SortedRow,
-  type SpendQuery,
-  type SpendReport,
-  type SpendRow,
-  type SpendTotals,
-} from './spend.js';
+import type { PgPool } from './open.js';
+import { addDays, dayEndMs, dayStartMs, monthStartOf } from '../../domain/calendar.js';
+import { encodeSpendCursor, type CursorScope, type SpendPosition } from '../spend-cursor.js';
+import { difference, pageOf, SPEND_COUNTERS, splitSortValues, type SortedRow } from '../spend-page.js';
+import { NO_END_USER, type SpendQuery, type SpendReads, type SpendReport, type SpendRow, type SpendTotals } from '../spend-reads.js';
 
 const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
   coalesce(sum(r.prompt_tokens), 0) AS "promptTokens",
@@ -38,7 +28,7 @@ const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
   coalesce(sum(r.rejected_rate_limit), 0) AS "rejectedRateLimit",
   coalesce(sum(r.rejected_budget), 0) AS "rejectedBudget"`;
 
-/** Each grouping's columns and its sort values `_name`, `_id`, as in spend.ts (the same order, so the same cursors). */
+/** Each grouping's columns and its sort values `_name`, `_id`, as on SQLite (the same order, so the same cursors). */
 const GROUP_COLUMNS: Record<Exclude<SpendQuery['by'], 'user' | 'tag'>, { select: string; group: string }> = {
   day: { select: `r.day AS "group", r.day AS _name, '' AS _id`, group: 'GROUP BY r.day' },
   model: { select: `r.model AS "group", r.model AS _name, '' AS _id`, group: 'GROUP BY r.model' },
@@ -113,7 +103,7 @@ async function rangeRows(pool: PgPool, since: string, until: string, params: unk
     UNION ALL SELECT ${COUNTER_COLUMNS} FROM rollups_daily WHERE day >= $1 AND day <= $2 AND (day < $${n - 1} OR day > $${n}))`;
 }
 
-/** Spend over a range of UTC days, grouped as asked, with the grand total (see spend.ts). */
+/** Spend over a range of UTC days, grouped as asked, with the grand total (see ../spend-reads.ts). */
 export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.now()): Promise<SpendReport> {
   const page = pageOf(query, now);
   const { until } = page;
@@ -142,7 +132,7 @@ export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.n
   return { since: query.since, until, by: query.by, ...pageRows(sorted, query.limit, page.scope), total, pending: await pendingCount(pool, query, until) };
 }
 
-/** The range and page of a query (spend.ts's pageOf). */
+/** The range and page of a query (../spend-page.ts's pageOf). */
 type Page = ReturnType<typeof pageOf>;
 
 /** Grouped by model, key, tenant or not at all: whole months read from the monthly rollup (see the header). */
@@ -180,7 +170,7 @@ const ATTRIBUTED = {
 } as const;
 
 /**
- * Grouped by end user or tag, as spend.ts does from SQLite: one row per key
+ * Grouped by end user or tag, as ../sqlite/spend-reads.ts does from SQLite: one row per key
  * and name (with the key's id, prefix and name), the most spent first, at
  * most `limit`; the total is the key's (or every key's) whole spend, and by
  * end user the requests that named none are one more row, so the rows sum to
@@ -255,4 +245,9 @@ function sumRows(rows: readonly SpendTotals[]): SpendTotals {
   };
   for (const row of rows) for (const name of Object.keys(total) as Array<keyof SpendTotals>) total[name] += row[name];
   return total;
+}
+
+/** Spend reports from PostgreSQL's rollups: every node's shipped spend. */
+export function postgresSpendReads(pool: PgPool): SpendReads {
+  return { spend: (query, now) => queryPgSpend(pool, query, now) };
 }
