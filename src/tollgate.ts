@@ -19,11 +19,6 @@ import { SpendTracker } from './budgets/spend-tracker.js';
 import type { Config } from './config/index.js';
 import type { LimitSnapshot } from './dashboard/index.js';
 import type { ReadWorker } from './storage/sqlite/read-worker.js';
-import { openReadWorker } from './storage/read-thread.js';
-import { openSpendReads } from './storage/spend-reads.js';
-import { openDashboardReads } from './storage/dashboard-reads.js';
-import { openLedgerExport } from './storage/ledger-export.js';
-import { openDashboardTokens } from './storage/tenant-tokens.js';
 import { startCheckpointer, type Checkpointer } from './storage/sqlite/checkpointer.js';
 import { openDatabase, type TollgateDatabase } from './storage/sqlite/open.js';
 import { createReplica, type Replica } from './replica.js';
@@ -32,8 +27,8 @@ import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } fr
 import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
 import { SqliteKeyStore } from './storage/sqlite/keys.js';
-import { openKeyStore } from './storage/keys.js';
-import type { Backend } from './storage/backend.js';
+import { openSharedStorage, type Backend } from './storage/index.js';
+import type { ReconciliationReport } from './reconcile/store.js';
 import { openLedgerWriter, type LedgerWriter } from './storage/ledger.js';
 import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './coordination/create-limiter.js';
 import type { IpcClient } from './coordination/ipc-client.js';
@@ -46,7 +41,6 @@ import type { PipelineDeps } from './pipeline/deps.js';
 import { RequestEvents } from './pipeline/finished.js';
 import { OpenRequests } from './pipeline/open-requests.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
-import { openReconciliations } from './storage/reconciliations.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
 import type { Upstream } from './upstreams/pool.js';
 import { createRouter, type Router } from './upstreams/router.js';
@@ -249,25 +243,25 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const secretThrottle = new SecretThrottle();
   // The dashboard's and the spend reports' SQLite reads run on a worker thread, never on the event
   // loop the requests share (src/storage/read-thread.ts); a replica reads PostgreSQL, every node's rows.
-  const readWorker = openReadWorker(backend);
-  const spendReads = openSpendReads(backend, { readWorker });
+  const shared = openSharedStorage<ReconciliationReport>(backend, overrides.now === undefined ? {} : { now: overrides.now });
+  const readWorker = shared.readWorker;
   const app = createApp({
     pipeline,
     logger,
     metrics,
     admin: {
-      ops: storeAdminOps(openKeyStore(backend), {
+      ops: storeAdminOps(shared.keys, {
         // The node that made a change sees it before answering (a replica: once its copy has pulled it).
         onChange: () => (replica === undefined ? keys.refresh() : replica.keySync.kick()),
-        readSpend: (query, at) => spendReads.spend(query, at),
+        readSpend: (query, at) => shared.spend.spend(query, at),
       }),
       token: config.adminToken,
     },
     database,
     // Tenants' dashboard tokens and reconciliations where every node sees them.
-    shared: { dashboardTokens: openDashboardTokens(backend), reconciliations: openReconciliations(backend) },
-    dashboardReads: openDashboardReads(backend, { readWorker }),
-    ledgerExport: openLedgerExport(backend),
+    shared: { dashboardTokens: shared.dashboardTokens, reconciliations: shared.reconciliations },
+    dashboardReads: shared.dashboard,
+    ledgerExport: shared.ledgerExport,
     ...('limitSnapshot' in overrides
       ? overrides.limitSnapshot
         ? { limitSnapshot: overrides.limitSnapshot }
@@ -335,7 +329,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       // Ship what the last requests wrote; anything left ships on the next start.
       await replica?.close();
       await checkpointer?.stop();
-      await readWorker?.close();
+      await shared.close();
       if (overrides.database === undefined) database.close();
       await closeEstimator();
     },

@@ -10,8 +10,6 @@ import { isPgUnreachable } from '../storage/postgres/open.js';
 import type { SpendGrouping, SpendQuery, SpendReport } from '../storage/spend-reads.js';
 import type { IssuedKey, KeyListOptions, KeyPatch, KeyStore, KeyView, NewKey, NewTenantPolicy, TenantPatch, TenantView } from '../storage/keys.js';
 
-export type { NewTenantPolicy } from '../storage/keys.js';
-
 interface SpendRequest {
   /** A key reference (id, name or prefix). */
   readonly key?: string | undefined;

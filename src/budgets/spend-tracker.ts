@@ -27,7 +27,7 @@ import { periodStart, calendarDay, type BudgetPeriod } from '../domain/calendar.
 import { isAttributed, type BudgetScope, type SpendAcrossNodes, type SpendChange } from '../storage/ledger.js';
 import { SqliteSpendReads } from '../storage/sqlite/budget-spend.js';
 
-export { isAttributed, type AttributedScope, type BudgetScope, type SpendChange, type SpendRead, type SpendScope } from '../storage/ledger.js';
+export { isAttributed, type AttributedScope, type BudgetScope, type SpendChange } from '../storage/ledger.js';
 
 interface Cached {
   readonly value: number;

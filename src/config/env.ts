@@ -13,7 +13,7 @@ import { byteSize, duration, parseWorkers, port, positiveInt } from './values.js
 
 const upstreamUrl = httpUrlSchema('must be an http(s) URL such as https://api.openai.com/v1');
 
-export const envSchema = z.object({
+const envSchema = z.object({
   /** Port the proxy listens on. */
   TOLLGATE_PORT: port.default(8787),
   /** Interface the proxy binds; 0.0.0.0 to accept remote clients. */

@@ -17,8 +17,6 @@ import type { PromptRules } from '../estimate/prompt-rules.js';
 import type { Logger } from '../logger.js';
 import type { Usage } from './usage.js';
 
-export type { Endpoint } from '../endpoints.js';
-
 /** An error the upstream reported inside a stream. */
 export interface StreamError {
   readonly message: string;

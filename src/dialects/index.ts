@@ -11,8 +11,8 @@ import type { Dialect } from './dialect.js';
 import { EMBEDDINGS } from './embeddings.js';
 import { RESPONSES } from './responses.js';
 
-export type { Dialect, StoredAnswers, StreamError, StreamReader, StreamTap } from './dialect.js';
-export { ANTHROPIC_MESSAGES, CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES };
+export type { Dialect } from './dialect.js';
+export { ANTHROPIC_MESSAGES, CHAT };
 
 /** The records by endpoint name. */
 export const DIALECTS: Readonly<Record<Endpoint, Dialect>> = {

@@ -19,10 +19,10 @@ import { BUILTIN_HIGHEST_AUDIO, highestPrices, scaledForPriority, standardOf } f
 import type { ModelPrice, PriceAssumption, PriceMatch, PriceTable, ResolvedPrice } from './price-types.js';
 
 // The rest of pricing, from its own modules: importers know this one entry.
-export type { ModelPrice, PriceAssumption, PriceTable, ResolvedPrice, TokenUsage, ToolCalls, ToolPrices, ToolRates } from './price-types.js';
+export type { ModelPrice, PriceAssumption, PriceTable, ResolvedPrice, ToolRates } from './price-types.js';
 export { builtinPriceTable, defaultToolRates, highestPrices } from './price-fallbacks.js';
 export { assumedFor, costMicroUsd, toolCostMicroUsd } from './price-cost.js';
-export { mergePriceTable, priceTableOverrideSchema, type PriceTableOverride } from './price-overrides.js';
+export { mergePriceTable, priceTableOverrideSchema } from './price-overrides.js';
 
 function lookup(table: PriceTable, name: string): ModelPrice | undefined {
   return Object.hasOwn(table.models, name) ? table.models[name] : undefined;

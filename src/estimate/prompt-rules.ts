@@ -18,7 +18,7 @@ import type { ToolPrices } from './price-types.js';
 import { readOptionalPositiveInteger, type JsonObject } from './read-body.js';
 
 /** A request's prompt as counted, with what it says about its completion. */
-export interface Counted {
+interface Counted {
   readonly tally: PromptTally;
   /** Explicit per-choice completion limit, if the request set one. */
   readonly maxCompletion: number | undefined;

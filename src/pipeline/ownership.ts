@@ -21,7 +21,7 @@ import type { References } from '../estimate/index.js';
 import { TollgateError } from '../domain/errors.js';
 
 /** What the check reads of a stored response. */
-export interface StoredResponse {
+interface StoredResponse {
   readonly keyId: string;
   /** Its input plus output tokens as settled, or undefined while unknown. */
   readonly billedTokens: number | undefined;

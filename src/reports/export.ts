@@ -202,12 +202,12 @@ function exportRecord(row: LedgerExportRow): Record<(typeof LEDGER_EXPORT_COLUMN
 }
 
 /** The header record of a CSV export; NDJSON has none. */
-export function ledgerExportHeader(format: LedgerExportFormat): string {
+function ledgerExportHeader(format: LedgerExportFormat): string {
   return format === 'csv' ? csvLine(LEDGER_EXPORT_COLUMNS) : '';
 }
 
 /** One row as its CSV record or NDJSON line: the bytes of every ledger export, from either store. */
-export function ledgerExportLine(row: LedgerExportRow, format: LedgerExportFormat): string {
+function ledgerExportLine(row: LedgerExportRow, format: LedgerExportFormat): string {
   const record = exportRecord(row);
   return format === 'csv' ? csvLine(Object.values(record)) : `${JSON.stringify(record)}\n`;
 }

@@ -11,7 +11,7 @@ import type { SpendReport, SpendTotals } from './spend-reads.js';
 /** Days of the long chart. */
 export const CHART_DAYS = 90;
 /** Hours of the short chart. */
-export const CHART_HOURS = 48;
+const CHART_HOURS = 48;
 
 /** Nothing spent (days and keys without rollup rows). */
 export const ZERO_TOTALS: SpendTotals = Object.freeze({

@@ -9,7 +9,7 @@
  * node's own SQLite copy through its key cache (src/keys/cache.ts), which a
  * replica keeps current from PostgreSQL (src/storage/postgres/key-sync.ts).
  */
-import type { Backend, SharedBackend } from './backend.js';
+import type { SharedBackend } from './backend.js';
 import type { Policy } from '../domain/policy.js';
 import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
 import { SqliteKeyStore } from './sqlite/keys.js';
@@ -68,8 +68,4 @@ export interface KeyLookups {
   authKeysChangedSince(version: number): AuthKey[];
   authTenant(id: string): AuthTenant | undefined;
   authTenants(sinceVersion?: number): AuthTenant[];
-}
-
-export function openKeyLookups(backend: Backend, options: { now?: () => number } = {}): KeyLookups {
-  return new SqliteKeyStore(backend.database, options.now);
 }

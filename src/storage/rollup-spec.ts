@@ -32,7 +32,7 @@ export type CounterColumn = (typeof COUNTERS)[number][0];
 export type Counters = Record<CounterField, number>;
 
 /** The counter fields, in column order. */
-export const COUNTER_FIELDS: readonly CounterField[] = COUNTERS.map(([, field]) => field);
+const COUNTER_FIELDS: readonly CounterField[] = COUNTERS.map(([, field]) => field);
 
 /** Every counter at zero (copy it with a spread: `{ ...ZERO_COUNTERS }`). */
 export const ZERO_COUNTERS: Readonly<Counters> = Object.freeze(Object.fromEntries(COUNTER_FIELDS.map((field) => [field, 0])) as Counters);
@@ -45,7 +45,7 @@ const HOURLY: readonly CounterField[] = ['requests', 'promptTokens', 'completion
  * period is the one the request *started* in; `end_user` and `tag` are the
  * names as counted (past the key's bound of the day: `(other)`).
  */
-export interface Placement {
+interface Placement {
   readonly key_id: string;
   /** YYYY-MM-DD. */
   readonly day: string;

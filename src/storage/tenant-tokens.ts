@@ -45,7 +45,7 @@ export interface NewDashboardToken {
 }
 
 /** A login (by the secret) or a session's request (by the token id its cookie names). */
-export type ViewerLookup = { readonly secret: string } | { readonly tokenId: string };
+type ViewerLookup = { readonly secret: string } | { readonly tokenId: string };
 
 /** Where dashboard tokens are kept: every method answers the same on SQLite and PostgreSQL. */
 export interface DashboardTokenStore {

@@ -22,7 +22,7 @@ import { countsOf, type LedgerState } from '../../src/storage/row-counts.js';
 import { counterColumn, nameColumnOf, ROLLUP_TABLES, type KeyColumn } from '../../src/storage/rollup-spec.js';
 
 /** A ledger row as the rollups see it. */
-export type PlacedRow = LedgerState & {
+type PlacedRow = LedgerState & {
   readonly request_id: string;
   readonly key_id: string;
   readonly tenant_id: string | null;
@@ -92,7 +92,7 @@ function idOf(row: Partial<Record<KeyColumn, string | number>>, keys: readonly K
 }
 
 /** What every rollup table must hold for `rows`: each row's counts (row-counts.ts) under every rollup row it is filed under. */
-export function rollupsOf(rows: readonly PlacedRow[]): Record<string, RollupRows> {
+function rollupsOf(rows: readonly PlacedRow[]): Record<string, RollupRows> {
   const out: Record<string, RollupRows> = {};
   for (const [, spec] of ROLLUP_TABLES) {
     const table: RollupRows = {};

@@ -13,7 +13,7 @@ import { TollgateError } from '../../domain/errors.js';
 import type { Completion, PendingEntry, Rejection, SpendChange, SpendListener } from '../ledger.js';
 import { contributionOf, type Contribution } from './ledger-rollups.js';
 
-export interface WriterStats {
+interface WriterStats {
   readonly rows: number;
   readonly durationMs: number;
   /** End users and tags of this commit's rows counted under `(other)` (past the key's bound of the day). */
