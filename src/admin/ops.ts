@@ -38,7 +38,7 @@ export interface AdminOps {
   close(): Promise<void>;
 }
 
-/** Where spend reports are read (the proxy: on its read worker, src/dashboard/read-worker.ts; replicas: PostgreSQL). */
+/** Where spend reports are read (the proxy: on its read worker, src/storage/sqlite/read-worker.ts; replicas: PostgreSQL). */
 export type SpendReader = (query: SpendQuery, now: number) => Promise<SpendReport>;
 
 /** The operations on this installation's own store (what the CLI opens without --url, and what the admin API serves). */

@@ -1,6 +1,6 @@
 /**
  * Policies as stored (JSON in SQLite) and as sent to the admin API: the
- * policy's zod schema (src/limits/algorithm/policy.ts), then the policy module's own checks (positive rates, burst that
+ * policy's zod schema (src/domain/policy.ts), then the policy module's own checks (positive rates, burst that
  * holds a request, unique names).
  */
 import { PolicyError, policySchema, validatePolicy, type Policy } from './policy.js';

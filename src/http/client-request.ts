@@ -33,7 +33,7 @@ export interface ClientRequest {
   readonly abort: AbortController;
   /**
    * The Node response, when served by Node: a relayed stream is written
-   * straight to it (src/http/node-stream.ts). Absent in-process.
+   * straight to it (src/http/stream-sinks.ts). Absent in-process.
    */
   readonly outgoing?: ServerResponse;
 }

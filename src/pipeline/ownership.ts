@@ -27,7 +27,7 @@ interface StoredResponse {
   readonly billedTokens: number | undefined;
 }
 
-/** Where the owners of stored responses and their items are found (src/responses/store.ts). */
+/** Where the owners of stored responses and their items are found (src/storage/sqlite/responses.ts). */
 export interface StoredObjects {
   findResponse(id: string): Promise<StoredResponse | undefined>;
   firstItemNotOwned(keyId: string, ids: readonly string[]): Promise<string | undefined>;

@@ -5,7 +5,7 @@
  * (src/storage/sqlite/responses.ts: written without a network round trip,
  * claimed by the process polling each job); on a replica, what the other
  * nodes stored is looked up in PostgreSQL (src/storage/postgres/responses.ts),
- * where the shipper copies each node's rows (src/ledger/shipper.ts).
+ * where the shipper copies each node's rows (src/storage/postgres/shipper.ts).
  */
 import type { Backend } from './backend.js';
 import { ResponseStore } from './sqlite/responses.js';

@@ -6,7 +6,7 @@
  * Without an `upstreams` list, `TOLLGATE_UPSTREAM_URL`/`_KEY` are the one
  * upstream, named `default`, serving every model, as before.
  *
- * Pure: the caller (src/config.ts, the only reader of process.env) passes the
+ * Pure: the caller (src/config/index.ts, the only reader of process.env) passes the
  * environment in.
  */
 import { z } from 'zod';
@@ -87,7 +87,7 @@ const upstreamSchema = z.strictObject({
   connections: z.number().int().positive().max(10_000).optional(),
 });
 
-/** The upstream parts of the config file (merged into its schema in src/config.ts). */
+/** The upstream parts of the config file (merged into its schema in src/config/index.ts). */
 export const upstreamsFileFields = {
   upstreams: z.array(upstreamSchema).min(1).max(64).optional(),
   /** Ordered upstreams per model or pattern: the first answers, the next ones are its fallbacks. */

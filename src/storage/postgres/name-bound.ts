@@ -31,7 +31,7 @@ export interface NamedRow {
   readonly day: string;
   readonly end_user: string | null;
   readonly tags: readonly string[];
-  /** The node's own decision and exact names (bits: src/endusers/rollup-names.ts). */
+  /** The node's own decision and exact names (bits: src/domain/rollup-names.ts). */
   readonly rollup_folded: number | null;
   readonly rollup_exact: number | null;
 }

@@ -1,6 +1,6 @@
 /**
  * Stored responses as every node shipped them to PostgreSQL's `responses`
- * (src/ledger/shipper.ts): the SharedResponses of src/storage/responses.ts,
+ * (src/storage/postgres/shipper.ts): the SharedResponses of src/storage/responses.ts,
  * through which a response created through one node is retrieved, cancelled,
  * deleted or continued through any other.
  */

@@ -32,7 +32,7 @@ export interface LocalRow extends LedgerState {
   readonly end_user: string | null;
   /** Comma-joined, as the writer stores them (src/endusers/attribution.ts). */
   readonly tags: string | null;
-  /** The node's own name-bound decision and exact names (src/endusers/rollup-names.ts). */
+  /** The node's own name-bound decision and exact names (src/domain/rollup-names.ts). */
   readonly rollup_folded: number | null;
   readonly rollup_exact: number | null;
 }

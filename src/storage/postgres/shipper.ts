@@ -17,7 +17,7 @@
  *   `(other)`, recorded on PostgreSQL's row so its settlement moves the same
  *   rollup rows.
  *
- * Owners of stored responses (src/responses/store.ts) ride along from their
+ * Owners of stored responses (src/storage/sqlite/responses.ts) ride along from their
  * own small outbox, in the same loop.
  *
  * Only after that commit are the batch's outbox entries deleted; a crash

@@ -47,7 +47,7 @@ export interface Contribution {
   /** The request's end user and tags: their own rollups move too (src/endusers). */
   readonly endUser: string | undefined;
   readonly tags: readonly string[];
-  /** Which of them are counted under `(other)` (bits: src/endusers/rollup-names.ts); 0 when none. */
+  /** Which of them are counted under `(other)` (bits: src/domain/rollup-names.ts); 0 when none. */
   readonly folded: number;
 }
 

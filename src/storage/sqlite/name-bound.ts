@@ -7,7 +7,7 @@
  *
  * A name gets a rollup row of its own when it already has one that day, or
  * while the key has fewer than the bound; past it, the request is counted
- * under `(other)` (src/endusers/rollup-names.ts). Exceptions:
+ * under `(other)` (src/domain/rollup-names.ts). Exceptions:
  * - a tag with a budget of its own always keeps its row (the key's policy
  *   names a few, so they cannot grow without bound);
  * - a *new* end user that the key's policy gives limits or a budget is

@@ -33,7 +33,7 @@ export function enableOutbox(database: TollgateDatabase): void {
         );
         sqlite.exec(`INSERT INTO replica_state (name, value) VALUES ('outbox_enabled', 1)`);
       }
-      // Who owns each stored response, and its deletion, for every node (src/responses/store.ts).
+      // Who owns each stored response, and its deletion, for every node (src/storage/sqlite/responses.ts).
       sqlite.exec(`
         CREATE TABLE IF NOT EXISTS responses_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL);
         CREATE TRIGGER IF NOT EXISTS responses_outbox_insert AFTER INSERT ON responses BEGIN

@@ -124,7 +124,7 @@ export const ledger = sqliteTable(
     /**
      * Which of the row's names its rollups count under `(other)` (past TOLLGATE_MAX_END_USERS or
      * TOLLGATE_MAX_TAGS that day): bit 0 the end user, bit 1 + i its i-th tag; null when none
-     * (src/endusers/rollup-names.ts). The row itself keeps its own end user and tags.
+     * (src/domain/rollup-names.ts). The row itself keeps its own end user and tags.
      */
     rollupFolded: integer('rollup_folded'),
     /** Which of its names must keep a row of their own whatever the bound (budgeted end user and tags; same bits); for the shipper. */

@@ -12,7 +12,7 @@ import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js
 import type { PendingEntry } from '../../../src/storage/ledger.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
-import { byId, expectedNamedRollups, expectNamedRollupsEqualRows, NAMED_ROW_COLUMNS, namedRollupSql, type NamedRow } from '../../unit/ledger/rollup-checks.js';
+import { byId, expectedNamedRollups, expectNamedRollupsEqualRows, NAMED_ROW_COLUMNS, namedRollupSql, type NamedRow } from '../../unit/storage/rollup-checks.js';
 
 let pg: TempPostgres;
 let nodes: TempDatabase[];

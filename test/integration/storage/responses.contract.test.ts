@@ -89,7 +89,7 @@ describeBackends('stored responses', (fixture) => {
     it('finds a response and items another node stored, and keeps them here', async () => {
       if (backend.kind !== 'postgres') return;
       const pool = backend.pool;
-      // As another node's shipper left them (src/ledger/shipper.ts).
+      // As another node's shipper left them (src/storage/postgres/shipper.ts).
       await pool.query(
         `INSERT INTO responses (id, key_id, request_id, created_at, item_of, billed_tokens) VALUES
          ('resp_far', $1, 'req-far', $2, NULL, 75), ('msg_far', $1, 'req-far', $2, 'resp_far', NULL), ('resp_gone', $1, 'req-gone', $2, NULL, NULL)`,

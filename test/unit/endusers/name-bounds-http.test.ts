@@ -11,7 +11,7 @@ import { createUpstream, type Upstream } from '../../../src/upstreams/pool.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { captureLogs } from '../../support/logs.js';
-import { expectNamedRollupsEqualRows } from '../ledger/rollup-checks.js';
+import { expectNamedRollupsEqualRows } from '../storage/rollup-checks.js';
 
 let fake: FakeUpstream;
 let upstream: Upstream;

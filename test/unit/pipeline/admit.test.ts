@@ -2,7 +2,7 @@
  * admit() holds one guarantee: a request takes from every bucket, reserves
  * in every budget and is recorded as pending — all of it or none of it — and
  * nothing leaves for the upstream unrecorded. Tested here in that function;
- * end to end in test/limits/http-admission.test.ts and test/ledger.
+ * end to end in test/unit/limits/http-admission.test.ts and test/ledger.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { TollgateError } from '../../../src/domain/errors.js';

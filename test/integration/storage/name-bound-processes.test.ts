@@ -11,7 +11,7 @@ import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js'
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { spawnServe, type TollgateProcess } from '../../support/process.js';
 import { tempDatabasePath } from '../../support/db.js';
-import { expectNamedRollupsEqualRows } from '../../unit/ledger/rollup-checks.js';
+import { expectNamedRollupsEqualRows } from '../../unit/storage/rollup-checks.js';
 
 let fake: FakeUpstream;
 const { path: db } = tempDatabasePath();
