@@ -15,7 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { openKeyStore } from '../src/storage/keys.js';
+import { openKeyStore } from '../src/storage/index.js';
 import { migratePg, openPg } from '../src/storage/postgres/open.js';
 import { startFakeUpstream } from '../src/demo/fake-upstream/index.js';
 import { TollgateError } from '../src/domain/errors.js';

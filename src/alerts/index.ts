@@ -9,7 +9,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { SpendTracker } from '../budgets/spend-tracker.js';
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import type { Backend } from '../storage/backend.js';
-import { openAlertClaims } from '../storage/alert-claims.js';
+import { openAlertClaims } from '../storage/index.js';
 import type { Logger } from '../logger.js';
 import type { FinishedListener } from '../pipeline/finished.js';
 import { redisClaims, type AlertClaims } from './claims.js';

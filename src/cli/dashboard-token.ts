@@ -8,7 +8,8 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config/index.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
-import { openDashboardTokens, type DashboardTokenStore, type DashboardTokenView } from '../storage/tenant-tokens.js';
+import type { DashboardTokenStore, DashboardTokenView } from '../storage/tenant-tokens.js';
+import { openDashboardTokens } from '../storage/index.js';
 import { openCliBackend, print, printJson, type GlobalOptions } from './context.js';
 import { table, when } from './format.js';
 import { parseExpiry } from './key-options.js';

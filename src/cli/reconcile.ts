@@ -12,11 +12,11 @@ import { openDatabase } from '../storage/sqlite/open.js';
 import { formatMicrosExact } from '../domain/money.js';
 import type { CellSide, ReconcileRow } from '../reconcile/compare.js';
 import { openAIUsageProvider } from '../reconcile/openai.js';
-import { openLedgerCells } from '../storage/ledger-cells.js';
+import { openLedgerCells } from '../storage/index.js';
 import type { Backend } from '../storage/backend.js';
 import { ProviderReportError } from '../reconcile/provider.js';
 import { parseUtcDay, runReconcile, type ReconcileResult } from '../reconcile/run.js';
-import { openReconciliations } from '../storage/reconciliations.js';
+import { openReconciliations } from '../storage/index.js';
 import { CliError, EXIT_USAGE, openMigratedPg, print, printJson, type GlobalOptions } from './context.js';
 import { count, table } from './format.js';
 

@@ -25,7 +25,7 @@ import { settleForwarded } from '../pipeline/settle.js';
 import type { Upstream } from '../upstreams/pool.js';
 import { BackgroundPoller, type PollSettings } from './poller.js';
 import { mountLifecycleRoutes } from './routes.js';
-import { openResponseStore } from '../storage/responses.js';
+import { openResponseStore } from '../storage/index.js';
 
 export type { PollSettings } from './poller.js';
 

@@ -30,7 +30,8 @@ import type { RequestEvents } from '../pipeline/finished.js';
 import { settleForwarded } from '../pipeline/settle.js';
 import type { Upstream } from '../upstreams/pool.js';
 import { readUsage, type Usage } from '../dialects/usage.js';
-import type { ResponseStore, UnclaimedJob } from '../storage/responses.js';
+import type { UnclaimedJob } from '../storage/responses.js';
+import type { ResponseStore } from '../storage/sqlite/responses.js';
 import { answerFacts, isTerminal, parseResponseObject } from './wire.js';
 
 export interface PollSettings {

@@ -30,7 +30,7 @@ import { limitRefusal } from '../pipeline/refusals.js';
 import { toUpstreamError } from '../upstreams/pool.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
 import type { BackgroundPoller } from './poller.js';
-import type { ResponseStore } from '../storage/responses.js';
+import type { ResponseStore } from '../storage/sqlite/responses.js';
 import { answerFacts, forwardedQuery, outputItemIds, parseResponseObject, responseNotFound, type LifecycleCall } from './wire.js';
 
 interface LifecycleDeps {

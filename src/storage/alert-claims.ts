@@ -6,10 +6,6 @@
  * else the SQLite file (a unique row, for processes on one host:
  * src/storage/sqlite/alert-claims.ts).
  */
-import type Database from 'better-sqlite3';
-import type { Backend } from './backend.js';
-import { sqliteClaims } from './sqlite/alert-claims.js';
-import { pgClaims } from './postgres/alert-claims.js';
 
 export interface AlertClaims {
   /** Which store decides ("sqlite", "redis", "postgres"), for logs. */
@@ -18,17 +14,4 @@ export interface AlertClaims {
   claim(id: string, now: number, expiresAt: number): Promise<boolean>;
   /** Forgets claims whose period is long over. */
   prune(now: number): Promise<void>;
-}
-
-export function openAlertClaims(
-  backend: Backend,
-  options: {
-    /** The SQLite connection to claim on (the alerts' own, with its short busy timeout); default: the backend's. */
-    readonly connection?: Database.Database | undefined;
-    /** Claims the hosts share without a replica (Redis), before the file of one host. */
-    readonly shared?: AlertClaims | undefined;
-  } = {},
-): AlertClaims {
-  if (backend.kind === 'postgres') return pgClaims(backend.pool);
-  return options.shared ?? sqliteClaims(options.connection ?? backend.database.sqlite);
 }

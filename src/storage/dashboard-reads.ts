@@ -13,12 +13,8 @@
  * Both give the same figures for the same rows
  * (test/integration/storage/dashboard-reads.contract.test.ts).
  */
-import type { Backend } from './backend.js';
 import type { Directory } from './directory.js';
 import type { SpendTotals } from './spend-reads.js';
-import { SqliteDashboardReads } from './sqlite/dashboard-reads.js';
-import { WorkerDashboardReads, type ReadWorker } from './sqlite/read-worker.js';
-import { PostgresDashboardReads } from './postgres/dashboard-reads.js';
 
 /** Spend totals plus the requests still in flight (counted at their estimate). */
 export interface PeriodTotals extends SpendTotals {
@@ -132,7 +128,3 @@ export interface DashboardReads {
  * proxy's) they are answered on that thread; without one (an in-memory
  * database, a test) here.
  */
-export function openDashboardReads(backend: Backend, options: { readonly readWorker?: ReadWorker | undefined } = {}): DashboardReads {
-  if (backend.kind === 'postgres') return new PostgresDashboardReads(backend.pool);
-  return options.readWorker === undefined ? new SqliteDashboardReads(backend.database) : new WorkerDashboardReads(backend.database, options.readWorker);
-}

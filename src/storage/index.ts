@@ -11,16 +11,18 @@
  * the keys are opened apart from what the nodes share, which is gathered here.
  */
 import type { Backend } from './backend.js';
-import { openDashboardReads, type DashboardReads } from './dashboard-reads.js';
-import { openKeyStore, type KeyStore } from './keys.js';
-import { openLedgerExport, type LedgerExportSource } from './ledger-export.js';
+import type { DashboardReads } from './dashboard-reads.js';
+import type { KeyStore } from './keys.js';
+import type { LedgerExportSource } from './ledger-export.js';
 import { openReadWorker } from './read-thread.js';
-import { openReconciliations, type ReconciliationStore, type ReconciliationSummary } from './reconciliations.js';
+import type { ReconciliationStore, ReconciliationSummary } from './reconciliations.js';
 import type { ReadWorker } from './sqlite/read-worker.js';
-import { openSpendReads, type SpendReads } from './spend-reads.js';
-import { openDashboardTokens, type DashboardTokenStore } from './tenant-tokens.js';
+import type { SpendReads } from './spend-reads.js';
+import type { DashboardTokenStore } from './tenant-tokens.js';
+import { openDashboardReads, openDashboardTokens, openKeyStore, openLedgerExport, openReconciliations, openSpendReads } from './open-stores.js';
 
 export type { Backend } from './backend.js';
+export * from './open-stores.js';
 
 /** The stores every node of a deployment shares: keys and tenants, spend, the ledger's exports, tokens, reconciliations. */
 export interface SharedStorage<R extends ReconciliationSummary = ReconciliationSummary> {

@@ -9,11 +9,8 @@
  * node's own SQLite copy through its key cache (src/keys/cache.ts), which a
  * replica keeps current from PostgreSQL (src/storage/postgres/key-sync.ts).
  */
-import type { SharedBackend } from './backend.js';
 import type { Policy } from '../domain/policy.js';
 import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
-import { SqliteKeyStore } from './sqlite/keys.js';
-import { PostgresKeyStore } from './postgres/keys.js';
 
 export type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
 
@@ -48,10 +45,6 @@ export interface KeyStore {
   listTenants(): Promise<TenantView[]>;
   getTenant(ref: string): Promise<TenantView>;
   updateTenant(ref: string, patch: TenantPatch): Promise<TenantView>;
-}
-
-export function openKeyStore(backend: SharedBackend, options: { now?: () => number } = {}): KeyStore {
-  return backend.kind === 'sqlite' ? new SqliteKeyStore(backend.database, options.now).async() : new PostgresKeyStore(backend.pool, options.now);
 }
 
 /**

@@ -5,9 +5,6 @@
  * TOLLGATE_TIMEZONE, the provider's days are UTC). SQLite reads the node's
  * file, PostgreSQL every node's shipped rows.
  */
-import type { SharedBackend } from './backend.js';
-import { sqliteLedgerCells } from './sqlite/ledger-cells.js';
-import { postgresLedgerCells } from './postgres/ledger-cells.js';
 
 /** One key's billed requests of one UTC day and model, summed (what either store's query returns). */
 export interface KeyDaySums {
@@ -32,9 +29,4 @@ export interface KeyDaySums {
 export interface LedgerCellSource {
   /** Settled rows that billed tokens, created in [sinceMs, untilMs), summed per UTC day, model and key; and the rows still pending there. */
   sums(sinceMs: number, untilMs: number): Promise<{ rows: KeyDaySums[]; pending: number }>;
-}
-
-/** Where a backend's ledger sums are read. */
-export function openLedgerCells(backend: SharedBackend): LedgerCellSource {
-  return backend.kind === 'postgres' ? postgresLedgerCells(backend.pool) : sqliteLedgerCells(backend.database);
 }

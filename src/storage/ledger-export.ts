@@ -9,9 +9,6 @@
  * node's shipped rows, in short keyset pages. Both give the same rows with
  * the same columns (test/integration/storage/ledger-export.contract.test.ts).
  */
-import type { SharedBackend } from './backend.js';
-import { sqliteLedgerExport } from './sqlite/ledger-export.js';
-import { postgresLedgerExport } from './postgres/ledger-export.js';
 
 /** Which ledger rows to export: created in [sinceMs, untilMs), optionally of one key or tenant (by id). */
 export interface LedgerExportQuery {
@@ -64,10 +61,4 @@ export interface LedgerExportSource {
    * pages are not yielded.
    */
   lines(query: LedgerExportQuery, line: (row: LedgerExportRow) => string): AsyncGenerator<string, void, undefined>;
-}
-
-/** The ledger export of a backend; none for an in-memory SQLite database (a second connection would open another, empty one). */
-export function openLedgerExport(backend: SharedBackend): LedgerExportSource | undefined {
-  if (backend.kind === 'postgres') return postgresLedgerExport(backend.pool);
-  return backend.database.path === ':memory:' ? undefined : sqliteLedgerExport(backend.database.path);
 }

@@ -9,9 +9,6 @@
  * one declaration (rollup-spec.ts).
  */
 import type { BudgetPeriod } from '../domain/calendar.js';
-import type { Backend } from './backend.js';
-import { disableOutbox, enableOutbox } from './sqlite/outbox.js';
-import { SqliteLedgerWriter, type LedgerWriterOptions } from './sqlite/ledger-writer.js';
 
 export interface SpendScope {
   readonly level: 'key' | 'tenant';
@@ -181,8 +178,3 @@ export interface SpendAcrossNodes {
  * outbox queues every row for the shipper from the first write; without, a
  * node that was a replica stops queueing (sqlite/outbox.ts).
  */
-export function openLedgerWriter(backend: Backend, options: LedgerWriterOptions = {}): LedgerWriter {
-  if (backend.kind === 'postgres') enableOutbox(backend.database);
-  else disableOutbox(backend.database);
-  return new SqliteLedgerWriter(backend.database, options);
-}

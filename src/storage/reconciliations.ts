@@ -7,9 +7,6 @@
  * src/reconcile/'s: the store keeps it whole, as JSON, beside the columns
  * below.
  */
-import type { SharedBackend } from './backend.js';
-import { sqliteReconciliations } from './sqlite/reconciliations.js';
-import { pgReconciliations } from './postgres/reconciliations.js';
 
 /** What the store reads of a report for its columns. */
 export interface ReconciliationSummary {
@@ -47,8 +44,4 @@ export function reconciliationColumns(report: ReconciliationSummary): [number, s
 /** A stored row as a result (the report as it was saved). */
 export function storedReconciliation<R extends ReconciliationSummary>(row: { id: number; createdAt: number; report: string }): StoredReconciliation<R> {
   return { id: row.id, createdAt: row.createdAt, report: JSON.parse(row.report) as R };
-}
-
-export function openReconciliations<R extends ReconciliationSummary>(backend: SharedBackend): ReconciliationStore<R> {
-  return backend.kind === 'sqlite' ? sqliteReconciliations<R>(backend.database) : pgReconciliations<R>(backend.pool);
 }

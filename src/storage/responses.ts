@@ -7,11 +7,9 @@
  * nodes stored is looked up in PostgreSQL (src/storage/postgres/responses.ts),
  * where the shipper copies each node's rows (src/storage/postgres/shipper.ts).
  */
-import type { Backend } from './backend.js';
-import { ResponseStore } from './sqlite/responses.js';
-import { pgSharedResponses } from './postgres/responses.js';
 
-export { ResponseStore } from './sqlite/responses.js';
+// The store itself is the node's SQLite file (sqlite/responses.ts: ResponseStore), which on a replica
+// asks SharedResponses for what it does not hold.
 
 /** A background job nobody polls, with what its ledger row says about it. */
 export interface UnclaimedJob {
@@ -69,9 +67,4 @@ export interface SharedResponses {
   response(id: string): Promise<SharedResponseRow | undefined>;
   /** The items among `ids` (unknown and deleted ones left out). */
   items(ids: readonly string[]): Promise<SharedResponseRow[]>;
-}
-
-/** The node's stored responses, which on a replica also look up what the other nodes stored. */
-export function openResponseStore(backend: Backend, options: { onError?: (error: unknown) => void } = {}): ResponseStore {
-  return new ResponseStore(backend.database, { ...options, shared: backend.kind === 'postgres' ? pgSharedResponses(backend.pool) : undefined });
 }

@@ -7,10 +7,6 @@
  * every node's shipped rollups; both answer the same rows in the same order
  * with the same cursors (test/integration/storage/spend-reads.contract.test.ts).
  */
-import type { SharedBackend } from './backend.js';
-import type { ReadWorker } from './sqlite/read-worker.js';
-import { sqliteSpendReads, workerSpendReads } from './sqlite/spend-reads.js';
-import { postgresSpendReads } from './postgres/spend-reads.js';
 
 export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'user' | 'tag' | 'total';
 
@@ -82,7 +78,3 @@ export interface SpendReads {
  * a file's reads never run on the event loop the requests share) they run on
  * that thread; without one (the CLI, an in-memory database) here.
  */
-export function openSpendReads(backend: SharedBackend, options: { readonly readWorker?: ReadWorker | undefined } = {}): SpendReads {
-  if (backend.kind === 'postgres') return postgresSpendReads(backend.pool);
-  return options.readWorker === undefined ? sqliteSpendReads(backend.database) : workerSpendReads(options.readWorker);
-}

@@ -11,9 +11,6 @@
  * tokens. What a token is, what a valid input is and what a row means live
  * once, in src/storage/token-rules.ts.
  */
-import type { SharedBackend } from './backend.js';
-import { sqliteDashboardTokens } from './sqlite/tenant-tokens.js';
-import { pgDashboardTokens } from './postgres/tenant-tokens.js';
 
 /** A token as people see it (never its hash). */
 export interface DashboardTokenView {
@@ -57,9 +54,4 @@ export interface DashboardTokenStore {
   revoke(ref: string, now: number): Promise<DashboardTokenView>;
   /** The tenant an active token opens (undefined when unknown, revoked or expired). */
   activeViewer(by: ViewerLookup, now: number): Promise<TenantViewer | undefined>;
-}
-
-/** The tenants' dashboard tokens where every node reads them. */
-export function openDashboardTokens(backend: SharedBackend): DashboardTokenStore {
-  return backend.kind === 'sqlite' ? sqliteDashboardTokens(backend.database) : pgDashboardTokens(backend.pool);
 }

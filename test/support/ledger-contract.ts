@@ -9,7 +9,8 @@
 import { expect } from 'vitest';
 import type { Backend } from '../../src/storage/backend.js';
 import type { LedgerWriterOptions } from '../../src/storage/sqlite/ledger-writer.js';
-import { openLedgerWriter, type LedgerWriter } from '../../src/storage/ledger.js';
+import type { LedgerWriter } from '../../src/storage/ledger.js';
+import { openLedgerWriter } from '../../src/storage/index.js';
 import { LedgerShipper } from '../../src/storage/postgres/shipper.js';
 import { PostgresSpendSource } from '../../src/storage/postgres/spend-source.js';
 import { SpendTracker } from '../../src/budgets/spend-tracker.js';

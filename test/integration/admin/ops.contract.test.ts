@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeAdminOps, type AdminOps } from '../../../src/admin/ops.js';
 import { remoteAdminOps } from '../../../src/admin/client.js';
-import { openKeyStore } from '../../../src/storage/keys.js';
-import { openSpendReads } from '../../../src/storage/spend-reads.js';
+import { openKeyStore } from '../../../src/storage/index.js';
+import { openSpendReads } from '../../../src/storage/index.js';
 import { parseLimit } from '../../../src/domain/policy.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';

@@ -10,7 +10,7 @@ import { createDashboardApiRoutes, type KeyPageView, type OverviewView } from '.
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { cli } from '../../support/cli.js';
 import { ADMIN_TOKEN, buildDashboardApp, recordRejection, recordRequest, settleRequest, type DashboardTestApp } from '../../support/dashboard.js';
-import { openDashboardReads } from '../../../src/storage/dashboard-reads.js';
+import { openDashboardReads } from '../../../src/storage/index.js';
 
 const DAY = 86_400_000;
 const NOW = Date.parse('2026-11-18T15:00:00Z');

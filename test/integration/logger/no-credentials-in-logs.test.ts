@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/config/index.js';
-import { openKeyStore } from '../../../src/storage/keys.js';
+import { openKeyStore } from '../../../src/storage/index.js';
 import { startServer, type RunningServer } from '../../../src/main.js';
 import { cli } from '../../support/cli.js';
 import { tempDatabasePath } from '../../support/db.js';

@@ -8,7 +8,7 @@
  * exactly those and nothing else, by day and model and by day, model and
  * project; the admin key never shows in what it prints or stores.
  */
-import { openLedgerCells } from '../../../src/storage/ledger-cells.js';
+import { openLedgerCells } from '../../../src/storage/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createUpstream } from '../../../src/upstreams/pool.js';

@@ -4,7 +4,7 @@
  * until its claim is pruned after it expired.
  */
 import { expect, it } from 'vitest';
-import { openAlertClaims } from '../../../src/storage/alert-claims.js';
+import { openAlertClaims } from '../../../src/storage/index.js';
 import { describeBackends } from '../../support/backends.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');

@@ -5,7 +5,8 @@
  */
 import { expect, it } from 'vitest';
 import { describeBackends } from '../../support/backends.js';
-import { openKeyStore, type KeyStore } from '../../../src/storage/keys.js';
+import type { KeyStore } from '../../../src/storage/keys.js';
+import { openKeyStore } from '../../../src/storage/index.js';
 import { hashKey } from '../../../src/storage/key-format.js';
 import { parseLimit, type Policy } from '../../../src/domain/policy.js';
 

@@ -7,7 +7,7 @@
 import { expect, it } from 'vitest';
 import type { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { readLedgerCells, type ProjectMapping } from '../../../src/reconcile/ledger-cells.js';
-import { openLedgerCells } from '../../../src/storage/ledger-cells.js';
+import { openLedgerCells } from '../../../src/storage/index.js';
 import { describeBackends } from '../../support/backends.js';
 import { recordRequest } from '../../support/dashboard.js';
 import { seedBackend } from '../../support/read-seed.js';

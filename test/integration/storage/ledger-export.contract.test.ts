@@ -8,7 +8,8 @@
 import { beforeEach, expect, it } from 'vitest';
 import { ledgerExporter, type LedgerExportFormat, type LedgerExporter } from '../../../src/reports/export.js';
 import type { Backend } from '../../../src/storage/backend.js';
-import { openLedgerExport, type LedgerExportQuery } from '../../../src/storage/ledger-export.js';
+import type { LedgerExportQuery } from '../../../src/storage/ledger-export.js';
+import { openLedgerExport } from '../../../src/storage/index.js';
 import { describeBackends } from '../../support/backends.js';
 import { parseCsv } from '../../support/csv.js';
 import { seedBackend } from '../../support/read-seed.js';

@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openPg, type PgPool } from '../../../src/storage/postgres/open.js';
-import { openKeyStore } from '../../../src/storage/keys.js';
-import { openDashboardTokens } from '../../../src/storage/tenant-tokens.js';
-import { openReconciliations } from '../../../src/storage/reconciliations.js';
+import { openKeyStore } from '../../../src/storage/index.js';
+import { openDashboardTokens } from '../../../src/storage/index.js';
+import { openReconciliations } from '../../../src/storage/index.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');
 let pool: PgPool;

@@ -7,7 +7,7 @@
  */
 import { beforeEach, expect, it } from 'vitest';
 import type { Backend } from '../../../src/storage/backend.js';
-import { openReconciliations } from '../../../src/storage/reconciliations.js';
+import { openReconciliations } from '../../../src/storage/index.js';
 import type { ReconciliationReport, ReconciliationStore } from '../../../src/reconcile/store.js';
 import { describeBackends } from '../../support/backends.js';
 

@@ -7,9 +7,10 @@
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import type { Backend } from '../../../src/storage/backend.js';
-import { openKeyStore } from '../../../src/storage/keys.js';
+import { openKeyStore } from '../../../src/storage/index.js';
 import { KeySync } from '../../../src/storage/postgres/key-sync.js';
-import { openResponseStore, type ResponseStore } from '../../../src/storage/responses.js';
+import type { ResponseStore } from '../../../src/storage/sqlite/responses.js';
+import { openResponseStore } from '../../../src/storage/index.js';
 import { describeBackends } from '../../support/backends.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');

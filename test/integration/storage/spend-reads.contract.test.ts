@@ -9,15 +9,8 @@
 import { beforeAll, expect, it } from 'vitest';
 import { addDays, calendarDay } from '../../../src/domain/calendar.js';
 import { TollgateError } from '../../../src/domain/errors.js';
-import {
-  NO_END_USER,
-  openSpendReads,
-  SPEND_GROUPINGS,
-  type SpendGrouping,
-  type SpendQuery,
-  type SpendReads,
-  type SpendReport,
-} from '../../../src/storage/spend-reads.js';
+import { NO_END_USER, SPEND_GROUPINGS, type SpendGrouping, type SpendQuery, type SpendReads, type SpendReport } from '../../../src/storage/spend-reads.js';
+import { openSpendReads } from '../../../src/storage/index.js';
 import { describeBackends } from '../../support/backends.js';
 import { seedBackend } from '../../support/read-seed.js';
 import { sameOnBoth } from '../../support/same-on-both.js';

@@ -8,8 +8,9 @@
  */
 import { beforeEach, expect, it } from 'vitest';
 import type { Backend } from '../../../src/storage/backend.js';
-import { openKeyStore } from '../../../src/storage/keys.js';
-import { openDashboardTokens, type DashboardTokenStore } from '../../../src/storage/tenant-tokens.js';
+import { openKeyStore } from '../../../src/storage/index.js';
+import type { DashboardTokenStore } from '../../../src/storage/tenant-tokens.js';
+import { openDashboardTokens } from '../../../src/storage/index.js';
 import { describeBackends } from '../../support/backends.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');

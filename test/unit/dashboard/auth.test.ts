@@ -5,7 +5,7 @@ import type { AppEnv } from '../../../src/app-env.js';
 import { createDashboardApiRoutes, createDashboardRoutes, createSessionValue, SESSION_COOKIE, SESSION_TTL_MS } from '../../../src/dashboard/index.js';
 import { renderError, TollgateError } from '../../../src/domain/errors.js';
 import { ADMIN_TOKEN, buildDashboardApp, type DashboardTestApp } from '../../support/dashboard.js';
-import { openDashboardReads } from '../../../src/storage/dashboard-reads.js';
+import { openDashboardReads } from '../../../src/storage/index.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');
 let open: DashboardTestApp[] = [];

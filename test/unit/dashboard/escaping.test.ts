@@ -9,7 +9,7 @@ import type { AppEnv } from '../../../src/app-env.js';
 import { createDashboardRoutes, type KeyPageView } from '../../../src/dashboard/index.js';
 import { CLIENT_SCRIPT } from '../../../src/dashboard/client-script.js';
 import { ADMIN_TOKEN, buildDashboardApp, recordRequest, type DashboardTestApp } from '../../support/dashboard.js';
-import { openDashboardReads } from '../../../src/storage/dashboard-reads.js';
+import { openDashboardReads } from '../../../src/storage/index.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');
 const EVIL_NAME = '<script>alert(1)</script>';
