@@ -1,6 +1,7 @@
 /**
  * Which database holds what the nodes share, decided once from the
- * configuration (src/storage/index.ts) and asked about nowhere else. Every
+ * configuration (src/tollgate.ts for the proxy, src/cli/context.ts for the
+ * CLI) and asked about only by the factories (src/storage/open-stores.ts). Every
  * node keeps its own SQLite file (the ledger's write-ahead outbox, its copy of
  * the keys); with PostgreSQL, what the nodes share (keys and tenants, spend,
  * tokens, reconciliations) is read and written there instead.
