@@ -18,7 +18,7 @@ export interface BudgetForecast {
   readonly budget: Budget;
   readonly spentMicros: number;
   readonly forecast: Forecast;
-  /** "at the last 24 h's rate ($12.40/day) runs out 2026-11-28 14:05 UTC, before the period ends" */
+  /** "at the last 24 h's rate ($12.40/day), today's budget lasts until 17:40 UTC" (forecast.ts) */
   readonly text: string;
 }
 
@@ -38,6 +38,7 @@ export function forecastBudget(
     windowMs: now - from,
     now,
     periodEndsAt: periodEnd(budget.period, now),
+    period: budget.period,
   });
 }
 

@@ -205,6 +205,7 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
       windowMs: now - from,
       now,
       periodEndsAt: periodEnd(budgetSpec.period, now),
+      period: budgetSpec.period,
     });
     budgetForecast = describeForecast(forecast, formatMicrosExact, now);
   }

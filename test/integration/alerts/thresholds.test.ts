@@ -52,7 +52,7 @@ it('sends each threshold once per period, signed, with the forecast, and again a
   const spent = Math.round(Number(budget.spentUsd) * 1e6);
   expect(Date.parse(forecast.runsOutAt)).toBe(h.clock + Math.ceil(((40_000 - spent) * 86_400_000) / spent));
   expect(forecast.beforePeriodEnd).toBe(false);
-  expect(forecast.text).toContain('lasts the period');
+  expect(forecast.text).toContain("today's budget lasts the day");
 
   // Every delivery verifies with the webhook's secret, by the README's recipe as well.
   for (const delivery of h.receiver.deliveries) {
