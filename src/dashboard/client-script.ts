@@ -133,8 +133,8 @@ export const CLIENT_SCRIPT = String.raw`(function () {
       });
     });
     var axes = [{}];
-    if (hasUsd) axes.push({ scale: 'usd', size: 70, values: function (u, vals) { return vals.map(dollars); } });
-    if (hasCount) axes.push({ scale: 'count', side: hasUsd ? 1 : 3, size: 60, grid: { show: !hasUsd }, values: function (u, vals) { return vals.map(counted); } });
+    if (hasUsd) axes.push({ scale: 'usd', size: axisSize, values: function (u, vals) { return vals.map(dollars); } });
+    if (hasCount) axes.push({ scale: 'count', side: hasUsd ? 1 : 3, size: axisSize, grid: { show: !hasUsd }, values: function (u, vals) { return vals.map(counted); } });
     return {
       width: Math.max(300, el.clientWidth),
       height: 220,
@@ -143,7 +143,23 @@ export const CLIENT_SCRIPT = String.raw`(function () {
       series: series,
       axes: axes,
       legend: { live: true },
+      hooks: { ready: [showLatest], setCursor: [showLatest] },
     };
+  }
+
+  // A y axis as wide as its longest label ("15,000,000" would be cut at a fixed width).
+  function axisSize(u, values, axisIdx, cycleNum) {
+    var axis = u.axes[axisIdx];
+    if (cycleNum > 1) return axis._size;
+    var longest = (values || []).reduce(function (acc, v) { return v.length > acc.length ? v : acc; }, '');
+    u.ctx.font = axis.font[0];
+    return Math.ceil(axis.ticks.size + axis.gap + u.ctx.measureText(longest).width / (window.devicePixelRatio || 1)) + 4;
+  }
+
+  // Away from the pointer the legend shows the latest point's values (uPlot leaves them empty).
+  function showLatest(u) {
+    var last = u.data[0].length - 1;
+    if (u.cursor.idx == null && last >= 0) u.setLegend({ idx: last }, false);
   }
 
   function renderCharts(data) {
@@ -159,6 +175,7 @@ export const CLIENT_SCRIPT = String.raw`(function () {
       var chart = charts[path];
       if (chart && chart.shape === shape) {
         chart.plot.setData(columns);
+        showLatest(chart.plot);
       } else {
         if (chart) chart.plot.destroy();
         chart = { plot: new uPlot(chartOptions(el, spec), columns, el), shape: shape };

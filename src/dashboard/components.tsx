@@ -60,9 +60,11 @@ export function budgetRow(item: BudgetItem | undefined): JSX.Element {
           {item?.text.owner}
         </span>
       </td>
-      <td class="num">
-        <span data-bind="text.spent">{item?.text.spent}</span> of <span data-bind="text.cap">{item?.text.cap}</span>{' '}
-        <span class="muted" data-bind="text.period">
+      <td class="num wrap">
+        <span class="nowrap">
+          <span data-bind="text.spent">{item?.text.spent}</span> of <span data-bind="text.cap">{item?.text.cap}</span>
+        </span>{' '}
+        <span class="muted nowrap" data-bind="text.period">
           {item?.text.period}
         </span>
       </td>

@@ -267,7 +267,7 @@ export const OverviewPage: FC<{ view: OverviewView }> = ({ view }) => (
       <Chart title="Spend by hour" path="charts.hourly" note="last 48 hours, UTC" />
       <Chart title="Spend by day" path="charts.daily" note="last 90 days, UTC" />
     </div>
-    <div class="grid2">
+    <div class="grid2 wide-first">
       <section class="panel">
         <h2>
           Top keys by spend <span class="muted">this month</span>

@@ -75,13 +75,15 @@ export function requestItem(row: RequestRow, now: number): RequestItem {
 export function requestRow(item: RequestItem | undefined): JSX.Element {
   return (
     <tr data-item={item === undefined ? undefined : ''}>
-      <td data-bind="text.when" data-bind-title="text.at" title={item?.text.at}>
+      <td class="short" data-bind="text.when" data-bind-title="text.at" title={item?.text.at}>
         {item?.text.when}
       </td>
       <td class="mono" data-bind="model">
         {item?.model}
       </td>
-      <td data-bind="text.endpoint">{item?.text.endpoint}</td>
+      <td class="short" data-bind="text.endpoint">
+        {item?.text.endpoint}
+      </td>
       <td class="num" data-bind="text.tokens">
         {item?.text.tokens}
       </td>

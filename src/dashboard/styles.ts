@@ -17,7 +17,7 @@ export const DASHBOARD_CSS = `
 body { margin: 0; }
 a { color: var(--accent); text-decoration: none; }
 a:hover { text-decoration: underline; }
-header.top { display: flex; align-items: center; gap: 24px; padding: 10px 24px; background: var(--panel); border-bottom: 1px solid var(--line); }
+header.top { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 24px; padding: 10px 24px; background: var(--panel); border-bottom: 1px solid var(--line); }
 header.top .brand { font-weight: 700; font-size: 16px; color: var(--text); }
 header.top nav { display: flex; gap: 16px; }
 header.top nav a[aria-current="page"] { font-weight: 600; color: var(--text); }
@@ -33,13 +33,20 @@ h2 { font-size: 15px; margin: 0 0 10px; }
 .card .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .03em; }
 .card .value { font-size: 22px; font-weight: 650; font-variant-numeric: tabular-nums; margin-top: 2px; }
 .card .detail { color: var(--muted); font-size: 12px; font-variant-numeric: tabular-nums; }
-.grid2 { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; margin-bottom: 16px; }
-@media (max-width: 1000px) { .grid2 { grid-template-columns: 1fr; } }
+/* minmax(0, …): a column is as wide as the grid gives it, never as wide as its widest table or canvas. */
+.grid2 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 16px; margin-bottom: 16px; }
+.grid2.wide-first { grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); }
+@media (max-width: 1100px) { .grid2, .grid2.wide-first { grid-template-columns: minmax(0, 1fr); } }
 .panel { background: var(--panel); border: 1px solid var(--line); border-radius: 8px; padding: 14px 16px; margin-bottom: 16px; overflow-x: auto; }
 .chart { min-height: 240px; }
 .chart .uplot { font-family: inherit; }
 table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); white-space: nowrap; }
+/* Text wraps (names and mono ids anywhere) so a table fits its panel; numbers stay on one line. */
+th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); }
+td.num { white-space: nowrap; }
+td .nowrap, td.short, .status, .tone { white-space: nowrap; }
+/* On a phone a wide table scrolls inside its panel rather than breaking ids letter by letter. */
+@media (min-width: 601px) { td.mono, td a { overflow-wrap: anywhere; } }
 th { color: var(--muted); font-weight: 600; font-size: 12px; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.wrap { white-space: normal; }
@@ -48,7 +55,9 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-
 .muted { color: var(--muted); }
 .empty { color: var(--muted); padding: 8px 0; }
 meter { width: 110px; height: 10px; vertical-align: middle; }
+td meter { width: clamp(40px, 6vw, 110px); }
 .budget-cell { display: flex; align-items: center; gap: 8px; }
+.budget-cell meter { flex: none; }
 .status, .tone { display: inline-block; padding: 0 7px; border-radius: 9px; font-size: 12px; border: 1px solid var(--line); }
 .status[data-state="active"], .tone[data-state="ok"] { color: var(--ok); }
 .status[data-state="expired"], .tone[data-state="pending"] { color: var(--pending); }
@@ -72,5 +81,11 @@ dl.facts dd { margin: 0; }
 .login form { display: flex; flex-direction: column; gap: 12px; }
 .login input { width: 100%; }
 .notice { padding: 10px 12px; border-radius: 6px; background: rgba(208, 52, 44, .1); color: var(--over); }
+@media (max-width: 600px) {
+  header.top { padding: 8px 12px; gap: 6px 14px; }
+  header.top nav { gap: 12px; }
+  main { padding: 14px 12px 32px; }
+  .panel { padding: 12px; }
+}
 .notice.info { background: rgba(47, 111, 223, .1); color: var(--accent); }
 `;

@@ -21,6 +21,7 @@ import { tempDatabasePath } from '../../support/db.js';
 import { cli } from '../../support/cli.js';
 import { waitFor } from '../../support/wait.js';
 import { recordRejection, recordRequest } from '../../support/dashboard.js';
+import { expectFits, legendValues } from './fit.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ADMIN = 'browser-test-admin-token-0123456789';
@@ -70,6 +71,15 @@ beforeAll(async () => {
   ] as const) {
     await recordRequest(history, { keyId, createdAt: Date.now() - daysAgo * DAY, costMicros: cost, promptTokens: 100 * daysAgo, completionTokens: 50 });
   }
+  // A big month on a long model name: the tables must fit it at 1280 px as well.
+  await recordRequest(history, {
+    keyId: alphaId,
+    createdAt: Date.now() - 3 * DAY,
+    costMicros: 123_456_789,
+    model: 'gpt-4o-mini-2024-07-18-long-deployment-name',
+    promptTokens: 12_345_678,
+    completionTokens: 2_345_678,
+  });
   history.close();
   setup.close();
 
@@ -206,6 +216,11 @@ describe('the dashboard in Chromium', () => {
     expect(topNames).toEqual(byKey.rows.map((row) => row.group));
     expect(await page.locator('tbody[data-list="budgets"]').innerText()).toContain('alpha');
     await page.screenshot({ path: `${ARTIFACTS}overview.png`, fullPage: true });
+    // Before any pointer moves over a chart its legend shows the latest values, not an empty "Spend:".
+    const legends = await legendValues(page);
+    expect(legends.length).toBeGreaterThan(1);
+    for (const value of legends) expect(value).toMatch(/^\$?[\d,.]+$/);
+    await expectFits(page, ARTIFACTS, 'overview');
     await context.close();
   }, 60_000);
 
@@ -233,9 +248,13 @@ describe('the dashboard in Chromium', () => {
     await page.waitForSelector('main[data-generated-at]');
     expect(await page.locator('tbody[data-scope="budget"]').innerText()).toMatch(/\$0\.000\d+ of \$0\.05 per day/);
     // The burn-rate forecast under the budget (the alerts' sentence): this test's spend is all in the last 24 h.
-    expect(await page.locator('[data-bind="text.budgetForecast"]').innerText()).toMatch(/^at the last 24 h's rate \(\$[\d.]+\/day\) lasts the period|runs out/);
+    expect(await page.locator('[data-bind="text.budgetForecast"]').innerText()).toMatch(
+      /^at the last 24 h's rate \(\$[\d.]+\/day\), today's budget (lasts the day|lasts until \d\d:\d\d UTC)$/,
+    );
     const before = await text(page, 'text.requestsToday');
     await page.screenshot({ path: `${ARTIFACTS}key.png`, fullPage: true });
+    for (const value of await legendValues(page)) expect(value).toMatch(/^\$?[\d,.]+$/);
+    await expectFits(page, ARTIFACTS, 'key');
 
     await page.evaluate(() => {
       (window as unknown as { notReloaded: boolean }).notReloaded = true;
@@ -267,6 +286,7 @@ describe('the dashboard in Chromium', () => {
     expect(await names()).toEqual(['alpha']);
     expect(await page.locator('tbody[data-list="rows"]').innerText()).toMatch(/tg-[0-9A-Za-z]{6}/);
     await page.screenshot({ path: `${ARTIFACTS}keys.png`, fullPage: true });
+    await expectFits(page, ARTIFACTS, 'keys');
 
     await page.click('button:text-is("Log out")');
     await page.waitForURL(/\/dashboard\/login\?loggedOut=1$/);

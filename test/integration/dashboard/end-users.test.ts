@@ -14,6 +14,7 @@ import { usd } from '../../../src/dashboard/format.js';
 import { cli } from '../../support/cli.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { waitFor } from '../../support/wait.js';
+import { expectFits } from './fit.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ADMIN = 'end-users-admin-token-0123456789';
@@ -83,6 +84,7 @@ it("lists a key's top end users and tags with the spend the CLI reports, and pic
   expect(tags).toEqual(byTag.rows.map((row) => row.group));
   expect(tags[0]).toBe('search');
   await page.screenshot({ path: `${ARTIFACTS}key-end-users.png`, fullPage: true });
+  await expectFits(page, ARTIFACTS, 'key-end-users');
 
   await page.evaluate(() => {
     (window as unknown as { notReloaded: boolean }).notReloaded = true;

@@ -21,6 +21,7 @@ import type { SpendReport } from '../../../src/storage/spend-reads.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { cli } from '../../support/cli.js';
 import { waitFor } from '../../support/wait.js';
+import { expectFits } from './fit.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ADMIN = 'tenant-browser-admin-token-0123456789';
@@ -131,6 +132,7 @@ describe('a tenant with a read-only dashboard token', () => {
     expect(html).not.toContain('globex');
     expect(html).not.toContain('Ledger vs the provider');
     await page.screenshot({ path: `${ARTIFACTS}tenant-overview.png`, fullPage: true });
+    await expectFits(page, ARTIFACTS, 'tenant-overview');
 
     // globex spends more while acme's page polls: acme's numbers do not move.
     await chat(globexKey, 'gpt-4o');
@@ -149,6 +151,7 @@ describe('a tenant with a read-only dashboard token', () => {
     expect(names.map((n) => n.trim()).sort()).toEqual(['acme-chat', 'acme-search']);
     expect(await page.content()).not.toContain('globex');
     await page.screenshot({ path: `${ARTIFACTS}tenant-keys.png`, fullPage: true });
+    await expectFits(page, ARTIFACTS, 'tenant-keys');
 
     // Its key page opens; globex's is 404.
     await page.goto(`${proxy.server.url}/dashboard/keys/${ids['acme-search']}`);
