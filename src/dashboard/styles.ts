@@ -86,6 +86,9 @@ dl.facts dd { margin: 0; }
   header.top nav { gap: 12px; }
   main { padding: 14px 12px 32px; }
   .panel { padding: 12px; }
+  /* Two cards a row rather than one a screen. */
+  .cards { grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 8px; }
+  .card .value { font-size: 18px; overflow-wrap: anywhere; }
 }
 .notice.info { background: rgba(47, 111, 223, .1); color: var(--accent); }
 `;
