@@ -65,7 +65,15 @@ let formatter: { zone: string; format: Intl.DateTimeFormat } | null = null;
 function localParts(ms: number): { date: string; time: string; zone: string } {
   const zone = currentTimeZone();
   if (formatter?.zone !== zone) {
-    const options: Intl.DateTimeFormatOptions = { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' };
+    const options: Intl.DateTimeFormatOptions = {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+    };
     formatter = { zone, format: new Intl.DateTimeFormat('en-US', options) };
   }
   const parts: Record<string, string> = {};

@@ -12,7 +12,15 @@ const NOW = Date.parse('2026-11-22T10:00:00Z');
 
 /** The sentence for a $10 budget with `spent` spent and `perDay` spent in the last 24 h. */
 function sentence(period: BudgetPeriod, spent: number, perDay: number, now = NOW): string {
-  const forecast = forecastRunOut({ spentMicros: spent, limitMicros: 10_000_000, windowSpendMicros: perDay, windowMs: DAY, now, periodEndsAt: periodEnd(period, now), period });
+  const forecast = forecastRunOut({
+    spentMicros: spent,
+    limitMicros: 10_000_000,
+    windowSpendMicros: perDay,
+    windowMs: DAY,
+    now,
+    periodEndsAt: periodEnd(period, now),
+    period,
+  });
   return describeForecast(forecast, formatMicrosExact, now);
 }
 
@@ -67,7 +75,14 @@ describe('describeForecast', () => {
   });
 
   it('keeps the period-free wording for a forecast made without a period', () => {
-    const forecast = forecastRunOut({ spentMicros: 0, limitMicros: 10_000_000, windowSpendMicros: 1_000_000, windowMs: DAY, now: NOW, periodEndsAt: NOW + HOUR });
+    const forecast = forecastRunOut({
+      spentMicros: 0,
+      limitMicros: 10_000_000,
+      windowSpendMicros: 1_000_000,
+      windowMs: DAY,
+      now: NOW,
+      periodEndsAt: NOW + HOUR,
+    });
     expect(describeForecast(forecast, formatMicrosExact, NOW)).toBe("at the last 24 h's rate ($1.00/day), the budget lasts the period");
   });
 
@@ -81,7 +96,15 @@ describe('describeForecast', () => {
         (period, spent, perDay, offset) => {
           const now = NOW + offset;
           const end = periodEnd(period, now)!;
-          const forecast = forecastRunOut({ spentMicros: spent, limitMicros: 10_000_000, windowSpendMicros: perDay, windowMs: DAY, now, periodEndsAt: end, period });
+          const forecast = forecastRunOut({
+            spentMicros: spent,
+            limitMicros: 10_000_000,
+            windowSpendMicros: perDay,
+            windowMs: DAY,
+            now,
+            periodEndsAt: end,
+            period,
+          });
           const text = describeForecast(forecast, formatMicrosExact, now);
           const dates = [...text.matchAll(/(\d{4}-\d\d-\d\d) (\d\d:\d\d)/g)].map((m) => Date.parse(`${m[1]}T${m[2]}:00Z`));
           for (const date of dates) expect(date).toBeLessThan(end);

@@ -52,7 +52,12 @@ describe('forecastRunOut', () => {
   it('compares the run-out time with the end of the period', () => {
     // $10 of $50 spent, $20 in the last day: $40 left lasts 2 days.
     const base = { spentMicros: 10_000_000, limitMicros: 50_000_000, windowSpendMicros: 20_000_000, windowMs: DAY, now: NOW };
-    expect(forecastRunOut({ ...base, periodEndsAt: NOW + 3 * DAY })).toEqual({ ratePerDayMicros: 20_000_000, runsOutAt: NOW + 2 * DAY, beforePeriodEnd: true, period: undefined });
+    expect(forecastRunOut({ ...base, periodEndsAt: NOW + 3 * DAY })).toEqual({
+      ratePerDayMicros: 20_000_000,
+      runsOutAt: NOW + 2 * DAY,
+      beforePeriodEnd: true,
+      period: undefined,
+    });
     expect(forecastRunOut({ ...base, periodEndsAt: NOW + 2 * DAY }).beforePeriodEnd).toBe(false);
     expect(forecastRunOut({ ...base, windowMs: DAY / 2, periodEndsAt: undefined }).ratePerDayMicros).toBe(40_000_000);
   });
