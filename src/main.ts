@@ -61,7 +61,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Nothing may keep the process alive after a failed start: close what start() opened, then say why.
   const failStart = async (error: unknown, opened?: Server): Promise<never> => {
     if (opened !== undefined) await new Promise<void>((resolve) => opened.close(() => resolve()));
-    await tollgate.close();
+    await tollgate.close().catch((closeError: unknown) => logger.error({ err: closeError }, 'closing after a failed start failed'));
     await flushLogger(logger);
     throw listenFailure(error, config);
   };
