@@ -74,6 +74,18 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     sendDeferred(c.res);
   });
 
+  // Someone who opens the bare address: a browser lands on the dashboard, an API client is told where things are.
+  app.get('/', (c) => {
+    c.header('x-request-id', c.get('requestId'));
+    if ((c.req.header('accept') ?? '').includes('text/html')) return c.redirect('/dashboard', 302);
+    return c.json({
+      service: 'tollgate',
+      message: 'Tollgate is running: the dashboard is at /dashboard, the OpenAI-compatible API at /v1.',
+      dashboard: '/dashboard',
+      api: '/v1',
+      health: '/healthz',
+    });
+  });
   app.get('/healthz', (c) => c.json({ status: 'ok' }, 200, { 'x-request-id': c.get('requestId') }));
   app.get('/readyz', (c) =>
     lifecycle.shuttingDown

@@ -22,6 +22,7 @@ import type { IpcClient } from './coordination/ipc-client.js';
 import { LimitsPrimary } from './coordination/ipc-primary.js';
 import { buildTollgate } from './tollgate.js';
 import { redactUrl } from './redact-url.js';
+import { assertPortsFree, listenFailure } from './listen-failure.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -57,6 +58,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const limits = connectionLimits(config);
   const headersTimeoutMs = limits.headersTimeoutMs;
   const guard = new ConnectionGuard(limits);
+  // Nothing may keep the process alive after a failed start: close what start() opened, then say why.
+  const failStart = async (error: unknown, opened?: Server): Promise<never> => {
+    if (opened !== undefined) await new Promise<void>((resolve) => opened.close(() => resolve()));
+    await tollgate.close().catch((closeError: unknown) => logger.error({ err: closeError }, 'closing after a failed start failed'));
+    await flushLogger(logger);
+    throw listenFailure(error, config);
+  };
   const server = await new Promise<Server>((resolve, reject) => {
     const created = createAdaptorServer({
       fetch: app.fetch,
@@ -77,7 +85,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     guard.attach(created);
     // serve() would listen with Node's default backlog (511); see TOLLGATE_LISTEN_BACKLOG in src/config/env.ts.
     created.listen({ port: config.port, host: config.host, backlog: config.listenBacklog }, () => resolve(created));
-  });
+  }).catch((error: unknown) => failStart(error));
 
   let inFlight = 0;
   let drained: (() => void) | undefined;
@@ -110,7 +118,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
             () => resolve(created as Server),
           ) as Server;
           created.once('error', reject);
-        });
+        }).catch((error: unknown) => failStart(error, server));
   // The metrics port's connections hold descriptors of the same process: one guard for both.
   if (metricsServer !== undefined) guard.attach(metricsServer);
   const metricsUrl = metricsServer === undefined ? undefined : `http://${hostPart}:${(metricsServer.address() as AddressInfo).port}`;
@@ -267,6 +275,7 @@ const MAX_RESTART_DELAY_MS = 30_000;
  */
 export async function startCluster(config: Config, options: { workers: number; logger?: Logger }): Promise<RunningCluster> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  await assertPortsFree(config);
   // Migrate here, once, so workers starting together never race to.
   openDatabase(config.dbPath).close();
   const aggregator = new AggregatorRegistry();

@@ -11,6 +11,7 @@ import type { IpcClient } from './ipc-client.js';
 import { createIpcLimiter } from './ipc-store.js';
 import { createLeaseLimiter } from './lease-store.js';
 import type { FailMode } from './fail-mode.js';
+import { redactUrl } from '../redact-url.js';
 
 /**
  * What the limiter reads of the configuration: config.ts's `Config` has these
@@ -80,6 +81,36 @@ function observerFor(logger: Logger, metrics: LimiterMetrics, ipc = false): Limi
   };
 }
 
+/** How long start-up waits for Redis: a little over the client's connect timeout (2 s). */
+const CONNECT_WAIT_MS = 3000;
+
+/**
+ * Resolves once the client is ready. Something may have started connecting it already (ioredis
+ * connects a lazy client on its first command), and then `connect()` would throw although the
+ * connection succeeds: wait for the outcome instead. Rejects on the first connection error.
+ */
+async function whenReady(redis: Redis | Cluster, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  if (redis.status === 'wait') {
+    await redis.connect();
+    return;
+  }
+  await new Promise<void>((resolve, reject) => {
+    const done = (error?: Error): void => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      redis.off('error', onError);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const onReady = (): void => done();
+    const onError = (error: Error): void => done(error);
+    const timer = setTimeout(() => done(new Error(`no connection within ${timeoutMs} ms`)), timeoutMs);
+    redis.once('ready', onReady);
+    redis.once('error', onError);
+  });
+}
+
 /** How long a worker waits for its primary, ms: as for a Redis on the same host (TOLLGATE_REDIS_WAIT, TOLLGATE_REDIS_TIMEOUT defaults). */
 const IPC_WAIT_MS = 500;
 export const IPC_TIMEOUT_MS = 1000;
@@ -133,11 +164,13 @@ export function createLimiter(
     store: 'redis',
     redis,
     async connect() {
+      const where = config.redis!.urls.map(redactUrl);
       try {
-        await redis.connect();
+        await whenReady(redis, CONNECT_WAIT_MS);
+        deps.logger.info({ redis: where }, `limits are shared through Redis at ${where.join(', ')}`);
       } catch (error) {
         // Start anyway: the limiter's fail mode covers a Redis that is down at boot, and ioredis keeps reconnecting.
-        deps.logger.error({ message: (error as Error).message }, 'Redis not reachable at start; limits start in the fail mode');
+        deps.logger.error({ redis: where, message: (error as Error).message }, 'Redis not reachable at start; limits start in the fail mode');
       }
     },
     async close() {
