@@ -5,7 +5,7 @@ ARG NODE_VERSION=24
 
 FROM node:${NODE_VERSION}-bookworm AS build
 WORKDIR /app
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json .prebuild-installrc ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
@@ -14,7 +14,7 @@ RUN npm run build
 # Production dependencies, native modules compiled here (the full image has the toolchain).
 FROM node:${NODE_VERSION}-bookworm AS deps
 WORKDIR /app
-COPY package.json package-lock.json .npmrc ./
+COPY package.json package-lock.json .prebuild-installrc ./
 RUN npm ci --omit=dev --no-audit --no-fund
 
 FROM node:${NODE_VERSION}-bookworm-slim

@@ -4,6 +4,7 @@
  * `runCli` is what `index.ts` runs; tests call it in-process.
  */
 import { Command, CommanderError } from 'commander';
+import { readFileSync } from 'node:fs';
 import { EXIT_USAGE, setOutput, toCliError, type Output } from './context.js';
 import { registerAlertCommands } from './alerts.js';
 import { registerKeyCommands } from './keys.js';
@@ -16,9 +17,16 @@ import { registerServeCommands } from './serve.js';
 import { registerSpendCommand } from './spend.js';
 import { redactUrlsIn } from '../redact-url.js';
 
+/** The version in package.json, two folders up from both src/cli/ and dist/cli/ (npm ships package.json in every package). */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
 function buildProgram(output: Output): Command {
   const program = new Command('tollgate')
     .description('OpenAI-compatible proxy with per-key cost-aware rate limits, budgets and a spend ledger')
+    .version(packageVersion(), '-V, --version', 'print the version and exit')
     .option('--db <path>', 'SQLite database (default: $TOLLGATE_DB or ./data/tollgate.db)')
     .option('--url <url>', 'manage a running proxy through its admin API instead of the local database')
     .option('--admin-token <token>', 'admin token for --url (default: $TOLLGATE_ADMIN_TOKEN)')

@@ -6,6 +6,7 @@ import { openDatabase } from '../storage/sqlite/open.js';
 import { SqliteKeyStore as KeyStore } from '../storage/sqlite/keys.js';
 import { TollgateError } from '../domain/errors.js';
 import { print, type GlobalOptions } from './context.js';
+import { commandName } from './command-name.js';
 import { randomBytes } from 'node:crypto';
 import { parseLimit } from '../domain/policy.js';
 import type { IpcChannel } from '../coordination/ipc-client.js';
@@ -160,7 +161,7 @@ Or with the OpenAI SDK (Node):
 
 Then see what it cost:
 
-  npm run tollgate -- --db ${dbPath} spend --by model
+  ${commandName()} --db ${dbPath} spend --by model
 
 Press Ctrl-C to stop.
 `;
