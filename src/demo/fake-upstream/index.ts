@@ -58,7 +58,7 @@ import { randomBytes } from 'node:crypto';
 import { modelObject, responseObject, toolCallItems, usageBlock } from './openai-objects.js';
 import { streamAnswer } from './openai-stream.js';
 import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
-import { handleAnthropic, isAnthropicPath, sendAnthropicError } from './anthropic.js';
+import { answerAnthropicModels, handleAnthropic, isAnthropicPath, sendAnthropicError } from './anthropic.js';
 import { StoredResponses } from './stored-responses.js';
 import { unseenInputTokens } from './unseen-input.js';
 import { fakeKind } from './provider-kinds.js';
@@ -73,6 +73,9 @@ export type { BillingDeviations, BillingReportOptions, FakeBilling, FakeUpstream
 /** Starts the fake upstream. */
 export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
   const requests: RecordedRequest[] = [];
+  const probes: RecordedRequest[] = [];
+  /** Where a request's record goes: Tollgate's upstream checks apart from the requests it serves. */
+  const recordsOf = (req: IncomingMessage): RecordedRequest[] => (req.headers['x-tollgate-probe'] === undefined ? requests : probes);
   const pending = new Set<Promise<void>>();
   let defaultScenario: Scenario = {};
   const stored = new StoredResponses();
@@ -92,7 +95,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
-    if (isAnthropicPath((req.url ?? '/').split('?')[0]!)) return handleAnthropicRequest(req, res, raw);
+    if (isAnthropicPath((req.url ?? '/').split('?')[0]!, req.headers)) return handleAnthropicRequest(req, res, raw);
     let body: Record<string, unknown> = {};
     if (raw !== '') {
       try {
@@ -127,7 +130,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       closedEarly: false,
       finished: false,
     };
-    requests.push(record);
+    recordsOf(req).push(record);
     res.on('close', () => {
       if (!record.finished) record.closedEarly = true;
     });
@@ -320,10 +323,11 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       closedEarly: false,
       finished: false,
     };
-    requests.push(record);
+    recordsOf(req).push(record);
     res.on('close', () => {
       if (!record.finished) record.closedEarly = true;
     });
+    if (req.method === 'GET' && record.path === '/v1/models') return answerAnthropicModels(req, res, record, options.apiKey);
     if (req.method !== 'POST') return sendAnthropicError(res, 405, record, `Method ${req.method} not allowed.`);
     return handleAnthropic(req, res, raw, scenario, record, options.apiKey);
   }
@@ -339,6 +343,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     url: `http://${host}:${port}/v1`,
     port,
     requests,
+    probes,
     setScenario(scenario) {
       defaultScenario = parseScenario(scenario);
     },
