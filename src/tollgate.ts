@@ -190,7 +190,8 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const upstream: Upstream = { send: (request) => first.send(request), close: () => router.close() };
   const anthropic = overrides.anthropicUpstream ?? createAnthropicUpstream({ ...config.upstream, ...config.anthropic });
   // Anthropic's default upstream is asked only when it has a key (or a test's stands in): else it is not in use.
-  const probedAnthropic = overrides.anthropicUpstream !== undefined || config.anthropic.apiKey !== undefined ? { upstream: anthropic, url: config.anthropic.url } : undefined;
+  const probedAnthropic =
+    overrides.anthropicUpstream !== undefined || config.anthropic.apiKey !== undefined ? { upstream: anthropic, url: config.anthropic.url } : undefined;
   const upstreamProbe = createUpstreamProbe(probeTargetsOf(router, probedAnthropic), { logger, now: Date.now });
 
   const events = new RequestEvents((error) => logger.error({ err: error }, 'a request observer failed'));

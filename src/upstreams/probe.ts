@@ -174,10 +174,16 @@ function logResult(logger: Logger, target: ProbeTarget, result: ProbeResult): vo
       logger.info(fields, `upstream ${target.name} answered /models: reachable and the provider key is accepted`);
       return;
     case 'key_rejected':
-      logger.error(fields, `UPSTREAM KEY REJECTED: the provider rejected ${target.keySource} for ${target.name} (${fields.url}); every request to it will fail until the key is fixed`);
+      logger.error(
+        fields,
+        `UPSTREAM KEY REJECTED: the provider rejected ${target.keySource} for ${target.name} (${fields.url}); every request to it will fail until the key is fixed`,
+      );
       return;
     case 'key_refused':
-      logger.error(fields, `UPSTREAM KEY REFUSED: the provider refused the provider key access for ${target.name} (${fields.url}) (403); check the key's permissions`);
+      logger.error(
+        fields,
+        `UPSTREAM KEY REFUSED: the provider refused the provider key access for ${target.name} (${fields.url}) (403); check the key's permissions`,
+      );
       return;
     case 'path_not_found':
       logger.error(fields, `UPSTREAM PATH NOT FOUND: ${fields.url}/models not found: is the base URL missing /v1? (upstream ${target.name})`);

@@ -215,7 +215,10 @@ describe('other upstream errors', () => {
     expect(rejected.status).toBe(400);
     expect(rejected.headers.get('x-tollgate-upstream-error')).toBe('400');
     expect(rejected.headers.get('x-tollgate-error-code')).toBeNull();
-    expect(((await rejected.json()) as OpenAIError).error).toMatchObject({ code: 'invalid_value', message: 'The fake upstream was told to reject this request.' });
+    expect(((await rejected.json()) as OpenAIError).error).toMatchObject({
+      code: 'invalid_value',
+      message: 'The fake upstream was told to reject this request.',
+    });
 
     const missing = await post(proxy, '/v1/chat/completions', chatBody, 'status=404');
     expect(missing.status).toBe(404);
