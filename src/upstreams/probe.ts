@@ -16,7 +16,7 @@ import type { Upstream, UpstreamRequest, UpstreamResponse } from './pool.js';
 import type { Router } from './router.js';
 
 /** What a probe found. */
-export type ProbeState =
+type ProbeState =
   /** `/models` answered 2xx. */
   | 'ok'
   /** 401: the provider rejected the key. */
@@ -31,7 +31,7 @@ export type ProbeState =
   | 'unknown';
 
 /** One upstream's latest probe, as /readyz shows it. */
-export interface ProbeResult {
+interface ProbeResult {
   readonly name: string;
   readonly state: ProbeState;
   /** The upstream's HTTP status; null when it did not answer. */
