@@ -158,6 +158,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
   const body = reworded?.body ?? redactProviderAccount(answer);
   if (body !== answer) delete headers['content-length'];
   if (reworded !== undefined) {
+    delete headers['content-encoding'];
     headers['content-type'] = 'application/json';
     headers['x-tollgate-error-code'] = reworded.code;
   }

@@ -51,6 +51,10 @@
  * stored history again as input: see stored-responses.ts. Anthropic's
  * Messages API (`/v1/messages`, `/v1/messages/count_tokens`) is answered in
  * its own dialect: see anthropic.ts (the server's origin is its base URL).
+ * Like the real APIs, it answers a wrong key with 401 (`invalid_api_key`;
+ * Anthropic's `authentication_error`) and a path it does not serve with 404
+ * `unknown_url`; Tollgate's start-up checks (`x-tollgate-probe`) are kept in
+ * `probes`, apart from `requests`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
