@@ -21,6 +21,7 @@ import type { LedgerWriter } from './storage/ledger.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
+import type { UpstreamProbe } from './upstreams/probe.js';
 import { createProxyRoutes } from './pipeline/routes.js';
 import { newRequestId } from './request-id.js';
 import { sendDeferred } from './http/stream-sinks.js';
@@ -46,6 +47,8 @@ export interface AppDeps {
   readonly limitSnapshot?: LimitSnapshot;
   /** Flipped on SIGTERM: /readyz turns 503 and connections are closed after their response. */
   readonly lifecycle: { shuttingDown: boolean };
+  /** The upstreams' last check, shown by /readyz (src/upstreams/probe.ts); none = /readyz says only ready or shutting down. */
+  readonly upstreamProbe?: UpstreamProbe;
   /** The dashboard's and admin API's clock (tests fix it). */
   readonly now?: () => number;
   /** /metrics: its bearer token (none = open), and whether it is served on its own port instead (main.ts). */
@@ -87,11 +90,24 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     });
   });
   app.get('/healthz', (c) => c.json({ status: 'ok' }, 200, { 'x-request-id': c.get('requestId') }));
-  app.get('/readyz', (c) =>
-    lifecycle.shuttingDown
-      ? c.json({ status: 'shutting_down' }, 503, { 'x-request-id': c.get('requestId') })
-      : c.json({ status: 'ready' }, 200, { 'x-request-id': c.get('requestId') }),
-  );
+  app.get('/readyz', (c) => {
+    if (lifecycle.shuttingDown) return c.json({ status: 'shutting_down' }, 503, { 'x-request-id': c.get('requestId') });
+    if (deps.upstreamProbe === undefined) return c.json({ status: 'ready' }, 200, { 'x-request-id': c.get('requestId') });
+    // The last probe's results (a new probe starts behind them when they are old): only a key or base URL no request
+    // can get through is 503; a provider outage is not, or every node would leave the load balancer at once.
+    const results = deps.upstreamProbe.latest();
+    const upstreams = results.map((r) => ({
+      name: r.name,
+      state: r.state,
+      status: r.status,
+      ...(r.message === undefined ? {} : { message: r.message }),
+      checked_at: r.checkedAt === null ? null : new Date(r.checkedAt).toISOString(),
+    }));
+    const misconfigured = results.some((r) => r.misconfigured);
+    return c.json({ status: misconfigured ? 'upstream_misconfigured' : 'ready', upstreams }, misconfigured ? 503 : 200, {
+      'x-request-id': c.get('requestId'),
+    });
+  });
 
   if (deps.metricsAccess?.ownPort !== true) app.route('/', createMetricsRoutes(metrics, deps.pipeline.ledger, deps.metricsAccess?.token, guard));
 

@@ -46,6 +46,7 @@ import { createBackgroundResponses, type BackgroundResponses } from './responses
 import type { Upstream } from './upstreams/pool.js';
 import { createRouter, type Router } from './upstreams/router.js';
 import { createAnthropicUpstream } from './upstreams/anthropic-upstream.js';
+import { createUpstreamProbe, probeTargetsOf, type UpstreamProbe } from './upstreams/probe.js';
 import { SecretThrottle } from './http/secret-throttle.js';
 
 /** Parts a caller supplies instead of building them from the config. */
@@ -86,6 +87,8 @@ export interface Tollgate {
   readonly upstream: Upstream;
   /** Every upstream, routed by model (README, "Upstreams"). */
   readonly router: Router;
+  /** The upstreams' start-up check, repeated for /readyz (src/upstreams/probe.ts). */
+  readonly upstreamProbe: UpstreamProbe;
   /** Stored and background Responses (their owners, the poller that settles background jobs). */
   readonly responses: BackgroundResponses;
   /** Budget and velocity alerts (config file `alerts`), else undefined. */
@@ -186,6 +189,10 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const first = router.upstreams.find((u) => u.spec.kind !== 'anthropic') ?? router.upstreams[0]!;
   const upstream: Upstream = { send: (request) => first.send(request), close: () => router.close() };
   const anthropic = overrides.anthropicUpstream ?? createAnthropicUpstream({ ...config.upstream, ...config.anthropic });
+  // Anthropic's default upstream is asked only when it has a key (or a test's stands in): else it is not in use.
+  const probedAnthropic =
+    overrides.anthropicUpstream !== undefined || config.anthropic.apiKey !== undefined ? { upstream: anthropic, url: config.anthropic.url } : undefined;
+  const upstreamProbe = createUpstreamProbe(probeTargetsOf(router, probedAnthropic), { logger, now: Date.now });
 
   const events = new RequestEvents((error) => logger.error({ err: error }, 'a request observer failed'));
   const liveLimits = new LiveLimits(limiter.limiter, config.globalLimits, keys, (id) => keyStore.authKeyById(id));
@@ -269,6 +276,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
         : {}
       : { limitSnapshot: (keyId: string) => liveLimits.forKey(keyId) }),
     lifecycle,
+    upstreamProbe,
     ...(overrides.now ? { now: overrides.now } : {}),
     metricsAccess: { token: config.metrics.token, ownPort: config.metrics.port !== undefined },
     trustedProxies: config.trustedProxies,
@@ -292,6 +300,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     events,
     upstream,
     router,
+    upstreamProbe,
     responses,
     alerts,
     pipeline,
@@ -311,6 +320,8 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       // Background jobs left unsettled by an earlier process are polled again.
       responses.start();
       alerts?.start();
+      // Off the request path: a rejected provider key or a base URL without /v1 is logged loudly (src/upstreams/probe.ts).
+      void upstreamProbe.probe();
     },
     async close() {
       // Requests still read after their client left, or still waiting for their upstream: stopped

@@ -12,7 +12,7 @@ import type { Logger } from '../logger.js';
 import { newRequestId } from '../request-id.js';
 
 /** Anthropic's error type for an HTTP status (its "Errors" page). */
-function anthropicErrorType(status: number): string {
+export function anthropicErrorType(status: number): string {
   switch (status) {
     case 400:
       return 'invalid_request_error';

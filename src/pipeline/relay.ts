@@ -22,6 +22,7 @@ import type { Readable } from 'node:stream';
 import { dialectOf, type Dialect } from '../dialects/index.js';
 import { needsUsageInjection } from '../dialects/request-edits.js';
 import { SseTap } from '../dialects/sse-tap.js';
+import { rewordUpstreamError, UPSTREAM_ERROR_HEADER, upstreamCode } from '../dialects/upstream-errors.js';
 import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import { isEventStream, toClientHeaders } from '../http/headers.js';
 import { nodeStreamResponse, toWebStream, type StreamSink, type StreamSource } from '../http/stream-sinks.js';
@@ -97,6 +98,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     else clientLeft.addEventListener('abort', () => source.cancel(), { once: true });
     // Onto the fresh header set, not a spread of both (src/with-fields.ts).
     const headers = Object.assign(toClientHeaders(response.headers, requestId, true, response.status), request.admission.headers);
+    if (!ok) headers[UPSTREAM_ERROR_HEADER] = String(response.status);
     const outgoing = request.client.outgoing;
     if (outgoing === undefined) return new Response(toWebStream(source), { status: response.status, headers });
     return nodeStreamResponse(outgoing, response.status, headers, source, () => response.body.readableLength > 0);
@@ -142,16 +144,25 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       streamedText: ok && usage === undefined ? dialect.completionTextOfJson(answer) : '',
       firstTokenAt: undefined,
       upstreamRequestId,
-      errorCode: ok ? undefined : upstreamErrorCode(answer, dialect),
+      errorCode: ok ? undefined : (upstreamCode(answer, dialect) ?? 'upstream_error'),
       responseId,
       outputItemIds: responseId === undefined ? undefined : stored?.itemIdsOfJson(answer),
     },
     deps,
   );
-  // Error answers name the proxy's provider account (organization, project): masked for tenants.
-  const body = ok ? answer : redactProviderAccount(answer);
   const headers = toClientHeaders(response.headers, requestId, false, response.status);
+  if (ok) return new Response(asBody(answer), { status: response.status, headers: Object.assign(headers, request.admission.headers) });
+  // A refused provider key or a wrong base path is the operator's to fix: said so, the upstream's words withheld.
+  // Other error answers name the proxy's provider account (organization, project): masked for tenants.
+  const reworded = rewordUpstreamError(dialect, response.status, answer, requestId);
+  const body = reworded?.body ?? redactProviderAccount(answer);
   if (body !== answer) delete headers['content-length'];
+  if (reworded !== undefined) {
+    delete headers['content-encoding'];
+    headers['content-type'] = 'application/json';
+    headers['x-tollgate-error-code'] = reworded.code;
+  }
+  headers[UPSTREAM_ERROR_HEADER] = String(response.status);
   return new Response(asBody(body), { status: response.status, headers: Object.assign(headers, request.admission.headers) });
 }
 
@@ -330,17 +341,6 @@ export async function readAll(body: Readable): Promise<Buffer> {
 /** A Buffer viewed as the Uint8Array a Response body takes (no copy). */
 export function asBody(bytes: Buffer): Uint8Array<ArrayBuffer> {
   return new Uint8Array(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength);
-}
-
-function upstreamErrorCode(bytes: Buffer, dialect: Dialect): string {
-  try {
-    const error = (JSON.parse(bytes.toString('utf8')) as { error?: { code?: unknown; type?: unknown } }).error;
-    // OpenAI names the error by `code`, Anthropic by `type` (rate_limit_error, overloaded_error …).
-    const code = error?.[dialect.errorCodeField];
-    return typeof code === 'string' ? code : 'upstream_error';
-  } catch {
-    return 'upstream_error';
-  }
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {

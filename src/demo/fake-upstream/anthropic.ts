@@ -24,9 +24,20 @@ import { outputTokens, streamMessage, TOOL_INPUT, usageObject, type MessagePlan 
 import { answerWords, num, sleep, tokens, type Scenario } from './scenario.js';
 import type { RecordedRequest } from './types.js';
 
-/** Paths the Anthropic dialect answers. */
-export function isAnthropicPath(path: string): boolean {
+/** Paths the Anthropic dialect answers; its model list (`GET /v1/models`, shared with OpenAI's path) when asked with `anthropic-version`. */
+export function isAnthropicPath(path: string, headers: IncomingMessage['headers'] = {}): boolean {
+  if (path === '/v1/models') return typeof headers['anthropic-version'] === 'string';
   return path === '/v1/messages' || path === '/v1/messages/count_tokens';
+}
+
+/** Models the Anthropic dialect lists. */
+const ANTHROPIC_MODELS = ['claude-sonnet-4-5', 'claude-haiku-4-5', 'claude-opus-4-1'];
+
+/** `GET /v1/models` as Anthropic answers it: a wrong key is a 401 `authentication_error`. */
+export function answerAnthropicModels(req: IncomingMessage, res: ServerResponse, record: RecordedRequest, apiKey: string | undefined): void {
+  if (apiKey !== undefined && req.headers['x-api-key'] !== apiKey) return sendAnthropicError(res, 401, record);
+  const data = ANTHROPIC_MODELS.map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' }));
+  sendAnthropicJson(res, 200, { data, has_more: false, first_id: data[0]!.id, last_id: data.at(-1)!.id }, record);
 }
 
 const ERRORS: Record<number, { type: string; message: string }> = {

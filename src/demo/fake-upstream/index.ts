@@ -51,6 +51,10 @@
  * stored history again as input: see stored-responses.ts. Anthropic's
  * Messages API (`/v1/messages`, `/v1/messages/count_tokens`) is answered in
  * its own dialect: see anthropic.ts (the server's origin is its base URL).
+ * Like the real APIs, it answers a wrong key with 401 (`invalid_api_key`;
+ * Anthropic's `authentication_error`) and a path it does not serve with 404
+ * `unknown_url`; Tollgate's start-up checks (`x-tollgate-probe`) are kept in
+ * `probes`, apart from `requests`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -58,7 +62,7 @@ import { randomBytes } from 'node:crypto';
 import { modelObject, responseObject, toolCallItems, usageBlock } from './openai-objects.js';
 import { streamAnswer } from './openai-stream.js';
 import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
-import { handleAnthropic, isAnthropicPath, sendAnthropicError } from './anthropic.js';
+import { answerAnthropicModels, handleAnthropic, isAnthropicPath, sendAnthropicError } from './anthropic.js';
 import { StoredResponses } from './stored-responses.js';
 import { unseenInputTokens } from './unseen-input.js';
 import { fakeKind } from './provider-kinds.js';
@@ -73,6 +77,9 @@ export type { BillingDeviations, BillingReportOptions, FakeBilling, FakeUpstream
 /** Starts the fake upstream. */
 export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
   const requests: RecordedRequest[] = [];
+  const probes: RecordedRequest[] = [];
+  /** Where a request's record goes: Tollgate's upstream checks apart from the requests it serves. */
+  const recordsOf = (req: IncomingMessage): RecordedRequest[] => (req.headers['x-tollgate-probe'] === undefined ? requests : probes);
   const pending = new Set<Promise<void>>();
   let defaultScenario: Scenario = {};
   const stored = new StoredResponses();
@@ -92,7 +99,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
-    if (isAnthropicPath((req.url ?? '/').split('?')[0]!)) return handleAnthropicRequest(req, res, raw);
+    if (isAnthropicPath((req.url ?? '/').split('?')[0]!, req.headers)) return handleAnthropicRequest(req, res, raw);
     let body: Record<string, unknown> = {};
     if (raw !== '') {
       try {
@@ -127,7 +134,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       closedEarly: false,
       finished: false,
     };
-    requests.push(record);
+    recordsOf(req).push(record);
     res.on('close', () => {
       if (!record.finished) record.closedEarly = true;
     });
@@ -320,10 +327,11 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       closedEarly: false,
       finished: false,
     };
-    requests.push(record);
+    recordsOf(req).push(record);
     res.on('close', () => {
       if (!record.finished) record.closedEarly = true;
     });
+    if (req.method === 'GET' && record.path === '/v1/models') return answerAnthropicModels(req, res, record, options.apiKey);
     if (req.method !== 'POST') return sendAnthropicError(res, 405, record, `Method ${req.method} not allowed.`);
     return handleAnthropic(req, res, raw, scenario, record, options.apiKey);
   }
@@ -339,6 +347,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     url: `http://${host}:${port}/v1`,
     port,
     requests,
+    probes,
     setScenario(scenario) {
       defaultScenario = parseScenario(scenario);
     },

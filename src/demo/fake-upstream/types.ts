@@ -50,6 +50,8 @@ export interface FakeUpstream {
   readonly url: string;
   readonly port: number;
   readonly requests: RecordedRequest[];
+  /** Tollgate's upstream checks (`x-tollgate-probe`, src/upstreams/probe.ts), kept apart from `requests`: they serve no client. */
+  readonly probes: RecordedRequest[];
   /** Default scenario for requests without an `x-fake-scenario` header. */
   setScenario(scenario: string): void;
   /** Resolves when every request seen so far has finished or closed. */
