@@ -10,7 +10,7 @@ import type { AlertSettings } from '../alerts/settings.js';
 import { setTimeZone } from '../domain/calendar.js';
 import type { LimitSpec } from '../domain/policy.js';
 import type { NameBounds } from '../domain/rollup-names.js';
-import { builtinPriceTable, mergePriceTable, type PriceTable } from '../estimate/prices.js';
+import { builtinPriceTable, mergePriceTable, type PriceTable, type UnknownModelMode } from '../estimate/prices.js';
 import { parseTrustedProxies } from '../http/client-address.js';
 import type { FailMode } from '../coordination/fail-mode.js';
 import type { KeyLabelMode } from '../metrics.js';
@@ -77,8 +77,8 @@ export interface Config {
   readonly metricsKeyLabel: KeyLabelMode;
   /** The built-in price table merged with the config file's overrides. */
   readonly prices: PriceTable;
-  /** What to do with a model the price table lacks. */
-  readonly unknownModels: 'fallback' | 'refuse';
+  /** What to do with a model the price table lacks, per key (src/estimate/price-fallbacks.ts, refusesUnpricedModel). */
+  readonly unknownModels: UnknownModelMode;
   readonly redis: { readonly urls: readonly string[]; readonly cluster: boolean; readonly waitMs: number; readonly timeoutMs: number } | undefined;
   readonly failMode: FailMode;
   readonly globalLimits: readonly LimitSpec[];
