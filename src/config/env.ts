@@ -183,6 +183,9 @@ const envSchema = z.object({
     .default(1),
 });
 
+/** Every variable Tollgate reads (the warnings about unknown `TOLLGATE_*` names compare with these). */
+export const KNOWN_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
+
 /** The environment as Tollgate reads it: the process's, or a test's. */
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -195,7 +198,7 @@ export type EnvSettings = z.output<typeof envSchema>;
  */
 export function readEnvironment(env: Env): EnvSettings {
   const present: Record<string, string> = {};
-  for (const name of Object.keys(envSchema.shape)) {
+  for (const name of KNOWN_VARIABLES) {
     const value = env[name];
     if (value !== undefined && value.trim() !== '') present[name] = value;
   }

@@ -15,12 +15,14 @@ import { parseTrustedProxies } from '../http/client-address.js';
 import type { FailMode } from '../coordination/fail-mode.js';
 import type { KeyLabelMode } from '../metrics.js';
 import type { UpstreamsConfig } from '../upstreams/upstream-config.js';
-import { readEnvironment, type Env, type EnvSettings } from './env.js';
-import { readConfigFile } from './file.js';
+import { KNOWN_VARIABLES, readEnvironment, type Env, type EnvSettings } from './env.js';
+import { readConfigFile, type ConfigFile } from './file.js';
 import { alertSettings, parseGlobalLimits, upstreamsOf } from './sections.js';
+import { reportLoadWarnings, unknownVariableWarnings } from './unknown-variables.js';
 
 export { ConfigError } from './errors.js';
 export { parseWorkers } from './values.js';
+export { reportWarnings, sendConfigWarningsTo } from './unknown-variables.js';
 
 /** Tollgate's configuration, validated and with defaults applied. */
 export interface Config {
@@ -103,6 +105,8 @@ export interface Config {
     readonly projects: { readonly keys?: Record<string, string>; readonly tenants?: Record<string, string>; readonly default?: string } | undefined;
     readonly tolerancePercent: number;
   };
+  /** Things the operator should hear at start (unknown `TOLLGATE_*` variables, each with the nearest known name). */
+  readonly warnings: readonly string[];
 }
 
 /**
@@ -126,6 +130,8 @@ export function loadConfig(env: Env = process.env): Config {
   };
   const prices = file.prices === undefined ? builtinPriceTable : mergePriceTable(builtinPriceTable, file.prices);
   const upstreams = upstreamsOf(file, env, upstream, prices, e.TOLLGATE_CONFIG ?? 'TOLLGATE_CONFIG');
+  const warnings = unknownVariableWarnings(env, KNOWN_VARIABLES, variablesReferencedBy(file));
+  reportLoadWarnings(warnings);
   return {
     port: e.TOLLGATE_PORT,
     host: e.TOLLGATE_HOST,
@@ -191,7 +197,16 @@ export function loadConfig(env: Env = process.env): Config {
       projects: file.reconcile?.projects,
       tolerancePercent: e.TOLLGATE_RECONCILE_TOLERANCE,
     },
+    warnings,
   };
+}
+
+/** Variables the config file names (an upstream's `keyEnv`, a webhook's `secretEnv`): the operator's own, never unknown. */
+function variablesReferencedBy(file: ConfigFile): Set<string> {
+  const names = new Set<string>();
+  for (const upstream of file.upstreams ?? []) if (upstream.keyEnv !== undefined) names.add(upstream.keyEnv);
+  for (const hook of file.alerts?.webhooks ?? []) names.add(hook.secretEnv);
+  return names;
 }
 
 /**
