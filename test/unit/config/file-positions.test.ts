@@ -33,7 +33,17 @@ describe('config file positions', () => {
   });
 
   it('names the line of a bad entry and of an unknown key', () => {
-    const text = ['{', '  "prices": {', '    "models": {', '      "my-model": {"input": "x", "output": 2}', '    }', '  },', '  "globalLimts": []', '}', ''].join('\n');
+    const text = [
+      '{',
+      '  "prices": {',
+      '    "models": {',
+      '      "my-model": {"input": "x", "output": 2}',
+      '    }',
+      '  },',
+      '  "globalLimts": []',
+      '}',
+      '',
+    ].join('\n');
     const message = problemsOf('entries.json', text);
     expect(message).toContain('entries.json:4:20: prices.models.my-model.input:');
     expect(message).toContain('entries.json:7:3: (root): Unrecognized key: "globalLimts"');
