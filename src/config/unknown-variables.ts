@@ -5,10 +5,17 @@
  */
 
 /**
- * Variables Tollgate's own tests and benchmarks read (test/support/postgres.ts, bench/): not
- * settings, but set on purpose, so they must not warn.
+ * Variables set on purpose that are not settings, so they must not warn: those Tollgate's own tests
+ * and benchmarks read (test/support/postgres.ts, bench/), and TOLLGATE_KEY, where the README has a
+ * client keep its Tollgate key (often in the same shell that runs the CLI).
  */
-const INTERNAL_VARIABLES: readonly string[] = ['TOLLGATE_TEST_PG_URL', 'TOLLGATE_BENCH_PG_URL', 'TOLLGATE_BENCH_GC_FILE', 'TOLLGATE_BENCH_STALL_FILE'];
+const INTERNAL_VARIABLES: readonly string[] = [
+  'TOLLGATE_TEST_PG_URL',
+  'TOLLGATE_BENCH_PG_URL',
+  'TOLLGATE_BENCH_GC_FILE',
+  'TOLLGATE_BENCH_STALL_FILE',
+  'TOLLGATE_KEY',
+];
 
 /** Edit distance (insertions, deletions, substitutions, each 1) between two names. */
 export function editDistance(a: string, b: string): number {

@@ -30,7 +30,7 @@ describe('unknownVariableWarnings', () => {
     expect(warnings).toEqual(['TOLLGATE_UPSTEAM_URL is not a Tollgate setting and is ignored; did you mean TOLLGATE_UPSTREAM_URL?']);
   });
 
-  it('leaves alone the settings, the variables of the tests and benchmarks, and the names the config file refers to', () => {
+  it('leaves alone the settings, the variables of the tests and benchmarks, the README's client key, and the names the config file refers to', () => {
     const env = {
       TOLLGATE_PORT: '1',
       TOLLGATE_TEST_PG_URL: 'postgres://x',
@@ -38,6 +38,7 @@ describe('unknownVariableWarnings', () => {
       TOLLGATE_BENCH_GC_FILE: '/tmp/a',
       TOLLGATE_BENCH_STALL_FILE: '/tmp/b',
       TOLLGATE_OPENROUTER_KEY: 'sk-x',
+      TOLLGATE_KEY: 'tg-x',
     };
     expect(unknownVariableWarnings(env, KNOWN_VARIABLES, new Set(['TOLLGATE_OPENROUTER_KEY']))).toEqual([]);
   });
