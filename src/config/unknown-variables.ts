@@ -3,6 +3,7 @@
  * (`TOLLGATE_UPSTEAM_URL`) would otherwise be ignored in silence and its default used. Each is named
  * with the nearest known name, so the operator sees the fix.
  */
+import cluster from 'node:cluster';
 
 /**
  * Variables set on purpose that are not settings, so they must not warn: those Tollgate's own tests
@@ -104,5 +105,6 @@ export function sendConfigWarningsTo(next: (message: string) => void): () => voi
 
 /** Sends warnings found while loading the configuration to the current sink, if any, once each. */
 export function reportLoadWarnings(warnings: readonly string[]): void {
-  if (sink !== undefined) once(printed, warnings, sink);
+  // A worker of `serve --workers N` loads the same environment as its primary, which already said it.
+  if (sink !== undefined && !cluster.isWorker) once(printed, warnings, sink);
 }

@@ -30,7 +30,7 @@ describe('unknownVariableWarnings', () => {
     expect(warnings).toEqual(['TOLLGATE_UPSTEAM_URL is not a Tollgate setting and is ignored; did you mean TOLLGATE_UPSTREAM_URL?']);
   });
 
-  it('leaves alone the settings, the variables of the tests and benchmarks, the README's client key, and the names the config file refers to', () => {
+  it('leaves alone the settings, the variables of the tests and benchmarks, the client key of the README, and the names the config file refers to', () => {
     const env = {
       TOLLGATE_PORT: '1',
       TOLLGATE_TEST_PG_URL: 'postgres://x',
