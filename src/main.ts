@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry } from 'prom-client';
-import type { Config } from './config/index.js';
+import { reportWarnings, type Config } from './config/index.js';
 import { openDatabase } from './storage/sqlite/open.js';
 import { createLogger, flushLogger, type Logger } from './logger.js';
 import { createMetricsApp } from './app.js';
@@ -47,6 +47,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const tollgate = buildTollgate(config, { ...(options.logger ? { logger: options.logger } : {}), ...(options.ipc ? { ipc: options.ipc } : {}) });
   const { app, logger, lifecycle } = tollgate;
   const ipc = options.ipc;
+  if (ipc === undefined) reportWarnings(config.warnings, (message) => logger.warn(message));
   if (ipc !== undefined) {
     // /metrics lands on any worker: it answers for all of them, aggregated by the primary.
     AggregatorRegistry.setRegistries([tollgate.metrics.registry]);
@@ -275,6 +276,7 @@ const MAX_RESTART_DELAY_MS = 30_000;
  */
 export async function startCluster(config: Config, options: { workers: number; logger?: Logger }): Promise<RunningCluster> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  reportWarnings(config.warnings, (message) => logger.warn(message));
   await assertPortsFree(config);
   // Migrate here, once, so workers starting together never race to.
   openDatabase(config.dbPath).close();

@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { once } from 'node:events';
-import { loadConfig, type Config } from '../config/index.js';
+import { loadConfig, sendConfigWarningsTo, type Config } from '../config/index.js';
 import { pgUnavailable, TollgateError } from '../domain/errors.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { PolicyError } from '../domain/policy.js';
@@ -158,8 +158,11 @@ let output: Output = processOutput;
 export function setOutput(next: Output): () => void {
   const previous = output;
   output = next;
+  // Warnings found as any command loads the configuration (an unknown TOLLGATE_* variable) reach stderr.
+  const restoreWarnings = sendConfigWarningsTo((message) => next.stderr(`tollgate: warning: ${message}\n`));
   return () => {
     output = previous;
+    restoreWarnings();
   };
 }
 

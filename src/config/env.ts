@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { DEFAULT_NAME_BOUNDS } from '../domain/rollup-names.js';
 import { FAIL_MODES } from '../coordination/fail-mode.js';
 import { KEY_LABEL_MODES } from '../metrics.js';
+import { UNKNOWN_MODEL_MODES } from '../estimate/prices.js';
 import { httpUrlSchema } from '../upstreams/upstream-config.js';
 import { invalidConfiguration } from './errors.js';
 import { byteSize, duration, parseWorkers, port, positiveInt } from './values.js';
@@ -120,10 +121,12 @@ const envSchema = z.object({
    */
   TOLLGATE_UNSEEN_INPUT_TOKENS: positiveInt.optional(),
   /**
-   * Models the price table lacks: priced at the fallback (the table's highest prices unless the
-   * config file sets `prices.fallback`), or refused with 400 model_not_found.
+   * Models the price table lacks: `refuse-capped` refuses them (400 model_not_priced) for keys with
+   * a budget or a `usd` limit and prices them at the fallback for the others; `fallback` prices
+   * them at the fallback for every key (the table's highest prices unless the config file sets
+   * `prices.fallback`); `refuse` refuses them for every key (400 model_not_found).
    */
-  TOLLGATE_UNKNOWN_MODELS: z.enum(['fallback', 'refuse']).default('fallback'),
+  TOLLGATE_UNKNOWN_MODELS: z.enum(UNKNOWN_MODEL_MODES).default('refuse-capped'),
   /** How often the proxy looks for key changes made by other processes (the CLI). */
   TOLLGATE_KEY_REFRESH: duration.default(250),
   /** Per-key metric labels: the key's name, its id, or none (one series for all keys, for very many keys). */
@@ -180,6 +183,9 @@ const envSchema = z.object({
     .default(1),
 });
 
+/** Every variable Tollgate reads (the warnings about unknown `TOLLGATE_*` names compare with these). */
+export const KNOWN_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
+
 /** The environment as Tollgate reads it: the process's, or a test's. */
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -192,7 +198,7 @@ export type EnvSettings = z.output<typeof envSchema>;
  */
 export function readEnvironment(env: Env): EnvSettings {
   const present: Record<string, string> = {};
-  for (const name of Object.keys(envSchema.shape)) {
+  for (const name of KNOWN_VARIABLES) {
     const value = env[name];
     if (value !== undefined && value.trim() !== '') present[name] = value;
   }

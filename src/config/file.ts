@@ -9,6 +9,7 @@ import { alertsFileSchema } from '../alerts/settings.js';
 import { priceTableOverrideSchema } from '../estimate/prices.js';
 import { upstreamsFileFields } from '../upstreams/upstream-config.js';
 import { invalidConfiguration } from './errors.js';
+import { lineAndColumn, offsetOfPath, syntaxErrorOffset } from './json-position.js';
 
 /** The optional JSON config file. */
 const fileSchema = z.strictObject({
@@ -37,14 +38,42 @@ const fileSchema = z.strictObject({
 /** The config file, parsed. */
 export type ConfigFile = z.output<typeof fileSchema>;
 
+/**
+ * Reads and validates the config file at `path`. Every problem names its place as
+ * `path:line:column` (a syntax error where JSON.parse stopped, a bad entry where its key is).
+ */
 export function readConfigFile(path: string): ConfigFile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw invalidConfiguration([`TOLLGATE_CONFIG: cannot read ${path} (${(error as Error).message})`]);
+  }
   let json: unknown;
   try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
+    json = JSON.parse(text);
   } catch (error) {
-    throw invalidConfiguration([`TOLLGATE_CONFIG: cannot read ${path} as JSON (${(error as Error).message})`]);
+    const message = (error as Error).message;
+    const offset = syntaxErrorOffset(text, message);
+    const where = offset === undefined ? path : at(path, text, offset);
+    throw invalidConfiguration([`${where}: not valid JSON: ${message.replace(/ in JSON at position \d+.*$/, '')}`]);
   }
   const parsed = fileSchema.safeParse(json);
-  if (!parsed.success) throw invalidConfiguration(parsed.error.issues.map((issue) => `${path}: ${issue.path.join('.') || '(root)'}: ${issue.message}`));
+  if (!parsed.success) {
+    throw invalidConfiguration(
+      parsed.error.issues.map((issue) => {
+        // An unknown key is reported on its object: point at the key itself.
+        const steps = [...issue.path, ...(issue.code === 'unrecognized_keys' ? issue.keys.slice(0, 1) : [])] as (string | number)[];
+        const offset = offsetOfPath(text, steps);
+        return `${offset === undefined ? path : at(path, text, offset)}: ${issue.path.join('.') || '(root)'}: ${issue.message}`;
+      }),
+    );
+  }
   return parsed.data;
+}
+
+/** `path:line:column` of `offset` in `text`. */
+function at(path: string, text: string, offset: number): string {
+  const { line, column } = lineAndColumn(text, offset);
+  return `${path}:${line}:${column}`;
 }

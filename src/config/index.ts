@@ -10,17 +10,19 @@ import type { AlertSettings } from '../alerts/settings.js';
 import { setTimeZone } from '../domain/calendar.js';
 import type { LimitSpec } from '../domain/policy.js';
 import type { NameBounds } from '../domain/rollup-names.js';
-import { builtinPriceTable, mergePriceTable, type PriceTable } from '../estimate/prices.js';
+import { builtinPriceTable, mergePriceTable, type PriceTable, type UnknownModelMode } from '../estimate/prices.js';
 import { parseTrustedProxies } from '../http/client-address.js';
 import type { FailMode } from '../coordination/fail-mode.js';
 import type { KeyLabelMode } from '../metrics.js';
 import type { UpstreamsConfig } from '../upstreams/upstream-config.js';
-import { readEnvironment, type Env, type EnvSettings } from './env.js';
-import { readConfigFile } from './file.js';
+import { KNOWN_VARIABLES, readEnvironment, type Env, type EnvSettings } from './env.js';
+import { readConfigFile, type ConfigFile } from './file.js';
 import { alertSettings, parseGlobalLimits, upstreamsOf } from './sections.js';
+import { reportLoadWarnings, unknownVariableWarnings } from './unknown-variables.js';
 
 export { ConfigError } from './errors.js';
 export { parseWorkers } from './values.js';
+export { reportWarnings, sendConfigWarningsTo } from './unknown-variables.js';
 
 /** Tollgate's configuration, validated and with defaults applied. */
 export interface Config {
@@ -77,8 +79,8 @@ export interface Config {
   readonly metricsKeyLabel: KeyLabelMode;
   /** The built-in price table merged with the config file's overrides. */
   readonly prices: PriceTable;
-  /** What to do with a model the price table lacks. */
-  readonly unknownModels: 'fallback' | 'refuse';
+  /** What to do with a model the price table lacks, per key (src/estimate/price-fallbacks.ts, refusesUnpricedModel). */
+  readonly unknownModels: UnknownModelMode;
   readonly redis: { readonly urls: readonly string[]; readonly cluster: boolean; readonly waitMs: number; readonly timeoutMs: number } | undefined;
   readonly failMode: FailMode;
   readonly globalLimits: readonly LimitSpec[];
@@ -103,6 +105,8 @@ export interface Config {
     readonly projects: { readonly keys?: Record<string, string>; readonly tenants?: Record<string, string>; readonly default?: string } | undefined;
     readonly tolerancePercent: number;
   };
+  /** Things the operator should hear at start (unknown `TOLLGATE_*` variables, each with the nearest known name). */
+  readonly warnings: readonly string[];
 }
 
 /**
@@ -126,6 +130,8 @@ export function loadConfig(env: Env = process.env): Config {
   };
   const prices = file.prices === undefined ? builtinPriceTable : mergePriceTable(builtinPriceTable, file.prices);
   const upstreams = upstreamsOf(file, env, upstream, prices, e.TOLLGATE_CONFIG ?? 'TOLLGATE_CONFIG');
+  const warnings = unknownVariableWarnings(env, KNOWN_VARIABLES, variablesReferencedBy(file));
+  reportLoadWarnings(warnings);
   return {
     port: e.TOLLGATE_PORT,
     host: e.TOLLGATE_HOST,
@@ -191,7 +197,16 @@ export function loadConfig(env: Env = process.env): Config {
       projects: file.reconcile?.projects,
       tolerancePercent: e.TOLLGATE_RECONCILE_TOLERANCE,
     },
+    warnings,
   };
+}
+
+/** Variables the config file names (an upstream's `keyEnv`, a webhook's `secretEnv`): the operator's own, never unknown. */
+function variablesReferencedBy(file: ConfigFile): Set<string> {
+  const names = new Set<string>();
+  for (const upstream of file.upstreams ?? []) if (upstream.keyEnv !== undefined) names.add(upstream.keyEnv);
+  for (const hook of file.alerts?.webhooks ?? []) names.add(hook.secretEnv);
+  return names;
 }
 
 /**

@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'method_not_allowed'
   | 'context_length_exceeded'
   | 'model_not_found'
+  | 'model_not_priced'
   | 'client_closed_request'
   | 'response_not_found'
   // ids a request refers to that the key does not own (src/pipeline/ownership.ts)
@@ -79,6 +80,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'context_length_exceeded':
     case 'exceeds_limit_burst':
     case 'model_not_found':
+    case 'model_not_priced':
       return { status: 400, type: 'invalid_request_error' };
     case 'client_closed_request':
       // nginx's convention; nobody is left to read it, but logs and metrics are.

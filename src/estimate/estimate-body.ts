@@ -9,7 +9,7 @@ import { EstimateInputError } from './errors.js';
 import { encodingForModel } from './models.js';
 import type { RequestedTier } from './price-request.js';
 import type { ModelPrice, TokenUsage, ToolCalls, ToolRates } from './price-types.js';
-import { costMicroUsd, resolvePrice, type PriceTable, type ResolvedPrice } from './prices.js';
+import { costMicroUsd, resolvePrice, type PriceTable, type ResolvedPrice, type UnknownModelMode } from './prices.js';
 import { promptRulesOf } from './prompt-rules.js';
 import { isJsonObject, type JsonObject } from './read-body.js';
 import type { TextCounter } from './text-counter.js';
@@ -35,8 +35,8 @@ export interface EstimateOptions {
   readonly fallbackMaxOutputTokens?: number;
   /** Price models the table lacks at its highest prices (keys with a budget or a `usd` limit). */
   readonly highestForUnknown?: boolean;
-  /** Models the table lacks: priced at the fallback (default), or refused before estimating. */
-  readonly unknownModels?: 'fallback' | 'refuse';
+  /** Models the table lacks: refused or priced at the fallback, per key (price-fallbacks.ts, refusesUnpricedModel). */
+  readonly unknownModels?: UnknownModelMode;
   /**
    * The price to reserve at instead of the table's: a request that may be answered by several
    * upstreams is reserved at the dearest of their prices (src/upstreams/route-prices.ts).

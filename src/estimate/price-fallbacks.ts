@@ -90,3 +90,22 @@ export const builtinPriceTable: PriceTable = Object.freeze({
   tools: BUILTIN_TOOLS,
   source: BUILTIN_SOURCE,
 });
+
+/**
+ * What becomes of a request for a model the price table lacks (TOLLGATE_UNKNOWN_MODELS):
+ * `refuse-capped` refuses it for keys with a budget or a `usd` limit and prices it at the
+ * fallback for the rest; `fallback` prices it at the fallback for every key (the table's highest
+ * prices for capped keys); `refuse` refuses it for every key.
+ */
+export const UNKNOWN_MODEL_MODES = ['refuse-capped', 'fallback', 'refuse'] as const;
+export type UnknownModelMode = (typeof UNKNOWN_MODEL_MODES)[number];
+
+/**
+ * Whether a request for an unpriced model is refused, given the mode and whether its key has a
+ * budget or a `usd` limit (`capped`). A guessed price would let a capped key's reservation be
+ * wildly wrong (the highest price reserves hundreds of times a small model's cost), so a price
+ * is required there unless the operator opts into the fallback.
+ */
+export function refusesUnpricedModel(mode: UnknownModelMode, capped: boolean): boolean {
+  return mode === 'refuse' || (mode === 'refuse-capped' && capped);
+}

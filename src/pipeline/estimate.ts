@@ -20,6 +20,7 @@ import { checkModelAllowed } from '../domain/caller.js';
 import { bindingsFor } from '../limits/index.js';
 import { usdToMicros } from '../domain/money.js';
 import type { RequestFacts } from '../estimate/client-body.js';
+import { refusesUnpricedModel } from '../estimate/prices.js';
 import { reservationPricing } from '../upstreams/route-prices.js';
 import type { Route } from '../upstreams/router.js';
 import { chargeRefusal } from './charge-refusal.js';
@@ -42,7 +43,7 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
     const cheaper = downgradeOf(request, asked, deps);
     if (cheaper !== undefined) facts = { ...facts, model: cheaper };
     const route = routeOf(facts.model, dialectOf(request.endpoint), deps);
-    checkModelPriced(facts.model, route, deps);
+    checkModelPriced(facts.model, route, request, deps);
     const maxCostMicroUsd = readCostCap(request.client.headers[COST_CAP_HEADER]);
     const attribution = readAttribution(opened.fields, request.client.headers);
     // Only a configured fallback can be below the highest prices; otherwise nothing to decide per key.
@@ -83,7 +84,10 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
       {
         model: facts?.model ?? modelOf(error),
         stream: facts?.stream ?? false,
-        status: limited || busy || refusal.code === 'model_not_allowed' || refusal.code === 'model_not_found' ? 'rejected' : 'invalid_request',
+        status:
+          limited || busy || refusal.code === 'model_not_allowed' || refusal.code === 'model_not_found' || refusal.code === 'model_not_priced'
+            ? 'rejected'
+            : 'invalid_request',
         reason: limited ? refusal.reason : refusal.code === 'rate_limit_exceeded' ? 'rate_limit' : 'other',
       },
       deps,
@@ -142,17 +146,32 @@ function readCostCap(value: string | string[] | undefined): number | undefined {
   return micros;
 }
 
-/** With `TOLLGATE_UNKNOWN_MODELS=refuse`, a model the price table (of any upstream it may go to) lacks is refused (400 model_not_found). */
-function checkModelPriced(model: string, route: Route | undefined, deps: PipelineDeps): void {
-  if (deps.estimate.unknownModels !== 'refuse') return;
+/**
+ * A model the price table (of any upstream it may go to) lacks is refused when TOLLGATE_UNKNOWN_MODELS
+ * says so for this key (refusesUnpricedModel): by default, for keys with a budget or a `usd` limit.
+ */
+function checkModelPriced(model: string, route: Route | undefined, request: RequestContext, deps: PipelineDeps): void {
+  const mode = deps.estimate.unknownModels ?? 'fallback';
+  if (mode === 'fallback') return;
   const tables = route === undefined ? [deps.estimate.prices] : route.candidates.map((c) => c.upstream.spec.prices);
   if (tables.every((table) => resolvePrice(model, table).known)) return;
+  // Only now, for an unpriced model, is the key's cap looked up: known models skip the walk.
+  if (!refusesUnpricedModel(mode, hasUsdCap(request, deps))) return;
+  if (mode === 'refuse') {
+    throw new TollgateError(
+      'model_not_found',
+      `The model "${model}" has no price in Tollgate's price table, so it cannot be billed. Add it to the config's prices.`,
+      {
+        param: 'model',
+      },
+    );
+  }
   throw new TollgateError(
-    'model_not_found',
-    `The model "${model}" has no price in Tollgate's price table, so it cannot be billed. Add it to the config's prices.`,
-    {
-      param: 'model',
-    },
+    'model_not_priced',
+    `The model "${model}" has no price in Tollgate's price table, and this key has a budget or USD limit that a guessed price could overrun. ` +
+      `Check the model's name; to serve it, the proxy's operator adds its price to the config file's "prices.models" ` +
+      `(USD per 1M tokens, e.g. {"input": 1, "cachedInput": 0.5, "output": 2}), or sets TOLLGATE_UNKNOWN_MODELS=fallback to bill unpriced models at the fallback price.`,
+    { param: 'model' },
   );
 }
 

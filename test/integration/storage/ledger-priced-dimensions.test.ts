@@ -264,7 +264,8 @@ describe('unknown models', () => {
     const configPath = join(dir, 'config.json');
     writeFileSync(configPath, JSON.stringify({ prices: { fallback: { input: 0.1, output: 0.2 } } }));
     const plain = await startTestProxy();
-    const configured = await startTestProxy({ TOLLGATE_CONFIG: configPath });
+    // The fallback for capped keys is an explicit choice: by default they are refused an unpriced model.
+    const configured = await startTestProxy({ TOLLGATE_CONFIG: configPath, TOLLGATE_UNKNOWN_MODELS: 'fallback' });
     try {
       const budgeted = configured.issueKey('budgeted', { limits: [], budget: { microUsd: 50_000_000, period: 'day' } });
       const ask = (proxy: TestProxy, key: string) =>

@@ -49,7 +49,8 @@ describe('loadConfig', () => {
   });
 
   it('serves unknown models at the fallback price unless told to refuse them', () => {
-    expect(loadConfig({}).unknownModels).toBe('fallback');
+    expect(loadConfig({}).unknownModels).toBe('refuse-capped');
+    expect(loadConfig({ TOLLGATE_UNKNOWN_MODELS: 'fallback' }).unknownModels).toBe('fallback');
     expect(loadConfig({ TOLLGATE_UNKNOWN_MODELS: 'refuse' }).unknownModels).toBe('refuse');
     expect(() => loadConfig({ TOLLGATE_UNKNOWN_MODELS: 'ignore' })).toThrow(/TOLLGATE_UNKNOWN_MODELS/);
   });
