@@ -36,6 +36,11 @@ let outgoing: ServerResponse | undefined;
 
 beforeAll(async () => {
   upstream = createServer((req, res) => {
+    // Tollgate's start-up check of its upstream (src/upstreams/probe.ts) lists the models, as a real upstream answers it.
+    if (req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"object":"list","data":[]}');
+      return;
+    }
     let text = '';
     req.setEncoding('utf8');
     req.on('data', (part: string) => (text += part));
