@@ -7,8 +7,8 @@
  */
 import { basename, relative } from 'node:path';
 
-/** The command to write in a hint, e.g. `${commandName()} spend`. */
-export function commandName(script: string | undefined = process.argv[1], env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): string {
+/** The command to write in a hint; `env` is what npm set for this process (src/config/index.ts: `launcherEnvironment`). */
+export function commandName(script: string | undefined, env: Readonly<Record<string, string | undefined>>, cwd: string): string {
   // npm exec sets this for the command it runs; the bin path alone lives in npx's cache.
   if (env.npm_lifecycle_event === 'npx') return 'npx tollgate';
   if (script === undefined) return 'tollgate';

@@ -1,7 +1,7 @@
 /** `tollgate serve` and `tollgate demo`. */
 import cluster from 'node:cluster';
 import type { Command } from 'commander';
-import { loadConfig, parseWorkers } from '../config/index.js';
+import { launcherEnvironment, loadConfig, parseWorkers } from '../config/index.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { SqliteKeyStore as KeyStore } from '../storage/sqlite/keys.js';
 import { TollgateError } from '../domain/errors.js';
@@ -161,7 +161,7 @@ Or with the OpenAI SDK (Node):
 
 Then see what it cost:
 
-  ${commandName()} --db ${dbPath} spend --by model
+  ${commandName(process.argv[1], launcherEnvironment(), process.cwd())} --db ${dbPath} spend --by model
 
 Press Ctrl-C to stop.
 `;

@@ -113,6 +113,11 @@ export interface Config {
  * Reads and validates the configuration. Empty variables count as unset.
  * Throws {@link ConfigError} naming every bad variable at once.
  */
+/** What npm told this process about how it was started (`npm_lifecycle_event`), for the CLI's hints (src/cli/command-name.ts). */
+export function launcherEnvironment(env: Env = process.env): Env {
+  return { npm_lifecycle_event: env.npm_lifecycle_event };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const e = readEnvironment(env);
   // Process-wide: every calendar day the ledger, budgets and reports use is a day in this zone.
