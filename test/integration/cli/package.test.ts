@@ -30,9 +30,20 @@ const installed = join(prefix, 'lib', 'node_modules', 'tollgate');
 let tarballFiles: string[] = [];
 let installLog = '';
 
-/** A clean environment, as other CLI tests use: no npm_* variables from an `npm test` that started us, no TOLLGATE_* of the shell. */
+/**
+ * The user's environment without what an `npm test` that started us added
+ * (npm_* variables) and without the shell's TOLLGATE_* settings. The rest
+ * stays: npm needs the machine's proxy and CA settings (NODE_EXTRA_CA_CERTS,
+ * HTTPS_PROXY, …) to reach the registry; without them an install with a
+ * cold cache retried its TLS failures for minutes.
+ */
 function userEnv(extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), ...extra };
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value === undefined || /^npm_/i.test(name) || name.startsWith('TOLLGATE_') || name.startsWith('VITEST') || name === 'NODE_ENV') continue;
+    env[name] = value;
+  }
+  return { ...env, HOME: process.env.HOME ?? tmpdir(), ...extra };
 }
 
 beforeAll(async () => {
@@ -54,6 +65,8 @@ beforeAll(async () => {
     cwd: dir,
     env: userEnv(),
     maxBuffer: 64 * 1024 * 1024,
+    // A registry that does not answer fails here, with npm's output, not as a hook timeout.
+    timeout: 240_000,
   });
   installLog = install.stdout + install.stderr;
   cpSync(join(REPO_ROOT, 'node_modules', 'better-sqlite3', 'build'), join(installed, 'node_modules', 'better-sqlite3', 'build'), { recursive: true });
