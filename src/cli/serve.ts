@@ -16,25 +16,36 @@ import type { IpcChannel } from '../coordination/ipc-client.js';
 const loadServer = () => import('../main.js');
 const loadFakeUpstream = () => import('../demo/fake-upstream/index.js');
 
-/** Stops `server` on SIGTERM/SIGINT and exits 0 once it has drained. */
-function exitOnSignals(stop: () => Promise<void>): void {
+/**
+ * Exits 0 on SIGTERM/SIGINT once what `stopWith` was given has drained.
+ * Installed before the server starts: the "listening" line or the demo's
+ * instructions tell a caller it may signal, and a signal that arrived
+ * between that line and a later handler would kill the process with no
+ * drain. A signal before `stopWith` waits for it.
+ */
+function exitOnSignals(): { stopWith(stop: () => Promise<void>): void } {
   let stopping = false;
+  let setStop: (stop: () => Promise<void>) => void = () => {};
+  const stopReady = new Promise<() => Promise<void>>((resolve) => (setStop = resolve));
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {
       process.stderr.write(`tollgate: second ${signal}, exiting now\n`);
       process.exit(1);
     }
     stopping = true;
-    stop().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        process.stderr.write(`tollgate: shutdown failed: ${String(error)}\n`);
-        process.exit(1);
-      },
-    );
+    stopReady
+      .then((stop) => stop())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          process.stderr.write(`tollgate: shutdown failed: ${String(error)}\n`);
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  return { stopWith: setStop };
 }
 
 export function registerServeCommands(program: Command): void {
@@ -49,14 +60,15 @@ export function registerServeCommands(program: Command): void {
         await serveAsWorker(config, main);
         return;
       }
+      const signals = exitOnSignals();
       const workers = options.workers === undefined ? config.workers : parseWorkers(options.workers);
       if (workers > 1) {
         const running = await main.startCluster(config, { workers });
-        exitOnSignals(() => running.close());
+        signals.stopWith(() => running.close());
         return;
       }
       const server = await main.startServer(config);
-      exitOnSignals(() => server.close());
+      signals.stopWith(() => server.close());
     });
 
   program
@@ -68,6 +80,7 @@ export function registerServeCommands(program: Command): void {
       const demoKey = issueDemoKey(dbPath);
       // A fresh admin token per run, so the dashboard can be tried too; it exists only in this terminal.
       const adminToken = randomBytes(18).toString('base64url');
+      const signals = exitOnSignals();
       const [{ startServer }, { startFakeUpstream }] = await Promise.all([loadServer(), loadFakeUpstream()]);
       const fake = await startFakeUpstream({ apiKey: 'sk-demo-upstream' });
       const config = loadConfig({
@@ -79,11 +92,11 @@ export function registerServeCommands(program: Command): void {
         TOLLGATE_ADMIN_TOKEN: adminToken,
       });
       const server = await startServer(config);
-      print(demoInstructions(server.url, demoKey, dbPath, adminToken));
-      exitOnSignals(async () => {
+      signals.stopWith(async () => {
         await server.close();
         await fake.close();
       });
+      print(demoInstructions(server.url, demoKey, dbPath, adminToken));
     });
 }
 
@@ -95,6 +108,7 @@ export function registerServeCommands(program: Command): void {
 async function serveAsWorker(config: ReturnType<typeof loadConfig>, main: Awaited<ReturnType<typeof loadServer>>): Promise<void> {
   const [{ IpcClient }, { createLogger }] = await Promise.all([import('../coordination/ipc-client.js'), import('../logger.js')]);
   const logger = createLogger(config.logLevel).child({ worker: cluster.worker?.id, pid: process.pid });
+  const signals = exitOnSignals();
   const server = await main.startServer(config, { logger, ipc: new IpcClient(process as unknown as IpcChannel) });
   const drainAndExit = (): void => {
     server.close().then(
@@ -110,7 +124,7 @@ async function serveAsWorker(config: ReturnType<typeof loadConfig>, main: Awaite
   });
   // An orphan keeps no port and no leases worth holding.
   process.on('disconnect', drainAndExit);
-  exitOnSignals(() => server.close());
+  signals.stopWith(() => server.close());
 }
 
 /** A fresh secret for the demo key in the demo database (created on first run, rotated after). */

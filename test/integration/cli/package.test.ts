@@ -35,12 +35,15 @@ let installLog = '';
  * (npm_* variables) and without the shell's TOLLGATE_* settings. The rest
  * stays: npm needs the machine's proxy and CA settings (NODE_EXTRA_CA_CERTS,
  * HTTPS_PROXY, …) to reach the registry; without them an install with a
- * cold cache retried its TLS failures for minutes.
+ * cold cache retried its TLS failures for minutes. Vitest's own variables
+ * (VITEST_ADDED, VITEST_*) go too.
  */
+const VITEST_ADDED = new Set(['TEST', 'NODE_ENV', 'PROD', 'DEV', 'BASE_URL', 'MODE', 'SSR', 'FORCE_TTY']);
+
 function userEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
-    if (value === undefined || /^npm_/i.test(name) || name.startsWith('TOLLGATE_') || name.startsWith('VITEST') || name === 'NODE_ENV') continue;
+    if (value === undefined || /^npm_/i.test(name) || name.startsWith('TOLLGATE_') || VITEST_ADDED.has(name) || name.startsWith('VITEST')) continue;
     env[name] = value;
   }
   return { ...env, HOME: process.env.HOME ?? tmpdir(), ...extra };
