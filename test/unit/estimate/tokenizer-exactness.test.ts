@@ -118,13 +118,11 @@ describe('counting equals js-tiktoken encoding', () => {
     expect(countCompletionTokens('<|endoftext|>', 'gpt-4o')).toBeGreaterThan(1);
   });
 
-  it('counts a megabyte of one repeated letter quickly and exactly by construction', () => {
+  // How fast is measured in bench/estimate.ts ("1 MB of \"a\""), not asserted here.
+  it('counts a megabyte of one repeated letter exactly by construction', () => {
     const loaded = loadEncodingSync('o200k_base');
-    const started = performance.now();
-    const count = countTextTokens('a'.repeat(1_000_000), loaded);
-    expect(performance.now() - started).toBeLessThan(5_000);
     // o200k_base merges runs of "a" into 8-letter tokens.
-    expect(count).toBe(125_000);
+    expect(countTextTokens('a'.repeat(1_000_000), loaded)).toBe(125_000);
   });
 
   it('loads asynchronously to the same encoding instance', async () => {
