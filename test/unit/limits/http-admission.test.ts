@@ -122,6 +122,36 @@ describe('requests limit', () => {
     expect((await chat(app, key)).status).toBe(429); // default 2 > 1 left
   });
 
+  it('keeps Retry-After under the minute SDKs honour, and says the full wait in the message and x-tollgate-retry-after', async () => {
+    const app = build();
+    const perMinute = app.issueKey('one-per-min', { limits: [parseLimit('requests:1/min')] });
+    expect((await chat(app, perMinute)).status).toBe(200);
+    const refused = await chat(app, perMinute);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    expect(Number(refused.headers.get('retry-after-ms'))).toBeLessThan(60_000);
+    expect(refused.headers.get('x-tollgate-retry-after')).toBe('60');
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(
+      'Rate limit reached for limit "requests-per-min". Try again in 1 min.',
+    );
+
+    const hourly = app.issueKey('two-per-hour', { limits: [parseLimit('requests:2/h,burst=1')] });
+    expect((await chat(app, hourly)).status).toBe(200);
+    const long = await chat(app, hourly);
+    expect(long.status).toBe(429);
+    expect(long.headers.get('retry-after')).toBe('60');
+    expect(long.headers.get('x-tollgate-retry-after')).toBe('1800');
+    expect(((await long.json()) as { error: { message: string } }).error.message).toContain('Try again in 30 min.');
+    // A client that waits what it was told comes back early, and is told the remainder.
+    clock += Number(long.headers.get('retry-after-ms'));
+    const again = await chat(app, hourly);
+    expect(again.status).toBe(429);
+    expect(again.headers.get('x-tollgate-retry-after')).toBe('1741');
+    expect(((await again.json()) as { error: { message: string } }).error.message).toContain('Try again in 29 min 1 s.');
+    clock += 1_741_000;
+    expect((await chat(app, hourly)).status).toBe(200);
+  });
+
   it('starts an abuse-prone key empty when asked to', async () => {
     const app = build();
     const key = app.issueKey('empty', { limits: [parseLimit('requests:60/min,start=empty')] });
