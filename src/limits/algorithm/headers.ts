@@ -16,9 +16,9 @@
  * (read first by the OpenAI and Anthropic SDKs and the AI SDK), both
  * stretched by a deterministic per-key jitter of up to +50% derived from the
  * key id, so clients that were refused together do not all come back
- * together, and both held under a minute: openai-node and the AI SDK honour
- * `retry-after-ms` only below 60 000 and otherwise fall back to a burst of
- * short retries. A longer wait is answered with the ceiling (the client comes
+ * together, and both held under a minute: the AI SDK and older openai-node
+ * releases honour `retry-after-ms` only below 60 000, the Python SDKs up to
+ * 60 s, and otherwise fall back to a burst of short retries. A longer wait is answered with the ceiling (the client comes
  * back, is refused again and told the remainder) and said in full in
  * `x-tollgate-retry-after`; `x-tollgate-limit` names the refusing limit.
  * docs/limits-and-budgets.md ("Responses") is the user-facing account.
@@ -36,8 +36,8 @@ const RATE_LIMIT_HEADERS = {
 } as const;
 
 /**
- * The longest wait `retry-after-ms` asks for: openai-node and the AI SDK
- * honour it only when it is below 60 000 ms. `Retry-After` (whole seconds,
+ * The longest wait `retry-after-ms` asks for: the AI SDK and older
+ * openai-node releases honour it only when it is below 60 000 ms. `Retry-After` (whole seconds,
  * rounded up) is then at most 60.
  */
 export const MAX_RETRY_AFTER_MS = 59_999;

@@ -207,7 +207,7 @@ describe('budgets', () => {
     // gpt-4o: $2.50 / $10 per 1M. 8 prompt + 50 completion reserve 520 µUSD; the answer
     // (12 tokens) settles at 140 µUSD. A budget of 600 µUSD holds the first reservation,
     // and then 140 spent + 520 reserved no longer fit.
-    const key = app.issueKey('budgeted', { limits: [], budget: { microUsd: 600, period: 'day' } });
+    const key = app.issueKey('budgeted', { limits: [parseLimit('requests:100/min')], budget: { microUsd: 600, period: 'day' } });
     const ok = await chat(app, key, { model: 'gpt-4o' });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('x-tollgate-budget-period')).toBe('day');
@@ -218,6 +218,11 @@ describe('budgets', () => {
     expect(error, String(error)).toBeInstanceOf(OpenAI.RateLimitError);
     expect((error as { code?: string }).code).toBe('insufficient_quota');
     expect((error as { message: string }).message).toContain('$0.00014 of $0.0006 spent');
+    // The limit's state, but no wait: no wait would help, and the SDK is told not to retry.
+    const headers = (error as InstanceType<typeof OpenAI.APIError>).headers;
+    expect(headers?.get('x-should-retry')).toBe('false');
+    expect(headers?.get('ratelimit')).toMatch(/^"requests-per-min";r=\d+;t=\d+$/);
+    for (const name of ['retry-after', 'retry-after-ms', 'x-tollgate-retry-after']) expect(headers?.get(name), name).toBeNull();
     expect(fake.requests.length).toBe(before);
     app.ledger.flush();
     const rows = app.db.database.sqlite.prepare("SELECT count(*) AS n FROM ledger WHERE error_code = 'insufficient_quota'").get() as { n: number };

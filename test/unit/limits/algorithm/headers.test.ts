@@ -69,7 +69,7 @@ describe('rate-limit headers', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 10 * 86_400_000 }), fc.string(), (waitMs, seed) => {
         const { seconds, ms } = computeJitteredRetry(waitMs, seed);
-        // openai-node and the AI SDK honour retry-after-ms only below 60 000.
+        // The AI SDK and older openai-node releases honour retry-after-ms only below 60 000.
         expect(ms).toBeLessThan(60_000);
         expect(seconds).toBeLessThanOrEqual(60);
         expect(seconds * 1000).toBeGreaterThanOrEqual(ms);
