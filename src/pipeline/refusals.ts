@@ -10,7 +10,7 @@ import type { Estimate } from '../estimate/index.js';
 import { TollgateError } from '../domain/errors.js';
 import type { Caller } from '../domain/caller.js';
 import type { RejectionReason } from '../storage/ledger.js';
-import { buildRateLimitHeaders, type AcquireResult, type Demand, type LimitBinding } from '../limits/index.js';
+import { buildRateLimitHeaders, describeWait, fullWaitSeconds, type AcquireResult, type Demand, type LimitBinding } from '../limits/index.js';
 import { formatMicrosExact, formatMicrosFixed } from '../domain/money.js';
 
 /** A refusal by admission, with the reason the ledger files it under. */
@@ -56,20 +56,23 @@ export function limitRefusal(
     );
   }
   if (result.reason === 'unavailable') return limiterUnavailable('Rate limits', headers);
-  const seconds = headers['retry-after'] ?? '1';
+  // The full wait, which Retry-After may not say: it stops under a minute so that SDKs wait at all.
+  const wait = describeWait(fullWaitSeconds(result.retryAfterMs));
   return new AdmissionRefused(
     'rate_limit',
-    new TollgateError('rate_limit_exceeded', `Rate limit reached for ${level} "${name}". Try again in ${seconds}s.`, { headers }),
+    new TollgateError('rate_limit_exceeded', `Rate limit reached for ${level} "${name}". Try again in ${wait}.`, { headers }),
   );
 }
 
 /** 503: limits or budgets cannot be checked (Redis unavailable, fail mode `closed`). */
 export function limiterUnavailable(what: 'Rate limits' | 'Budgets', headers: Readonly<Record<string, string>>): AdmissionRefused {
   const why = what === 'Budgets' ? 'Redis unavailable' : 'limiter unavailable';
+  // One second in both forms: SDKs read retry-after-ms first, and no bucket wait applies.
+  const { 'x-tollgate-retry-after': _fullWait, ...rest } = headers;
   return new AdmissionRefused(
     'other',
     new TollgateError('limiter_unavailable', `${what} cannot be checked right now (${why}); try again shortly.`, {
-      headers: { ...headers, 'retry-after': '1' },
+      headers: { ...rest, 'retry-after': '1', 'retry-after-ms': '1000' },
     }),
   );
 }

@@ -13,10 +13,15 @@
  * vendor-prefixed parameter (`tollgate-unit`), as §3.1 recommends.
  *
  * On refusal: `Retry-After` (RFC 9110 delay-seconds) and `retry-after-ms`
- * (read first by the OpenAI SDKs), both stretched by a deterministic per-key
- * jitter of up to +50% derived from the key id, so clients that were
- * refused together do not all come back together; and `x-tollgate-limit`
- * naming the refusing limit.
+ * (read first by the OpenAI and Anthropic SDKs and the AI SDK), both
+ * stretched by a deterministic per-key jitter of up to +50% derived from the
+ * key id, so clients that were refused together do not all come back
+ * together, and both held under a minute: the AI SDK and older openai-node
+ * releases honour `retry-after-ms` only below 60 000, the Python SDKs up to
+ * 60 s, and otherwise fall back to a burst of short retries. A longer wait is answered with the ceiling (the client comes
+ * back, is refused again and told the remainder) and said in full in
+ * `x-tollgate-retry-after`; `x-tollgate-limit` names the refusing limit.
+ * docs/limits-and-budgets.md ("Responses") is the user-facing account.
  */
 import type { AcquireResult, BucketSnapshot } from '../limiter.js';
 
@@ -27,7 +32,15 @@ const RATE_LIMIT_HEADERS = {
   retryAfter: 'retry-after',
   retryAfterMs: 'retry-after-ms',
   refusingLimit: 'x-tollgate-limit',
+  fullWait: 'x-tollgate-retry-after',
 } as const;
+
+/**
+ * The longest wait `retry-after-ms` asks for: the AI SDK and older
+ * openai-node releases honour it only when it is below 60 000 ms. `Retry-After` (whole seconds,
+ * rounded up) is then at most 60.
+ */
+export const MAX_RETRY_AFTER_MS = 59_999;
 
 /**
  * Headers for a limiter decision, on allowed and refused responses alike.
@@ -47,20 +60,49 @@ export function buildRateLimitHeaders(result: AcquireResult, jitterSeed: string)
       const retry = computeJitteredRetry(result.retryAfterMs, jitterSeed);
       headers[RATE_LIMIT_HEADERS.retryAfter] = String(retry.seconds);
       headers[RATE_LIMIT_HEADERS.retryAfterMs] = String(retry.ms);
+      headers[RATE_LIMIT_HEADERS.fullWait] = String(fullWaitSeconds(result.retryAfterMs));
     }
   }
   return headers;
 }
 
 /**
- * The retry delay a client is told: `retryAfterMs` stretched by a jitter in
- * [0, 50%) derived from `seed`, as whole ms and as whole seconds (rounded up,
- * so never earlier than the bucket allows).
+ * The retry delay a client is told, as whole ms and as whole seconds
+ * (rounded up). A wait under {@link MAX_RETRY_AFTER_MS} is stretched by the
+ * seed's jitter fraction of the wait or of the room left under the ceiling,
+ * whichever is smaller: never earlier than the bucket allows, never past the
+ * ceiling, and keys still spread apart near it. A longer wait is told the
+ * ceiling.
  */
 export function computeJitteredRetry(retryAfterMs: number, seed: string): { seconds: number; ms: number } {
   const base = Math.max(0, Math.ceil(retryAfterMs));
-  const ms = Math.ceil(base * (1 + computeJitterFraction(seed)));
+  const ms = base >= MAX_RETRY_AFTER_MS ? MAX_RETRY_AFTER_MS : base + Math.ceil(computeJitterFraction(seed) * Math.min(base, MAX_RETRY_AFTER_MS - base));
   return { ms, seconds: Math.ceil(ms / 1000) };
+}
+
+/** The whole seconds until the bucket admits the request: no jitter, no ceiling (`x-tollgate-retry-after`). */
+export function fullWaitSeconds(retryAfterMs: number): number {
+  return Math.max(1, Math.ceil(retryAfterMs / 1000));
+}
+
+/**
+ * A wait in seconds as a person reads it, rounded up at its smallest unit:
+ * "45 s", "2 min 15 s", "3 h 5 min", "2 d 4 h".
+ */
+export function describeWait(seconds: number): string {
+  const s = Math.max(0, Math.ceil(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return joinUnits(Math.floor(s / 60), 'min', s % 60, 's');
+  if (s < 86_400) {
+    const minutes = Math.ceil(s / 60);
+    return minutes === 1440 ? '24 h' : joinUnits(Math.floor(minutes / 60), 'h', minutes % 60, 'min');
+  }
+  const hours = Math.ceil(s / 3600);
+  return joinUnits(Math.floor(hours / 24), 'd', hours % 24, 'h');
+}
+
+function joinUnits(major: number, majorUnit: string, minor: number, minorUnit: string): string {
+  return minor === 0 ? `${major} ${majorUnit}` : `${major} ${majorUnit} ${minor} ${minorUnit}`;
 }
 
 /** A fraction in [0, 0.5) fixed per seed (FNV-1a 32-bit hash). */

@@ -122,6 +122,36 @@ describe('requests limit', () => {
     expect((await chat(app, key)).status).toBe(429); // default 2 > 1 left
   });
 
+  it('keeps Retry-After under the minute SDKs honour, and says the full wait in the message and x-tollgate-retry-after', async () => {
+    const app = build();
+    const perMinute = app.issueKey('one-per-min', { limits: [parseLimit('requests:1/min')] });
+    expect((await chat(app, perMinute)).status).toBe(200);
+    const refused = await chat(app, perMinute);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    expect(Number(refused.headers.get('retry-after-ms'))).toBeLessThan(60_000);
+    expect(refused.headers.get('x-tollgate-retry-after')).toBe('60');
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toBe(
+      'Rate limit reached for limit "requests-per-min". Try again in 1 min.',
+    );
+
+    const hourly = app.issueKey('two-per-hour', { limits: [parseLimit('requests:2/h,burst=1')] });
+    expect((await chat(app, hourly)).status).toBe(200);
+    const long = await chat(app, hourly);
+    expect(long.status).toBe(429);
+    expect(long.headers.get('retry-after')).toBe('60');
+    expect(long.headers.get('x-tollgate-retry-after')).toBe('1800');
+    expect(((await long.json()) as { error: { message: string } }).error.message).toContain('Try again in 30 min.');
+    // A client that waits what it was told comes back early, and is told the remainder.
+    clock += Number(long.headers.get('retry-after-ms'));
+    const again = await chat(app, hourly);
+    expect(again.status).toBe(429);
+    expect(again.headers.get('x-tollgate-retry-after')).toBe('1741');
+    expect(((await again.json()) as { error: { message: string } }).error.message).toContain('Try again in 29 min 1 s.');
+    clock += 1_741_000;
+    expect((await chat(app, hourly)).status).toBe(200);
+  });
+
   it('starts an abuse-prone key empty when asked to', async () => {
     const app = build();
     const key = app.issueKey('empty', { limits: [parseLimit('requests:60/min,start=empty')] });
@@ -177,7 +207,7 @@ describe('budgets', () => {
     // gpt-4o: $2.50 / $10 per 1M. 8 prompt + 50 completion reserve 520 µUSD; the answer
     // (12 tokens) settles at 140 µUSD. A budget of 600 µUSD holds the first reservation,
     // and then 140 spent + 520 reserved no longer fit.
-    const key = app.issueKey('budgeted', { limits: [], budget: { microUsd: 600, period: 'day' } });
+    const key = app.issueKey('budgeted', { limits: [parseLimit('requests:100/min')], budget: { microUsd: 600, period: 'day' } });
     const ok = await chat(app, key, { model: 'gpt-4o' });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('x-tollgate-budget-period')).toBe('day');
@@ -188,6 +218,11 @@ describe('budgets', () => {
     expect(error, String(error)).toBeInstanceOf(OpenAI.RateLimitError);
     expect((error as { code?: string }).code).toBe('insufficient_quota');
     expect((error as { message: string }).message).toContain('$0.00014 of $0.0006 spent');
+    // The limit's state, but no wait: no wait would help, and the SDK is told not to retry.
+    const headers = (error as InstanceType<typeof OpenAI.APIError>).headers;
+    expect(headers?.get('x-should-retry')).toBe('false');
+    expect(headers?.get('ratelimit')).toMatch(/^"requests-per-min";r=\d+;t=\d+$/);
+    for (const name of ['retry-after', 'retry-after-ms', 'x-tollgate-retry-after']) expect(headers?.get(name), name).toBeNull();
     expect(fake.requests.length).toBe(before);
     app.ledger.flush();
     const rows = app.db.database.sqlite.prepare("SELECT count(*) AS n FROM ledger WHERE error_code = 'insufficient_quota'").get() as { n: number };
