@@ -17,7 +17,8 @@ import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstrea
 import { spawnServe, type TollgateProcess } from '../../support/process.js';
 import { waitFor } from '../../support/wait.js';
 
-const HEADERS_TIMEOUT_MS = 4000;
+// Long enough that a loaded machine serves the two requests below before the flood is released.
+const HEADERS_TIMEOUT_MS = 12_000;
 /** Closed this soon after connecting: by a cap, not by the deadline. */
 const AT_ONCE_MS = HEADERS_TIMEOUT_MS - 1000;
 const MAX_CONNECTIONS = 1200;
@@ -98,21 +99,17 @@ async function flood(address: string, count: number, silent = false): Promise<Fl
   return { open: () => open, closedWithin: (ms) => closedAfter.filter((after) => after <= ms).length, count };
 }
 
-/** /healthz and a key's chat request, each timed. */
-async function served(): Promise<{ healthz: number; healthzMs: number; chat: number; chatMs: number }> {
-  let started = Date.now();
+/** /healthz and a key's chat request, answered. */
+async function served(): Promise<{ healthz: number; chat: number }> {
   const healthz = await fetch(`${proxy.url}/healthz`);
-  const healthzMs = Date.now() - started;
   await healthz.text();
-  started = Date.now();
   const chat = await fetch(`${proxy.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'still there?' }], max_tokens: 20 }),
   });
-  const chatMs = Date.now() - started;
   await chat.text();
-  return { healthz: healthz.status, healthzMs, chat: chat.status, chatMs };
+  return { healthz: healthz.status, chat: chat.status };
 }
 
 describe('a slow-headers flood', () => {
@@ -124,11 +121,11 @@ describe('a slow-headers flood', () => {
     await waitFor(() => attack.open() <= PER_ADDRESS, `at most ${PER_ADDRESS} connections of one address open`, 10_000);
     expect(attack.closedWithin(AT_ONCE_MS)).toBeGreaterThanOrEqual(2000 - PER_ADDRESS);
 
-    const during = await served();
-    expect(during).toMatchObject({ healthz: 200, chat: 200 });
-    // Generous bounds for a shared machine: without the guard these wait for descriptors that never come.
-    expect(during.healthzMs).toBeLessThan(2000);
-    expect(during.chatMs).toBeLessThan(3000);
+    // Answered while the flood still holds its connections: without the guard these would wait
+    // for descriptors the flood releases only at its headers deadline. (No elapsed-time bound:
+    // a shared machine decides those.)
+    expect(await served()).toMatchObject({ healthz: 200, chat: 200 });
+    expect(attack.open() + silent.open()).toBeGreaterThan(0);
 
     await waitFor(() => attack.open() + silent.open() === 0, 'every flood connection closed by the headers deadline', HEADERS_TIMEOUT_MS + 8000);
   }, 60_000);
@@ -138,10 +135,8 @@ describe('a slow-headers flood', () => {
     const open = (): number => attacks.reduce((sum, attack) => sum + attack.open(), 0);
     await waitFor(() => open() <= MAX_CONNECTIONS, `at most ${MAX_CONNECTIONS} flood connections open`, 10_000);
 
-    const during = await served();
-    expect(during).toMatchObject({ healthz: 200, chat: 200 });
-    expect(during.healthzMs).toBeLessThan(2000);
-    expect(during.chatMs).toBeLessThan(3000);
+    expect(await served()).toMatchObject({ healthz: 200, chat: 200 });
+    expect(open()).toBeGreaterThan(0);
 
     await waitFor(() => open() === 0, 'every flood connection closed by the headers deadline', HEADERS_TIMEOUT_MS + 8000);
     // The ones past the cap made room before any deadline: the oldest gave way to the newest.
