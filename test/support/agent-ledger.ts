@@ -63,3 +63,20 @@ export async function createKey(dbPath: string, name: string, ...options: string
   if (created.code !== 0) throw new Error(`keys create ${name} failed: ${created.stderr}`);
   return created.json<{ key: string }>().key;
 }
+
+/**
+ * What Tollgate reserves for one of the agent's calls on a key with a budget: the call's body
+ * (as the fake upstream received it) sent again on a key whose budget cannot pay for it, and the
+ * amount read from Tollgate's refusal ("This request could cost up to $…").
+ */
+export async function reservationOfCall(origin: string, record: RecordedRequest, brokeKey: string): Promise<number> {
+  const response = await fetch(`${origin}${record.path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${brokeKey}`, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: record.rawBody ?? JSON.stringify(record.body),
+  });
+  const text = await response.text();
+  const amount = /could cost up to \$(\d+)\.(\d+)/.exec(text);
+  if (response.status !== 429 || amount === null) throw new Error(`expected a budget refusal, got ${response.status}: ${text}`);
+  return Number(amount[1]) * 1_000_000 + Number(amount[2]!.padEnd(6, '0'));
+}

@@ -9,12 +9,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { agentHome, codexEnv, codexSessionOf, findCodex, runAgent, type AgentHome, type AgentRun } from '../../support/agents.js';
-import { ascending, billOf, createKey, rowsOfKey, settledRowsOfKey, type AgentRow } from '../../support/agent-ledger.js';
+import type { RecordedRequest } from '../../../src/demo/fake-upstream/index.js';
+import { ascending, billOf, createKey, reservationOfCall, rowsOfKey, settledRowsOfKey, type AgentRow } from '../../support/agent-ledger.js';
 
 const codex = findCodex();
 if (!codex.ok) console.warn(`Codex tests skipped: ${codex.why}`);
 
 const MODEL = 'gpt-4o';
+/** A test starts a CLI once or twice: generous, as a cold start on a loaded machine has taken 15 s. */
+const CLI_RUNS_TIMEOUT = 180_000;
+/** The runaway starts it up to nine times. */
+const RUNAWAY_TIMEOUT = 600_000;
 const ANSWER = 'The quick brown fox jumps over lazy dog and then runs far';
 
 let proxy: TestProxy;
@@ -22,13 +27,18 @@ let home: AgentHome;
 
 /** The first run's rows and session: what one call of this CLI reserves and costs, for sizing a session budget. */
 let firstRows: AgentRow[] = [];
+/** The first run's call as the upstream saw it, and what Tollgate reserves for it on a key with a budget: for sizing a session budget. */
+let firstRecord: RecordedRequest | undefined;
+let cappedReservation = 0;
 let firstSession: string | undefined;
 
 const shown = (run: AgentRun): string => `exit ${String(run.code)}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`;
 
-describe.skipIf(!codex.ok)(`Codex ${codex.ok ? codex.version : `(skipped: ${codex.why})`} through Tollgate`, () => {
+describe.skipIf(!codex.ok)(`Codex ${codex.ok ? codex.version : `(skipped: ${codex.why})`} through Tollgate`, { timeout: CLI_RUNS_TIMEOUT }, () => {
   beforeAll(async () => {
-    proxy = await startTestProxy();
+    // A budget that cannot pay for a call's whole output refuses it instead of capping it: a runaway
+    // session is then refused after a known number of calls.
+    proxy = await startTestProxy({ TOLLGATE_MIN_OUTPUT_TOKENS: '1000000' });
     home = agentHome();
   });
   afterAll(async () => {
@@ -54,6 +64,7 @@ describe.skipIf(!codex.ok)(`Codex ${codex.ok ? codex.version : `(skipped: ${code
     // Codex's own session headers reach the upstream unchanged.
     for (const record of records) expect(record.headers['session-id']).toBe(firstSession);
     await proxy.fake.settled();
+    firstRecord = records[0];
     firstRows = await settledRowsOfKey(proxy.dbPath, 'codex-plain', records.length);
     expect(firstRows.map((row) => row.status)).toEqual(records.map(() => 'ok'));
     expect(ascending(firstRows.map((row) => row.cost_micros))).toEqual(ascending(records.map(billOf)));
@@ -78,6 +89,7 @@ describe.skipIf(!codex.ok)(`Codex ${codex.ok ? codex.version : `(skipped: ${code
     expect(result.stderr).toContain('Quota exceeded');
     expect(proxy.fake.requests.length).toBe(before);
     expect(rowsOfKey(proxy.dbPath, 'codex-broke').map((row) => [row.status, row.cost_micros])).toEqual([['rejected', 0]]);
+    cappedReservation = await reservationOfCall(proxy.server.url, firstRecord!, key);
   });
 
   it('names Tollgate’s request id when a requests limit refuses it', async () => {
@@ -99,12 +111,13 @@ describe.skipIf(!codex.ok)(`Codex ${codex.ok ? codex.version : `(skipped: ${code
   });
 
   // Needs agent sessions (`--session-budget-usd`): enable once that work is merged.
-  it.skip('a session budget stops a runaway session and leaves the others alone [agent sessions]', async () => {
+  it.skip('a session budget stops a runaway session and leaves the others alone [agent sessions]', { timeout: RUNAWAY_TIMEOUT }, async () => {
     expect(firstRows.length).toBe(1);
-    const [first] = firstRows;
+    expect(cappedReservation).toBeGreaterThan(0);
     // Room for one call's reservation and one and a half calls' cost: a session's second call fits
-    // (a resumed prompt is only a few tokens longer), its third does not.
-    const budgetMicros = first!.est_cost_micros + Math.ceil(first!.cost_micros * 1.5);
+    // (a resumed prompt is only a few tokens longer), its third does not, as a budget may not cap a
+    // call's output below its full bound here (TOLLGATE_MIN_OUTPUT_TOKENS).
+    const budgetMicros = cappedReservation + Math.ceil(firstRows[0]!.cost_micros * 1.5);
     const key = await createKey(proxy.dbPath, 'codex-sessions', '--session-budget-usd', (budgetMicros / 1e6).toFixed(6));
 
     const started = await run(key, 'Say hello.');
