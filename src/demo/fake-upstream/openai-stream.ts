@@ -200,7 +200,17 @@ export async function streamAnswer(res: ServerResponse, plan: StreamPlan, record
     if (includeUsage) write(data({ id, object: 'text_completion', created, model, choices: [], usage }));
     write('data: [DONE]\n\n');
   } else {
+    // The closing events of the part and of the item, as the API sends them: Codex builds its
+    // answer from `response.output_item.done`, not from the deltas.
+    const part = { type: 'output_text', text: answer, annotations: [] };
     write(event('response.output_text.done', { item_id: messageId, output_index: 0, content_index: 0, text: answer, logprobs: [] }));
+    write(event('response.content_part.done', { item_id: messageId, output_index: 0, content_index: 0, part }));
+    write(
+      event('response.output_item.done', {
+        output_index: 0,
+        item: { id: messageId, type: 'message', status: 'completed', role: 'assistant', content: [part] },
+      }),
+    );
     write(event('response.completed', { response: responseObject(model, answer, 'completed', usage, respId, final) }));
   }
   record.billed = {
