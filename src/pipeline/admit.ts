@@ -139,6 +139,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps, after
     priceKnown: estimate.price.known,
     endUser: request.attribution.endUser,
     tags: request.attribution.tags,
+    session: request.attribution.session,
     exact: exactNames(caller),
   });
   const reservation = shared.kind === 'reserved' ? shared.reservation : undefined;

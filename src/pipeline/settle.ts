@@ -284,6 +284,7 @@ export function settleRefused(request: RequestContext, refusal: TollgateError, r
     estCostMicros: record.estimate?.reservedMicroUsd ?? 0,
     endUser: record.attribution?.endUser,
     tags: record.attribution?.tags,
+    session: record.attribution?.session,
     exact: record.attribution === undefined ? undefined : exactNames(caller),
   });
   deps.events.emit({

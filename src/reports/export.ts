@@ -161,6 +161,8 @@ const LEDGER_EXPORT_COLUMNS = [
   // The end user and tags the request named (src/endusers): what finance splits costs by.
   'end_user',
   'tags',
+  // The agent session (src/endusers/session.ts).
+  'session',
 ] as const;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -198,6 +200,7 @@ function exportRecord(row: LedgerExportRow): Record<(typeof LEDGER_EXPORT_COLUMN
     error_code: row.error_code,
     end_user: row.end_user,
     tags: row.tags,
+    session: row.session,
   };
 }
 
