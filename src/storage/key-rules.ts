@@ -4,7 +4,16 @@
  * is created with. Pure; one copy, so the two backends cannot drift.
  */
 import { TollgateError } from '../domain/errors.js';
-import { PolicyError, validatePolicy, type Budget, type EndUserPolicy, type LimitSpec, type Policy, type SessionPolicy, type TagBudget } from '../domain/policy.js';
+import {
+  PolicyError,
+  validatePolicy,
+  type Budget,
+  type EndUserPolicy,
+  type LimitSpec,
+  type Policy,
+  type SessionPolicy,
+  type TagBudget,
+} from '../domain/policy.js';
 import { readStoredPolicy } from '../domain/policy-json.js';
 import type { NewTenantPolicy } from './keys.js';
 
