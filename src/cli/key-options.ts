@@ -152,7 +152,9 @@ export function withSessionOptions(command: Command, mode: 'create' | 'update'):
   command
     .option('--session-limit <spec>', 'a limit every agent session gets for itself, as --limit (repeatable; replaces them on update)', collect)
     .option('--session-budget-usd <dollars>', "every agent session's own spend cap in USD")
-    .addOption(new Option('--session-budget-period <period>', "the sessions' budget period (default total: the session's whole run)").choices([...BUDGET_PERIODS]));
+    .addOption(
+      new Option('--session-budget-period <period>', "the sessions' budget period (default total: the session's whole run)").choices([...BUDGET_PERIODS]),
+    );
   if (mode === 'update') command.option('--no-session-policy', 'remove the per-session limits and budgets');
   return command;
 }

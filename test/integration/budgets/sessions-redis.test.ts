@@ -33,7 +33,19 @@ const BUDGET = 120;
 beforeAll(async () => {
   fake = await startFakeUpstream({ apiKey: 'sk-sessions' });
   redis = await startRedis();
-  const created = await cli('--db', first, 'keys', 'create', '--name', 'agents', '--session-budget-usd', '0.00012', '--session-limit', 'requests:5/min', '--json');
+  const created = await cli(
+    '--db',
+    first,
+    'keys',
+    'create',
+    '--name',
+    'agents',
+    '--session-budget-usd',
+    '0.00012',
+    '--session-limit',
+    'requests:5/min',
+    '--json',
+  );
   expect(created.code).toBe(0);
   key = created.json<{ key: string }>().key;
   expect(created.json<{ policy: { session: unknown } }>().policy).toMatchObject({

@@ -92,14 +92,19 @@ it('holds every session to its budget under concurrent requests, and lists sessi
     'since,until,session,key_id,key_prefix,first_request_at,last_request_at,duration_seconds,requests,prompt_tokens,cached_tokens,completion_tokens,reasoning_tokens,cost_usd,errors,rejected_rate_limit,rejected_budget',
   );
   expect(records).toHaveLength(2);
-  for (const record of records) expect(record).toMatch(/^\d{4}-\d{2}-\d{2},\d{4}-\d{2}-\d{2},[^,]+,[^,]+,[^,]+,\d{4}-\d{2}-\d{2}T[^,]+Z,\d{4}-\d{2}-\d{2}T[^,]+Z,\d+,/);
+  for (const record of records)
+    expect(record).toMatch(/^\d{4}-\d{2}-\d{2},\d{4}-\d{2}-\d{2},[^,]+,[^,]+,[^,]+,\d{4}-\d{2}-\d{2}T[^,]+Z,\d{4}-\d{2}-\d{2}T[^,]+Z,\d+,/);
 
   // The admin API answers the same rows.
-  const api = (await (await fetch(`${proxy.server.url}/admin/api/spend?by=session&since=today`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as SpendReport;
+  const api = (await (
+    await fetch(`${proxy.server.url}/admin/api/spend?by=session&since=today`, { headers: { authorization: `Bearer ${ADMIN}` } })
+  ).json()) as SpendReport;
   expect(api.rows.map((row) => [row.group, row.costMicros, row.requests])).toEqual(report.rows.map((row) => [row.group, row.costMicros, row.requests]));
 
   // The key's dashboard page lists the sessions, the most spent first, with their spend, duration and requests.
-  const page = (await (await fetch(`${proxy.server.url}/admin/api/dashboard/keys/${keyId}`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as KeyPageView;
+  const page = (await (
+    await fetch(`${proxy.server.url}/admin/api/dashboard/keys/${keyId}`, { headers: { authorization: `Bearer ${ADMIN}` } })
+  ).json()) as KeyPageView;
   expect(page.topSessions.map((item) => [item.name, item.text.spend, item.text.requests])).toEqual(
     report.rows.map((row) => [row.group, usd(row.costMicros), String(row.requests)]),
   );
@@ -110,7 +115,10 @@ it('holds every session to its budget under concurrent requests, and lists sessi
     body: new URLSearchParams({ token: ADMIN, next: '/dashboard' }),
     redirect: 'manual',
   });
-  const cookie = login.headers.getSetCookie().map((line) => line.split(';')[0]).join('; ');
+  const cookie = login.headers
+    .getSetCookie()
+    .map((line) => line.split(';')[0])
+    .join('; ');
   const html = await (await fetch(`${proxy.server.url}/dashboard/keys/${keyId}`, { headers: { cookie } })).text();
   expect(html).toContain('Agent sessions');
   for (const session of [CLAUDE, CODEX]) expect(html).toContain(session);
