@@ -49,6 +49,19 @@ export function readSession(headers: Readonly<Record<string, HeaderValue>>): str
   return undefined;
 }
 
+/**
+ * The session of a request refused before its attribution was read (a bad
+ * body, a busy intake): its headers' session, or undefined when they name
+ * none or a bad `x-tollgate-session` (that refusal is its own).
+ */
+export function refusedRequestSession(headers: Readonly<Record<string, HeaderValue>>): string | undefined {
+  try {
+    return readSession(headers);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Why a session id is refused, or undefined when it is acceptable. */
 function sessionProblem(value: string): string | undefined {
   if (value === '') return 'must not be empty';

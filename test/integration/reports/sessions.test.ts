@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import OpenAI from 'openai';
+import Database from 'better-sqlite3';
 import { cli } from '../../support/cli.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { waitFor } from '../../support/wait.js';
@@ -123,3 +124,20 @@ it('holds every session to its budget under concurrent requests, and lists sessi
   expect(html).toContain('Agent sessions');
   for (const session of [CLAUDE, CODEX]) expect(html).toContain(session);
 }, 90_000);
+
+it('records the session of a request refused before its body was read', async () => {
+  const response = await fetch(`${proxy.baseURL}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-claude-code-session-id': 'broken-body-run' },
+    body: '{"model": "gpt-4o-mini", "messages": [',
+  });
+  expect(response.status).toBe(400);
+  await waitFor(() => {
+    const db = new Database(proxy.dbPath, { readonly: true });
+    try {
+      return db.prepare("SELECT status FROM ledger WHERE session = 'broken-body-run'").all().length === 1;
+    } finally {
+      db.close();
+    }
+  }, 'the refusal to be recorded under its session');
+});

@@ -1,7 +1,9 @@
 /** Reading a request's agent session: which header wins, what is refused, what is recorded as a digest (pure). */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { MAX_SESSION_CHARS, readSession } from '../../../src/endusers/session.js';
+import { MAX_SESSION_CHARS, readSession, refusedRequestSession } from '../../../src/endusers/session.js';
+import { sessionPolicyFrom } from '../../../src/domain/policy-options.js';
+import { PolicyError, validatePolicy } from '../../../src/domain/policy.js';
 import { readAttribution } from '../../../src/endusers/attribution.js';
 import { TollgateError } from '../../../src/domain/errors.js';
 
@@ -70,5 +72,62 @@ describe('readSession', () => {
   it('is part of the request’s attribution, alongside its end user', () => {
     expect(readAttribution({ user: 'ann' }, { 'x-claude-code-session-id': CLAUDE })).toEqual({ endUser: 'ann', tags: [], session: CLAUDE });
     expect(readAttribution({}, {}).session).toBeUndefined();
+  });
+});
+
+describe('refusedRequestSession', () => {
+  it('names the session of a request refused before its body was read, and none for a bad x-tollgate-session', () => {
+    expect(refusedRequestSession({ 'x-claude-code-session-id': CLAUDE })).toBe(CLAUDE);
+    expect(refusedRequestSession({ 'x-tollgate-session': 'not ok' })).toBeUndefined();
+  });
+});
+
+describe('sessionPolicyFrom', () => {
+  it('reads --session-limit and --session-budget-usd, a whole-run (total) budget unless a period is given', () => {
+    expect(sessionPolicyFrom({ sessionBudgetUsd: '5' })).toEqual({ limits: [], budgets: [{ microUsd: 5_000_000, period: 'total' }] });
+    expect(sessionPolicyFrom({ sessionBudgetUsd: '0.25', sessionBudgetPeriod: 'day', sessionLimit: ['requests:60/min', 'usd:1/h'] })).toEqual({
+      limits: [
+        { name: 'requests-per-min', unit: 'requests', amount: 60, period: 'min', burst: 60 },
+        { name: 'usd-per-h', unit: 'usd', amount: 1_000_000, period: 'h', burst: 1_000_000 },
+      ],
+      budgets: [{ microUsd: 250_000, period: 'day' }],
+    });
+    expect(sessionPolicyFrom({})).toBeUndefined();
+  });
+
+  it('keeps what an update does not name, and clears it all with --no-session-policy', () => {
+    const current = {
+      limits: [{ name: 'rpm', unit: 'requests' as const, amount: 10, period: 'min' as const, burst: 10 }],
+      budgets: [{ microUsd: 5, period: 'total' as const }],
+    };
+    expect(sessionPolicyFrom({ sessionBudgetPeriod: 'week' }, current)).toEqual({ limits: current.limits, budgets: [{ microUsd: 5, period: 'week' }] });
+    expect(sessionPolicyFrom({ sessionBudgetUsd: '2' }, current)).toEqual({ limits: current.limits, budgets: [{ microUsd: 2_000_000, period: 'total' }] });
+    expect(sessionPolicyFrom({ sessionPolicy: false }, current)).toBeNull();
+    expect(() => sessionPolicyFrom({ sessionPolicy: false, sessionBudgetUsd: '1' })).toThrow(/--no-session-policy/);
+  });
+
+  it('refuses bad amounts, periods and limits with the option’s name', () => {
+    expect(() => sessionPolicyFrom({ sessionBudgetUsd: '0' })).toThrow(/--session-budget-usd must be greater than zero/);
+    expect(() => sessionPolicyFrom({ sessionBudgetUsd: '1', sessionBudgetPeriod: 'year' })).toThrow(/--session-budget-period/);
+    expect(() => sessionPolicyFrom({ sessionBudgetPeriod: 'day' })).toThrow(/needs --session-budget-usd/);
+    expect(() => sessionPolicyFrom({ sessionLimit: ['requests:0/min'] })).toThrow(PolicyError);
+  });
+
+  it('is validated with the rest of the policy: two session limits of one name or two budgets of one period are refused', () => {
+    const limit = { name: 'rpm', unit: 'requests' as const, amount: 10, period: 'min' as const, burst: 10 };
+    expect(() => validatePolicy({ limits: [], session: { limits: [limit, limit] } })).toThrow(/two session limits are named "rpm"/);
+    expect(() =>
+      validatePolicy({
+        limits: [],
+        session: {
+          limits: [],
+          budgets: [
+            { microUsd: 1, period: 'day' },
+            { microUsd: 2, period: 'day' },
+          ],
+        },
+      }),
+    ).toThrow(/two session budgets per day/);
+    expect(() => validatePolicy({ limits: [], session: { limits: [limit], budgets: [{ microUsd: 1, period: 'total' }] } })).not.toThrow();
   });
 });
