@@ -110,6 +110,13 @@ it('holds every session to its budget under concurrent requests, and lists sessi
     report.rows.map((row) => [row.group, usd(row.costMicros), String(row.requests)]),
   );
   for (const item of page.topSessions) expect(item.text.duration).toMatch(/^\d+s$|^\d+m \d{2}s$/);
+  // Its JSON list of sessions, a page at a time.
+  const list = (await (
+    await fetch(`${proxy.server.url}/admin/api/dashboard/keys/${keyId}/sessions?limit=1`, { headers: { authorization: `Bearer ${ADMIN}` } })
+  ).json()) as { data: Array<{ name: string; firstAt: number; lastAt: number }>; hasMore: boolean };
+  expect(list.data.map((row) => row.name)).toEqual([report.rows[0]!.group]);
+  expect(list.data[0]!.lastAt).toBeGreaterThanOrEqual(list.data[0]!.firstAt);
+  expect(list.hasMore).toBe(true);
   const login = await fetch(`${proxy.server.url}/dashboard/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
