@@ -23,6 +23,8 @@ export const updateKeyBody = z.object({
   maxInFlight: z.number().int().positive().nullable().optional(),
   /** Limits and budgets each end user of the key gets (`null` clears them). */
   endUser: endUserPolicySchema.nullable().optional(),
+  /** Limits and budgets each agent session of the key gets (`null` clears them). */
+  session: endUserPolicySchema.nullable().optional(),
   /** Budgets per tag (`null` clears them). */
   tagBudgets: z.array(tagBudgetSchema).nullable().optional(),
   /** Budget-aware downgrade: `{"atPercent": 80, "models": {"gpt-4o": "gpt-4o-mini"}}`; null removes it. */
@@ -37,6 +39,8 @@ export const createTenantBody = z.object({
   budget: budgetSchema.optional(),
   budgets: z.array(budgetSchema).optional(),
   maxInFlight: z.number().int().positive().optional(),
+  /** Limits and budgets each agent session of each of the tenant's keys gets. */
+  session: endUserPolicySchema.optional(),
 });
 
 export const updateTenantBody = z.object({
@@ -45,4 +49,5 @@ export const updateTenantBody = z.object({
   budget: budgetSchema.nullable().optional(),
   budgets: z.array(budgetSchema).nullable().optional(),
   maxInFlight: z.number().int().positive().nullable().optional(),
+  session: endUserPolicySchema.nullable().optional(),
 });

@@ -150,6 +150,7 @@ function scopesOf(change: SpendChange): string[] {
   const scopes = change.tenantId === null ? [`key:${change.keyId}`] : [`key:${change.keyId}`, `tenant:${change.tenantId}`];
   if (change.endUser !== undefined && change.endUser !== null) scopes.push(`user:${change.keyId}:${change.endUser}`);
   for (const tag of change.tags ?? []) scopes.push(`tag:${change.keyId}:${tag}`);
+  if (change.session !== undefined && change.session !== null) scopes.push(`session:${change.keyId}:${change.session}`);
   return scopes;
 }
 

@@ -147,6 +147,18 @@ export function withPolicyOptions(command: Command, mode: 'create' | 'update'): 
   return command;
 }
 
+/** Keys and tenants: what each agent session gets on its own (src/endusers/session-checks.ts). */
+export function withSessionOptions(command: Command, mode: 'create' | 'update'): Command {
+  command
+    .option('--session-limit <spec>', 'a limit every agent session gets for itself, as --limit (repeatable; replaces them on update)', collect)
+    .option('--session-budget-usd <dollars>', "every agent session's own spend cap in USD")
+    .addOption(
+      new Option('--session-budget-period <period>', "the sessions' budget period (default total: the session's whole run)").choices([...BUDGET_PERIODS]),
+    );
+  if (mode === 'update') command.option('--no-session-policy', 'remove the per-session limits and budgets');
+  return command;
+}
+
 /** Keys only: what each end user of the key gets on its own, and budgets per tag (src/endusers). */
 export function withEndUserOptions(command: Command, mode: 'create' | 'update'): Command {
   command

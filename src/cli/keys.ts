@@ -5,7 +5,14 @@
 import type { Command } from 'commander';
 import type { IssuedKey, KeyPatch, KeyView } from '../domain/keys.js';
 import { PolicyError, type Policy } from '../domain/policy.js';
-import { describeAttributedPolicy, endUserPolicyFrom, tagBudgetsFrom, type EndUserOptions } from '../domain/policy-options.js';
+import {
+  describeAttributedPolicy,
+  endUserPolicyFrom,
+  sessionPolicyFrom,
+  tagBudgetsFrom,
+  type EndUserOptions,
+  type SessionOptions,
+} from '../domain/policy-options.js';
 import { print, printJson, withOps } from './context.js';
 import { describeBudget, describeLimits, printable, table, when } from './format.js';
 import {
@@ -19,6 +26,7 @@ import {
   modelsFrom,
   parseExpiry,
   withEndUserOptions,
+  withSessionOptions,
   withPolicyOptions,
   type LimitOptions,
 } from './key-options.js';
@@ -80,13 +88,16 @@ function keyRows(keys: KeyView[]): string {
 export function registerKeyCommands(program: Command): void {
   const keys = program.command('keys').description('issue and manage tenant keys');
 
-  withEndUserOptions(
-    withPolicyOptions(
-      keys
-        .command('create')
-        .description('issue a new key (printed once)')
-        .requiredOption('--name <name>', 'unique name for the key')
-        .option('--tenant <tenant>', 'tenant the key belongs to (created if new)'),
+  withSessionOptions(
+    withEndUserOptions(
+      withPolicyOptions(
+        keys
+          .command('create')
+          .description('issue a new key (printed once)')
+          .requiredOption('--name <name>', 'unique name for the key')
+          .option('--tenant <tenant>', 'tenant the key belongs to (created if new)'),
+        'create',
+      ),
       'create',
     ),
     'create',
@@ -100,7 +111,8 @@ export function registerKeyCommands(program: Command): void {
     .action(
       async (
         options: LimitOptions &
-          EndUserOptions & {
+          EndUserOptions &
+          SessionOptions & {
             name: string;
             tenant?: string;
             budgetUsd?: string;
@@ -120,6 +132,7 @@ export function registerKeyCommands(program: Command): void {
         const budgets = extraBudgetsFrom(options.extraBudget);
         const models = modelsFrom(options.models);
         const endUser = endUserPolicyFrom(options);
+        const session = sessionPolicyFrom(options);
         const tagBudgets = tagBudgetsFrom(options);
         const policy: Policy = {
           limits: limitsFrom(options) ?? [],
@@ -129,6 +142,7 @@ export function registerKeyCommands(program: Command): void {
           ...(downgrade ? { downgrade } : {}),
           ...maxInFlightFrom(options),
           ...(endUser ? { endUser } : {}),
+          ...(session ? { session } : {}),
           ...(tagBudgets ? { tagBudgets } : {}),
         };
         const issued = await withOps(command, (ops) =>
@@ -167,15 +181,18 @@ export function registerKeyCommands(program: Command): void {
       else print(describeKey(view));
     });
 
-  withEndUserOptions(
-    withPolicyOptions(
-      keys
-        .command('update')
-        .description('change a key; --limit/--rpm/--tpm replace all its limits')
-        .argument('<key>', 'key id, name or visible prefix')
-        .option('--name <name>', 'new name')
-        .option('--tenant <tenant>', 'move to this tenant (created if new)')
-        .option('--no-tenant', 'take the key out of its tenant'),
+  withSessionOptions(
+    withEndUserOptions(
+      withPolicyOptions(
+        keys
+          .command('update')
+          .description('change a key; --limit/--rpm/--tpm replace all its limits')
+          .argument('<key>', 'key id, name or visible prefix')
+          .option('--name <name>', 'new name')
+          .option('--tenant <tenant>', 'move to this tenant (created if new)')
+          .option('--no-tenant', 'take the key out of its tenant'),
+        'update',
+      ),
       'update',
     ),
     'update',
@@ -194,7 +211,8 @@ export function registerKeyCommands(program: Command): void {
       async (
         ref: string,
         options: LimitOptions &
-          EndUserOptions & {
+          EndUserOptions &
+          SessionOptions & {
             name?: string;
             tenant?: string | false;
             clearLimits?: boolean;
@@ -235,6 +253,7 @@ export function registerKeyCommands(program: Command): void {
             budgets,
             ...maxInFlightFrom(options),
             endUser: endUserPolicyFrom(options, current.policy.endUser),
+            session: sessionPolicyFrom(options, current.policy.session),
             tagBudgets: tagBudgetsFrom(options),
             models: options.allModels ? null : modelsFrom(options.models),
             downgrade,

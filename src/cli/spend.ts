@@ -80,11 +80,13 @@ export function registerSpendCommand(program: Command): void {
           print(spendReportCsv(report));
           return;
         }
-        // End users and tags belong to a key: name it beside them.
-        const withKey = options.by === 'user' || options.by === 'tag';
+        // End users, tags and sessions belong to a key: name it beside them; a session's duration is first to last request.
+        const withKey = options.by === 'user' || options.by === 'tag' || options.by === 'session';
+        const bySession = options.by === 'session';
         const headers = [
           options.by === 'total' ? '' : options.by,
           ...(withKey ? ['key'] : []),
+          ...(bySession ? ['duration'] : []),
           'requests',
           'prompt tokens',
           'completion tokens',
@@ -92,7 +94,9 @@ export function registerSpendCommand(program: Command): void {
           'rejected',
           'errors',
         ];
-        const rows = report.rows.map((row: SpendRow) => (withKey ? [row.group, row.key ?? '', ...cells(row.group, row).slice(1)] : cells(row.group, row)));
+        const rows = report.rows.map((row: SpendRow) =>
+          withKey ? [row.group, row.key ?? '', ...(bySession ? [durationOf(row)] : []), ...cells(row.group, row).slice(1)] : cells(row.group, row),
+        );
         // The total as precise as its rows, so they visibly add up.
         const totalCells = cells(
           'total',
@@ -102,14 +106,38 @@ export function registerSpendCommand(program: Command): void {
             report.rows.map((row) => row.costMicros),
           ),
         );
-        rows.push(withKey ? ['total', '', ...totalCells.slice(1)] : totalCells);
+        rows.push(withKey ? ['total', '', ...(bySession ? [''] : []), ...totalCells.slice(1)] : totalCells);
         const scope = options.key !== undefined ? ` for key ${options.key}` : options.tenant !== undefined ? ` for tenant ${options.tenant}` : '';
         print(
           `Spend${scope}, ${report.since} to ${report.until} (UTC)${report.pending > 0 ? `; ${report.pending} request(s) in flight, counted at their estimate` : ''}\n\n`,
         );
-        print(table(headers, rows, [...(withKey ? (['left'] as const) : []), 'left', 'right', 'right', 'right', 'right', 'right', 'right']));
+        print(
+          table(headers, rows, [
+            ...(withKey ? (['left'] as const) : []),
+            ...(bySession ? (['right'] as const) : []),
+            'left',
+            'right',
+            'right',
+            'right',
+            'right',
+            'right',
+            'right',
+          ]),
+        );
         if (report.hasMore) print(`\nThe first ${report.rows.length} rows only: more follow (run without --limit for every one).\n`);
         if (budgets !== undefined && budgets.length > 0) print(`\nBudgets\n${forecastLines(budgets)}`);
       },
     );
+}
+
+/** A session's first to last request, as `1h 02m`, `12m 30s` or `45s`. */
+function durationOf(row: SpendRow): string {
+  if (row.firstAt === undefined || row.lastAt === undefined) return '';
+  const seconds = Math.round((Number(row.lastAt) - Number(row.firstAt)) / 1000);
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  if (h > 0) return `${h}h ${String(m).padStart(2, '0')}m`;
+  if (m > 0) return `${m}m ${String(s).padStart(2, '0')}s`;
+  return `${s}s`;
 }

@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import type { TenantView } from '../domain/keys.js';
 import { print, printJson, withOps } from './context.js';
 import { describeBudget, describeLimits, printable, table, when } from './format.js';
-import { budgetFrom, extraBudgetsFrom, limitsFrom, maxInFlightFrom, withPolicyOptions, type LimitOptions } from './key-options.js';
+import { budgetFrom, extraBudgetsFrom, limitsFrom, maxInFlightFrom, withPolicyOptions, withSessionOptions, type LimitOptions } from './key-options.js';
+import { describeAttributedPolicy, sessionPolicyFrom, type SessionOptions } from '../domain/policy-options.js';
 
 function describeTenant(view: TenantView): string {
   return [
@@ -12,6 +13,7 @@ function describeTenant(view: TenantView): string {
     ['keys', String(view.keys)],
     ['limits', describeLimits(view.policy)],
     ['budget', describeBudget(view.policy)],
+    ...describeAttributedPolicy(view.policy),
     ['created', when(view.createdAt)],
   ]
     .map(([label, value]) => `  ${label!.padEnd(8)} ${printable(value!)}`)
@@ -21,21 +23,30 @@ function describeTenant(view: TenantView): string {
 export function registerTenantCommands(program: Command): void {
   const tenants = program.command('tenants').description('tenants: groups of keys with shared limits and budget');
 
-  withPolicyOptions(
-    tenants.command('create').description('create a tenant with limits and a budget shared by its keys').argument('<name>', 'tenant name'),
+  withSessionOptions(
+    withPolicyOptions(
+      tenants.command('create').description('create a tenant with limits and a budget shared by its keys').argument('<name>', 'tenant name'),
+      'create',
+    ),
     'create',
   )
     .option('--json', 'print JSON')
     .action(
-      async (name: string, options: LimitOptions & { budgetUsd?: string; budgetPeriod?: string; extraBudget?: string[]; json?: boolean }, command: Command) => {
+      async (
+        name: string,
+        options: LimitOptions & SessionOptions & { budgetUsd?: string; budgetPeriod?: string; extraBudget?: string[]; json?: boolean },
+        command: Command,
+      ) => {
         const budget = budgetFrom(options.budgetUsd, options.budgetPeriod);
         const budgets = extraBudgetsFrom(options.extraBudget);
+        const session = sessionPolicyFrom(options);
         const view = await withOps(command, (ops) =>
           ops.createTenant(name, {
             limits: limitsFrom(options) ?? [],
             ...(budget ? { budget } : {}),
             ...(budgets ? { budgets } : {}),
             ...maxInFlightFrom(options),
+            ...(session ? { session } : {}),
           }),
         );
         if (options.json) printJson(view);
@@ -73,27 +84,31 @@ export function registerTenantCommands(program: Command): void {
       else print(describeTenant(view));
     });
 
-  withPolicyOptions(
-    tenants
-      .command('update')
-      .description('change a tenant; --limit/--rpm/--tpm replace all its limits')
-      .argument('<tenant>', 'tenant id or name')
-      .option('--name <name>', 'new name'),
+  withSessionOptions(
+    withPolicyOptions(
+      tenants
+        .command('update')
+        .description('change a tenant; --limit/--rpm/--tpm replace all its limits')
+        .argument('<tenant>', 'tenant id or name')
+        .option('--name <name>', 'new name'),
+      'update',
+    ),
     'update',
   )
     .option('--json', 'print JSON')
     .action(
       async (
         ref: string,
-        options: LimitOptions & {
-          name?: string;
-          clearLimits?: boolean;
-          budgetUsd?: string;
-          budgetPeriod?: string;
-          extraBudget?: string[];
-          budget?: boolean;
-          json?: boolean;
-        },
+        options: LimitOptions &
+          SessionOptions & {
+            name?: string;
+            clearLimits?: boolean;
+            budgetUsd?: string;
+            budgetPeriod?: string;
+            extraBudget?: string[];
+            budget?: boolean;
+            json?: boolean;
+          },
         command: Command,
       ) => {
         const view = await withOps(command, async (ops) => {
@@ -104,6 +119,7 @@ export function registerTenantCommands(program: Command): void {
             budget: options.budget === false ? null : budgetFrom(options.budgetUsd, options.budgetPeriod, current.policy.budget),
             budgets: options.budget === false ? null : extraBudgetsFrom(options.extraBudget),
             ...maxInFlightFrom(options),
+            session: sessionPolicyFrom(options, current.policy.session),
           });
         });
         if (options.json) printJson(view);

@@ -1,6 +1,7 @@
 /**
  * A key's lists as pages of JSON (GET /admin/api/dashboard/keys/:id/users,
- * /tags and /requests): its end users and tags since a day (the most spent
+ * /tags, /sessions and /requests): its end users, tags and agent sessions
+ * (with `firstAt` and `lastAt`) since a day (the most spent
  * first), and its ledger rows (newest first; `status=429` for its 429s). Each
  * answers at most `limit` rows (default 50, at most 500) with `hasMore` and a
  * `nextCursor`; the key page shows the first few of each.
@@ -13,7 +14,7 @@ import { requestItem, type RequestItem } from './request-list.js';
 import type { Page, TopRow } from '../storage/dashboard-reads.js';
 import type { ViewContext } from './view-context.js';
 
-export type KeyList = 'users' | 'tags' | 'requests';
+export type KeyList = 'users' | 'tags' | 'sessions' | 'requests';
 
 /** A page of a key's list, as the JSON answers it. */
 export interface KeyListPage<T> {
@@ -47,5 +48,6 @@ export async function readKeyList(ctx: ViewContext, keyId: string, list: KeyList
   } catch (error) {
     throw new TollgateError('invalid_value', (error as Error).message, { param: 'since' });
   }
-  return answer(await reads.keyTop(keyId, list === 'users' ? 'user' : 'tag', since, now, limit, cursor), (row) => row);
+  const by = list === 'users' ? 'user' : list === 'tags' ? 'tag' : 'session';
+  return answer(await reads.keyTop(keyId, by, since, now, limit, cursor), (row) => row);
 }

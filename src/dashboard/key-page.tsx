@@ -6,7 +6,7 @@
  */
 import type { FC } from 'hono/jsx';
 import { Card, Chart } from './components.js';
-import { BudgetAndLimitsPanel, ModelsPanel, RequestsPanel, TopTable } from './key-panels.js';
+import { BudgetAndLimitsPanel, ModelsPanel, RequestsPanel, SessionsTable, TopTable } from './key-panels.js';
 import type { KeyPageView } from './key-view.js';
 import { Layout } from './layout.js';
 
@@ -111,6 +111,7 @@ export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
         <TopTable title="Top end users" path="topUsers" items={view.topUsers} first="End user" empty="No requests named an end user this month." />
         <TopTable title="Top tags" path="topTags" items={view.topTags} first="Tag" empty="No tagged requests this month." />
       </div>
+      <SessionsTable items={view.topSessions} />
       <RequestsPanel
         title="Recent 429s"
         note="refused by a limit or budget, or passed on from the upstream"

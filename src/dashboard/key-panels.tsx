@@ -7,7 +7,7 @@
 import type { FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { budgetRow, EmptyNote, listBody } from './components.js';
-import { TOP_ROWS, type KeyPageView, type LimitItem, type ModelItem, type TopItem } from './key-view.js';
+import { TOP_ROWS, type KeyPageView, type LimitItem, type ModelItem, type SessionItem, type TopItem } from './key-view.js';
 import { requestRow, RequestTableHead, type RequestItem } from './request-list.js';
 
 function limitRow(live: boolean): (item: LimitItem | undefined) => JSX.Element {
@@ -91,6 +91,52 @@ export const TopTable: FC<{ title: string; path: 'topUsers' | 'topTags'; items: 
     </table>
     <EmptyNote path={props.path} shown={props.items.length === 0}>
       {props.empty}
+    </EmptyNote>
+  </section>
+);
+
+function sessionRow(item: SessionItem | undefined): JSX.Element {
+  return (
+    <tr data-item={item === undefined ? undefined : ''}>
+      <td class="mono" data-bind="name">
+        {item?.name}
+      </td>
+      <td class="num" data-bind="text.spend">
+        {item?.text.spend}
+      </td>
+      <td class="num" data-bind="text.duration">
+        {item?.text.duration}
+      </td>
+      <td class="num" data-bind="text.requests">
+        {item?.text.requests}
+      </td>
+      <td class="num" data-bind="text.rejected">
+        {item?.text.rejected}
+      </td>
+    </tr>
+  );
+}
+
+/** The key's agent sessions (src/endusers/session.ts): spend, duration from first to last request, requests. */
+export const SessionsTable: FC<{ items: readonly SessionItem[] }> = ({ items }) => (
+  <section class="panel" data-section="topSessions">
+    <h2>
+      Agent sessions <span class="muted">this month, the {TOP_ROWS} that spent the most</span>
+    </h2>
+    <table>
+      <thead>
+        <tr>
+          <th>Session</th>
+          <th class="num">Spend</th>
+          <th class="num">Duration</th>
+          <th class="num">Requests</th>
+          <th class="num">Rejected</th>
+        </tr>
+      </thead>
+      {listBody('topSessions', items, sessionRow)}
+    </table>
+    <EmptyNote path="topSessions" shown={items.length === 0}>
+      No requests named an agent session this month.
     </EmptyNote>
   </section>
 );

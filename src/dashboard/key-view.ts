@@ -46,6 +46,14 @@ export interface TopItem {
   readonly text: { readonly requests: string; readonly spend: string; readonly share: string; readonly rejected: string };
 }
 
+/** One of a key's agent sessions this month: a top item with how long it ran (first to last request). */
+export interface SessionItem extends TopItem {
+  readonly firstAt: number | null;
+  readonly lastAt: number | null;
+  readonly durationMs: number | null;
+  readonly text: TopItem['text'] & { readonly duration: string };
+}
+
 /** End users and tags listed on a key's page (the most spent first). */
 export const TOP_ROWS = 10;
 
@@ -75,6 +83,7 @@ export interface KeyPageView {
   /** The key's end users and tags that spent the most this month. */
   readonly topUsers: readonly TopItem[];
   readonly topTags: readonly TopItem[];
+  readonly topSessions: readonly SessionItem[];
   readonly latest: readonly RequestItem[];
   readonly recent429: readonly RequestItem[];
   readonly charts: { readonly hourly: ChartData; readonly daily: ChartData };
@@ -147,7 +156,7 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
   const { today: todayDay, monthStart } = periodDays(now);
   const budgetSpec = key.policy?.budget;
   // At once: on PostgreSQL each read is a round trip.
-  const [today, month, modelTotals, periodCost, latestRows, recent429Rows, hourly, daily, topUserRows, topTagRows] = await Promise.all([
+  const [today, month, modelTotals, periodCost, latestRows, recent429Rows, hourly, daily, topUserRows, topTagRows, topSessionRows] = await Promise.all([
     reads.keyTotals(key.id, todayDay, now),
     reads.keyTotals(key.id, monthStart, now),
     reads.keyModels(key.id, monthStart, now),
@@ -163,6 +172,7 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
     reads.keyDailySeries(key.id, now),
     reads.keyTop(key.id, 'user', monthStart, now, TOP_ROWS),
     reads.keyTop(key.id, 'tag', monthStart, now, TOP_ROWS),
+    reads.keyTop(key.id, 'session', monthStart, now, TOP_ROWS),
   ]);
   const models = modelTotals.map(({ model, totals }): ModelItem => {
     const share = month.costMicros > 0 ? totals.costMicros / month.costMicros : 0;
@@ -235,6 +245,7 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
     models,
     topUsers: top(topUserRows.rows),
     topTags: top(topTagRows.rows),
+    topSessions: top(topSessionRows.rows).map((item, i) => sessionItem(item, topSessionRows.rows[i]!)),
     latest,
     recent429: recent429Rows.rows.map((row) => requestItem(row, now)),
     charts: {
@@ -263,4 +274,27 @@ export async function buildKeyPage(ctx: ViewContext, keyId: string): Promise<Key
       updated: updatedText(now),
     },
   };
+}
+
+/** A session's row: its duration from its first to its last request. */
+function sessionItem(item: TopItem, row: { firstAt?: number; lastAt?: number }): SessionItem {
+  const durationMs = row.firstAt === undefined || row.lastAt === undefined ? null : row.lastAt - row.firstAt;
+  return {
+    ...item,
+    firstAt: row.firstAt ?? null,
+    lastAt: row.lastAt ?? null,
+    durationMs,
+    text: { ...item.text, duration: durationMs === null ? '' : formatDuration(durationMs) },
+  };
+}
+
+/** `1h 02m`, `12m 30s`, `45s`. */
+function formatDuration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  if (h > 0) return `${h}h ${String(m).padStart(2, '0')}m`;
+  if (m > 0) return `${m}m ${String(s).padStart(2, '0')}s`;
+  return `${s}s`;
 }

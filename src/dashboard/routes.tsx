@@ -229,7 +229,7 @@ export function createDashboardApiRoutes(deps: DashboardDeps): Hono<AppEnv> {
     return c.json(view);
   });
   // A key's lists in pages (key-lists.ts).
-  api.get('/keys/:id/:list{users|tags|requests}', async (c) => {
+  api.get('/keys/:id/:list{users|tags|sessions|requests}', async (c) => {
     const page = await readKeyList(contextOf(deps, now, admin), c.req.param('id'), c.req.param('list') as KeyList, c.req.query());
     if (page === undefined) throw new TollgateError('not_found', `no key with id "${c.req.param('id')}"`, { param: 'id' });
     return c.json(page);

@@ -107,7 +107,7 @@ export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv
       if (view === undefined) throw notFound('key');
       return c.json(view);
     }
-    const keyList = /^\/dashboard\/keys\/([^/]+)\/(users|tags|requests)$/.exec(path);
+    const keyList = /^\/dashboard\/keys\/([^/]+)\/(users|tags|sessions|requests)$/.exec(path);
     if (keyList) {
       const id = decoded(keyList[1]!);
       const page = id === undefined ? undefined : await readKeyList(ctx(), id, keyList[2] as KeyList, c.req.query());

@@ -128,7 +128,7 @@ export class TenantScopedReads implements DashboardReads {
     return this.inner.keyModels(keyId, since, now);
   }
 
-  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
+  async keyTop(keyId: string, by: 'user' | 'tag' | 'session', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
     await this.requireOwn(keyId);
     return this.inner.keyTop(keyId, by, since, now, limit, cursor);
   }

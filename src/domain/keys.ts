@@ -1,5 +1,5 @@
 /** Keys and tenants as the CLI, the admin API and the proxy's key cache see them. */
-import type { Budget, EndUserPolicy, LimitSpec, Policy, PolicyError, TagBudget } from './policy.js';
+import type { Budget, EndUserPolicy, LimitSpec, Policy, PolicyError, SessionPolicy, TagBudget } from './policy.js';
 
 export type KeyStatus = 'active' | 'revoked' | 'expired';
 
@@ -55,6 +55,8 @@ export interface KeyPatch {
   readonly maxInFlight?: number | null | undefined;
   /** Limits and budgets every end user of the key gets for itself (replaces them; `null` clears). */
   readonly endUser?: EndUserPolicy | null | undefined;
+  /** Limits and budgets every agent session of the key gets for itself (replaces them; `null` clears). */
+  readonly session?: SessionPolicy | null | undefined;
   /** Budgets per tag (replaces the list; `null` clears it). */
   readonly tagBudgets?: readonly TagBudget[] | null | undefined;
   readonly models?: readonly string[] | null | undefined;
@@ -72,6 +74,8 @@ export interface TenantPatch {
   readonly budgets?: readonly Budget[] | null | undefined;
   /** Requests in flight at once (`null`: back to the default). */
   readonly maxInFlight?: number | null | undefined;
+  /** Limits and budgets every agent session of each of the tenant's keys gets (replaces them; `null` clears). */
+  readonly session?: SessionPolicy | null | undefined;
 }
 
 /** What the proxy's auth needs about a key; the policy may be an error (fail closed). */

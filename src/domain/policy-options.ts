@@ -1,6 +1,7 @@
 /**
- * The command line's per-end-user and per-tag policy options (`tollgate keys
- * create|update`), parsed into the policy's `endUser` and `tagBudgets`. Pure;
+ * The command line's per-end-user, per-session and per-tag policy options
+ * (`tollgate keys|tenants create|update`), parsed into the policy's `endUser`,
+ * `session` and `tagBudgets`. Pure;
  * errors are PolicyErrors with the option's name (exit code 2).
  */
 import {
@@ -14,6 +15,7 @@ import {
   type BudgetPeriod,
   type EndUserPolicy,
   type Policy,
+  type SessionPolicy,
   type TagBudget,
 } from './policy.js';
 import { formatMicrosExact } from './money.js';
@@ -29,6 +31,34 @@ export interface EndUserOptions {
   userPolicy?: boolean;
   /** `--no-tag-budgets` (update). */
   tagBudgets?: boolean;
+}
+
+export interface SessionOptions {
+  sessionLimit?: string[];
+  sessionBudgetUsd?: string;
+  sessionBudgetPeriod?: string;
+  /** `--no-session-policy` (update): remove the per-session limits and budgets. */
+  sessionPolicy?: boolean;
+}
+
+/**
+ * The key's or tenant's new `session` policy, as {@link endUserPolicyFrom}:
+ * undefined keeps the current one, null clears it. A session's budget is for
+ * its whole life unless a period is given (a session is one agent's run).
+ */
+export function sessionPolicyFrom(options: SessionOptions, current?: SessionPolicy): SessionPolicy | null | undefined {
+  const texts = options.sessionLimit ?? [];
+  const budgetGiven = options.sessionBudgetUsd !== undefined || options.sessionBudgetPeriod !== undefined;
+  if (options.sessionPolicy === false) {
+    if (texts.length > 0 || budgetGiven) throw new PolicyError('--no-session-policy cannot be combined with other --session-… options');
+    return null;
+  }
+  if (texts.length === 0 && !budgetGiven) return undefined;
+  const limits = texts.length > 0 ? texts.map(parseLimit) : (current?.limits ?? []);
+  const budgets = budgetGiven
+    ? [budgetFromOptions('session', options.sessionBudgetUsd, options.sessionBudgetPeriod, current?.budgets?.[0], 'total')]
+    : (current?.budgets ?? []);
+  return { limits, ...(budgets.length > 0 ? { budgets } : {}) };
 }
 
 /**
@@ -47,21 +77,31 @@ export function endUserPolicyFrom(options: EndUserOptions, current?: EndUserPoli
   }
   if (texts.length === 0 && !budgetGiven) return undefined;
   const limits = texts.length > 0 ? texts.map(parseLimit) : (current?.limits ?? []);
-  const budgets = budgetGiven ? [userBudgetFrom(options.userBudgetUsd, options.userBudgetPeriod, current?.budgets?.[0])] : (current?.budgets ?? []);
+  const budgets = budgetGiven
+    ? [budgetFromOptions('user', options.userBudgetUsd, options.userBudgetPeriod, current?.budgets?.[0], 'month')]
+    : (current?.budgets ?? []);
   return { limits, ...(budgets.length > 0 ? { budgets } : {}) };
 }
 
-function userBudgetFrom(usdText: string | undefined, periodText: string | undefined, current: Budget | undefined): Budget {
+/** `--<who>-budget-usd` and `--<who>-budget-period` into one budget, the current one filling what is not given. */
+function budgetFromOptions(
+  who: 'user' | 'session',
+  usdText: string | undefined,
+  periodText: string | undefined,
+  current: Budget | undefined,
+  defaultPeriod: BudgetPeriod,
+): Budget {
   if (periodText !== undefined && !(BUDGET_PERIODS as readonly string[]).includes(periodText)) {
-    throw new PolicyError(`--user-budget-period must be one of ${BUDGET_PERIODS.join(', ')} (got "${periodText}")`);
+    throw new PolicyError(`--${who}-budget-period must be one of ${BUDGET_PERIODS.join(', ')} (got "${periodText}")`);
   }
   if (usdText === undefined) {
-    if (current === undefined) throw new PolicyError('--user-budget-period needs --user-budget-usd (the key has no end-user budget yet)');
+    const owner = who === 'user' ? 'end-user' : 'session';
+    if (current === undefined) throw new PolicyError(`--${who}-budget-period needs --${who}-budget-usd (there is no ${owner} budget yet)`);
     return { microUsd: current.microUsd, period: periodText as BudgetPeriod };
   }
   const microUsd = parseUsdToMicros(usdText);
-  if (microUsd <= 0) throw new PolicyError('--user-budget-usd must be greater than zero');
-  return { microUsd, period: (periodText ?? current?.period ?? 'month') as BudgetPeriod };
+  if (microUsd <= 0) throw new PolicyError(`--${who}-budget-usd must be greater than zero`);
+  return { microUsd, period: (periodText ?? current?.period ?? defaultPeriod) as BudgetPeriod };
 }
 
 /** Repeated `--tag-budget TAG=DOLLARS/PERIOD`: undefined when none was given, null for `--no-tag-budgets`. */
@@ -95,6 +135,11 @@ export function describeAttributedPolicy(policy: Policy): Array<[string, string]
   if (endUser !== undefined) {
     const parts = [...endUser.limits.map(formatLimit), ...(endUser.budgets ?? []).map((b) => `${formatMicrosExact(b.microUsd)}/${b.period}`)];
     rows.push(['per user', parts.join(', ')]);
+  }
+  const session = policy.session;
+  if (session !== undefined) {
+    const parts = [...session.limits.map(formatLimit), ...(session.budgets ?? []).map((b) => `${formatMicrosExact(b.microUsd)}/${b.period}`)];
+    rows.push(['per session', parts.join(', ')]);
   }
   if ((policy.tagBudgets ?? []).length > 0) {
     rows.push(['tag budgets', policy.tagBudgets!.map((b) => `${b.tag} ${formatMicrosExact(b.microUsd)}/${b.period}`).join(', ')]);

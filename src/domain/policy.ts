@@ -101,6 +101,11 @@ export const policySchema = z
     maxInFlight: z.number().int().positive().optional(),
     /** Keys only: limits and budgets each end user of the key gets for itself. */
     endUser: endUserPolicySchema.optional(),
+    /**
+     * Keys and tenants: limits and budgets each agent session gets for itself (src/endusers/session-checks.ts;
+     * a tenant's apply to every session of each of its keys).
+     */
+    session: endUserPolicySchema.optional(),
     /** Keys only: budgets per tag. */
     tagBudgets: z.array(tagBudgetSchema).readonly().optional(),
     /**
@@ -118,6 +123,8 @@ export const policySchema = z
   .readonly();
 
 export type EndUserPolicy = z.output<typeof endUserPolicySchema>;
+/** What every agent session gets on its own: the same shape as an end user's. */
+export type SessionPolicy = EndUserPolicy;
 export type TagBudget = z.output<typeof tagBudgetSchema>;
 export { endUserPolicySchema, tagBudgetSchema };
 
@@ -297,6 +304,15 @@ export function validatePolicy(policy: Policy): void {
       userNames.add(limit.name);
     }
     validateBudgets(policy.endUser.budgets ?? [], 'end-user ');
+  }
+  if (policy.session !== undefined) {
+    const sessionNames = new Set<string>();
+    for (const limit of policy.session.limits) {
+      validateLimit(limit);
+      if (sessionNames.has(limit.name)) throw new PolicyError(`two session limits are named "${limit.name}"; add ,name=… to tell them apart`);
+      sessionNames.add(limit.name);
+    }
+    validateBudgets(policy.session.budgets ?? [], 'session ');
   }
   const byTag = new Map<string, Budget[]>();
   for (const { tag, microUsd, period } of policy.tagBudgets ?? []) {

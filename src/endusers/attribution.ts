@@ -21,6 +21,7 @@
 import { createHash } from 'node:crypto';
 import { TollgateError } from '../domain/errors.js';
 import { TAG_PATTERN } from '../domain/policy.js';
+import { readSession } from './session.js';
 
 /** Longest end-user id accepted (OpenAI's `safety_identifier` is at most 64; hashed emails fit). */
 export const MAX_END_USER_CHARS = 128;
@@ -42,18 +43,21 @@ export interface Attribution {
   readonly endUser: string | undefined;
   /** Distinct tags, in the order given. */
   readonly tags: readonly string[];
+  /** The agent session (session.ts), or undefined when the request names none. */
+  readonly session?: string | undefined;
 }
 
 const NO_ATTRIBUTION: Attribution = Object.freeze({ endUser: undefined, tags: Object.freeze([]) as readonly string[] });
 
 type HeaderValue = string | string[] | undefined;
 
-/** The request's end user and tags; throws TollgateError 400 for malformed ones. */
+/** The request's end user, tags and session; throws TollgateError 400 for malformed ones. */
 export function readAttribution(body: Record<string, unknown>, headers: Readonly<Record<string, HeaderValue>>): Attribution {
   const endUser = readEndUser(body, headers[USER_HEADER]);
   const tags = readTags(body, headers[TAGS_HEADER]);
-  if (endUser === undefined && tags.length === 0) return NO_ATTRIBUTION;
-  return { endUser, tags };
+  const session = readSession(headers);
+  if (endUser === undefined && tags.length === 0 && session === undefined) return NO_ATTRIBUTION;
+  return session === undefined ? { endUser, tags } : { endUser, tags, session };
 }
 
 function readEndUser(body: Record<string, unknown>, header: HeaderValue): string | undefined {

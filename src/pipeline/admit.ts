@@ -24,6 +24,7 @@ import { affordable, budgetChecksFor, checkBudgets, type BudgetDecision } from '
 import { planOutput, reservationOf, usefulMinimum, type OutputPlan } from '../budgets/output-cap.js';
 import { reserveSharedBudgets, type SharedOutcome } from '../budgets/shared-budgets.js';
 import { attributedBudgetChecks, endUserBindings, exactNames } from '../endusers/checks.js';
+import { sessionBindings, sessionBudgetChecks } from '../endusers/session-checks.js';
 import { TollgateError } from '../domain/errors.js';
 import { bindingsFor } from '../limits/index.js';
 import { buildRateLimitHeaders, computeSettlement, createDemands, type Demand, type LimitBinding, type Ticket } from '../limits/index.js';
@@ -74,7 +75,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps, after
 
   // 2. Budgets and the client's cost cap hold the request at its worst case,
   //    or at a smaller output limit when that is all they can pay for.
-  const checks = [...budgetChecksFor(caller), ...attributedBudgetChecks(caller, request.attribution)];
+  const checks = [...budgetChecksFor(caller), ...attributedBudgetChecks(caller, request.attribution), ...sessionBudgetChecks(caller, request.attribution)];
   const bounded = checks.length > 0 || request.maxCostMicroUsd !== undefined;
   const costCap = request.maxCostMicroUsd ?? Number.MAX_SAFE_INTEGER;
   const minOutput = deps.minOutputTokens;
@@ -139,6 +140,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps, after
     priceKnown: estimate.price.known,
     endUser: request.attribution.endUser,
     tags: request.attribution.tags,
+    session: request.attribution.session,
     exact: exactNames(caller),
   });
   const reservation = shared.kind === 'reserved' ? shared.reservation : undefined;
@@ -227,7 +229,11 @@ function admissionHeaders(
 async function takeLimits(request: EstimatedRequest, deps: PipelineDeps): Promise<TakenLimits> {
   const { caller, estimate, client } = request;
   // The end user's own buckets join the key's, tenant's and global ones: all or none.
-  const bindings = [...bindingsFor(caller, deps.globalLimits), ...endUserBindings(caller, request.attribution)];
+  const bindings = [
+    ...bindingsFor(caller, deps.globalLimits),
+    ...endUserBindings(caller, request.attribution),
+    ...sessionBindings(caller, request.attribution),
+  ];
   if (bindings.length === 0) return { ok: true, bindings, demands: [], ticket: undefined, headers: {}, decisionMs: undefined };
   let query: URLSearchParams | undefined;
   const demands = createDemands(bindings, {

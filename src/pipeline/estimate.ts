@@ -14,6 +14,7 @@ import { budgetChecksFor } from '../budgets/check.js';
 import { downgradeSource, downgradeTarget } from '../budgets/downgrade.js';
 import { readAttribution } from '../endusers/attribution.js';
 import { hasAttributedUsdCap } from '../endusers/checks.js';
+import { hasSessionUsdCap } from '../endusers/session-checks.js';
 import { EstimateInputError, openBody, resolvePrice, withStoredHistory, type Estimate, type OpenBody } from '../estimate/index.js';
 import { checkReferences } from './ownership.js';
 import { checkModelAllowed } from '../domain/caller.js';
@@ -181,7 +182,7 @@ function checkModelPriced(model: string, route: Route | undefined, request: Requ
  * let their spend pass the cap.
  */
 function hasUsdCap(request: RequestContext, deps: PipelineDeps): boolean {
-  if (budgetChecksFor(request.caller).length > 0 || hasAttributedUsdCap(request.caller.policy)) return true;
+  if (budgetChecksFor(request.caller).length > 0 || hasAttributedUsdCap(request.caller.policy) || hasSessionUsdCap(request.caller)) return true;
   return bindingsFor(request.caller, deps.globalLimits).some((binding) => binding.limit.unit === 'usd');
 }
 

@@ -40,6 +40,7 @@ import type { Completion, RejectionReason, UsageSource } from '../storage/ledger
 import type { Usage } from '../dialects/usage.js';
 import type { AdmittedRequest, Ending, RequestContext } from './context.js';
 import type { Attribution } from '../endusers/attribution.js';
+import { refusedRequestSession } from '../endusers/session.js';
 import { exactNames } from '../endusers/checks.js';
 import type { PipelineDeps } from './deps.js';
 
@@ -284,6 +285,7 @@ export function settleRefused(request: RequestContext, refusal: TollgateError, r
     estCostMicros: record.estimate?.reservedMicroUsd ?? 0,
     endUser: record.attribution?.endUser,
     tags: record.attribution?.tags,
+    session: record.attribution === undefined ? refusedRequestSession(request.client.headers) : record.attribution.session,
     exact: record.attribution === undefined ? undefined : exactNames(caller),
   });
   deps.events.emit({

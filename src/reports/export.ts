@@ -77,12 +77,23 @@ function totalCells(row: SpendTotals): Cell[] {
 export function spendReportCsv(report: SpendReport): string {
   const period: Cell[] = [report.since, report.until];
   if (report.by === 'total') return csvLine(['since', 'until', ...TOTAL_COLUMNS]) + csvLine([...period, ...totalCells(report.total)]);
-  return csvLine(['since', 'until', report.by, ...(keyed(report) ? ['key_id', 'key_prefix'] : []), ...TOTAL_COLUMNS]) + spendCsvRecords(report);
+  const sessions = report.by === 'session' ? SESSION_COLUMNS : [];
+  return csvLine(['since', 'until', report.by, ...(keyed(report) ? ['key_id', 'key_prefix'] : []), ...sessions, ...TOTAL_COLUMNS]) + spendCsvRecords(report);
 }
 
-/** End users and tags belong to a key, so their records name it too. */
+/** End users, tags and sessions belong to a key, so their records name it too. */
 function keyed(report: SpendReport): boolean {
-  return report.by === 'key' || report.by === 'user' || report.by === 'tag';
+  return report.by === 'key' || report.by === 'user' || report.by === 'tag' || report.by === 'session';
+}
+
+/** A session's first and last request in the period, and the time between them. */
+const SESSION_COLUMNS = ['first_request_at', 'last_request_at', 'duration_seconds'];
+
+function sessionCells(row: SpendRow): Cell[] {
+  if (row.firstAt === undefined || row.lastAt === undefined) return [null, null, null];
+  const first = Number(row.firstAt);
+  const last = Number(row.lastAt);
+  return [new Date(first).toISOString(), new Date(last).toISOString(), Math.round((last - first) / 1000)];
 }
 
 /** The records of a report's rows without the header (the later pages of a report: src/storage/spend-cursor.ts). */
@@ -90,9 +101,10 @@ export function spendCsvRecords(report: SpendReport): string {
   if (report.by === 'total') return '';
   const period: Cell[] = [report.since, report.until];
   const byKey = keyed(report);
+  const bySession = report.by === 'session';
   let text = '';
   for (const row of report.rows as SpendRow[]) {
-    text += csvLine([...period, row.group, ...(byKey ? [row.keyId, row.prefix] : []), ...totalCells(row)]);
+    text += csvLine([...period, row.group, ...(byKey ? [row.keyId, row.prefix] : []), ...(bySession ? sessionCells(row) : []), ...totalCells(row)]);
   }
   return text;
 }
@@ -161,6 +173,8 @@ const LEDGER_EXPORT_COLUMNS = [
   // The end user and tags the request named (src/endusers): what finance splits costs by.
   'end_user',
   'tags',
+  // The agent session (src/endusers/session.ts).
+  'session',
 ] as const;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -198,6 +212,7 @@ function exportRecord(row: LedgerExportRow): Record<(typeof LEDGER_EXPORT_COLUMN
     error_code: row.error_code,
     end_user: row.end_user,
     tags: row.tags,
+    session: row.session,
   };
 }
 

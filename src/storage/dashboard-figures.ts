@@ -36,7 +36,12 @@ export function requestPage(rows: RequestRow[], limit: number, keyId: string, li
 
 /** A page of a key's end users or tags from its spend report. */
 export function topPage(report: SpendReport): Page<TopRow> {
-  return { rows: report.rows.map((row) => ({ name: row.group, totals: pickTotals(row) })), hasMore: report.hasMore, nextCursor: report.nextCursor };
+  const rows = report.rows.map((row) => ({
+    name: row.group,
+    totals: pickTotals(row),
+    ...(row.firstAt === undefined || row.lastAt === undefined ? {} : { firstAt: Number(row.firstAt), lastAt: Number(row.lastAt) }),
+  }));
+  return { rows, hasMore: report.hasMore, nextCursor: report.nextCursor };
 }
 
 export function addTotals(a: SpendTotals, b: SpendTotals): SpendTotals {

@@ -89,6 +89,9 @@ export interface Page<T> {
 export interface TopRow {
   readonly name: string;
   readonly totals: SpendTotals;
+  /** Sessions: their first and last request in the range (ms since the epoch). */
+  readonly firstAt?: number;
+  readonly lastAt?: number;
 }
 
 /** What the dashboard reads, from SQLite (one host) or PostgreSQL (replicas). */
@@ -116,7 +119,7 @@ export interface DashboardReads {
   /** One key's spend by model since `since`, most expensive first. */
   keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>>;
   /** A key's end users or tags since `since` (src/endusers), the most spent first: a page of at most `limit`, from `cursor` (spend-cursor.ts). */
-  keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>>;
+  keyTop(keyId: string, by: 'user' | 'tag' | 'session', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>>;
   /** A key's ledger rows, newest first: a page of at most `limit`, from `cursor` (request-cursor.ts). */
   latestRequests(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>>;
   /** A key's 429 answers, newest first: a page of at most `limit`, from `cursor`. */

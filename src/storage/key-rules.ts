@@ -4,7 +4,16 @@
  * is created with. Pure; one copy, so the two backends cannot drift.
  */
 import { TollgateError } from '../domain/errors.js';
-import { PolicyError, validatePolicy, type Budget, type EndUserPolicy, type LimitSpec, type Policy, type TagBudget } from '../domain/policy.js';
+import {
+  PolicyError,
+  validatePolicy,
+  type Budget,
+  type EndUserPolicy,
+  type LimitSpec,
+  type Policy,
+  type SessionPolicy,
+  type TagBudget,
+} from '../domain/policy.js';
 import { readStoredPolicy } from '../domain/policy-json.js';
 import type { NewTenantPolicy } from './keys.js';
 
@@ -53,11 +62,13 @@ export function mergePolicy(
     models?: readonly string[] | null | undefined;
     maxInFlight?: number | null | undefined;
     endUser?: EndUserPolicy | null | undefined;
+    session?: SessionPolicy | null | undefined;
     tagBudgets?: readonly TagBudget[] | null | undefined;
     downgrade?: Policy['downgrade'] | null | undefined;
   },
 ): Policy {
   const endUser = patch.endUser === undefined ? current.endUser : (patch.endUser ?? undefined);
+  const session = patch.session === undefined ? current.session : (patch.session ?? undefined);
   const tagBudgets = patch.tagBudgets === undefined ? current.tagBudgets : (patch.tagBudgets ?? undefined);
   const limits = patch.limits ?? current.limits;
   const budget = patch.budget === undefined ? current.budget : (patch.budget ?? undefined);
@@ -72,6 +83,7 @@ export function mergePolicy(
     ...(models ? { models } : {}),
     ...(maxInFlight === undefined ? {} : { maxInFlight }),
     ...(endUser === undefined || (endUser.limits.length === 0 && (endUser.budgets ?? []).length === 0) ? {} : { endUser }),
+    ...(session === undefined || (session.limits.length === 0 && (session.budgets ?? []).length === 0) ? {} : { session }),
     ...(tagBudgets && tagBudgets.length > 0 ? { tagBudgets } : {}),
     ...(downgrade === undefined ? {} : { downgrade }),
   };

@@ -15,7 +15,7 @@ import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, TenantP
 export type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
 
 /** What a tenant is created with: the policy fields a tenant takes (the others are a key's alone). */
-export type NewTenantPolicy = Partial<Pick<Policy, 'limits' | 'budget' | 'budgets' | 'maxInFlight'>>;
+export type NewTenantPolicy = Partial<Pick<Policy, 'limits' | 'budget' | 'budgets' | 'maxInFlight' | 'session'>>;
 
 export interface KeyListOptions {
   /** Only this tenant's keys (id or name). */

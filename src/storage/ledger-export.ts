@@ -49,6 +49,7 @@ export interface LedgerExportRow {
   error_code: string | null;
   end_user: string | null;
   tags: string | null;
+  session: string | null;
 }
 
 /** Where a ledger export reads its rows. */

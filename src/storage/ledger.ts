@@ -15,9 +15,9 @@ export interface SpendScope {
   readonly id: string;
 }
 
-/** An end user's or a tag's spend within one key; `id` is `<keyId>:<name>`. */
+/** An end user's, a tag's or an agent session's spend within one key; `id` is `<keyId>:<name>`. */
 export interface AttributedScope {
-  readonly level: 'user' | 'tag';
+  readonly level: 'user' | 'tag' | 'session';
   readonly id: string;
   readonly keyId: string;
   readonly name: string;
@@ -26,9 +26,9 @@ export interface AttributedScope {
 /** Whatever a budget can belong to. */
 export type BudgetScope = SpendScope | AttributedScope;
 
-/** True for an end user's or a tag's scope. */
+/** True for an end user's, a tag's or a session's scope. */
 export function isAttributed(scope: BudgetScope): scope is AttributedScope {
-  return scope.level === 'user' || scope.level === 'tag';
+  return scope.level === 'user' || scope.level === 'tag' || scope.level === 'session';
 }
 
 /** The change a ledger write makes to the spend of a key (and its tenant). */
@@ -41,6 +41,8 @@ export interface SpendChange {
   /** The request's end user and tags, when it had any. */
   readonly endUser?: string | null | undefined;
   readonly tags?: readonly string[] | undefined;
+  /** The request's agent session, when it had one. */
+  readonly session?: string | null | undefined;
 }
 
 /** The UTC days a budget read covers. */
@@ -71,6 +73,8 @@ export interface PendingEntry {
   /** The end user the request was made for, and its tags (src/endusers/attribution.ts). */
   readonly endUser?: string | undefined;
   readonly tags?: readonly string[] | undefined;
+  /** The agent session the request belongs to (src/endusers/session.ts). */
+  readonly session?: string | undefined;
   /**
    * Names the key's policy needs exact rollup rows for (src/endusers/checks.ts): an end user
    * with limits or budgets of its own, budgeted tags. Never counted under `(other)`.
@@ -138,6 +142,7 @@ export interface Rejection {
   /** When known (refusals after the body was read): counted in the end user's and tags' rollups too. */
   readonly endUser?: string | undefined;
   readonly tags?: readonly string[] | undefined;
+  readonly session?: string | undefined;
   /** As PendingEntry's: a budgeted tag keeps its own row even for a refusal (the policy names few). */
   readonly exact?: { readonly endUser: boolean; readonly tags: readonly string[] } | undefined;
 }

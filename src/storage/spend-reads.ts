@@ -1,17 +1,19 @@
 /**
  * Spend reports (`tollgate spend`, `GET /admin/api/spend`, a tenant's
  * `/spend`): what the storage answers, whichever database holds the rollups.
- * Totals come from the rollups, never a scan of ledger rows; days are the
+ * Totals come from the rollups, never a scan of ledger rows (by session, the
+ * rows of each session come from the period's ledger rows: sessions have no
+ * rollup, src/storage/session-spend.ts); days are the
  * deployment's calendar days (src/domain/calendar.ts). SQLite reads its own
  * file (on the read worker in the proxy: sqlite/read-worker.ts), PostgreSQL
  * every node's shipped rollups; both answer the same rows in the same order
  * with the same cursors (test/integration/storage/spend-reads.contract.test.ts).
  */
 
-export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'user' | 'tag' | 'total';
+export type SpendGrouping = 'day' | 'model' | 'key' | 'tenant' | 'user' | 'tag' | 'session' | 'total';
 
 /** Every grouping, in the order the CLI and the admin API list them. */
-export const SPEND_GROUPINGS: readonly SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'user', 'tag', 'total'];
+export const SPEND_GROUPINGS: readonly SpendGrouping[] = ['day', 'model', 'key', 'tenant', 'user', 'tag', 'session', 'total'];
 
 /** The `user` group of requests that named no end user. */
 export const NO_END_USER = '(no end user)';
@@ -47,11 +49,14 @@ export interface SpendTotals {
 export interface SpendRow extends SpendTotals {
   /** The day, model, key name or tenant name this row sums (absent for `total`). */
   readonly group: string;
-  /** For `by: key`, `user` and `tag`: the key's id and prefix (end users and tags belong to a key). */
+  /** For `by: key`, `user`, `tag` and `session`: the key's id and prefix (end users, tags and sessions belong to a key). */
   readonly keyId?: string;
   readonly prefix?: string;
-  /** For `by: user` and `tag`: the key's name. */
+  /** For `by: user`, `tag` and `session`: the key's name. */
   readonly key?: string;
+  /** For `by: session`: its first and last request in the range (ms since the epoch): its duration is the difference. */
+  readonly firstAt?: number;
+  readonly lastAt?: number;
 }
 
 export interface SpendReport {

@@ -227,7 +227,7 @@ export class PostgresDashboardReads implements DashboardReads {
   }
 
   /** From rollups_end_users / rollups_tags by their key, as SQLite does from its own's (a page, in the same order). */
-  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
+  async keyTop(keyId: string, by: 'user' | 'tag' | 'session', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
     return topPage(await this.spend({ keyId, since, by, limit, cursor, namedOnly: true }, now));
   }
 

@@ -97,6 +97,8 @@ export const ledger = pgTable(
     /** The request's end user and its tags, comma-joined (as in schema.ts; src/endusers). */
     endUser: text('end_user'),
     tags: text('tags'),
+    /** The agent session (as in schema.ts; src/endusers/session.ts). */
+    session: text('session'),
     /** The upstream that answered, upstreams tried, and failed tries an upstream may bill (as in schema.ts; src/pipeline/forward.ts). */
     upstream: text('upstream'),
     attempts: integer('attempts'),
@@ -115,6 +117,10 @@ export const ledger = pgTable(
     index('ledger_key_429')
       .on(t.keyId, t.createdAt)
       .where(sql`http_status = 429`),
+    // A session's rows (its budgets and reports read them: sessions have no rollup).
+    index('ledger_key_session')
+      .on(t.keyId, t.session, t.createdAt)
+      .where(sql`session IS NOT NULL`),
     // Retention prunes raw rows by age (README "Running replicas").
     index('ledger_created').on(t.createdAt),
   ],

@@ -32,6 +32,8 @@ export interface LocalRow extends LedgerState {
   readonly end_user: string | null;
   /** Comma-joined, as the writer stores them (src/endusers/attribution.ts). */
   readonly tags: string | null;
+  /** The agent session (src/endusers/session.ts); shipped as is. */
+  readonly session: string | null;
   /** The node's own name-bound decision and exact names (src/domain/rollup-names.ts). */
   readonly rollup_folded: number | null;
   readonly rollup_exact: number | null;
@@ -77,6 +79,7 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[], bounds: 
         microUsd: delta.costMicros,
         endUser: row.end_user,
         tags: decodeTags(row.tags),
+        session: row.session,
       });
   };
   const client = await pool.connect();

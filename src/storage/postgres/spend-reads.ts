@@ -16,6 +16,7 @@ import type { PgPool } from './open.js';
 import { addDays, dayEndMs, dayStartMs, monthStartOf } from '../../domain/calendar.js';
 import { encodeSpendCursor, type CursorScope, type SpendPosition } from '../spend-cursor.js';
 import { difference, pageOf, SPEND_COUNTERS, splitSortValues, type SortedRow } from '../spend-page.js';
+import { sessionRowsSql } from '../session-spend.js';
 import { NO_END_USER, type SpendQuery, type SpendReads, type SpendReport, type SpendRow, type SpendTotals } from '../spend-reads.js';
 
 const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
@@ -29,7 +30,7 @@ const SUMS = `coalesce(sum(r.requests), 0) AS "requests",
   coalesce(sum(r.rejected_budget), 0) AS "rejectedBudget"`;
 
 /** Each grouping's columns and its sort values `_name`, `_id`, as on SQLite (the same order, so the same cursors). */
-const GROUP_COLUMNS: Record<Exclude<SpendQuery['by'], 'user' | 'tag'>, { select: string; group: string }> = {
+const GROUP_COLUMNS: Record<Exclude<SpendQuery['by'], 'user' | 'tag' | 'session'>, { select: string; group: string }> = {
   day: { select: `r.day AS "group", r.day AS _name, '' AS _id`, group: 'GROUP BY r.day' },
   model: { select: `r.model AS "group", r.model AS _name, '' AS _id`, group: 'GROUP BY r.model' },
   key: { select: 'k.name AS "group", k.id AS "keyId", k.prefix AS "prefix", k.name AS _name, k.id AS _id', group: 'GROUP BY k.id' },
@@ -107,7 +108,7 @@ async function rangeRows(pool: PgPool, since: string, until: string, params: unk
 export async function queryPgSpend(pool: PgPool, query: SpendQuery, now = Date.now()): Promise<SpendReport> {
   const page = pageOf(query, now);
   const { until } = page;
-  if (query.by === 'user' || query.by === 'tag') return queryByAttribution(pool, { ...query, by: query.by }, page);
+  if (query.by === 'user' || query.by === 'tag' || query.by === 'session') return queryByAttribution(pool, { ...query, by: query.by }, page);
   if (query.by !== 'day' && query.since <= until) return queryByMonths(pool, { ...query, by: query.by }, page);
   const params: unknown[] = [query.since, until];
   const where = ['r.day >= $1', 'r.day <= $2'];
@@ -163,10 +164,15 @@ async function queryByMonths(pool: PgPool, query: SpendQuery & { by: keyof typeo
   return { since: query.since, until, by: query.by, ...pageRows(sorted, query.limit, page.scope), total, pending: await pendingCount(pool, query, until) };
 }
 
-/** What the end-user and tag groupings read: their own daily rollups (src/endusers), per key. */
+/** What the end-user and tag groupings read: their own daily rollups (src/endusers), per key; sessions, the range's ledger rows. */
 const ATTRIBUTED = {
-  user: { table: 'rollups_end_users', column: 'end_user' },
-  tag: { table: 'rollups_tags', column: 'tag' },
+  user: { table: () => 'rollups_end_users', column: 'end_user', extra: '' },
+  tag: { table: () => 'rollups_tags', column: 'tag', extra: '' },
+  session: {
+    table: (since: string, until: string) => sessionRowsSql('$1::text', dayStartMs(since), dayEndMs(until)),
+    column: 'session',
+    extra: ', min(r.created_at) AS "firstAt", max(r.created_at) AS "lastAt"',
+  },
 } as const;
 
 /**
@@ -176,9 +182,10 @@ const ATTRIBUTED = {
  * end user the requests that named none are one more row, so the rows sum to
  * the total (a request may carry several tags, so tags need not).
  */
-async function queryByAttribution(pool: PgPool, query: SpendQuery & { by: 'user' | 'tag' }, page: Page): Promise<SpendReport> {
+async function queryByAttribution(pool: PgPool, query: SpendQuery & { by: 'user' | 'tag' | 'session' }, page: Page): Promise<SpendReport> {
   const { until } = page;
-  const { table, column } = ATTRIBUTED[query.by];
+  const { column, extra } = ATTRIBUTED[query.by];
+  const table = ATTRIBUTED[query.by].table(query.since, until);
   const params: unknown[] = [query.since, until];
   const where = ['r.day >= $1', 'r.day <= $2'];
   if (query.keyId !== undefined) {
@@ -192,7 +199,7 @@ async function queryByAttribution(pool: PgPool, query: SpendQuery & { by: 'user'
   const from = `FROM ${table} r JOIN api_keys k ON k.id = r.key_id WHERE ${where.join(' AND ')}`;
   const sorted = await readPage(
     pool,
-    `SELECT r.${column} AS "group", k.id AS "keyId", k.prefix AS "prefix", k.name AS "key", r.${column} AS _name, r.key_id AS _id, ${SUMS}
+    `SELECT r.${column} AS "group", k.id AS "keyId", k.prefix AS "prefix", k.name AS "key", r.${column} AS _name, r.key_id AS _id${extra}, ${SUMS}
      ${from} GROUP BY r.key_id, r.${column}, k.id`,
     params,
     false,

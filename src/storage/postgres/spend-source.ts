@@ -28,6 +28,7 @@ import type { PgPool } from './open.js';
 import { calendarDay, dayEndMs, dayStartMs, periodStart, type BudgetPeriod } from '../../domain/calendar.js';
 import { enableOutbox } from '../sqlite/outbox.js';
 import { isAttributed, type BudgetScope, type SpendAcrossNodes, type SpendChange, type SpendRead } from '../ledger.js';
+import { ROW_SPEND_SQL, sessionReadRange } from '../session-spend.js';
 
 interface Known {
   value: number;
@@ -84,6 +85,7 @@ export class PostgresSpendSource implements SpendAcrossNodes {
       user: of('l.key_id = @keyId AND l.end_user = @name'),
       // Tags are comma-joined and hold no commas (src/endusers/attribution.ts).
       tag: of(`l.key_id = @keyId AND instr(',' || l.tags || ',', ',' || @name || ',') > 0`),
+      session: of('l.key_id = @keyId AND l.session = @name'),
     };
   }
 
@@ -196,6 +198,14 @@ export class PostgresSpendSource implements SpendAcrossNodes {
 
 /** The same reads as the node's own (sqlite/budget-spend.ts): the rollup that holds the period whole, less days filed after today. */
 function spentQuery(scope: BudgetScope, period: BudgetPeriod, read: SpendRead): { text: string; values: unknown[] } {
+  if (scope.level === 'session') {
+    // A session's own rows, as the SQLite tracker reads them (src/storage/session-spend.ts).
+    const { from, to } = sessionReadRange(read);
+    return {
+      text: `SELECT coalesce(sum(${ROW_SPEND_SQL}), 0) AS spent FROM ledger AS l WHERE l.key_id = $1 AND l.session = $2 AND l.created_at >= $3 AND l.created_at < $4`,
+      values: [scope.keyId, scope.name, from, to],
+    };
+  }
   if (isAttributed(scope)) {
     // An end user's or tag's own daily rollup, as the SQLite tracker reads it ('total' starts at '0000-00-00').
     const [table, column] = scope.level === 'user' ? ['rollups_end_users', 'end_user'] : ['rollups_tags', 'tag'];
@@ -230,5 +240,7 @@ function changes(change: SpendChange, scope: BudgetScope): boolean {
       return change.keyId === scope.keyId && change.endUser === scope.name;
     case 'tag':
       return change.keyId === scope.keyId && (change.tags ?? []).includes(scope.name);
+    case 'session':
+      return change.keyId === scope.keyId && change.session === scope.name;
   }
 }

@@ -10,12 +10,15 @@
 import type Database from 'better-sqlite3';
 import type { TollgateDatabase } from './open.js';
 import { addDays, type BudgetPeriod } from '../../domain/calendar.js';
+import { ROW_SPEND_SQL, sessionReadRange } from '../session-spend.js';
 import { isAttributed, type AttributedScope, type BudgetScope, type SpendReads, type SpendRead, type SpendScope } from '../ledger.js';
 
 export class SqliteSpendReads implements SpendReads {
   private readonly statements: Readonly<Record<SpendScope['level'], Readonly<Record<BudgetPeriod, Database.Statement>>>>;
   /** An end user's or a tag's days in [since, until]. */
-  private readonly attributed: Readonly<Record<AttributedScope['level'], Database.Statement>>;
+  private readonly attributed: Readonly<Record<Exclude<AttributedScope['level'], 'session'>, Database.Statement>>;
+  /** A session's own rows (src/storage/session-spend.ts). */
+  private readonly session: Database.Statement;
 
   constructor(database: TollgateDatabase) {
     const s = database.sqlite;
@@ -36,10 +39,16 @@ export class SqliteSpendReads implements SpendReads {
     const days = (table: string, column: string) =>
       s.prepare(`SELECT coalesce(sum(cost_micros), 0) AS spent FROM ${table} WHERE key_id = @keyId AND ${column} = @name AND day >= @since AND day <= @until`);
     this.attributed = { user: days('rollups_end_users', 'end_user'), tag: days('rollups_tags', 'tag') };
+    this.session = s.prepare(
+      `SELECT coalesce(sum(${ROW_SPEND_SQL}), 0) AS spent FROM ledger AS l
+       WHERE l.key_id = @keyId AND l.session = @name AND l.created_at >= @from AND l.created_at < @to`,
+    );
   }
 
   read(scope: BudgetScope, period: BudgetPeriod, { since, until }: SpendRead): number {
     if (isAttributed(scope)) {
+      if (scope.level === 'session')
+        return (this.session.get({ keyId: scope.keyId, name: scope.name, ...sessionReadRange({ since, until }) }) as { spent: number }).spent;
       return (this.attributed[scope.level].get({ keyId: scope.keyId, name: scope.name, since, until }) as { spent: number }).spent;
     }
     const params =

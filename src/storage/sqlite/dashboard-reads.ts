@@ -227,7 +227,7 @@ export class SqliteDashboardReads implements DashboardReads {
   }
 
   /** A key's end users or tags since `since` (src/endusers), the most spent first, a page of at most `limit`. */
-  async keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
+  async keyTop(keyId: string, by: 'user' | 'tag' | 'session', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
     return topPage(querySpend(this.database, { keyId, since, by, limit, cursor, namedOnly: true }, now));
   }
 

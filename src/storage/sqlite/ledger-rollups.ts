@@ -47,6 +47,8 @@ export interface Contribution {
   /** The request's end user and tags: their own rollups move too (src/endusers). */
   readonly endUser: string | undefined;
   readonly tags: readonly string[];
+  /** The request's agent session (its spend is read from its ledger rows: no rollup). */
+  readonly session?: string | undefined;
   /** Which of them are counted under `(other)` (bits: src/domain/rollup-names.ts); 0 when none. */
   readonly folded: number;
 }
@@ -58,6 +60,7 @@ export type ContributionSource = Pick<
 > & {
   readonly endUser?: string | undefined;
   readonly tags?: readonly string[] | undefined;
+  readonly session?: string | undefined;
 };
 
 const NO_TAGS: readonly string[] = Object.freeze([]);
@@ -66,6 +69,7 @@ export function contributionOf(entry: ContributionSource, folded = 0): Contribut
   return {
     endUser: entry.endUser,
     tags: entry.tags ?? NO_TAGS,
+    session: entry.session,
     folded,
     keyId: entry.keyId,
     tenantId: entry.tenantId,

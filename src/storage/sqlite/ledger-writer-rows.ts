@@ -69,9 +69,9 @@ export function prepareLedgerStatements(s: Database.Database) {
   return {
     insertPending: s.prepare(
       `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, endpoint, model, stream, status,
-         est_prompt_tokens, est_completion_tokens, est_cost_micros, price_known, end_user, tags, rollup_folded, rollup_exact)
+         est_prompt_tokens, est_completion_tokens, est_cost_micros, price_known, end_user, tags, session, rollup_folded, rollup_exact)
        VALUES (@requestId, @keyId, @tenantId, @createdAt, @endpoint, @model, @stream, 'pending',
-         @estPromptTokens, @estCompletionTokens, @estCostMicros, @priceKnown, @endUser, @tags, @rollupFolded, @rollupExact)`,
+         @estPromptTokens, @estCompletionTokens, @estCostMicros, @priceKnown, @endUser, @tags, @session, @rollupFolded, @rollupExact)`,
     ),
     complete: s.prepare(
       `UPDATE ledger SET status = @status, http_status = @httpStatus, completed_at = @completedAt,
@@ -86,13 +86,13 @@ export function prepareLedgerStatements(s: Database.Database) {
     insertRejection: s.prepare(
       `INSERT INTO ledger (request_id, key_id, tenant_id, created_at, completed_at, endpoint, model, stream, status,
          http_status, est_prompt_tokens, est_completion_tokens, est_cost_micros, prompt_tokens, cached_tokens,
-         completion_tokens, reasoning_tokens, cost_micros, usage_source, latency_ms, error_code, end_user, tags, rollup_folded, rollup_exact)
+         completion_tokens, reasoning_tokens, cost_micros, usage_source, latency_ms, error_code, end_user, tags, session, rollup_folded, rollup_exact)
        VALUES (@requestId, @keyId, @tenantId, @createdAt, @createdAt, @endpoint, @model, @stream, @status,
-         @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode, @endUser, @tags, @rollupFolded, @rollupExact)
+         @httpStatus, @estPromptTokens, @estCompletionTokens, @estCostMicros, 0, 0, 0, 0, 0, 'none', 0, @errorCode, @endUser, @tags, @session, @rollupFolded, @rollupExact)
        ON CONFLICT(request_id) DO NOTHING`,
     ),
     contributionOf: s.prepare(
-      'SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros, end_user, tags, rollup_folded FROM ledger WHERE request_id = ?',
+      'SELECT key_id, tenant_id, created_at, model, est_prompt_tokens, est_completion_tokens, est_cost_micros, end_user, tags, session, rollup_folded FROM ledger WHERE request_id = ?',
     ),
   };
 }
@@ -149,6 +149,7 @@ export function pendingRow(entry: PendingEntry, folded: number, exact: number) {
     priceKnown: entry.priceKnown ? 1 : 0,
     endUser: entry.endUser ?? null,
     tags: encodeTags(entry.tags ?? []),
+    session: entry.session ?? null,
     rollupFolded: folded === 0 ? null : folded,
     rollupExact: exact === 0 ? null : exact,
   };
@@ -195,6 +196,7 @@ export function spendOfBegin(entry: PendingEntry): SpendChange {
     microUsd: entry.estCostMicros,
     endUser: entry.endUser,
     tags: entry.tags,
+    session: entry.session,
   };
 }
 
@@ -206,6 +208,7 @@ export function spendOfContribution(contribution: Contribution, microUsd: number
     microUsd,
     endUser: contribution.endUser,
     tags: contribution.tags,
+    session: contribution.session,
   };
 }
 
@@ -222,6 +225,7 @@ export function loadContribution(statements: LedgerStatements, requestId: string
         est_cost_micros: number;
         end_user: string | null;
         tags: string | null;
+        session: string | null;
         rollup_folded: number | null;
       }
     | undefined;
@@ -237,6 +241,7 @@ export function loadContribution(statements: LedgerStatements, requestId: string
       estCostMicros: row.est_cost_micros,
       endUser: row.end_user ?? undefined,
       tags: decodeTags(row.tags),
+      session: row.session ?? undefined,
     },
     row.rollup_folded ?? 0,
   );

@@ -257,6 +257,7 @@ export class SqliteLedgerWriter implements LedgerWriter {
                 stream: rejection.stream ? 1 : 0,
                 endUser: rejection.endUser ?? null,
                 tags: encodeTags(tags),
+                session: rejection.session ?? null,
                 rollupFolded: folded === 0 ? null : folded,
                 rollupExact: exact === 0 ? null : exact,
               });

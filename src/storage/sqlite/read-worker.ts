@@ -181,7 +181,7 @@ export class WorkerDashboardReads implements DashboardReads {
   keyModels(keyId: string, since: string, now: number): Promise<Array<{ model: string; totals: SpendTotals }>> {
     return this.worker.call('keyModels', [keyId, since, now]);
   }
-  keyTop(keyId: string, by: 'user' | 'tag', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
+  keyTop(keyId: string, by: 'user' | 'tag' | 'session', since: string, now: number, limit: number, cursor?: string): Promise<Page<TopRow>> {
     return this.worker.call('keyTop', [keyId, by, since, now, limit, cursor]);
   }
   latestRequests(keyId: string, limit: number, cursor?: string): Promise<Page<RequestRow>> {

@@ -115,6 +115,8 @@ export const ledger = sqliteTable(
     endUser: text('end_user'),
     /** The request's tags, comma-joined (`a,b`; tags cannot hold commas), null when none. */
     tags: text('tags'),
+    /** The agent session (`x-tollgate-session` or the agent's own header; src/endusers/session.ts), null when none. */
+    session: text('session'),
     /** The config's name of the upstream that answered (or was tried last); null when never forwarded. */
     upstream: text('upstream'),
     /** Upstreams tried for the request, fallbacks included (1 when the first answered). */
@@ -140,6 +142,10 @@ export const ledger = sqliteTable(
     index('ledger_key_429')
       .on(t.keyId, t.createdAt)
       .where(sql`http_status = 429`),
+    // A session's rows (its budgets and reports read them: sessions have no rollup).
+    index('ledger_key_session')
+      .on(t.keyId, t.session, t.createdAt)
+      .where(sql`session IS NOT NULL`),
   ],
 );
 

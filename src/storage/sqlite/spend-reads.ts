@@ -17,6 +17,7 @@ import { encodeSpendCursor } from '../spend-cursor.js';
 import { difference, pageOf, SPEND_COUNTERS, splitSortValues, type SortedRow } from '../spend-page.js';
 import { NO_END_USER, type SpendGrouping, type SpendQuery, type SpendReads, type SpendReport, type SpendTotals } from '../spend-reads.js';
 import type { ReadWorker } from './read-worker.js';
+import { sessionRowsSql } from '../session-spend.js';
 
 const SUMS = `coalesce(sum(r.requests), 0) AS requests,
   coalesce(sum(r.prompt_tokens), 0) AS promptTokens,
@@ -50,10 +51,16 @@ const GROUP_COLUMNS: Record<SpendGrouping, { select: string; group: string }> = 
     select: 'r.tag AS "group", k.id AS keyId, k.prefix AS prefix, k.name AS key, r.tag AS _name, r.key_id AS _id',
     group: 'GROUP BY r.key_id, r.tag',
   },
+  session: {
+    select:
+      'r.session AS "group", k.id AS keyId, k.prefix AS prefix, k.name AS key, min(r.created_at) AS firstAt, max(r.created_at) AS lastAt, r.session AS _name, r.key_id AS _id',
+    group: 'GROUP BY r.key_id, r.session',
+  },
 };
 
-/** The rollup a grouping reads: end users and tags have their own (src/endusers). */
-function rollupOf(by: SpendGrouping): string {
+/** The rollup a grouping reads: end users and tags have their own (src/endusers); sessions, the period's ledger rows. */
+function rollupOf(by: SpendGrouping, since: string, until: string): string {
+  if (by === 'session') return sessionRowsSql('@since', dayStartMs(since), dayEndMs(until));
   return by === 'user' ? 'rollups_end_users' : by === 'tag' ? 'rollups_tags' : 'rollups_daily';
 }
 
@@ -83,7 +90,7 @@ export function querySpend(database: TollgateDatabase, query: SpendQuery, now = 
       ? []
       : (database.sqlite
           .prepare(
-            `SELECT * FROM (SELECT ${shape.select}, ${SUMS} ${fromOf(rollupOf(query.by))} ${shape.group}) g ${after}
+            `SELECT * FROM (SELECT ${shape.select}, ${SUMS} ${fromOf(rollupOf(query.by, query.since, until))} ${shape.group}) g ${after}
              ORDER BY ${byDay ? 'g._name' : 'g.costMicros DESC, g._name, g._id'} ${limit}`,
           )
           .all(params) as SortedRow[]);

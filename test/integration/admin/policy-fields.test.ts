@@ -40,6 +40,14 @@ const FIELDS: { readonly [F in Field]-?: { readonly value: NonNullable<Policy[F]
     cli: ['--user-rpm', '10', '--user-budget-usd', '1', '--user-budget-period', 'week'],
     tenant: false,
   },
+  session: {
+    value: {
+      limits: [{ name: 'requests-per-min', unit: 'requests', amount: 30, period: 'min', burst: 30 }],
+      budgets: [{ microUsd: 5_000_000, period: 'day' }],
+    },
+    cli: ['--session-limit', 'requests:30/min', '--session-budget-usd', '5', '--session-budget-period', 'day'],
+    tenant: true,
+  },
   tagBudgets: { value: [{ tag: 'search', microUsd: 2_000_000, period: 'day' }], cli: ['--tag-budget', 'search=2/day'], tenant: false },
   downgrade: {
     value: { atPercent: 75, models: { 'gpt-4o': 'gpt-4o-mini' } },
