@@ -83,14 +83,12 @@ describe.skipIf(!claude.ok)(`Claude Code ${claude.ok ? claude.version : `(skippe
     cappedReservation = await reservationOfCall(proxy.server.url, firstRecord!, key);
   });
 
-  // Needs agent sessions (the ledger's `session` column): enable once that work is merged.
-  it.skip('records the agent’s session id on its ledger rows [agent sessions]', () => {
+  it('records the agent’s session id on its ledger rows', () => {
     expect(firstRows.length).toBeGreaterThan(0);
     for (const row of firstRows) expect(row.session).toBe(firstSession);
   });
 
-  // Needs agent sessions (`--session-budget-usd`): enable once that work is merged.
-  it.skip('a session budget stops a runaway session and leaves the others alone [agent sessions]', { timeout: RUNAWAY_TIMEOUT }, async () => {
+  it('a session budget stops a runaway session and leaves the others alone', { timeout: RUNAWAY_TIMEOUT }, async () => {
     expect(firstRows.length).toBe(1);
     expect(cappedReservation).toBeGreaterThan(0);
     // Room for one call's reservation and one and a half calls' cost: a session's second call fits
