@@ -120,6 +120,62 @@ describe('a receipt on every answer', () => {
   });
 });
 
+/** GET /v1/tollgate/requests/{id} with `key`. */
+async function lookUp(id: string, key: string): Promise<Response> {
+  return fetch(`${proxy.server.url}/v1/tollgate/requests/${id}`, { headers: { authorization: `Bearer ${key}` } });
+}
+
+describe('a client reads its own request by its id', () => {
+  it('gets its ledger row, with the receipt cost in parts that add up to it; another key gets 404', async () => {
+    const response = await fetch(`${proxy.server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { ...OPENAI_HEADERS(proxy.key), 'x-fake-scenario': 'cached=4,reasoning=30' },
+      body: JSON.stringify({ model: 'o4-mini', messages: [{ role: 'user', content: 'How many foxes jump over how many dogs?' }] }),
+    });
+    await response.json();
+    const requestId = response.headers.get('x-request-id')!;
+    const row = await settledRow(requestId);
+
+    const own = await lookUp(requestId, proxy.key);
+    expect(own.status).toBe(200);
+    const entry = (await own.json()) as Record<string, unknown> & { cost_items: Record<string, string>; usage: Record<string, number> };
+    expect(entry).toMatchObject({ object: 'tollgate.request', id: requestId, endpoint: 'chat', model: 'o4-mini', status: 'ok', http_status: 200 });
+    expect(entry.cost_usd).toBe(response.headers.get('x-tollgate-cost-usd'));
+    expect(micros(entry.cost_usd as string)).toBe(row.cost_micros);
+    expect(micros(entry.reserved_usd as string)).toBe(row.est_cost_micros);
+    expect(entry.usage.cached_tokens).toBe(4);
+    expect(entry.usage.reasoning_tokens).toBe(30);
+    const items = entry.cost_items;
+    expect(Object.keys(items).sort()).toEqual(
+      [
+        'audio_input_usd',
+        'audio_output_usd',
+        'cache_writes_usd',
+        'cached_input_usd',
+        'input_usd',
+        'output_usd',
+        'reasoning_usd',
+        'tools_usd',
+        'unitemised_usd',
+      ].sort(),
+    );
+    expect(Object.values(items).reduce((sum, usd) => sum + micros(usd), 0)).toBe(row.cost_micros);
+    // o4-mini: $1.10 input, $0.275 cached, $4.40 output per 1M tokens; each part rounded down, the whole once up.
+    expect(micros(items.cached_input_usd!)).toBe(Math.floor((4 * 0.275e6) / 1e6));
+    expect(micros(items.reasoning_usd!)).toBe(Math.floor((30 * 4.4e6) / 1e6));
+    expect(micros(items.unitemised_usd!)).toBeGreaterThanOrEqual(0);
+    expect(micros(items.unitemised_usd!)).toBeLessThanOrEqual(6);
+
+    const other = proxy.issueKey('someone-else');
+    await waitFor(async () => (await lookUp('req_nothing', other)).status === 404, 'the new key to be known');
+    const foreign = await lookUp(requestId, other);
+    expect(foreign.status).toBe(404);
+    expect(((await foreign.json()) as { error: { code: string } }).error.code).toBe('not_found');
+    expect((await lookUp('req_unknown', proxy.key)).status).toBe(404);
+    expect((await fetch(`${proxy.server.url}/v1/tollgate/requests/${requestId}`)).status).toBe(401);
+  });
+});
+
 describe('the SDKs read a stream that ends with a receipt', () => {
   it('openai: chat and Responses streams parse without error, with the same text as the JSON answer', async () => {
     const client = new OpenAI({ baseURL: proxy.baseURL, apiKey: proxy.key, maxRetries: 0 });
