@@ -121,7 +121,7 @@ export function toUpstreamHeaders(incoming: Readonly<Record<string, string | str
 }
 
 /** The header Tollgate's own request id travels upstream in (docs/architecture.md, "Headers"). */
-export const TOLLGATE_REQUEST_ID_HEADER = 'x-tollgate-request-id';
+const TOLLGATE_REQUEST_ID_HEADER = 'x-tollgate-request-id';
 
 /**
  * Adds Tollgate's request id to headers built by {@link toUpstreamHeaders}, in its own header. A

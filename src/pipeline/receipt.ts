@@ -9,8 +9,8 @@ import { formatMicrosFixed } from '../domain/money.js';
 import type { AdmittedRequest } from './context.js';
 
 /** The receipt headers of a JSON answer. */
-export const COST_HEADER = 'x-tollgate-cost-usd';
-export const RESERVED_HEADER = 'x-tollgate-reserved-usd';
+const COST_HEADER = 'x-tollgate-cost-usd';
+const RESERVED_HEADER = 'x-tollgate-reserved-usd';
 
 /** Adds the receipt to a settled request's response headers (none while its settlement is deferred: a background Response). */
 export function addReceiptHeaders(headers: Record<string, string>, request: AdmittedRequest): Record<string, string> {
