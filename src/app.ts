@@ -21,6 +21,8 @@ import type { LedgerWriter } from './storage/ledger.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import type { PipelineDeps } from './pipeline/deps.js';
+import { lookUpRequest, REQUEST_LOOKUP_PATH } from './pipeline/request-lookup.js';
+import type { RequestReads } from './storage/request-reads.js';
 import type { UpstreamProbe } from './upstreams/probe.js';
 import { createProxyRoutes } from './pipeline/routes.js';
 import { newRequestId } from './request-id.js';
@@ -42,7 +44,12 @@ export interface AppDeps {
   /** What the raw ledger exports read (src/storage/ledger-export.ts); none for an in-memory database (the export routes are then 404). */
   readonly ledgerExport: LedgerExportSource | undefined;
   /** Tenants' dashboard tokens and reconciliation results, where every node sees them (PostgreSQL on a replica). */
-  readonly shared: { readonly dashboardTokens: DashboardTokenStore; readonly reconciliations: ReconciliationStore };
+  readonly shared: {
+    readonly dashboardTokens: DashboardTokenStore;
+    readonly reconciliations: ReconciliationStore;
+    /** A request's ledger row by its id, for its key (`GET /v1/tollgate/requests/{id}`; none = not served). */
+    readonly requests?: RequestReads;
+  };
   /** The limiter's live view of a key's buckets, for the dashboard's key page. */
   readonly limitSnapshot?: LimitSnapshot;
   /** Flipped on SIGTERM: /readyz turns 503 and connections are closed after their response. */
@@ -155,6 +162,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.route('/admin/api/dashboard-tokens', createDashboardTokenRoutes({ tokens, ...(deps.now ? { now: deps.now } : {}) }));
   app.route('/dashboard', createDashboardRoutes(dashboard));
   app.route('/', createProxyRoutes(deps.pipeline, deps.logger));
+  const requests = deps.shared.requests;
+  if (requests !== undefined) {
+    const { keys, now, estimate } = deps.pipeline;
+    app.get(REQUEST_LOOKUP_PATH, (c) => lookUpRequest(c, { keys, now, requests, prices: estimate.prices }));
+  }
 
   app.notFound((c) => {
     const metricsElsewhere = c.req.path === '/metrics' && deps.metricsAccess?.ownPort === true;

@@ -267,7 +267,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     },
     database,
     // Tenants' dashboard tokens and reconciliations where every node sees them.
-    shared: { dashboardTokens: shared.dashboardTokens, reconciliations: shared.reconciliations },
+    shared: { dashboardTokens: shared.dashboardTokens, reconciliations: shared.reconciliations, requests: shared.requests },
     dashboardReads: shared.dashboard,
     ledgerExport: shared.ledgerExport,
     ...('limitSnapshot' in overrides

@@ -7,9 +7,11 @@
  * returns) until the usage arrives.
  *
  * When Tollgate asked the upstream for a usage chunk the client did not ask
- * for, the tap withholds exactly that event and forwards every other byte as
- * sent. Only in that mode does it hold back the (small) tail of an unfinished
- * event until its terminating blank line arrives.
+ * for, the tap withholds exactly that event, and the `"usage":null` member
+ * the upstream then adds to every other chunk, and forwards every other byte
+ * as sent: the client gets the bytes it would have got directly. Only in that
+ * mode does it hold back the (small) tail of an unfinished event until its
+ * terminating blank line arrives.
  *
  * The tap splits the bytes into events; what an event means is the dialect's
  * (its stream reader: openai-chunks.ts, responses-stream.ts, messages-stream.ts).
@@ -24,6 +26,12 @@ const CR = 0x0d;
 const SPACE = 0x20;
 const DATA = Buffer.from('data:');
 const EVENT = Buffer.from('event:');
+/**
+ * The member a usage-on-request stream adds to each chunk once usage is asked for (OpenAI's
+ * streaming reference, `stream_options`). Found as bytes: a string value containing it is escaped
+ * (`\"usage\"`), so an unescaped match is a member; the last one in a chunk is its top-level one.
+ */
+const USAGE_NULL = Buffer.from(',"usage":null');
 
 export interface SseTapOptions {
   /** The stream's API format: its reader says what each event means. */
@@ -139,9 +147,13 @@ export class SseTap implements StreamTap {
     this.pending = null;
     if (rest === null) return null;
     // A last event without its blank line still counts (some servers omit it).
-    const { dropped } = this.scan(Buffer.concat([rest, Buffer.from('\n\n')]));
+    const ended = Buffer.concat([rest, Buffer.from('\n\n')]);
+    const { dropped } = this.scan(ended);
     if (!this.strip) return null;
-    return dropped.length > 0 ? null : rest;
+    if (dropped.length === 0) return rest;
+    // Without the blank line added here; nothing left when the whole event was withheld.
+    const kept = removeRanges(ended, dropped);
+    return kept.byteLength <= 2 ? null : kept.subarray(0, kept.byteLength - 2);
   }
 
   /** The usage the upstream reported, once its usage chunk or completion event arrived. */
@@ -203,7 +215,7 @@ export class SseTap implements StreamTap {
       const lineEnd = newline > lineStart && buffer[newline - 1] === CR ? newline - 1 : newline;
       if (lineEnd === lineStart) {
         // Blank line: the event [eventStart, newline] is complete.
-        if (newline > eventStart && this.handleEvent(buffer, eventStart, lineStart)) {
+        if (newline > eventStart && this.handleEvent(buffer, eventStart, lineStart, dropped)) {
           dropped.push([eventStart, newline + 1]);
         }
         eventStart = newline + 1;
@@ -219,10 +231,14 @@ export class SseTap implements StreamTap {
    * Reads the event whose lines are in buffer[start, stop); returns true when it
    * is the usage chunk to withhold. Only the `data` and `event` fields are
    * decoded, straight from the bytes: the tap runs on every relayed chunk.
+   * When stripping, the `"usage":null` member of any other chunk is added to
+   * `dropped`, found in its bytes (no second parse).
    */
-  private handleEvent(buffer: Buffer, start: number, stop: number): boolean {
+  private handleEvent(buffer: Buffer, start: number, stop: number, dropped: Array<[number, number]>): boolean {
     let data = '';
     let eventName = '';
+    let dataLine = -1;
+    let dataEnd = -1;
     for (let lineStart = start; lineStart < stop;) {
       const newline = buffer.indexOf(LF, lineStart);
       const next = newline === -1 || newline >= stop ? stop : newline;
@@ -231,6 +247,8 @@ export class SseTap implements StreamTap {
         const from = lineStart + 5 < lineEnd && buffer[lineStart + 5] === SPACE ? lineStart + 6 : lineStart + 5;
         const value = buffer.toString('utf8', from, lineEnd);
         data = data === '' ? value : `${data}\n${value}`;
+        dataLine = from;
+        dataEnd = lineEnd;
       } else if (startsWithField(buffer, lineStart, lineEnd, EVENT)) {
         eventName = buffer.toString('utf8', lineStart + 6, lineEnd).trim();
       }
@@ -248,7 +266,12 @@ export class SseTap implements StreamTap {
       return false; // Garbage is forwarded as-is; the client's SDK decides what to make of it.
     }
     if (payload === null || typeof payload !== 'object') return false;
-    return this.reader.read(this, eventName, payload as Record<string, unknown>);
+    const withheld = this.reader.read(this, eventName, payload as Record<string, unknown>);
+    if (this.strip && !withheld && (payload as { usage?: unknown }).usage === null) {
+      const at = buffer.lastIndexOf(USAGE_NULL, dataEnd - USAGE_NULL.byteLength);
+      if (at >= dataLine) dropped.push([at, at + USAGE_NULL.byteLength]);
+    }
+    return withheld;
   }
 
   collect(text: string): void {

@@ -61,6 +61,42 @@ export function assumedFor(usage: TokenUsage, price: ResolvedPrice): PriceAssump
  * must always get a number.
  */
 export function costMicroUsd(usage: TokenUsage, modelPrice: ModelPrice, toolRates: ToolRates = BUILTIN_TOOL_RATES): number {
+  const { perMillion, perUnit } = pricedParts(usage, modelPrice, toolRates);
+  let tokenTotal = 0;
+  for (const [count, micros] of perMillion) tokenTotal += count * micros;
+  let unitTotal = 0;
+  for (const [count, micros] of perUnit) unitTotal += count * micros;
+  // Tool units are whole µUSD: × 1e6 so the single division below leaves them whole.
+  const total = tokenTotal + unitTotal * USD;
+  if (Number.isSafeInteger(tokenTotal) && Number.isSafeInteger(unitTotal) && Number.isSafeInteger(total)) return Math.ceil(total / USD);
+  const million = BigInt(USD);
+  let exact = 0n;
+  for (const [count, micros] of perMillion) exact += BigInt(count) * BigInt(micros);
+  for (const [count, micros] of perUnit) exact += BigInt(count) * BigInt(micros) * million;
+  const rounded = (exact + million - 1n) / million;
+  return rounded > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(rounded);
+}
+
+/** What the built-in tool calls of a usage cost on their own (exact: whole µUSD per unit). */
+export function toolCostMicroUsd(calls: ToolCalls | undefined, toolRates: ToolRates): number {
+  if (calls === undefined) return 0;
+  const total =
+    sanitizeCount(calls.webSearch) * toolRates.webSearchCall +
+    sanitizeCount(calls.fileSearch) * toolRates.fileSearchCall +
+    sanitizeCount(calls.codeInterpreter) * toolRates.codeInterpreterContainer +
+    sanitizeCount(calls.imageGeneration) * toolRates.imageGenerationCall;
+  return Math.min(total, Number.MAX_SAFE_INTEGER);
+}
+
+/** A usage's priced parts: tokens at µUSD per 1M, tool units at whole µUSD each. */
+interface PricedParts {
+  /** Text input, cached input, 5-minute and 1-hour cache writes, audio input, text output, audio output. */
+  readonly perMillion: ReadonlyArray<readonly [number, number]>;
+  /** Web search, file search, code interpreter containers, image generation calls. */
+  readonly perUnit: ReadonlyArray<readonly [number, number]>;
+}
+
+function pricedParts(usage: TokenUsage, modelPrice: ModelPrice, toolRates: ToolRates): PricedParts {
   const prompt = sanitizeCount(usage.promptTokens);
   const cached = Math.min(sanitizeCount(usage.cachedTokens), prompt);
   const write1h = Math.min(sanitizeCount(usage.cacheWrite1hTokens), prompt - cached);
@@ -89,28 +125,31 @@ export function costMicroUsd(usage: TokenUsage, modelPrice: ModelPrice, toolRate
     [sanitizeCount(calls.codeInterpreter), toolRates.codeInterpreterContainer],
     [sanitizeCount(calls.imageGeneration), toolRates.imageGenerationCall],
   ];
-  let tokenTotal = 0;
-  for (const [count, micros] of perMillion) tokenTotal += count * micros;
-  let unitTotal = 0;
-  for (const [count, micros] of perUnit) unitTotal += count * micros;
-  // Tool units are whole µUSD: × 1e6 so the single division below leaves them whole.
-  const total = tokenTotal + unitTotal * USD;
-  if (Number.isSafeInteger(tokenTotal) && Number.isSafeInteger(unitTotal) && Number.isSafeInteger(total)) return Math.ceil(total / USD);
-  const million = BigInt(USD);
-  let exact = 0n;
-  for (const [count, micros] of perMillion) exact += BigInt(count) * BigInt(micros);
-  for (const [count, micros] of perUnit) exact += BigInt(count) * BigInt(micros) * million;
-  const rounded = (exact + million - 1n) / million;
-  return rounded > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(rounded);
+  return { perMillion, perUnit };
 }
 
-/** What the built-in tool calls of a usage cost on their own (exact: whole µUSD per unit). */
-export function toolCostMicroUsd(calls: ToolCalls | undefined, toolRates: ToolRates): number {
-  if (calls === undefined) return 0;
-  const total =
-    sanitizeCount(calls.webSearch) * toolRates.webSearchCall +
-    sanitizeCount(calls.fileSearch) * toolRates.fileSearchCall +
-    sanitizeCount(calls.codeInterpreter) * toolRates.codeInterpreterContainer +
-    sanitizeCount(calls.imageGeneration) * toolRates.imageGenerationCall;
-  return Math.min(total, Number.MAX_SAFE_INTEGER);
+/** What each part of a usage costs on its own, µUSD rounded down (the whole, {@link costMicroUsd}, rounds up once). */
+export interface CostParts {
+  readonly input: number;
+  readonly cachedInput: number;
+  readonly cacheWrites: number;
+  readonly audioInput: number;
+  /** Text output, reasoning included. */
+  readonly output: number;
+  readonly audioOutput: number;
+}
+
+/** The parts of {@link costMicroUsd}, at the same prices (tier, long context, audio), each rounded down. */
+export function costParts(usage: TokenUsage, modelPrice: ModelPrice): CostParts {
+  const [textIn, cached, write5m, write1h, audioIn, textOut, audioOut] = pricedParts(usage, modelPrice, BUILTIN_TOOL_RATES).perMillion.map(
+    ([count, micros]) => (count * micros) / USD,
+  );
+  return {
+    input: Math.floor(textIn!),
+    cachedInput: Math.floor(cached!),
+    cacheWrites: Math.floor(write5m! + write1h!),
+    audioInput: Math.floor(audioIn!),
+    output: Math.floor(textOut!),
+    audioOutput: Math.floor(audioOut!),
+  };
 }

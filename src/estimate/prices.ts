@@ -21,7 +21,7 @@ import type { ModelPrice, PriceAssumption, PriceMatch, PriceTable, ResolvedPrice
 // The rest of pricing, from its own modules: importers know this one entry.
 export type { ModelPrice, PriceAssumption, PriceTable, ResolvedPrice, ToolRates } from './price-types.js';
 export { builtinPriceTable, defaultToolRates, highestPrices, refusesUnpricedModel, UNKNOWN_MODEL_MODES, type UnknownModelMode } from './price-fallbacks.js';
-export { assumedFor, costMicroUsd, toolCostMicroUsd } from './price-cost.js';
+export { assumedFor, costMicroUsd, costParts, toolCostMicroUsd } from './price-cost.js';
 export { mergePriceTable, priceTableOverrideSchema } from './price-overrides.js';
 
 function lookup(table: PriceTable, name: string): ModelPrice | undefined {

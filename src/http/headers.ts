@@ -53,6 +53,8 @@ const TO_UPSTREAM = new Set([
   'conversation-id',
   'thread-id',
   'x-openai-subagent',
+  // The client's own id for the request (Codex sends its session's here): passed on as sent.
+  'x-client-request-id',
   // The built-in fake upstream's scenario (`tollgate demo`, the tests); real upstreams ignore it.
   'x-fake-scenario',
 ]);
@@ -116,6 +118,20 @@ export function toUpstreamHeaders(incoming: Readonly<Record<string, string | str
   out['accept-encoding'] = 'identity';
   if (hasBody) out['content-type'] = 'application/json';
   return out;
+}
+
+/** The header Tollgate's own request id travels upstream in (docs/architecture.md, "Headers"). */
+const TOLLGATE_REQUEST_ID_HEADER = 'x-tollgate-request-id';
+
+/**
+ * Adds Tollgate's request id to headers built by {@link toUpstreamHeaders}, in its own header. A
+ * client's own `x-client-request-id` is left as it sent it; without one, Tollgate's id fills it
+ * (OpenAI's logs and support look requests up by it). Set on the fresh set, not spread.
+ */
+export function withRequestIds(headers: Record<string, string>, requestId: string): Record<string, string> {
+  headers[TOLLGATE_REQUEST_ID_HEADER] = requestId;
+  headers['x-client-request-id'] ??= requestId;
+  return headers;
 }
 
 /**

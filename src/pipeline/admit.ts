@@ -206,6 +206,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps, after
     upstreamAbort: new UpstreamStop(),
     sentAt: request.startedAt,
     settled: false,
+    costMicros: undefined,
     answered: undefined,
   };
   return admitted;

@@ -130,6 +130,8 @@ export interface AdmittedRequest extends EstimatedRequest {
   sentAt: number;
   /** Set by settle: a request is settled exactly once. */
   settled: boolean;
+  /** Set by settle: what the request cost, as its ledger row says (its receipt: receipt.ts). */
+  costMicros?: number;
   /** Set by forward: the upstream that answered (or was tried last) and the attempts. */
   answered?: Answered;
 }

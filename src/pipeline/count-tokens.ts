@@ -11,7 +11,7 @@ import type { AppEnv } from '../app-env.js';
 import type { Dialect } from '../dialects/index.js';
 import { TollgateError } from '../domain/errors.js';
 import { openBody } from '../estimate/index.js';
-import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
+import { toClientHeaders, toUpstreamHeaders, withRequestIds } from '../http/headers.js';
 import { checkModelAllowed } from '../domain/caller.js';
 import { authenticate } from './authenticate.js';
 import { chargeRefusal, chargeRequestLimits } from './charge-refusal.js';
@@ -63,7 +63,7 @@ export async function countTokens(c: Context<AppEnv>, dialect: Dialect, deps: Pi
     const send = {
       method: 'POST' as const,
       path: upstreamPath(request.url, dialect.upstreamQuery),
-      headers: { ...toUpstreamHeaders(client.headers, true), 'x-client-request-id': requestId },
+      headers: withRequestIds(toUpstreamHeaders(client.headers, true), requestId),
       body: bytes,
       signal: client.abort.signal,
       owner: caller.key.id,

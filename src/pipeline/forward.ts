@@ -27,7 +27,7 @@
  */
 import { dialectOf, type Dialect } from '../dialects/index.js';
 import { TollgateError } from '../domain/errors.js';
-import { toUpstreamHeaders } from '../http/headers.js';
+import { toUpstreamHeaders, withRequestIds } from '../http/headers.js';
 import { retryAfterMs } from '../upstreams/breaker.js';
 import { failedBeforeSending, toUpstreamError, type Upstream, type UpstreamResponse } from '../upstreams/pool.js';
 import { forwardedBody } from '../dialects/request-edits.js';
@@ -63,7 +63,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     const send = {
       method: 'POST' as const,
       path: upstreamPath(request.url, dialect.upstreamQuery),
-      headers: withRequestId(toUpstreamHeaders(client.headers, true), request.requestId),
+      headers: withRequestIds(toUpstreamHeaders(client.headers, true), request.requestId),
       body: bodyFor(dialect, request, candidate?.upstreamModel ?? request.facts.model),
       signal: upstreamAbort,
       // Waiting for a connection ends when the client leaves: nothing was sent yet.
@@ -145,12 +145,6 @@ export function forwardedUpstream(dialect: Dialect, deps: Pick<PipelineDeps, 'up
   if (dialect.upstreamKind === 'openai') return deps.upstream;
   if (deps.anthropic === undefined) throw new TollgateError('upstream_unreachable', `No Anthropic upstream is configured for ${dialect.path}.`);
   return deps.anthropic;
-}
-
-/** The client's headers as sent upstream, with Tollgate's request id (set on the fresh set, not spread: src/with-fields.ts). */
-function withRequestId(headers: Record<string, string>, requestId: string): Record<string, string> {
-  headers['x-client-request-id'] = requestId;
-  return headers;
 }
 
 /** The body for an upstream that knows the model as `upstreamModel`: the client's bytes with Tollgate's changes spliced in. */

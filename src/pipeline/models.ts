@@ -9,7 +9,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
 import { TollgateError } from '../domain/errors.js';
 import { modelNameProblem } from '../http/client-strings.js';
-import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
+import { toClientHeaders, toUpstreamHeaders, withRequestIds } from '../http/headers.js';
 import { checkModelAllowed, isModelAllowed } from '../domain/caller.js';
 import type { Policy } from '../domain/policy.js';
 import { toUpstreamError } from '../upstreams/pool.js';
@@ -63,7 +63,7 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
     const routed = single === undefined ? undefined : router.route(single);
     const list =
       single === undefined
-        ? await listRoutedModels(router, { headers: { 'x-client-request-id': requestId }, signal: client.abort.signal, owner: caller.key.id }, (id) =>
+        ? await listRoutedModels(router, { headers: withRequestIds({}, requestId), signal: client.abort.signal, owner: caller.key.id }, (id) =>
             isModelAllowed(caller.policy, id),
           )
         : [];
@@ -82,7 +82,7 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
     response = await deps.upstream.send({
       method: 'GET',
       path: upstreamPath(c.req.url),
-      headers: { ...toUpstreamHeaders(client.headers, false), 'x-client-request-id': requestId },
+      headers: withRequestIds(toUpstreamHeaders(client.headers, false), requestId),
       signal: client.abort.signal,
       owner: caller.key.id,
     });

@@ -32,6 +32,7 @@ import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import type { UpstreamStop } from '../upstreams/upstream-stop.js';
 import type { AdmittedRequest } from './context.js';
 import type { PipelineDeps } from './deps.js';
+import { addReceiptHeaders, receiptComment } from './receipt.js';
 import { settleForwarded, SHUTDOWN_ERROR_CODE, stopForwarded } from './settle.js';
 
 /** Stage 5: the client's response; the request is settled when its answer ends. */
@@ -67,6 +68,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       readOnWhenClientLeaves: !(dialect.storedResponses !== undefined && request.body.background === true),
       onChunk,
       cutEnding,
+      receipt: () => receiptComment(request),
       onEnd: (outcome, errorCode) => {
         const usage = tap.usage;
         settleForwarded(
@@ -150,7 +152,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     },
     deps,
   );
-  const headers = toClientHeaders(response.headers, requestId, false, response.status);
+  const headers = addReceiptHeaders(toClientHeaders(response.headers, requestId, false, response.status), request);
   if (ok) return new Response(asBody(answer), { status: response.status, headers: Object.assign(headers, request.admission.headers) });
   // A refused provider key or a wrong base path is the operator's to fix: said so, the upstream's words withheld.
   // Other error answers name the proxy's provider account (organization, project): masked for tenants.
@@ -177,6 +179,8 @@ interface RelayedStream {
   readonly readOnWhenClientLeaves: boolean;
   readonly onChunk: () => void;
   readonly cutEnding: () => Uint8Array;
+  /** The receipt comment the client's stream ends with, once `onEnd` settled the request (receipt.ts). */
+  readonly receipt: () => Uint8Array | null;
   /** Called exactly once, however the stream ends; the tap says what it saw. */
   readonly onEnd: (outcome: FinalStatus, errorCode: string | undefined) => void;
 }
@@ -197,7 +201,7 @@ interface RelaySource extends StreamSource {
  * the body is read on through the tap until its usage arrives.
  */
 function relayStream(relayed: RelayedStream): RelaySource {
-  const { response, tap, dialect, upstream, onChunk, cutEnding, onEnd } = relayed;
+  const { response, tap, dialect, upstream, onChunk, cutEnding, receipt, onEnd } = relayed;
   const body = response.body;
   let ended = false;
   /** The client is gone: the upstream is read for its usage only. */
@@ -217,6 +221,12 @@ function relayStream(relayed: RelayedStream): RelaySource {
   };
   let sink: StreamSink | undefined;
   let earlyError: { error: unknown } | undefined;
+  /** Ends the client's stream after `end` settled the request: its receipt, then the end. */
+  const closeSink = (): void => {
+    const comment = receipt();
+    if (comment !== null) sink!.write(comment);
+    sink!.end();
+  };
   const read = (): void => {
     if (reading) return;
     reading = true;
@@ -242,8 +252,8 @@ function relayStream(relayed: RelayedStream): RelaySource {
       // would have, and stop the upstream generating what nobody pays for.
       if (forward !== null) sink!.write(forward);
       sink!.write(cutEnding());
-      sink!.end();
       end('cut_at_cost_cap', 'cost_cap_reached');
+      closeSink();
       stopUpstream();
       return;
     }
@@ -251,14 +261,13 @@ function relayStream(relayed: RelayedStream): RelaySource {
   };
   const onFinished = (): void => {
     const tail = tap.finish();
-    if (!draining) {
-      if (tail !== null) sink!.write(tail);
-      sink!.end();
-    }
+    if (!draining && tail !== null) sink!.write(tail);
+    const wasDraining = draining;
     const outcome = (normal: FinalStatus): FinalStatus => (draining ? 'client_aborted' : normal);
     if (tap.error !== undefined) end(outcome('upstream_error'), tap.error.code ?? 'upstream_stream_error');
     else if (tap.finished) end(outcome('ok'), draining ? 'client_aborted' : undefined);
     else end(outcome('upstream_interrupted'), 'upstream_stream_truncated');
+    if (!wasDraining) closeSink();
   };
   const onError = (error: unknown): void => {
     // Stays attached after the end: aborting or destroying the body may still report an error.
@@ -277,8 +286,8 @@ function relayStream(relayed: RelayedStream): RelaySource {
     if (tail !== null) sink!.write(tail);
     const code: ErrorCode = timedOut ? 'upstream_timeout' : 'upstream_bad_response';
     sink!.write(dialect.streamErrorEvent(code, 'The upstream stream was interrupted before it finished.'));
-    sink!.end();
     end(timedOut ? 'upstream_timeout' : 'upstream_interrupted', 'upstream_stream_interrupted');
+    closeSink();
   };
   // From the start: the body may fail before the response is sent (src/http/stream-sinks.ts).
   body.on('error', onError);
@@ -320,13 +329,14 @@ function relayStream(relayed: RelayedStream): RelaySource {
     },
     stop() {
       if (ended) return;
-      if (sink !== undefined && !draining) {
+      const open = sink !== undefined && !draining;
+      if (open) {
         const tail = tap.finish();
-        if (tail !== null) sink.write(tail);
-        sink.write(dialect.streamErrorEvent('upstream_unreachable', 'The stream was stopped: Tollgate is shutting down.'));
-        sink.end();
+        if (tail !== null) sink!.write(tail);
+        sink!.write(dialect.streamErrorEvent('upstream_unreachable', 'The stream was stopped: Tollgate is shutting down.'));
       }
       end('upstream_interrupted', SHUTDOWN_ERROR_CODE);
+      if (open) closeSink();
       stopUpstream();
     },
   };

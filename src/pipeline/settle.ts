@@ -215,6 +215,7 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
         }),
   };
   deps.ledger.complete(completion);
+  request.costMicros = completion.costMicros;
   request.admission.settle({ tokens: completion.promptTokens + completion.completionTokens, microUsd: completion.costMicros });
   deps.responses?.settled(request, ending);
   deps.open?.done(request);

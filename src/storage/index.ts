@@ -17,9 +17,18 @@ import type { LedgerExportSource } from './ledger-export.js';
 import { openReadWorker } from './read-thread.js';
 import type { ReconciliationStore, ReconciliationSummary } from './reconciliations.js';
 import type { ReadWorker } from './sqlite/read-worker.js';
+import type { RequestReads } from './request-reads.js';
 import type { SpendReads } from './spend-reads.js';
 import type { DashboardTokenStore } from './tenant-tokens.js';
-import { openDashboardReads, openDashboardTokens, openKeyStore, openLedgerExport, openReconciliations, openSpendReads } from './open-stores.js';
+import {
+  openDashboardReads,
+  openDashboardTokens,
+  openKeyStore,
+  openLedgerExport,
+  openReconciliations,
+  openRequestReads,
+  openSpendReads,
+} from './open-stores.js';
 
 export type { Backend } from './backend.js';
 export * from './open-stores.js';
@@ -30,6 +39,8 @@ export interface SharedStorage<R extends ReconciliationSummary = ReconciliationS
   readonly keys: KeyStore;
   readonly spend: SpendReads;
   readonly dashboard: DashboardReads;
+  /** One ledger row by its request id, for the key that made it. */
+  readonly requests: RequestReads;
   /** None for an in-memory SQLite database (the export routes are then 404). */
   readonly ledgerExport: LedgerExportSource | undefined;
   readonly dashboardTokens: DashboardTokenStore;
@@ -47,6 +58,7 @@ export function openSharedStorage<R extends ReconciliationSummary>(backend: Back
     keys: openKeyStore(backend, options.now === undefined ? {} : { now: options.now }),
     spend: openSpendReads(backend, { readWorker }),
     dashboard: openDashboardReads(backend, { readWorker }),
+    requests: openRequestReads(backend),
     ledgerExport: openLedgerExport(backend),
     dashboardTokens: openDashboardTokens(backend),
     reconciliations: openReconciliations<R>(backend),

@@ -14,6 +14,7 @@ import type { LedgerCellSource } from './ledger-cells.js';
 import type { LedgerExportSource } from './ledger-export.js';
 import type { LedgerWriter } from './ledger.js';
 import type { ReconciliationStore, ReconciliationSummary } from './reconciliations.js';
+import type { RequestReads } from './request-reads.js';
 import type { SpendReads } from './spend-reads.js';
 import type { DashboardTokenStore } from './tenant-tokens.js';
 import { PostgresDashboardReads } from './postgres/dashboard-reads.js';
@@ -30,12 +31,14 @@ import { pgReconciliations } from './postgres/reconciliations.js';
 import { pgSharedResponses } from './postgres/responses.js';
 import { postgresLedgerCells } from './postgres/ledger-cells.js';
 import { postgresLedgerExport } from './postgres/ledger-export.js';
+import { postgresRequestReads } from './postgres/request-reads.js';
 import { postgresSpendReads } from './postgres/spend-reads.js';
 import { sqliteClaims } from './sqlite/alert-claims.js';
 import { sqliteDashboardTokens } from './sqlite/tenant-tokens.js';
 import { sqliteLedgerCells } from './sqlite/ledger-cells.js';
 import { sqliteLedgerExport } from './sqlite/ledger-export.js';
 import { sqliteReconciliations } from './sqlite/reconciliations.js';
+import { sqliteRequestReads } from './sqlite/request-reads.js';
 import { sqliteSpendReads, workerSpendReads } from './sqlite/spend-reads.js';
 
 export function openAlertClaims(
@@ -84,6 +87,12 @@ export function openReconciliations<R extends ReconciliationSummary>(backend: Sh
 /** The node's stored responses, which on a replica also look up what the other nodes stored. */
 export function openResponseStore(backend: Backend, options: { onError?: (error: unknown) => void } = {}): ResponseStore {
   return new ResponseStore(backend.database, { ...options, shared: backend.kind === 'postgres' ? pgSharedResponses(backend.pool) : undefined });
+}
+
+/** One ledger row by its request id, for its key (the node's own file first on PostgreSQL). */
+export function openRequestReads(backend: SharedBackend): RequestReads {
+  if (backend.kind === 'postgres') return postgresRequestReads(backend.pool, 'database' in backend ? backend.database : undefined);
+  return sqliteRequestReads(backend.database);
 }
 
 export function openSpendReads(backend: SharedBackend, options: { readonly readWorker?: ReadWorker | undefined } = {}): SpendReads {

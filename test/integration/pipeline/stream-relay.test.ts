@@ -15,6 +15,7 @@ import { buildTollgate, type Tollgate } from '../../../src/tollgate.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { captureLogs } from '../../support/logs.js';
 import { waitFor } from '../../support/wait.js';
+import { RECEIPT_COMMENT, withoutReceipt } from '../../support/receipt.js';
 
 const UPSTREAM_KEY = 'sk-stream-relay-upstream';
 const CHUNK = (text: string): string =>
@@ -129,7 +130,7 @@ describe('the first chunk', () => {
     releaseSecond();
     for (let step = await reader.read(); !step.done; step = await reader.read()) text += decoder.decode(step.value, { stream: true });
     expect(text).toContain('"second"');
-    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(withoutReceipt(text).endsWith('data: [DONE]\n\n')).toBe(true);
   });
 });
 
@@ -141,7 +142,10 @@ describe('headers', () => {
     const stream = await fetch(`${origin}/v1/chat/completions`, chat(true));
     await stream.text();
     expect(stream.headers.get('content-type')).toBe('text/event-stream');
-    expect(names(stream.headers)).toEqual(names(json.headers));
+    // But the receipt: a JSON answer's in headers, a stream's in its last line.
+    const receiptHeaders = ['x-tollgate-cost-usd', 'x-tollgate-reserved-usd'];
+    expect(names(json.headers)).toEqual(expect.arrayContaining(receiptHeaders));
+    expect(names(stream.headers)).toEqual(names(json.headers).filter((name) => !receiptHeaders.includes(name)));
     expect(stream.headers.get('x-upstream-request-id')).toBe('req_up');
     expect(stream.headers.get('x-ratelimit-remaining-requests')).toBeNull();
   });
@@ -154,7 +158,10 @@ describe('headers', () => {
     const webText = await web.text();
     expect(names(node.headers)).toEqual(names(web.headers));
     expect(node.headers.get('content-type')).toBe(web.headers.get('content-type'));
-    expect(nodeText).toBe(webText);
+    // Each with its own request's receipt.
+    expect(nodeText).toMatch(RECEIPT_COMMENT);
+    expect(webText).toMatch(RECEIPT_COMMENT);
+    expect(withoutReceipt(nodeText)).toBe(withoutReceipt(webText));
   });
 
   it('say connection: close on a stream answered while shutting down, as on any response', async () => {
@@ -172,6 +179,7 @@ describe('a client that reads slower than the upstream sends', () => {
     // SSE comments: relayed byte for byte, nothing for the tap to parse.
     const padding = Buffer.from(`: ${'x'.repeat(64 * 1024 - 5)}\n\n`);
     let written = 0;
+    let tail = '';
     let upstreamWaiting = false;
     answer = (_body, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -195,7 +203,10 @@ describe('a client that reads slower than the upstream sends', () => {
         res.pause();
         const done = new Promise<number>((finish) => {
           let received = 0;
-          res.on('data', (part: Buffer) => (received += part.byteLength));
+          res.on('data', (part: Buffer) => {
+            received += part.byteLength;
+            tail = (tail + part.toString('utf8')).slice(-400);
+          });
           res.on('end', () => finish(received));
         });
         res.pause();
@@ -210,7 +221,9 @@ describe('a client that reads slower than the upstream sends', () => {
     expect(written).toBeLessThan(total);
     response.resume();
     const received = await done;
-    // Everything but the usage chunk, which Tollgate asked for and the client did not.
-    expect(received).toBe(written + Buffer.byteLength(`${CHUNK('done')}data: [DONE]\n\n`));
+    // Everything but the usage chunk, which Tollgate asked for and the client did not, then the receipt.
+    const receipt = RECEIPT_COMMENT.exec(tail);
+    expect(receipt, tail).not.toBeNull();
+    expect(received).toBe(written + Buffer.byteLength(`${CHUNK('done')}data: [DONE]\n\n`) + Buffer.byteLength(receipt![0]));
   });
 });

@@ -40,17 +40,28 @@ describe('SseTap', () => {
   const words = ['Héllo', ' wörld', ' 🦊', ' 狐狸', ' done'];
   const stream = role + words.map(chunk).join('') + stop + usageChunk + done;
 
-  it('withholds exactly the usage chunk and forwards every other byte, for any split', () => {
+  /** What the client would have received without include_usage: no usage chunk, no `"usage":null` member. */
+  const unasked = (text: string): string => text.replace(usageChunk, '').replaceAll(',"usage":null', '');
+
+  it('withholds exactly the usage chunk and the usage:null members and forwards every other byte, for any split', () => {
     fc.assert(
       fc.property(fc.array(fc.nat(), { maxLength: 40 }), (cuts) => {
         const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: true });
         const out = run(tap, splitAt(Buffer.from(stream), cuts));
-        expect(out.toString()).toBe(stream.replace(usageChunk, ''));
+        expect(out.toString()).toBe(unasked(stream));
         expect(tap.usage).toEqual({ promptTokens: 11, cachedTokens: 3, completionTokens: 7, reasoningTokens: 2 });
         expect(tap.completionText()).toBe(words.join(''));
         expect(tap.finished).toBe(true);
       }),
     );
+  });
+
+  it('keeps a usage:null inside a string and strips the member from a last event without its blank line', () => {
+    const quoting = chunk('say ,"usage":null please');
+    const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: true });
+    const out = run(tap, [Buffer.from(role + quoting + stop.slice(0, -2))]);
+    expect(out.toString()).toBe(unasked(role) + quoting.replace(',"usage":null}', '}') + unasked(stop).slice(0, -2));
+    expect(tap.completionText()).toBe('say ,"usage":null please');
   });
 
   it('forwards every chunk unchanged (same objects) when nothing is stripped', () => {
@@ -65,7 +76,7 @@ describe('SseTap', () => {
     const crlf = stream.replaceAll('\n', '\r\n');
     const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: true });
     const out = run(tap, [Buffer.from(crlf)]);
-    expect(out.toString()).toBe(crlf.replace(usageChunk.replaceAll('\n', '\r\n'), ''));
+    expect(out.toString()).toBe(crlf.replace(usageChunk.replaceAll('\n', '\r\n'), '').replaceAll(',"usage":null', ''));
     expect(tap.completionText()).toBe(words.join(''));
   });
 
@@ -73,7 +84,7 @@ describe('SseTap', () => {
     const garbage = ': comment\n\nnot a field\n\ndata: {broken json\n\n';
     const tap = new SseTap({ dialect: DIALECTS.chat, stripUsageChunk: true });
     const out = run(tap, [Buffer.from(role + garbage + chunk('ok') + usageChunk + done)]);
-    expect(out.toString()).toBe(role + garbage + chunk('ok') + done);
+    expect(out.toString()).toBe(unasked(role + garbage + chunk('ok') + done));
     expect(tap.completionText()).toBe('ok');
     expect(tap.usage?.completionTokens).toBe(7);
   });

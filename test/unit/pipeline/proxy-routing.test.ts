@@ -230,8 +230,10 @@ describe('streams', () => {
     const text = await res.text();
     const sent = fake.requests.at(-1)!.body as { stream_options?: { include_usage?: boolean } };
     expect(sent.stream_options?.include_usage).toBe(true);
-    expect(text).not.toMatch(/"usage":\{/);
-    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    // Neither the usage chunk nor the usage:null members the request made the upstream add.
+    expect(text).not.toContain('"usage"');
+    // [DONE], then only the receipt comment (docs/ledger-and-exports.md, "Receipts").
+    expect(text).toMatch(/data: \[DONE\]\n\n: tollgate cost_usd=\d+\.\d{6} reserved_usd=\d+\.\d{6} request_id=req_\S+\n\n$/);
   });
 
   it('keeps the usage chunk when the client asked for it', async () => {
