@@ -18,6 +18,14 @@ export interface KeyView {
   readonly rotatedAt: number | null;
   readonly policy: Policy;
   readonly metadata: Readonly<Record<string, string>>;
+  /** Set while the runaway stop refuses the key (src/alerts/runaway.ts). */
+  readonly throttle?: KeyThrottle | undefined;
+}
+
+/** A runaway key's throttle: since when, and the message its refusals carry. */
+export interface KeyThrottle {
+  readonly at: number;
+  readonly reason: string;
 }
 
 /** A key just created or rotated: the only time the secret exists outside the client. */
@@ -84,6 +92,7 @@ export interface AuthKey {
   readonly expiresAt: number | null;
   readonly policy: Policy | PolicyError;
   readonly version: number;
+  readonly throttle?: KeyThrottle | undefined;
 }
 
 export interface AuthTenant {

@@ -50,6 +50,9 @@ export const apiKeys = sqliteTable(
     revokedAt: integer('revoked_at'),
     expiresAt: integer('expires_at'),
     rotatedAt: integer('rotated_at'),
+    /** Since when the runaway stop refuses the key (src/alerts/runaway.ts), and the refusal's message; null when not throttled. */
+    throttledAt: integer('throttled_at'),
+    throttleReason: text('throttle_reason'),
     /** JSON Policy: limits, budget, allowed models. */
     policy: text('policy').notNull().default('{"limits":[]}'),
     /** JSON object of string labels, for the operator's own bookkeeping. */
