@@ -20,6 +20,8 @@ export interface KeyView {
   readonly metadata: Readonly<Record<string, string>>;
   /** Set while the runaway stop refuses the key (src/alerts/runaway.ts). */
   readonly throttle?: KeyThrottle | undefined;
+  /** When it was last resumed (its spend before then is not judged again). */
+  readonly resumedAt?: number | undefined;
 }
 
 /** A runaway key's throttle: since when, and the message its refusals carry. */
@@ -93,6 +95,7 @@ export interface AuthKey {
   readonly policy: Policy | PolicyError;
   readonly version: number;
   readonly throttle?: KeyThrottle | undefined;
+  readonly resumedAt?: number | undefined;
 }
 
 export interface AuthTenant {

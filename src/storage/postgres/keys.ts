@@ -319,9 +319,9 @@ export class PostgresKeyStore implements KeyStore {
   private async setThrottle(ref: string, throttle: { at: number; reason: string } | null): Promise<KeyView> {
     return this.write(async (client) => {
       const row = await this.requireKey(client, ref);
-      if (row.revoked_at !== null || (throttle === null) === (row.throttled_at === null)) return this.keyView(client, row);
+      if (row.revoked_at !== null || (throttle === null) === (row.throttle_reason === null)) return this.keyView(client, row);
       const version = await this.nextVersion(client, 'api_keys');
-      const updated: KeyRecord = { ...row, throttled_at: throttle?.at ?? null, throttle_reason: throttle?.reason ?? null, version };
+      const updated: KeyRecord = { ...row, throttled_at: throttle?.at ?? this.now(), throttle_reason: throttle?.reason ?? null, version };
       await this.saveKey(client, updated);
       return this.keyView(client, updated);
     });
@@ -369,7 +369,11 @@ export class PostgresKeyStore implements KeyStore {
       rotatedAt: row.rotated_at,
       policy: storedPolicy(row.policy, `key ${row.name}`),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
-      throttle: row.throttled_at === null ? undefined : { at: Number(row.throttled_at), reason: row.throttle_reason ?? 'This API key is paused.' },
+      ...(row.throttled_at === null
+        ? {}
+        : row.throttle_reason === null
+          ? { resumedAt: Number(row.throttled_at) }
+          : { throttle: { at: Number(row.throttled_at), reason: row.throttle_reason } }),
     };
   }
 }

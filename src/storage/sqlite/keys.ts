@@ -304,7 +304,7 @@ export class SqliteKeyStore implements KeyLookups {
       rotatedAt: row.rotatedAt,
       policy: storedPolicy(row.policy, `key ${row.name}`),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
-      throttle: throttleOf(row),
+      ...throttleOf(row),
     };
   }
 
@@ -312,8 +312,9 @@ export class SqliteKeyStore implements KeyLookups {
   private setThrottle(ref: string, throttle: { at: number; reason: string } | null): KeyView {
     return this.write(() => {
       const row = this.requireKeyRow(ref);
-      if (row.revokedAt !== null || (throttle === null) === (row.throttledAt === null)) return this.keyView(row);
-      const updated: ApiKeyRow = { ...row, throttledAt: throttle?.at ?? null, throttleReason: throttle?.reason ?? null, version: this.nextKeyVersion() };
+      if (row.revokedAt !== null || (throttle === null) === (row.throttleReason === null)) return this.keyView(row);
+      const at = throttle?.at ?? this.now();
+      const updated: ApiKeyRow = { ...row, throttledAt: at, throttleReason: throttle?.reason ?? null, version: this.nextKeyVersion() };
       this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
       return this.keyView(updated);
     });
@@ -369,10 +370,12 @@ function toAuthKey(row: ApiKeyRow): AuthKey {
     expiresAt: row.expiresAt,
     policy: readStoredPolicy(row.policy),
     version: row.version,
-    throttle: throttleOf(row),
+    ...throttleOf(row),
   };
 }
 
-function throttleOf(row: ApiKeyRow): KeyThrottle | undefined {
-  return row.throttledAt === null ? undefined : { at: row.throttledAt, reason: row.throttleReason ?? 'This API key is paused.' };
+/** Paused (a message) or last resumed (none); throttled_at says when. */
+function throttleOf(row: ApiKeyRow): { throttle?: KeyThrottle; resumedAt?: number } {
+  if (row.throttledAt === null) return {};
+  return row.throttleReason === null ? { resumedAt: row.throttledAt } : { throttle: { at: row.throttledAt, reason: row.throttleReason } };
 }

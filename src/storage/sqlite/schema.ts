@@ -50,7 +50,7 @@ export const apiKeys = sqliteTable(
     revokedAt: integer('revoked_at'),
     expiresAt: integer('expires_at'),
     rotatedAt: integer('rotated_at'),
-    /** Since when the runaway stop refuses the key (src/alerts/runaway.ts), and the refusal's message; null when not throttled. */
+    /** When the runaway stop (src/alerts/runaway.ts) last paused or resumed the key, and while paused, its refusals' message. */
     throttledAt: integer('throttled_at'),
     throttleReason: text('throttle_reason'),
     /** JSON Policy: limits, budget, allowed models. */

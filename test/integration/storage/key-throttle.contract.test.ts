@@ -1,7 +1,7 @@
 /**
  * The runaway throttle in the key store (src/storage/keys.ts), over a SQLite
  * file and over PostgreSQL: throttling a key shows on it with its message,
- * resuming lifts it, and neither touches a revoked key or repeats itself.
+ * resuming lifts it and notes when, and neither touches a revoked key or repeats itself.
  */
 import { expect, it } from 'vitest';
 import { describeBackends } from '../../support/backends.js';
@@ -23,9 +23,12 @@ describeBackends('key throttle', (fixture) => {
     expect((await store.getKey('loop')).throttle).toEqual({ at: clock + 1000, reason: 'paused: running away' });
     expect((await store.getKey('calm')).throttle).toBeUndefined();
 
-    expect((await store.resumeKey('loop')).throttle).toBeUndefined();
+    // Resumed at the store's time, which the runaway stop judges spend from.
+    const resumed = await store.resumeKey('loop');
+    expect(resumed.throttle).toBeUndefined();
+    expect(resumed.resumedAt).toBe(clock);
     expect((await store.getKey('loop')).throttle).toBeUndefined();
-    expect((await store.resumeKey('loop')).throttle).toBeUndefined();
+    expect((await store.resumeKey('loop')).resumedAt).toBe(clock);
   });
 
   it('leaves a revoked key as it is, and names a missing one', async () => {
