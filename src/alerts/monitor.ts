@@ -251,7 +251,7 @@ export class AlertMonitor {
     if (settings === undefined || this.deps.runaway === undefined) return true;
     let outcome;
     try {
-      outcome = await checkRunaway({ ...this.deps.runaway, settings, reads: this.deps.reads }, caller.key, now);
+      outcome = await checkRunaway({ ...this.deps.runaway, settings, reads: this.deps.reads }, caller.key, now, this.paused.has(caller.key.id));
     } catch (error) {
       this.deps.logger.warn({ message: (error as Error).message, key: caller.key.name }, 'runaway check failed; will look again');
       return false;

@@ -39,11 +39,12 @@ function runawayMessage(name: string, rule: RunawaySettings, verdict: RunawayVer
   );
 }
 
-/** Judges one key now; pauses or releases it in the key store. */
-export async function checkRunaway(deps: RunawayDeps, known: AuthKey, now: number): Promise<RunawayOutcome> {
+/** Judges one key now; pauses or releases it in the key store. `wasPaused`: this process saw it paused. */
+export async function checkRunaway(deps: RunawayDeps, known: AuthKey, now: number, wasPaused: boolean): Promise<RunawayOutcome> {
   const rule = deps.settings;
   const key = deps.keyById(known.id) ?? known;
   if (key.revokedAt !== null) return { paused: false };
+  const minutes = Math.round(rule.windowMs / 60_000);
   // Spend before an operator's resume is not judged again.
   const from = Math.max(now - rule.windowMs, key.resumedAt ?? 0);
   const owner: AlertOwner = { level: 'key', id: key.id, name: key.name };
@@ -52,6 +53,12 @@ export async function checkRunaway(deps: RunawayDeps, known: AuthKey, now: numbe
   const trailingMicros = deps.reads.hourSpend(owner, hour - rule.trailingMs, hour);
   const verdict = runawayVerdict(rule, { windowMicros, windowMs: Math.max(1, now - from), trailingMicros, trailingMs: rule.trailingMs });
   if (key.throttle === undefined) {
+    if (wasPaused && key.resumedAt !== undefined) {
+      // An operator lifted it (`tollgate keys resume`): the release alert says so.
+      const claimId = `runaway-released:key:${key.id}:${key.resumedAt}`;
+      const summary = `key "${key.name}" is no longer paused: an operator resumed it`;
+      return { paused: false, alert: { claimId, event: runawayEvent(claimId, now, owner, 'released', summary, rule, verdict) } };
+    }
     if (!verdict.over) return { paused: false };
     const view = await deps.keys.throttleKey(key.id, now, runawayMessage(key.name, rule, verdict));
     if (view.throttle === undefined) return { paused: false };
@@ -61,7 +68,7 @@ export async function checkRunaway(deps: RunawayDeps, known: AuthKey, now: numbe
   if (verdict.over) return { paused: true };
   const view = await deps.keys.resumeKey(key.id);
   const claimId = `runaway-released:key:${key.id}:${view.resumedAt ?? now}`;
-  const summary = `key "${key.name}" is no longer paused: its spend over the last ${Math.round(rule.windowMs / 60_000)} min fell to ${formatMicrosExact(verdict.microUsdPerHour)}/hour`;
+  const summary = `key "${key.name}" is no longer paused: its spend over the last ${minutes} min fell to ${formatMicrosExact(verdict.microUsdPerHour)}/hour`;
   return { paused: false, alert: { claimId, event: runawayEvent(claimId, now, owner, 'released', summary, rule, verdict) } };
 }
 

@@ -96,7 +96,11 @@ it('pauses a runaway key within its window, leaves the others alone, and lets it
   const resumed = await cli('keys', 'resume', 'loop', '--db', h.db.path);
   expect(resumed).toMatchObject({ code: 0, stdout: expect.stringContaining('Resumed key "loop"') });
   await statusOnce(loop, 200);
-  // The spend before the resume is not judged again.
+  // The release alert names the operator; the spend before the resume is not judged again.
+  await h.tollgate.alerts!.monitor.tick();
+  await waitFor(() => runawayAlerts().length >= 4, 'the alert of the resume');
+  expect(runawayAlerts().map((a) => a.runaway!.action)).toEqual(['throttled', 'released', 'throttled', 'released']);
+  expect(runawayAlerts()[3]!.summary).toBe('key "loop" is no longer paused: an operator resumed it');
   await h.tollgate.alerts!.monitor.tick();
   expect((await h.chat(loop, 10)).status).toBe(200);
   await h.fake.settled();
