@@ -27,7 +27,7 @@ import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } fr
 import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
 import { SqliteKeyStore } from './storage/sqlite/keys.js';
-import { openSharedStorage, type Backend } from './storage/index.js';
+import { openKeyStore, openSharedStorage, type Backend } from './storage/index.js';
 import type { ReconciliationReport } from './reconcile/store.js';
 import type { LedgerWriter } from './storage/ledger.js';
 import { openLedgerWriter } from './storage/index.js';
@@ -202,7 +202,19 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
   const alerts =
-    config.alerts === undefined ? undefined : createAlerts({ settings: config.alerts, database, spend, logger, now, redis: limiter.redis, backend });
+    config.alerts === undefined
+      ? undefined
+      : createAlerts({
+          settings: config.alerts,
+          database,
+          spend,
+          logger,
+          now,
+          redis: limiter.redis,
+          backend,
+          // Pauses are written where keys live (PostgreSQL on replicas) and read back from this node's copy.
+          runaway: { keys: openKeyStore(backend, { now }), keyById: (id) => keyStore.authKeyById(id) },
+        });
   if (alerts !== undefined) events.subscribe(alerts.listener);
 
   const responses = createBackgroundResponses({

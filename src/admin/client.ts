@@ -61,6 +61,7 @@ export function remoteAdminOps(baseUrl: string, adminToken: string | undefined):
     getKey: (r) => call('GET', `/keys/${ref(r)}`),
     updateKey: (r, patch) => call('PATCH', `/keys/${ref(r)}`, patch),
     revokeKey: (r) => call('POST', `/keys/${ref(r)}/revoke`),
+    resumeKey: (r) => call('POST', `/keys/${ref(r)}/resume`),
     rotateKey: async (r) => issued(await call('POST', `/keys/${ref(r)}/rotate`)),
     createTenant: (name, policy) => call<TenantView>('POST', '/tenants', { name, ...policy }),
     listTenants: async () => (await call<{ data: TenantView[] }>('GET', '/tenants')).data,

@@ -29,6 +29,8 @@ export interface AdminOps {
   getKey(ref: string): Promise<KeyView>;
   updateKey(ref: string, patch: KeyPatch): Promise<KeyView>;
   revokeKey(ref: string): Promise<KeyView>;
+  /** Lifts the runaway stop's pause. */
+  resumeKey(ref: string): Promise<KeyView>;
   rotateKey(ref: string): Promise<IssuedKey>;
   createTenant(name: string, policy: NewTenantPolicy): Promise<TenantView>;
   listTenants(): Promise<TenantView[]>;
@@ -64,6 +66,7 @@ export function storeAdminOps(
     getKey: (ref) => keys.getKey(ref),
     updateKey: async (ref, patch) => changed(await keys.updateKey(ref, patch)),
     revokeKey: async (ref) => changed(await keys.revokeKey(ref)),
+    resumeKey: async (ref) => changed(await keys.resumeKey(ref)),
     rotateKey: async (ref) => changed(await keys.rotateKey(ref)),
     createTenant: async (name, policy) => changed(await keys.createTenant(name, policy)),
     listTenants: () => keys.listTenants(),

@@ -89,6 +89,7 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
   api.get('/keys/:ref', async (c) => c.json(await deps.ops.getKey(id(c))));
   api.patch('/keys/:ref', async (c) => c.json(await deps.ops.updateKey(id(c), await body(c, updateKeyBody))));
   api.post('/keys/:ref/revoke', async (c) => c.json(await deps.ops.revokeKey(id(c))));
+  api.post('/keys/:ref/resume', async (c) => c.json(await deps.ops.resumeKey(id(c))));
   api.post('/keys/:ref/rotate', async (c) => {
     const issued = await deps.ops.rotateKey(id(c));
     return c.json({ key: issued.key, ...issued.view });

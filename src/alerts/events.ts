@@ -57,12 +57,22 @@ export interface AlertEvent {
     readonly trailingHours: number;
     readonly factor: number;
   };
+  /** The runaway stop paused the key, or released it (src/alerts/runaway-stop.ts). */
+  readonly runaway?: {
+    readonly action: 'throttled' | 'released';
+    readonly windowMinutes: number;
+    readonly usdPerHour: string;
+    readonly usualUsdPerHour: string;
+    readonly trailingHours: number;
+    readonly factor: number | null;
+    readonly ceilingUsdPerHour: string | null;
+  };
   /** Present on `tollgate alerts test` deliveries only. */
   readonly test?: true;
 }
 
 /** A stable event id for a claim id: `evt_` and 24 hex digits. */
-function eventIdOf(claimId: string): string {
+export function eventIdOf(claimId: string): string {
   return `evt_${createHash('sha256').update(claimId).digest('hex').slice(0, 24)}`;
 }
 

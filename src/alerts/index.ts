@@ -14,7 +14,7 @@ import type { Logger } from '../logger.js';
 import type { FinishedListener } from '../pipeline/finished.js';
 import { redisClaims, type AlertClaims } from './claims.js';
 import { AlertDeliverer } from './deliver.js';
-import { AlertMonitor } from './monitor.js';
+import { AlertMonitor, type MonitorDeps } from './monitor.js';
 import { AlertOutbox } from './outbox.js';
 import type { AlertSettings } from './settings.js';
 import { AlertSpendReads } from './spend-reads.js';
@@ -28,6 +28,8 @@ export interface AlertsDeps {
   readonly redis?: Redis | Cluster | undefined;
   /** Where claims are shared: PostgreSQL on a replica (src/storage/alert-claims.ts). */
   readonly backend: Backend;
+  /** The runaway stop's key store and this node's view of keys (with `settings.runaway`). */
+  readonly runaway?: MonitorDeps['runaway'];
   /** How often noted owners are evaluated (default 1 s). */
   readonly evaluateEveryMs?: number;
 }
@@ -68,6 +70,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     now: deps.now,
     logger,
     onEnqueued: () => deliverer.kick(),
+    runaway: deps.runaway,
   });
   let timer: NodeJS.Timeout | undefined;
   let lastPrune = 0;

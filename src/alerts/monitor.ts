@@ -25,6 +25,7 @@ import type { AlertSettings } from './settings.js';
 import type { AlertSpendReads } from './spend-reads.js';
 import { percentOf, reachedThresholds } from './thresholds.js';
 import { trailingAverage, velocityExceeded } from './velocity.js';
+import { checkRunaway, type RunawayDeps } from './runaway-stop.js';
 
 /** Owners evaluated per tick at most; the rest wait for the next one. */
 const OWNERS_PER_TICK = 500;
@@ -54,6 +55,8 @@ export interface MonitorDeps {
   readonly wallClock?: () => number;
   /** Called after deliveries were added to the outbox. */
   readonly onEnqueued: () => void;
+  /** The runaway stop's key store and lookups (with `settings.runaway`). */
+  readonly runaway?: Omit<RunawayDeps, 'settings' | 'reads'> | undefined;
 }
 
 interface Noted {
@@ -75,6 +78,8 @@ export class AlertMonitor {
   private readonly noted = new Map<string, Noted>();
   private globalNoted = false;
   private readonly decided = new Set<string>();
+  /** Keys the runaway stop paused, looked at on every tick until released. */
+  private readonly paused = new Set<string>();
   /** Claimed alerts whose outbox write failed (the file busy): written on a later tick. */
   private readonly unqueued: Array<{ readonly event: AlertEvent; readonly now: number }> = [];
   /** Ticks run one after the other. */
@@ -85,7 +90,8 @@ export class AlertMonitor {
   /** The request path's only part: remember who spent. */
   readonly listener: FinishedListener = (event) => {
     const refusedByBudget = event.kind === 'refused' && event.reason === 'budget';
-    if (event.kind !== 'settled' && !refusedByBudget) return;
+    // A paused key's refusals bring it back to be judged (after a restart, say).
+    if (event.kind !== 'settled' && !refusedByBudget && event.caller.key.throttle === undefined) return;
     // Bounded by the number of keys: one entry per key, replaced.
     const before = this.noted.get(event.caller.key.id);
     this.noted.set(event.caller.key.id, {
@@ -122,7 +128,7 @@ export class AlertMonitor {
     for (const noted of batch) {
       const failed = await this.evaluateCaller(noted, now, seenTenants);
       // A claim store that could not be asked (Redis down), or spend still arriving: look again next tick.
-      const again = failed || wallNow - noted.lastAt < LINGER_MS;
+      const again = failed || wallNow - noted.lastAt < LINGER_MS || this.paused.has(noted.caller.key.id);
       if (again && !this.noted.has(noted.caller.key.id)) this.noted.set(noted.caller.key.id, { ...noted, refusedByBudget: false });
     }
     if (this.globalNoted) {
@@ -150,6 +156,7 @@ export class AlertMonitor {
     }
     const keyOwner: AlertOwner = { level: 'key', id: caller.key.id, name: caller.key.name };
     if (!byOwner.has(`key:${caller.key.id}`)) byOwner.set(`key:${caller.key.id}`, { owner: keyOwner, budgets: [] });
+    failed = !(await this.runawayStop(caller, now)) || failed;
     if (caller.tenant !== undefined && !byOwner.has(`tenant:${caller.tenant.id}`)) {
       byOwner.set(`tenant:${caller.tenant.id}`, { owner: { level: 'tenant', id: caller.tenant.id, name: caller.tenant.name }, budgets: [] });
     }
@@ -236,6 +243,23 @@ export class AlertMonitor {
       factor: velocity.factor,
     });
     return this.fire(claimId, event, now, hour + 2 * HOUR_MS);
+  }
+
+  /** Pauses or releases a runaway key; false when something could not be done (to look again). */
+  private async runawayStop(caller: Caller, now: number): Promise<boolean> {
+    const settings = this.deps.settings.runaway;
+    if (settings === undefined || this.deps.runaway === undefined) return true;
+    let outcome;
+    try {
+      outcome = await checkRunaway({ ...this.deps.runaway, settings, reads: this.deps.reads }, caller.key, now, this.paused.has(caller.key.id));
+    } catch (error) {
+      this.deps.logger.warn({ message: (error as Error).message, key: caller.key.name }, 'runaway check failed; will look again');
+      return false;
+    }
+    if (outcome.paused) this.paused.add(caller.key.id);
+    else this.paused.delete(caller.key.id);
+    if (outcome.alert === undefined) return true;
+    return this.fire(outcome.alert.claimId, outcome.alert.event, now, now + 2 * DAY_MS);
   }
 
   /** Claims the alert; the winner adds it to the outbox. False when the claim store could not be asked. */

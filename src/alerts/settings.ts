@@ -54,6 +54,21 @@ export const alertsFileSchema = z.strictObject({
       minimumUsd: usdAmount.optional(),
     })
     .optional(),
+  /**
+   * The runaway stop: a key whose spend over the last `windowMinutes` runs faster than `factor` × its
+   * usual rate (the `trailingHours` before) or `usdPerHour` is refused until the rate falls or an
+   * operator resumes it. Off unless this object is present.
+   */
+  runaway: z
+    .strictObject({
+      factor: z.number().min(1).max(1000).optional(),
+      usdPerHour: usdAmount.optional(),
+      windowMinutes: z.number().int().min(1).max(60).optional(),
+      trailingHours: z.number().int().min(1).max(168).optional(),
+      /** Below this spend (USD) in the window, never throttled. */
+      minimumUsd: usdAmount.optional(),
+    })
+    .optional(),
   /** Alert-only budgets over every key together (they refuse nothing). */
   globalBudgets: z
     .array(z.strictObject({ usd: usdAmount, period: z.enum(BUDGET_PERIODS) }))
@@ -83,16 +98,27 @@ export interface AlertSettings {
   readonly webhooks: readonly WebhookSettings[];
   readonly thresholds: readonly number[];
   readonly velocity: { readonly enabled: boolean; readonly factor: number; readonly trailingHours: number; readonly minimumMicros: number };
+  readonly runaway: RunawaySettings | undefined;
   readonly globalBudgets: readonly { readonly microUsd: number; readonly period: BudgetPeriod }[];
   readonly retry: { readonly attempts: number; readonly initialDelayMs: number; readonly maxDelayMs: number };
   readonly timeoutMs: number;
   readonly maxPending: number;
 }
 
+export interface RunawaySettings {
+  /** undefined when only the absolute rate applies. */
+  readonly factor: number | undefined;
+  readonly microUsdPerHour: number | undefined;
+  readonly windowMs: number;
+  readonly trailingMs: number;
+  readonly minimumMicros: number;
+}
+
 /** Defaults of every optional field (the README's settings table lists the same). */
 const ALERT_DEFAULTS = {
   thresholds: [50, 80, 100],
   velocity: { enabled: true, factor: 3, trailingHours: 24, minimumMicros: 1_000_000 },
+  runaway: { factor: 10, windowMinutes: 5, trailingHours: 24, minimumMicros: 1_000_000 },
   retry: { attempts: 8, initialDelayMs: 1000, maxDelayMs: 3_600_000 },
   timeoutMs: 10_000,
   maxPending: 10_000,
@@ -129,6 +155,7 @@ export function resolveAlertSettings(
         trailingHours: file.velocity?.trailingHours ?? d.velocity.trailingHours,
         minimumMicros: file.velocity?.minimumUsd ?? d.velocity.minimumMicros,
       },
+      runaway: runawaySettings(file.runaway),
       globalBudgets: (file.globalBudgets ?? []).map((b) => ({ microUsd: b.usd, period: b.period })),
       retry: {
         attempts: file.retry?.attempts ?? d.retry.attempts,
@@ -138,5 +165,19 @@ export function resolveAlertSettings(
       timeoutMs: file.timeoutMs ?? d.timeoutMs,
       maxPending: file.maxPending ?? d.maxPending,
     },
+  };
+}
+
+/** The runaway section with its defaults: the factor applies unless only `usdPerHour` was given. */
+function runawaySettings(section: z.output<typeof alertsFileSchema>['runaway']): RunawaySettings | undefined {
+  if (section === undefined) return undefined;
+  const d = ALERT_DEFAULTS.runaway;
+  const onlyAbsolute = section.factor === undefined && section.usdPerHour !== undefined;
+  return {
+    factor: onlyAbsolute ? undefined : (section.factor ?? d.factor),
+    microUsdPerHour: section.usdPerHour,
+    windowMs: (section.windowMinutes ?? d.windowMinutes) * 60_000,
+    trailingMs: (section.trailingHours ?? d.trailingHours) * 3_600_000,
+    minimumMicros: section.minimumUsd ?? d.minimumMicros,
   };
 }

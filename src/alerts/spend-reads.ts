@@ -16,6 +16,7 @@ export interface SpendOwner {
 export class AlertSpendReads {
   private readonly hours: Record<SpendOwner['level'], Database.Statement>;
   private readonly globalDays: Database.Statement;
+  private readonly keyRecent: Database.Statement;
 
   constructor(sqlite: Database.Database) {
     this.hours = {
@@ -25,12 +26,19 @@ export class AlertSpendReads {
       ),
       global: sqlite.prepare('SELECT coalesce(sum(cost_micros), 0) AS spent FROM rollups_hourly WHERE hour >= @from AND hour < @to'),
     };
+    // The ledger's own rows, by the (key_id, created_at) index: the runaway stop's window is minutes, not hours.
+    this.keyRecent = sqlite.prepare('SELECT coalesce(sum(cost_micros), 0) AS spent FROM ledger WHERE key_id = ? AND created_at >= ? AND created_at < ?');
     this.globalDays = sqlite.prepare('SELECT coalesce(sum(cost_micros), 0) AS spent FROM rollups_daily_total WHERE day >= @since AND day <= @until');
   }
 
   /** Spent by `owner` in the UTC hours starting in [fromMs, toMs). */
   hourSpend(owner: SpendOwner, fromMs: number, toMs: number): number {
     return (this.hours[owner.level].get({ id: owner.id, from: fromMs, to: toMs }) as { spent: number }).spent;
+  }
+
+  /** Spent by a key's requests made in [fromMs, toMs), from the ledger (settled rows; pending ones have no cost yet). */
+  recentKeySpend(keyId: string, fromMs: number, toMs: number): number {
+    return (this.keyRecent.get(keyId, fromMs, toMs) as { spent: number }).spent;
   }
 
   /** Spent by every key in the budget period containing `now`. */

@@ -1,5 +1,5 @@
 /**
- * `tollgate keys …`: issue, list, show, update, revoke and rotate keys, and how a key is printed.
+ * `tollgate keys …`: issue, list, show, update, revoke, resume and rotate keys, and how a key is printed.
  * The options they share with tenants are in key-options.ts.
  */
 import type { Command } from 'commander';
@@ -49,6 +49,7 @@ function describeKey(view: KeyView): string {
     ['expires', when(view.expiresAt)],
     ...(view.rotatedAt !== null ? ([['rotated', when(view.rotatedAt)]] as Array<[string, string]>) : []),
     ...(view.revokedAt !== null ? ([['revoked', when(view.revokedAt)]] as Array<[string, string]>) : []),
+    ...(view.throttle !== undefined ? ([['paused', `${when(view.throttle.at)}: ${view.throttle.reason}`]] as Array<[string, string]>) : []),
     ['limits', describeLimits(view.policy)],
     ['budget', describeBudget(view.policy)],
     ['models', view.policy.models?.join(', ') ?? 'all'],
@@ -276,6 +277,17 @@ export function registerKeyCommands(program: Command): void {
       const view = await withOps(command, (ops) => ops.revokeKey(ref));
       if (options.json) printJson(view);
       else print(`Revoked key "${view.name}" (${view.id})`);
+    });
+
+  keys
+    .command('resume')
+    .description('lift a runaway-stop pause: the key passes again within a second')
+    .argument('<key>', 'key id, name or visible prefix')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, options: { json?: boolean }, command: Command) => {
+      const view = await withOps(command, (ops) => ops.resumeKey(ref));
+      if (options.json) printJson(view);
+      else print(`Resumed key "${view.name}" (${view.id})`);
     });
 
   keys

@@ -49,6 +49,7 @@ export type ErrorCode =
   | 'exceeds_limit_burst'
   | 'limiter_unavailable'
   | 'too_many_end_users'
+  | 'runaway_throttled'
   // the upstream
   | 'upstream_unreachable'
   | 'upstream_timeout'
@@ -118,6 +119,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'rate_limit_exceeded':
     case 'too_many_attempts':
     case 'too_many_end_users':
+    case 'runaway_throttled':
       return { status: 429, type: 'rate_limit_error' };
     case 'insufficient_quota':
       return { status: 429, type: 'insufficient_quota' };

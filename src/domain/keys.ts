@@ -18,6 +18,16 @@ export interface KeyView {
   readonly rotatedAt: number | null;
   readonly policy: Policy;
   readonly metadata: Readonly<Record<string, string>>;
+  /** Set while the runaway stop refuses the key (src/alerts/runaway.ts). */
+  readonly throttle?: KeyThrottle | undefined;
+  /** When it was last resumed (its spend before then is not judged again). */
+  readonly resumedAt?: number | undefined;
+}
+
+/** A runaway key's throttle: since when, and the message its refusals carry. */
+export interface KeyThrottle {
+  readonly at: number;
+  readonly reason: string;
 }
 
 /** A key just created or rotated: the only time the secret exists outside the client. */
@@ -88,6 +98,8 @@ export interface AuthKey {
   readonly expiresAt: number | null;
   readonly policy: Policy | PolicyError;
   readonly version: number;
+  readonly throttle?: KeyThrottle | undefined;
+  readonly resumedAt?: number | undefined;
 }
 
 export interface AuthTenant {

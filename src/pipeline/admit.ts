@@ -32,7 +32,7 @@ import type { Admission, AdmittedRequest, EstimatedRequest, Whole } from './cont
 import type { PipelineDeps } from './deps.js';
 import { dialectOf } from '../dialects/index.js';
 import { UpstreamStop } from '../upstreams/upstream-stop.js';
-import { AdmissionRefused, budgetHeaders, budgetRefusal, costCapRefusal, limiterUnavailable, limitRefusal } from './refusals.js';
+import { AdmissionRefused, budgetHeaders, budgetRefusal, costCapRefusal, limiterUnavailable, limitRefusal, runawayRefusal } from './refusals.js';
 import { settleRefused } from './settle.js';
 
 /** Buckets taken for a request (how to settle or refund them), or the limiter's refusal (nothing taken). */
@@ -52,8 +52,9 @@ interface Taken {
  */
 export async function admit(request: EstimatedRequest, deps: PipelineDeps, afterwards?: () => void): Promise<AdmittedRequest> {
   const { caller, estimate, facts } = request;
-  // 1. Every bucket, all or none.
-  const limits = await takeLimits(request, deps);
+  // 1. Every bucket, all or none — none at all for a key the runaway stop paused.
+  const paused = runawayRefusal(caller);
+  const limits: TakenLimits = paused === undefined ? await takeLimits(request, deps) : { ok: false, refusal: paused, decisionMs: undefined };
   const { decisionMs } = limits;
   const refuse = (refusal: AdmissionRefused): never => {
     settleRefused(

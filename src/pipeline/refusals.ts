@@ -129,3 +129,20 @@ export function costCapRefusal(
     ),
   );
 }
+
+/**
+ * 429 runaway_throttled: the runaway stop paused the key (src/alerts/runaway.ts). No Retry-After: the
+ * pause lasts until the spend rate falls or an operator resumes the key, which no wait can promise,
+ * and an agent looping on its own retries is what the stop is for; `x-should-retry: false` stops the
+ * SDKs' retries, as for a used-up budget.
+ */
+export function runawayRefusal(caller: Caller): AdmissionRefused | undefined {
+  const throttle = caller.key.throttle;
+  if (throttle === undefined) return undefined;
+  return new AdmissionRefused(
+    'rate_limit',
+    new TollgateError('runaway_throttled', throttle.reason, {
+      headers: { 'x-should-retry': 'false', 'x-tollgate-throttled-since': new Date(throttle.at).toISOString() },
+    }),
+  );
+}

@@ -39,6 +39,10 @@ export interface KeyStore {
   updateKey(ref: string, patch: KeyPatch): Promise<KeyView>;
   /** Revokes at once (again: no change). */
   revokeKey(ref: string): Promise<KeyView>;
+  /** The runaway stop refuses the key from `at` with `reason` (already throttled or revoked: no change). */
+  throttleKey(ref: string, at: number, reason: string): Promise<KeyView>;
+  /** Lifts a throttle (none: no change). */
+  resumeKey(ref: string): Promise<KeyView>;
   /** A new secret for the same key (id, name, policy, history); the old one stops working. */
   rotateKey(ref: string): Promise<IssuedKey>;
   createTenant(name: string, policy?: NewTenantPolicy): Promise<TenantView>;

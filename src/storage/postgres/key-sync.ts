@@ -42,6 +42,8 @@ const KEY_COLUMNS = [
   'revoked_at',
   'expires_at',
   'rotated_at',
+  'throttled_at',
+  'throttle_reason',
   'policy',
   'metadata',
 ] as const;

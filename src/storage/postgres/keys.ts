@@ -41,6 +41,8 @@ interface KeyRecord {
   revoked_at: number | null;
   expires_at: number | null;
   rotated_at: number | null;
+  throttled_at: number | null;
+  throttle_reason: string | null;
   policy: string;
   metadata: string;
   version: number;
@@ -209,6 +211,8 @@ export class PostgresKeyStore implements KeyStore {
         revoked_at: null,
         expires_at: input.expiresAt ?? null,
         rotated_at: null,
+        throttled_at: null,
+        throttle_reason: null,
         policy: JSON.stringify(policy),
         metadata: JSON.stringify(input.metadata ?? {}),
         version: await this.nextVersion(client, 'api_keys'),
@@ -303,9 +307,24 @@ export class PostgresKeyStore implements KeyStore {
   private async saveKey(client: Queryable, row: KeyRecord): Promise<void> {
     await client.query(
       `UPDATE api_keys SET name = $2, tenant_id = $3, key_hash = $4, prefix = $5, created_at = $6, updated_at = $7, revoked_at = $8,
-         expires_at = $9, rotated_at = $10, policy = $11, metadata = $12, version = $13 WHERE id = $1`,
-      keyParams(row),
+         expires_at = $9, rotated_at = $10, policy = $11, metadata = $12, version = $13, throttled_at = $14, throttle_reason = $15 WHERE id = $1`,
+      [...keyParams(row), row.throttled_at, row.throttle_reason],
     );
+  }
+
+  readonly throttleKey = (ref: string, at: number, reason: string): Promise<KeyView> => this.setThrottle(ref, { at, reason });
+  readonly resumeKey = (ref: string): Promise<KeyView> => this.setThrottle(ref, null);
+
+  /** Sets or clears the runaway throttle (a revoked key, or no change, keeps its version). */
+  private async setThrottle(ref: string, throttle: { at: number; reason: string } | null): Promise<KeyView> {
+    return this.write(async (client) => {
+      const row = await this.requireKey(client, ref);
+      if (row.revoked_at !== null || (throttle === null) === (row.throttle_reason === null)) return this.keyView(client, row);
+      const version = await this.nextVersion(client, 'api_keys');
+      const updated: KeyRecord = { ...row, throttled_at: throttle?.at ?? this.now(), throttle_reason: throttle?.reason ?? null, version };
+      await this.saveKey(client, updated);
+      return this.keyView(client, updated);
+    });
   }
 
   /** Resolves a reference (id, visible prefix, or name) as the SQLite store does. */
@@ -350,6 +369,11 @@ export class PostgresKeyStore implements KeyStore {
       rotatedAt: row.rotated_at,
       policy: storedPolicy(row.policy, `key ${row.name}`),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
+      ...(row.throttled_at === null
+        ? {}
+        : row.throttle_reason === null
+          ? { resumedAt: Number(row.throttled_at) }
+          : { throttle: { at: Number(row.throttled_at), reason: row.throttle_reason } }),
     };
   }
 }

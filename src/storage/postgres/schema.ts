@@ -46,6 +46,8 @@ export const apiKeys = pgTable(
     revokedAt: big('revoked_at'),
     expiresAt: big('expires_at'),
     rotatedAt: big('rotated_at'),
+    throttledAt: big('throttled_at'),
+    throttleReason: text('throttle_reason'),
     policy: text('policy').notNull().default('{"limits":[]}'),
     metadata: text('metadata').notNull().default('{}'),
     version: big('version').notNull().default(0),

@@ -17,7 +17,7 @@ import { generateKey, hashKey, newId, visiblePrefix } from '../key-format.js';
 import { readStoredPolicy } from '../../domain/policy-json.js';
 import { checkName, checkPolicy, mergePolicy, storedPolicy, tenantPolicy } from '../key-rules.js';
 import type { KeyListOptions, KeyLookups, KeyStore } from '../keys.js';
-import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../../domain/keys.js';
+import type { AuthKey, AuthTenant, IssuedKey, KeyThrottle, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../../domain/keys.js';
 
 export class SqliteKeyStore implements KeyLookups {
   private readonly database: TollgateDatabase;
@@ -62,6 +62,8 @@ export class SqliteKeyStore implements KeyLookups {
       updateKey: async (ref, patch) => this.updateKey(ref, patch),
       revokeKey: async (ref) => this.revokeKey(ref),
       rotateKey: async (ref) => this.rotateKey(ref),
+      throttleKey: async (ref, at, reason) => this.setThrottle(ref, { at, reason }),
+      resumeKey: async (ref) => this.setThrottle(ref, null),
       createTenant: async (name, policy = {}) => this.createTenant(name, tenantPolicy(policy)),
       listTenants: async () => this.listTenants(),
       getTenant: async (ref) => this.getTenant(ref),
@@ -177,6 +179,8 @@ export class SqliteKeyStore implements KeyLookups {
         revokedAt: null,
         expiresAt: input.expiresAt ?? null,
         rotatedAt: null,
+        throttledAt: null,
+        throttleReason: null,
         policy: JSON.stringify(policy),
         metadata: JSON.stringify(input.metadata ?? {}),
         version: this.nextKeyVersion(),
@@ -300,7 +304,20 @@ export class SqliteKeyStore implements KeyLookups {
       rotatedAt: row.rotatedAt,
       policy: storedPolicy(row.policy, `key ${row.name}`),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
+      ...throttleOf(row),
     };
+  }
+
+  /** Sets or clears the runaway throttle (a revoked key, or no change, keeps its version). */
+  private setThrottle(ref: string, throttle: { at: number; reason: string } | null): KeyView {
+    return this.write(() => {
+      const row = this.requireKeyRow(ref);
+      if (row.revokedAt !== null || (throttle === null) === (row.throttleReason === null)) return this.keyView(row);
+      const at = throttle?.at ?? this.now();
+      const updated: ApiKeyRow = { ...row, throttledAt: at, throttleReason: throttle?.reason ?? null, version: this.nextKeyVersion() };
+      this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
+      return this.keyView(updated);
+    });
   }
 
   // ---- the proxy's lookups -------------------------------------------------
@@ -353,5 +370,12 @@ function toAuthKey(row: ApiKeyRow): AuthKey {
     expiresAt: row.expiresAt,
     policy: readStoredPolicy(row.policy),
     version: row.version,
+    ...throttleOf(row),
   };
+}
+
+/** Paused (a message) or last resumed (none); throttled_at says when. */
+function throttleOf(row: ApiKeyRow): { throttle?: KeyThrottle; resumedAt?: number } {
+  if (row.throttledAt === null) return {};
+  return row.throttleReason === null ? { resumedAt: row.throttledAt } : { throttle: { at: row.throttledAt, reason: row.throttleReason } };
 }

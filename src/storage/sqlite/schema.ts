@@ -50,6 +50,9 @@ export const apiKeys = sqliteTable(
     revokedAt: integer('revoked_at'),
     expiresAt: integer('expires_at'),
     rotatedAt: integer('rotated_at'),
+    /** When the runaway stop (src/alerts/runaway.ts) last paused or resumed the key, and while paused, its refusals' message. */
+    throttledAt: integer('throttled_at'),
+    throttleReason: text('throttle_reason'),
     /** JSON Policy: limits, budget, allowed models. */
     policy: text('policy').notNull().default('{"limits":[]}'),
     /** JSON object of string labels, for the operator's own bookkeeping. */

@@ -1,6 +1,6 @@
 /**
  * The SDKs wait what a rate-limit refusal tells them. The real server in front of the fake upstream,
- * driven by the real `openai` and `@anthropic-ai/sdk` clients with their default retry settings: a
+ * driven by the real `openai`, `@anthropic-ai/sdk` and AI SDK (`ai` with `@ai-sdk/openai`) clients with their default retry settings: a
  * key earning one request every 2 s refuses a call with 429, and the SDK waits the refusal's
  * `retry-after-ms` and comes back once, admitted — not a burst of its own short backoff retries
  * (0.5 s, 1 s), which the bucket would refuse again. The keys start empty so that the first attempt
@@ -11,6 +11,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { generateText, streamText } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
 import { parseLimit } from '../../../src/domain/policy.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
@@ -102,6 +104,28 @@ describe('a refused request is retried once, after the wait', () => {
     expect(final.content.length).toBeGreaterThan(0);
     expect(statuses).toEqual([429, 200]);
     expect(await ledgerStatuses('anthropic-stream', 2)).toEqual([429, 200]);
+  });
+
+  it('AI SDK: generateText', async () => {
+    const statuses: number[] = [];
+    const provider = createOpenAI({ baseURL: proxy.baseURL, apiKey: slowKey('ai-sdk-json'), fetch: countingFetch(statuses) });
+    const upstreamBefore = proxy.fake.requests.length;
+    const answer = await generateText({ model: provider.chat('gpt-4o-mini'), messages: chat });
+    expect(answer.text).not.toBe('');
+    expect(statuses).toEqual([429, 200]);
+    expect(await ledgerStatuses('ai-sdk-json', 2)).toEqual([429, 200]);
+    expect(proxy.fake.requests.length - upstreamBefore).toBe(1);
+  });
+
+  it('AI SDK: streamText', async () => {
+    const statuses: number[] = [];
+    const provider = createOpenAI({ baseURL: proxy.baseURL, apiKey: slowKey('ai-sdk-stream'), fetch: countingFetch(statuses) });
+    const result = streamText({ model: provider.chat('gpt-4o-mini'), messages: chat });
+    let text = '';
+    for await (const delta of result.textStream) text += delta;
+    expect(text).not.toBe('');
+    expect(statuses).toEqual([429, 200]);
+    expect(await ledgerStatuses('ai-sdk-stream', 2)).toEqual([429, 200]);
   });
 
   it('the refusal the SDKs waited on says the wait in every form, under a minute', async () => {

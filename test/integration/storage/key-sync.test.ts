@@ -58,3 +58,23 @@ it('applies a batch of changes that passes names between keys and tenants, in on
   expect(cache.lookup(b.key)?.name).toBe('x');
   expect(await sync.pull()).toBe(0);
 });
+
+it("carries a runaway pause and its resume to the node's cache, as it carries a revocation", async () => {
+  const store = new PostgresKeyStore(pg.pool, () => 5000);
+  const sync = new KeySync(pg.pool, local.database, { url: pg.url });
+  const loop = await store.createKey({ name: 'loop', policy: { limits: [] } });
+  await sync.pull();
+  const cache = new KeyCache(new SqliteKeyStore(local.database));
+  expect(cache.lookup(loop.key)?.throttle).toBeUndefined();
+
+  await store.throttleKey('loop', 4000, 'paused: running away');
+  expect(await sync.pull()).toBe(1);
+  cache.refresh();
+  expect(cache.lookup(loop.key)?.throttle).toEqual({ at: 4000, reason: 'paused: running away' });
+
+  await store.resumeKey('loop');
+  expect(await sync.pull()).toBe(1);
+  cache.refresh();
+  expect(cache.lookup(loop.key)?.throttle).toBeUndefined();
+  expect(cache.lookup(loop.key)?.resumedAt).toBe(5000);
+});

@@ -23,6 +23,7 @@ describe('alerts config', () => {
       webhooks: [{ name: 'ops', url: hook.url, secret: 'whsec-0123456789abcdef', events: ['budget.threshold', 'spend.velocity'] }],
       thresholds: [50, 80, 100],
       velocity: { enabled: true, factor: 3, trailingHours: 24, minimumMicros: 1_000_000 },
+      runaway: undefined,
       globalBudgets: [],
       retry: { attempts: 8, initialDelayMs: 1000, maxDelayMs: 3_600_000 },
       timeoutMs: 10_000,
@@ -44,6 +45,24 @@ describe('alerts config', () => {
     expect(config.alerts?.thresholds).toEqual([25, 90]);
     expect(config.alerts?.velocity).toEqual({ enabled: true, factor: 2.5, trailingHours: 12, minimumMicros: 250_000 });
     expect(config.alerts?.globalBudgets).toEqual([{ microUsd: 1_000_000_000, period: 'month' }]);
+  });
+
+  it('turns the runaway stop on with its section, with the documented defaults', () => {
+    const env = { OPS_HOOK_SECRET: 'whsec-0123456789abcdef' };
+    expect(configWith({ webhooks: [hook], runaway: {} }, env).alerts?.runaway).toEqual({
+      factor: 10,
+      microUsdPerHour: undefined,
+      windowMs: 300_000,
+      trailingMs: 86_400_000,
+      minimumMicros: 1_000_000,
+    });
+    // Only a ceiling: no relative rule.
+    expect(configWith({ webhooks: [hook], runaway: { usdPerHour: 20, windowMinutes: 2 } }, env).alerts?.runaway).toMatchObject({
+      factor: undefined,
+      microUsdPerHour: 20_000_000,
+      windowMs: 120_000,
+    });
+    expect(() => configWith({ webhooks: [hook], runaway: { windowMinutes: 0 } }, env)).toThrow(/runaway\.windowMinutes/);
   });
 
   it('refuses a missing or short secret by naming its variable, never a value', () => {
