@@ -12,7 +12,6 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import * as schema from '../../../src/storage/sqlite/schema.js';
 import { MIGRATIONS_FOLDER, openDatabase, type TollgateDatabase } from '../../../src/storage/sqlite/open.js';
-import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
 import { querySpend } from '../../../src/storage/sqlite/spend-reads.js';
 import { tempDatabasePath } from '../../support/db.js';
@@ -92,8 +91,13 @@ describe('upgrading to the monthly and lifetime rollups', () => {
     dirs.push(dir);
     const old = openPreviousVersion(path);
     expect(old.sqlite.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'rollups_monthly'").get()).toEqual({ n: 0 });
-    const store = new KeyStore(old);
-    const keys = [0, 1, 2].map((n) => store.createKey({ name: `old-${n}`, policy: { limits: [] } }).view.id);
+    // Keys as the previous version wrote them: today's key store expects columns added since.
+    const keys = [0, 1, 2].map((n) => {
+      old.sqlite
+        .prepare('INSERT INTO api_keys (id, name, key_hash, prefix, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)')
+        .run(`key_old_${n}`, `old-${n}`, `hash-${n}`, `tg_old${n}`, T0, T0);
+      return `key_old_${n}`;
+    });
     const statuses = ['ok', 'ok', 'upstream_error', 'rejected', 'pending'] as const;
     const rows: OldRow[] = Array.from({ length: 120 }, (_, i) => ({
       id: `old-${i}`,
