@@ -7,9 +7,7 @@
  * The row's cost is itemised from its stored tokens at the price table's prices for its model
  * (src/estimate/price-cost.ts, the billing's own parts). The items add up to the row's cost:
  * `unitemised_usd` is what the stored tokens at today's prices leave over — rounding (each part
- * is rounded down, the whole once up), an Anthropic cache write's premium over the input price
- * (the row counts cache writes within its input tokens), a price changed since, or an upstream's
- * own reported cost.
+ * is rounded down, the whole once up), a price changed since, or an upstream's own reported cost.
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
@@ -68,6 +66,8 @@ function describeEntry(entry: LedgerEntry, prices: PriceTable): Record<string, u
       completion_tokens: entry.completionTokens,
       reasoning_tokens: entry.reasoningTokens,
       audio_completion_tokens: entry.audioCompletionTokens,
+      cache_write_5m_tokens: entry.cacheWrite5mTokens,
+      cache_write_1h_tokens: entry.cacheWrite1hTokens,
     },
     service_tier: entry.serviceTier,
     usage_source: entry.usageSource,
@@ -92,6 +92,8 @@ function costItems(entry: LedgerEntry, costMicros: number, prices: PriceTable): 
     audioPromptTokens: entry.audioPromptTokens ?? 0,
     completionTokens: completion,
     audioCompletionTokens: entry.audioCompletionTokens ?? 0,
+    cacheWrite5mTokens: entry.cacheWrite5mTokens ?? 0,
+    cacheWrite1hTokens: entry.cacheWrite1hTokens ?? 0,
     ...(entry.serviceTier === null ? {} : { serviceTier: entry.serviceTier }),
   };
   const all = costParts(usage, price);

@@ -198,6 +198,8 @@ export function settleForwarded(request: AdmittedRequest, ending: Ending, deps: 
     reasoningTokens: cost.usage.reasoningTokens,
     audioPromptTokens: cost.usage.audioPromptTokens ?? 0,
     audioCompletionTokens: cost.usage.audioCompletionTokens ?? 0,
+    cacheWrite5mTokens: cost.usage.cacheWrite5mTokens ?? 0,
+    cacheWrite1hTokens: cost.usage.cacheWrite1hTokens ?? 0,
     serviceTier: cost.usage.serviceTier ?? null,
     toolCostMicros: toolCostMicroUsd(cost.usage.toolCalls, estimate.toolRates),
     costMicros: cost.costMicros,

@@ -161,6 +161,9 @@ const LEDGER_EXPORT_COLUMNS = [
   'est_cost_usd',
   'prompt_tokens',
   'cached_tokens',
+  // Prompt tokens written to the prompt cache (Anthropic), billed at a premium over input.
+  'cache_write_5m_tokens',
+  'cache_write_1h_tokens',
   'completion_tokens',
   'reasoning_tokens',
   'cost_usd',
@@ -201,6 +204,8 @@ function exportRecord(row: LedgerExportRow): Record<(typeof LEDGER_EXPORT_COLUMN
     est_cost_usd: dollars(row.est_cost_micros),
     prompt_tokens: row.prompt_tokens,
     cached_tokens: row.cached_tokens,
+    cache_write_5m_tokens: row.cache_write_5m_tokens,
+    cache_write_1h_tokens: row.cache_write_1h_tokens,
     completion_tokens: row.completion_tokens,
     reasoning_tokens: row.reasoning_tokens,
     cost_usd: dollars(row.cost_micros),

@@ -38,6 +38,8 @@ export interface LedgerExportRow {
   est_cost_micros: number;
   prompt_tokens: number | null;
   cached_tokens: number | null;
+  cache_write_5m_tokens: number | null;
+  cache_write_1h_tokens: number | null;
   completion_tokens: number | null;
   reasoning_tokens: number | null;
   cost_micros: number | null;

@@ -103,6 +103,9 @@ export interface Completion {
   /** Audio parts of the prompt and completion, when the upstream reported any. */
   readonly audioPromptTokens?: number;
   readonly audioCompletionTokens?: number;
+  /** Parts of the prompt written to Anthropic's prompt cache, by how long they are kept (priced at a premium). */
+  readonly cacheWrite5mTokens?: number;
+  readonly cacheWrite1hTokens?: number;
   /** The service tier the upstream says it used. */
   readonly serviceTier?: string | null;
   /** Part of costMicros paid for built-in tool calls. */

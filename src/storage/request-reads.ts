@@ -29,6 +29,8 @@ export interface LedgerEntry {
   readonly reasoningTokens: number | null;
   readonly audioPromptTokens: number | null;
   readonly audioCompletionTokens: number | null;
+  readonly cacheWrite5mTokens: number | null;
+  readonly cacheWrite1hTokens: number | null;
   readonly serviceTier: string | null;
   readonly toolCostMicros: number | null;
   /** What it cost, µUSD; null while pending. */
@@ -53,7 +55,8 @@ export const ENTRY_COLUMNS = `request_id AS "requestId", key_id AS "keyId", crea
   endpoint, model, stream, status, http_status AS "httpStatus", est_prompt_tokens AS "estPromptTokens",
   est_completion_tokens AS "estCompletionTokens", est_cost_micros AS "estCostMicros", prompt_tokens AS "promptTokens",
   cached_tokens AS "cachedTokens", completion_tokens AS "completionTokens", reasoning_tokens AS "reasoningTokens",
-  audio_prompt_tokens AS "audioPromptTokens", audio_completion_tokens AS "audioCompletionTokens", service_tier AS "serviceTier",
+  audio_prompt_tokens AS "audioPromptTokens", audio_completion_tokens AS "audioCompletionTokens",
+  cache_write_5m_tokens AS "cacheWrite5mTokens", cache_write_1h_tokens AS "cacheWrite1hTokens", service_tier AS "serviceTier",
   tool_cost_micros AS "toolCostMicros", cost_micros AS "costMicros", price_known AS "priceKnown", usage_source AS "usageSource",
   latency_ms AS "latencyMs", ttft_ms AS "ttftMs", upstream_request_id AS "upstreamRequestId", upstream, error_code AS "errorCode",
   end_user AS "endUser"`;

@@ -67,6 +67,9 @@ export interface RequestSpec {
   readonly model?: string;
   readonly promptTokens?: number;
   readonly completionTokens?: number;
+  /** Prompt tokens written to the prompt cache, kept 5 minutes and 1 hour. */
+  readonly cacheWrite5mTokens?: number;
+  readonly cacheWrite1hTokens?: number;
   readonly costMicros?: number;
   readonly estCostMicros?: number;
   readonly status?: Completion['status'] | 'pending';
@@ -112,6 +115,8 @@ export function settleRequest(writer: LedgerWriter, requestId: string, spec: Omi
     cachedTokens: 0,
     completionTokens: spec.completionTokens ?? 20,
     reasoningTokens: 0,
+    ...(spec.cacheWrite5mTokens === undefined ? {} : { cacheWrite5mTokens: spec.cacheWrite5mTokens }),
+    ...(spec.cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens: spec.cacheWrite1hTokens }),
     costMicros: spec.costMicros ?? 25,
     usageSource: 'reported',
     latencyMs: spec.latencyMs ?? 300,

@@ -8,7 +8,10 @@
  *
  * Scenario settings (`x-fake-scenario`), besides the shared ones (status, delay, headersDelay,
  * breakAfter, hangAfter, errorAfter, words):
- *   cacheRead=N, cacheWrite=N, cacheWrite1h=N   that many prompt tokens read from / written to the cache
+ *   cacheRead=N, cacheWrite=N, cacheWrite1h=N   that many prompt tokens read from / written to the cache;
+ *                 as on the real API, a write needs a `cache_control` breakpoint of its TTL in the
+ *                 request (`{ type: 'ephemeral' }` for 5 minutes, `ttl: '1h'` for an hour): without
+ *                 one, nothing is written
  *   thinking=N    N words of thinking before the answer (thinking_delta; billed as output)
  *   reasoning=N   N more thinking tokens billed as output but not shown: Claude 4 models return a
  *                 summary of their thinking and bill the full thinking. Generated first, over
@@ -152,8 +155,9 @@ export async function handleAnthropic(
 
   // The prompt splits into cache reads, cache writes and the rest, as the scenario says.
   const cacheRead = Math.min(prompt, num(scenario, 'cacheRead') ?? 0);
-  const write1h = Math.min(prompt - cacheRead, num(scenario, 'cacheWrite1h') ?? 0);
-  const write5m = Math.min(prompt - cacheRead - write1h, num(scenario, 'cacheWrite') ?? 0);
+  const breakpoints = cacheBreakpoints(body);
+  const write1h = breakpoints.has('1h') ? Math.min(prompt - cacheRead, num(scenario, 'cacheWrite1h') ?? 0) : 0;
+  const write5m = breakpoints.has('5m') ? Math.min(prompt - cacheRead - write1h, num(scenario, 'cacheWrite') ?? 0) : 0;
   const input = prompt - cacheRead - write1h - write5m;
   const billPrompt = { promptTokens: prompt, cachedTokens: cacheRead, cacheWrite5mTokens: write5m, cacheWrite1hTokens: write1h, reasoningTokens: 0 };
   record.billed = { ...billPrompt, completionTokens: 0 };
@@ -197,4 +201,16 @@ export async function handleAnthropic(
     { id: plan.id, type: 'message', role: 'assistant', model, content, stop_reason: plan.stopReason, stop_sequence: null, usage: usageObject(plan, output) },
     record,
   );
+}
+
+/** The TTLs of the request's `cache_control` breakpoints (system, tools, message blocks, or the request's own). */
+function cacheBreakpoints(value: unknown, found = new Set<'5m' | '1h'>()): Set<'5m' | '1h'> {
+  if (Array.isArray(value)) for (const item of value) cacheBreakpoints(item, found);
+  else if (typeof value === 'object' && value !== null) {
+    for (const [name, inner] of Object.entries(value)) {
+      if (name === 'cache_control' && typeof inner === 'object' && inner !== null) found.add((inner as { ttl?: unknown }).ttl === '1h' ? '1h' : '5m');
+      else cacheBreakpoints(inner, found);
+    }
+  }
+  return found;
 }

@@ -87,6 +87,8 @@ export const ledger = pgTable(
     reasoningTokens: big('reasoning_tokens'),
     audioPromptTokens: big('audio_prompt_tokens'),
     audioCompletionTokens: big('audio_completion_tokens'),
+    cacheWrite5mTokens: big('cache_write_5m_tokens'),
+    cacheWrite1hTokens: big('cache_write_1h_tokens'),
     serviceTier: text('service_tier'),
     toolCostMicros: big('tool_cost_micros'),
     costMicros: big('cost_micros'),

@@ -132,7 +132,8 @@ export async function shipRows(pool: PgPool, rows: readonly LocalRow[], bounds: 
       const result = await client.query<{ request_id: string }>(
         `UPDATE ledger AS l SET status = v.status, completed_at = v.completed_at, http_status = v.http_status, prompt_tokens = v.prompt_tokens,
            cached_tokens = v.cached_tokens, completion_tokens = v.completion_tokens, reasoning_tokens = v.reasoning_tokens,
-           audio_prompt_tokens = v.audio_prompt_tokens, audio_completion_tokens = v.audio_completion_tokens, service_tier = v.service_tier,
+           audio_prompt_tokens = v.audio_prompt_tokens, audio_completion_tokens = v.audio_completion_tokens,
+           cache_write_5m_tokens = v.cache_write_5m_tokens, cache_write_1h_tokens = v.cache_write_1h_tokens, service_tier = v.service_tier,
            tool_cost_micros = v.tool_cost_micros, cost_micros = v.cost_micros, upstream = v.upstream, attempts = v.attempts, billed_attempts = v.billed_attempts,
            usage_source = v.usage_source, latency_ms = v.latency_ms, ttft_ms = v.ttft_ms, upstream_request_id = v.upstream_request_id, error_code = v.error_code
          FROM json_populate_recordset(null::ledger, $1::json) AS v

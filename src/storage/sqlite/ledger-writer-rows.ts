@@ -77,7 +77,8 @@ export function prepareLedgerStatements(s: Database.Database) {
       `UPDATE ledger SET status = @status, http_status = @httpStatus, completed_at = @completedAt,
          prompt_tokens = @promptTokens, cached_tokens = @cachedTokens, completion_tokens = @completionTokens,
          reasoning_tokens = @reasoningTokens, audio_prompt_tokens = @audioPromptTokens,
-         audio_completion_tokens = @audioCompletionTokens, service_tier = @serviceTier, tool_cost_micros = @toolCostMicros,
+         audio_completion_tokens = @audioCompletionTokens, cache_write_5m_tokens = @cacheWrite5mTokens,
+         cache_write_1h_tokens = @cacheWrite1hTokens, service_tier = @serviceTier, tool_cost_micros = @toolCostMicros,
          cost_micros = @costMicros, usage_source = @usageSource,
          latency_ms = @latencyMs, ttft_ms = @ttftMs, upstream_request_id = @upstreamRequestId, error_code = @errorCode,
          upstream = @upstream, attempts = @attempts, billed_attempts = @billedAttempts
@@ -168,6 +169,8 @@ export function completionRow(completion: Completion) {
     reasoningTokens: completion.reasoningTokens,
     audioPromptTokens: completion.audioPromptTokens ?? 0,
     audioCompletionTokens: completion.audioCompletionTokens ?? 0,
+    cacheWrite5mTokens: completion.cacheWrite5mTokens ?? 0,
+    cacheWrite1hTokens: completion.cacheWrite1hTokens ?? 0,
     serviceTier: completion.serviceTier ?? null,
     toolCostMicros: completion.toolCostMicros ?? 0,
     costMicros: completion.costMicros,

@@ -98,6 +98,9 @@ export const ledger = sqliteTable(
     audioPromptTokens: integer('audio_prompt_tokens'),
     /** Part of completion_tokens that was audio. */
     audioCompletionTokens: integer('audio_completion_tokens'),
+    /** Parts of prompt_tokens written to the prompt cache (Anthropic), kept 5 minutes and 1 hour; billed at a premium. */
+    cacheWrite5mTokens: integer('cache_write_5m_tokens'),
+    cacheWrite1hTokens: integer('cache_write_1h_tokens'),
     /** The `service_tier` the upstream says it used (priced accordingly); null when it did not say. */
     serviceTier: text('service_tier'),
     /** Part of cost_micros that paid for built-in tool calls (web/file search, containers, images). */

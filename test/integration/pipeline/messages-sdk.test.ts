@@ -46,6 +46,8 @@ interface Row {
   http_status: number | null;
   prompt_tokens: number;
   cached_tokens: number;
+  cache_write_5m_tokens: number | null;
+  cache_write_1h_tokens: number | null;
   completion_tokens: number;
   cost_micros: number;
   est_cost_micros: number;
@@ -72,12 +74,17 @@ async function drain(stream: AsyncIterable<unknown>): Promise<void> {
 describe('the Messages API through Tollgate', () => {
   it('bills every answer exactly what the upstream billed, JSON and streamed, with cache reads and writes', async () => {
     const before = proxy.fake.requests.length;
-    const json = await client.messages.create({ model: MODEL, max_tokens: 200, messages }, scenario('cacheRead=5,cacheWrite=3,cacheWrite1h=4'));
+    // Cache writes need breakpoints of their TTL (1h before 5m, as the API requires).
+    const cached: Anthropic.MessageParam[] = [
+      { role: 'user', content: [{ type: 'text', text: 'How many foxes jump over how many dogs?', cache_control: { type: 'ephemeral' } }] },
+    ];
+    const system: Anthropic.TextBlockParam[] = [{ type: 'text', text: 'Answer briefly.', cache_control: { type: 'ephemeral', ttl: '1h' } }];
+    const json = await client.messages.create({ model: MODEL, max_tokens: 200, system, messages: cached }, scenario('cacheRead=5,cacheWrite=3,cacheWrite1h=4'));
     expect(json.content[0]).toMatchObject({ type: 'text', text: expect.stringContaining('quick brown fox') });
     expect(json.usage).toMatchObject({ cache_read_input_tokens: 5, cache_creation_input_tokens: 7, output_tokens: 12 });
 
     const stream = client.messages.stream(
-      { model: MODEL, max_tokens: 300, messages, thinking: { type: 'enabled', budget_tokens: 100 } },
+      { model: MODEL, max_tokens: 300, system, messages, thinking: { type: 'enabled', budget_tokens: 100 } },
       scenario('thinking=6,tool=search,cacheRead=2,cacheWrite1h=3'),
     );
     const final = await stream.finalMessage();
@@ -105,7 +112,14 @@ describe('the Messages API through Tollgate', () => {
     expect(ledger.map((row) => row.upstream_request_id)).toEqual(served.map((request) => request.id));
     expect(ledger.every((row) => row.endpoint === 'messages' && row.status === 'ok' && row.model === MODEL)).toBe(true);
     // The whole prompt, cache reads inside it.
-    expect(ledger[0]).toMatchObject({ prompt_tokens: served[0]!.billed.promptTokens, cached_tokens: 5, completion_tokens: 12 });
+    expect(ledger[0]).toMatchObject({
+      prompt_tokens: served[0]!.billed.promptTokens,
+      cached_tokens: 5,
+      cache_write_5m_tokens: 3,
+      cache_write_1h_tokens: 4,
+      completion_tokens: 12,
+    });
+    expect(ledger[1]).toMatchObject({ cached_tokens: 2, cache_write_5m_tokens: 0, cache_write_1h_tokens: 3 });
     // Every reservation was an upper bound of what was billed.
     for (const row of ledger) expect(row.est_cost_micros).toBeGreaterThanOrEqual(row.cost_micros);
     // The upstream got the proxy's key and the client's anthropic-version, never the tenant's key.

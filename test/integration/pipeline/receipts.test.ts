@@ -3,7 +3,8 @@
  * answer carries its cost and reservation in headers, a stream ends with them as an SSE comment
  * after its last event — OpenAI chat and Responses, Anthropic Messages — and either equals the
  * request's ledger row to the micro-dollar. The real `openai` and `@anthropic-ai/sdk` clients
- * read a stream ending in that comment as they read any other: no error, the same text.
+ * read a stream ending in that comment as they read any other: no error, the same text. A request
+ * read back by its id itemises its cost, Anthropic cache writes included.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -173,6 +174,47 @@ describe('a client reads its own request by its id', () => {
     expect(((await foreign.json()) as { error: { code: string } }).error.code).toBe('not_found');
     expect((await lookUp('req_unknown', proxy.key)).status).toBe(404);
     expect((await fetch(`${proxy.server.url}/v1/tollgate/requests/${requestId}`)).status).toBe(401);
+  });
+
+  it("itemises an Anthropic answer's cache writes at their premium, leaving nothing unitemised", async () => {
+    // Breakpoints of both TTLs (1h before 5m, as the API requires): the fake writes only what has one.
+    const body = {
+      model: 'claude-opus-4-6',
+      max_tokens: 300,
+      system: [{ type: 'text', text: 'You answer riddles about foxes and dogs, briefly.', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'How many foxes jump over how many dogs?', cache_control: { type: 'ephemeral' } }] }],
+    };
+    const response = await fetch(`${proxy.server.url}/v1/messages`, {
+      method: 'POST',
+      headers: { ...ANTHROPIC_HEADERS(proxy.key), 'x-fake-scenario': 'cacheRead=6,cacheWrite=8,cacheWrite1h=4' },
+      body: JSON.stringify(body),
+    });
+    const answer = (await response.json()) as { usage: Record<string, unknown> };
+    expect(answer.usage).toMatchObject({
+      cache_read_input_tokens: 6,
+      cache_creation_input_tokens: 12,
+      cache_creation: { ephemeral_5m_input_tokens: 8, ephemeral_1h_input_tokens: 4 },
+    });
+    const requestId = response.headers.get('x-request-id')!;
+    const row = await settledRow(requestId);
+
+    const entry = (await (await lookUp(requestId, proxy.key)).json()) as {
+      cost_usd: string;
+      cost_items: Record<string, string>;
+      usage: Record<string, number>;
+    };
+    expect(micros(entry.cost_usd)).toBe(row.cost_micros);
+    expect(entry.usage).toMatchObject({ cached_tokens: 6, cache_write_5m_tokens: 8, cache_write_1h_tokens: 4 });
+    // Claude Opus 4.6 on Anthropic's pricing page, per 1M tokens: $5 input, $6.25 5-minute write
+    // (1.25×), $10 1-hour write (2×), $0.50 cache read, $25 output. The counts make each part whole µUSD.
+    const input = entry.usage.prompt_tokens! - 6 - 8 - 4;
+    const items = entry.cost_items;
+    expect(micros(items.cache_writes_usd!)).toBe(8 * 6.25 + 4 * 10);
+    expect(micros(items.cached_input_usd!)).toBe(6 * 0.5);
+    expect(micros(items.input_usd!)).toBe(input * 5);
+    expect(micros(items.output_usd!)).toBe(entry.usage.completion_tokens! * 25);
+    expect(items.unitemised_usd).toBe('0.000000');
+    expect(Object.values(items).reduce((sum, usd) => sum + micros(usd), 0)).toBe(row.cost_micros);
   });
 });
 

@@ -72,6 +72,8 @@ describeBackends('ledger export', (fixture) => {
           httpStatus: i % 5 === 0 ? 502 : 200,
           promptTokens: 100 + i,
           cachedTokens: i % 4,
+          // Anthropic's cache writes on some rows (bigint in PostgreSQL: the same digits).
+          ...(i % 4 === 1 ? { cacheWrite5mTokens: 8 + i, cacheWrite1hTokens: i % 3 } : {}),
           completionTokens: 10 * i,
           reasoningTokens: 0,
           costMicros: 123_457 * i + 1,
@@ -107,6 +109,8 @@ describeBackends('ledger export', (fixture) => {
     expect(ndjson.map((row) => row.request_id)).toEqual(times.map((_, i) => `exp-${String(i).padStart(3, '0')}`));
     expect(ndjson[2]).toMatchObject({ model: ODD_MODELS[2], end_user: ODD_USERS[2], key_name: 'alpha', tenant_name: 'acme' });
     expect(ndjson[3]).toMatchObject({ model: 'модель-ü-🦊', stream: false, price_known: true, tags: null });
+    expect(ndjson[5]).toMatchObject({ cached_tokens: 1, cache_write_5m_tokens: 13, cache_write_1h_tokens: 2 });
+    expect(ndjson[4]).toMatchObject({ cache_write_5m_tokens: 0, cache_write_1h_tokens: 0 });
     expect(ndjson[6]).toMatchObject({ status: 'pending', completed_at: null, cost_usd: null, est_cost_usd: '0.001006' });
     const csv = parseCsv(await collect(exportLedger({ ...whole, tenantId: keys.alpha.tenantId! }, 'csv')));
     expect(csv.length).toBe(1 + times.filter((_, i) => i % 3 !== 0).length);

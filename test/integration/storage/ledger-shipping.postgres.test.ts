@@ -61,6 +61,8 @@ function completion(id: string, i: number): Completion {
     reasoningTokens: i % 3,
     // The priced dimensions (drizzle/0007), on some rows only, as the upstream reports them.
     ...(i % 2 === 1 ? { audioPromptTokens: 5 + i, audioCompletionTokens: i, serviceTier: i % 4 === 1 ? 'priority' : 'flex', toolCostMicros: 10_000 + i } : {}),
+    // Cache writes (drizzle/0016), as Anthropic reports them.
+    ...(i % 3 === 1 ? { cacheWrite5mTokens: 10 + i, cacheWrite1hTokens: i % 2 } : {}),
     costMicros: 26 + i * 7 + (i % 2 === 1 ? 10_000 + i : 0),
     // Routing (drizzle/0010): which upstream answered after how many tries.
     ...(i % 3 === 0 ? {} : { upstream: i % 3 === 1 ? 'primary' : 'azure', attempts: 1 + (i % 3), billedAttempts: i % 6 === 2 ? 1 : 0 }),
@@ -137,10 +139,11 @@ it('ships pending rows, settlements and refusals with rollups equal to SQLite’
   expect(rows.rows[0]!.n).toBe(43);
   // Every row as SQLite holds it, priced dimensions included, whether it reached PostgreSQL pending or settled.
   const columns =
-    'request_id, status, cost_micros, audio_prompt_tokens, audio_completion_tokens, service_tier, tool_cost_micros, end_user, tags, upstream, attempts, billed_attempts';
+    'request_id, status, cost_micros, audio_prompt_tokens, audio_completion_tokens, cache_write_5m_tokens, cache_write_1h_tokens, service_tier, tool_cost_micros, end_user, tags, upstream, attempts, billed_attempts';
   const settledLocally = local.database.sqlite.prepare(`SELECT ${columns} FROM ledger ORDER BY request_id`).all();
   expect(settledLocally.filter((row) => (row as { service_tier: string | null }).service_tier === 'priority').length).toBeGreaterThan(2);
   expect(settledLocally.filter((row) => (row as { attempts: number | null }).attempts === 2).length).toBeGreaterThan(2);
+  expect(settledLocally.filter((row) => Number((row as { cache_write_5m_tokens: number | null }).cache_write_5m_tokens) > 0).length).toBeGreaterThan(2);
   expect((await pg.pool.query(`SELECT ${columns} FROM ledger ORDER BY request_id`)).rows).toEqual(settledLocally);
 });
 

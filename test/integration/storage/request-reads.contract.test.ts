@@ -1,7 +1,7 @@
 /**
  * One ledger row by its request id (src/storage/request-reads.ts) over both backends: the key
- * that made the request reads its row — settled or pending, every column the route answers with —
- * and another key, or an unknown id, reads nothing. On PostgreSQL the same from every node's
+ * that made the request reads its row — settled or pending, every column the route answers with,
+ * cache writes included — and another key, or an unknown id, reads nothing. On PostgreSQL the same from every node's
  * shipped rows alone (a node that did not answer the request).
  */
 import { beforeAll, expect, it } from 'vitest';
@@ -23,7 +23,15 @@ describeBackends('request reads', (fixture) => {
     await seedBackend(backend, async ({ store, writer }) => {
       keys.own = store.createKey({ name: 'own', policy: { limits: [] } }).view.id;
       keys.other = store.createKey({ name: 'other', policy: { limits: [] } }).view.id;
-      ids.settled = await recordRequest(writer, { keyId: keys.own, createdAt: CREATED, promptTokens: 500, completionTokens: 40, costMicros: 7_000 });
+      ids.settled = await recordRequest(writer, {
+        keyId: keys.own,
+        createdAt: CREATED,
+        promptTokens: 500,
+        completionTokens: 40,
+        cacheWrite5mTokens: 120,
+        cacheWrite1hTokens: 30,
+        costMicros: 7_000,
+      });
       ids.pending = await recordRequest(writer, { keyId: keys.own, createdAt: CREATED + 1, status: 'pending', estCostMicros: 3_333 });
     });
   });
@@ -59,6 +67,8 @@ describeBackends('request reads', (fixture) => {
         reasoningTokens: 0,
         audioPromptTokens: 0,
         audioCompletionTokens: 0,
+        cacheWrite5mTokens: 120,
+        cacheWrite1hTokens: 30,
         serviceTier: null,
         toolCostMicros: 0,
         costMicros: 7_000,
