@@ -11,6 +11,7 @@ import { Pool } from 'undici';
 import { waitFor } from '../../support/wait.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
+import { RECEIPT_COMMENT, withoutReceipt } from '../../support/receipt.js';
 
 let proxy: TestProxy;
 let pool: Pool;
@@ -88,7 +89,9 @@ it('answers every generated body with a well-formed response and stays up', asyn
       expect(res.headers['x-request-id']).toMatch(/^req_/);
       if (String(res.headers['content-type']).startsWith('text/event-stream')) {
         expect(res.statusCode).toBe(200);
-        expect(text).toMatch(/data: \[DONE\]\s*$/);
+        // The stream's last event, then the receipt comment every settled stream ends with.
+        expect(text).toMatch(RECEIPT_COMMENT);
+        expect(withoutReceipt(text)).toMatch(/data: \[DONE\]\s*$/);
         return;
       }
       const json = JSON.parse(text) as { error?: { message: unknown; type: unknown; code: unknown; param: unknown } };
