@@ -138,9 +138,17 @@ describe('a tenant with a read-only dashboard token', () => {
     await chat(globexKey, 'gpt-4o');
     await waitFor(async () => (await spend('--since', 'today', '--tenant', 'globex')).total.requests === 3, 'globex request settled');
     await chat(acmeKey);
-    await expect.poll(() => bound(page, 'text.requestsToday'), { timeout: 10_000 }).toBe('3');
-    const acmeNow = await spend('--since', 'today', '--by', 'total', '--tenant', 'acme');
-    expect(await bound(page, 'text.spendToday')).toBe(await shownTotal(acmeNow));
+    // The request counts from its pending row (at its reservation) and settles a moment later:
+    // poll until the page and the CLI show the same state.
+    await expect
+      .poll(
+        async () => {
+          const acmeNow = await spend('--since', 'today', '--by', 'total', '--tenant', 'acme');
+          return [await bound(page, 'text.requestsToday'), await bound(page, 'text.spendToday'), await shownTotal(acmeNow)];
+        },
+        { timeout: 20_000 },
+      )
+      .toSatisfy(([requests, shown, total]) => requests === '3' && shown === total);
     html = await page.content();
     expect(html).not.toContain('globex');
 
