@@ -61,7 +61,8 @@ export function remoteAdminOps(baseUrl: string, adminToken: string | undefined):
     getKey: (r) => call('GET', `/keys/${ref(r)}`),
     updateKey: (r, patch) => call('PATCH', `/keys/${ref(r)}`, patch),
     revokeKey: (r) => call('POST', `/keys/${ref(r)}/revoke`),
-    resumeKey: (r) => call('POST', `/keys/${ref(r)}/resume`),
+    resumeKey: (r, owner) =>
+      call('POST', `/keys/${ref(r)}/resume`, owner === undefined ? undefined : owner.level === 'session' ? { session: owner.name } : { endUser: owner.name }),
     rotateKey: async (r) => issued(await call('POST', `/keys/${ref(r)}/rotate`)),
     createTenant: (name, policy) => call<TenantView>('POST', '/tenants', { name, ...policy }),
     listTenants: async () => (await call<{ data: TenantView[] }>('GET', '/tenants')).data,

@@ -9,6 +9,7 @@ import { pgUnavailable } from '../domain/errors.js';
 import { isPgUnreachable } from '../storage/postgres/open.js';
 import type { SpendGrouping, SpendQuery, SpendReport } from '../storage/spend-reads.js';
 import type { IssuedKey, KeyListOptions, KeyPatch, KeyStore, KeyView, NewKey, NewTenantPolicy, TenantPatch, TenantView } from '../storage/keys.js';
+import type { PauseOwner } from '../domain/keys.js';
 
 interface SpendRequest {
   /** A key reference (id, name or prefix). */
@@ -29,8 +30,8 @@ export interface AdminOps {
   getKey(ref: string): Promise<KeyView>;
   updateKey(ref: string, patch: KeyPatch): Promise<KeyView>;
   revokeKey(ref: string): Promise<KeyView>;
-  /** Lifts the runaway stop's pause. */
-  resumeKey(ref: string): Promise<KeyView>;
+  /** Lifts the runaway stop's pause: of one session or end user, or of the key and everything paused on it. */
+  resumeKey(ref: string, owner?: PauseOwner): Promise<KeyView>;
   rotateKey(ref: string): Promise<IssuedKey>;
   createTenant(name: string, policy: NewTenantPolicy): Promise<TenantView>;
   listTenants(): Promise<TenantView[]>;
@@ -66,7 +67,7 @@ export function storeAdminOps(
     getKey: (ref) => keys.getKey(ref),
     updateKey: async (ref, patch) => changed(await keys.updateKey(ref, patch)),
     revokeKey: async (ref) => changed(await keys.revokeKey(ref)),
-    resumeKey: async (ref) => changed(await keys.resumeKey(ref)),
+    resumeKey: async (ref, owner) => changed(await (owner === undefined ? keys.resumeKey(ref) : keys.releaseOwner(ref, owner))),
     rotateKey: async (ref) => changed(await keys.rotateKey(ref)),
     createTenant: async (name, policy) => changed(await keys.createTenant(name, policy)),
     listTenants: () => keys.listTenants(),

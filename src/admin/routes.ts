@@ -13,7 +13,7 @@ import { parseExportRange, spendCsvRecords, spendReportCsv, textStream, type Led
 import { parseSpendLimit } from '../storage/spend-cursor.js';
 import type { Policy } from '../domain/policy.js';
 import type { AdminOps } from './ops.js';
-import { createKeyBody, createTenantBody, updateKeyBody, updateTenantBody } from './wire.js';
+import { createKeyBody, createTenantBody, resumedOwner, resumeKeyBody, updateKeyBody, updateTenantBody } from './wire.js';
 import type { AppEnv } from '../app-env.js';
 import { bearerOf, checkPresentedSecret, ownSecretGuard, tooManyAttempts, type SecretGuard } from '../http/secret-check.js';
 
@@ -89,7 +89,11 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
   api.get('/keys/:ref', async (c) => c.json(await deps.ops.getKey(id(c))));
   api.patch('/keys/:ref', async (c) => c.json(await deps.ops.updateKey(id(c), await body(c, updateKeyBody))));
   api.post('/keys/:ref/revoke', async (c) => c.json(await deps.ops.revokeKey(id(c))));
-  api.post('/keys/:ref/resume', async (c) => c.json(await deps.ops.resumeKey(id(c))));
+  api.post('/keys/:ref/resume', async (c) => {
+    // No body resumes the whole key (and everything paused on it).
+    const owner = (await c.req.raw.clone().text()).trim() === '' ? undefined : resumedOwner(await body(c, resumeKeyBody));
+    return c.json(await deps.ops.resumeKey(id(c), owner));
+  });
   api.post('/keys/:ref/rotate', async (c) => {
     const issued = await deps.ops.rotateKey(id(c));
     return c.json({ key: issued.key, ...issued.view });

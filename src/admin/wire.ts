@@ -1,5 +1,6 @@
 /** The admin API's request bodies, validated with zod (responses are the views as JSON). */
 import { z } from 'zod';
+import type { PauseOwner } from '../domain/keys.js';
 import { BUDGET_PERIODS } from '../domain/policy.js';
 import { endUserPolicySchema, limitSchema, policySchema, tagBudgetSchema } from '../domain/policy.js';
 
@@ -51,3 +52,15 @@ export const updateTenantBody = z.object({
   maxInFlight: z.number().int().positive().nullable().optional(),
   session: endUserPolicySchema.nullable().optional(),
 });
+
+/** `POST /keys/:ref/resume`: the whole key (no body), or one session or end user the runaway stop paused. */
+export const resumeKeyBody = z
+  .strictObject({ session: z.string().min(1).max(512).optional(), endUser: z.string().min(1).max(512).optional() })
+  .refine((value) => value.session === undefined || value.endUser === undefined, { message: 'give a session or an end user, not both' });
+
+/** The owner a resume body names, if any. */
+export function resumedOwner(value: z.output<typeof resumeKeyBody>): PauseOwner | undefined {
+  if (value.session !== undefined) return { level: 'session', name: value.session };
+  if (value.endUser !== undefined) return { level: 'end_user', name: value.endUser };
+  return undefined;
+}

@@ -57,9 +57,13 @@ export interface AlertEvent {
     readonly trailingHours: number;
     readonly factor: number;
   };
-  /** The runaway stop paused the key, or released it (src/alerts/runaway-stop.ts). */
+  /** The runaway stop paused the key, or one of its sessions or end users, or released it (src/alerts/runaway-stop.ts). */
   readonly runaway?: {
     readonly action: 'throttled' | 'released';
+    /** The key's session paused or released (absent: the key itself, or an end user). */
+    readonly session?: string;
+    /** The key's end user paused or released. */
+    readonly endUser?: string;
     readonly windowMinutes: number;
     readonly usdPerHour: string;
     readonly usualUsdPerHour: string;

@@ -78,8 +78,8 @@ export class AlertMonitor {
   private readonly noted = new Map<string, Noted>();
   private globalNoted = false;
   private readonly decided = new Set<string>();
-  /** Keys the runaway stop paused, looked at on every tick until released. */
-  private readonly paused = new Set<string>();
+  /** Keys on which the runaway stop paused something (the key, `session:…`, `end_user:…`), looked at on every tick until released. */
+  private readonly paused = new Map<string, ReadonlySet<string>>();
   /** Claimed alerts whose outbox write failed (the file busy): written on a later tick. */
   private readonly unqueued: Array<{ readonly event: AlertEvent; readonly now: number }> = [];
   /** Ticks run one after the other. */
@@ -90,8 +90,9 @@ export class AlertMonitor {
   /** The request path's only part: remember who spent. */
   readonly listener: FinishedListener = (event) => {
     const refusedByBudget = event.kind === 'refused' && event.reason === 'budget';
-    // A paused key's refusals bring it back to be judged (after a restart, say).
-    if (event.kind !== 'settled' && !refusedByBudget && event.caller.key.throttle === undefined) return;
+    // A paused key's refusals (or a paused session's) bring it back to be judged (after a restart, say).
+    const paused = event.caller.key.throttle !== undefined || (event.caller.key.pauses?.some((pause) => pause.reason !== undefined) ?? false);
+    if (event.kind !== 'settled' && !refusedByBudget && !paused) return;
     // Bounded by the number of keys: one entry per key, replaced.
     const before = this.noted.get(event.caller.key.id);
     this.noted.set(event.caller.key.id, {
@@ -245,21 +246,23 @@ export class AlertMonitor {
     return this.fire(claimId, event, now, hour + 2 * HOUR_MS);
   }
 
-  /** Pauses or releases a runaway key; false when something could not be done (to look again). */
+  /** Pauses or releases a runaway key, session or end user; false when something could not be done (to look again). */
   private async runawayStop(caller: Caller, now: number): Promise<boolean> {
     const settings = this.deps.settings.runaway;
     if (settings === undefined || this.deps.runaway === undefined) return true;
     let outcome;
     try {
-      outcome = await checkRunaway({ ...this.deps.runaway, settings, reads: this.deps.reads }, caller.key, now, this.paused.has(caller.key.id));
+      const wasPaused = this.paused.get(caller.key.id) ?? new Set<string>();
+      outcome = await checkRunaway({ ...this.deps.runaway, settings, reads: this.deps.reads }, caller.key, now, wasPaused);
     } catch (error) {
       this.deps.logger.warn({ message: (error as Error).message, key: caller.key.name }, 'runaway check failed; will look again');
       return false;
     }
-    if (outcome.paused) this.paused.add(caller.key.id);
+    if (outcome.paused.size > 0) this.paused.set(caller.key.id, outcome.paused);
     else this.paused.delete(caller.key.id);
-    if (outcome.alert === undefined) return true;
-    return this.fire(outcome.alert.claimId, outcome.alert.event, now, now + 2 * DAY_MS);
+    let fired = true;
+    for (const { claimId, event } of outcome.alerts) fired = (await this.fire(claimId, event, now, now + 2 * DAY_MS)) && fired;
+    return fired;
   }
 
   /** Claims the alert; the winner adds it to the outbox. False when the claim store could not be asked. */

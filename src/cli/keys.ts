@@ -3,7 +3,8 @@
  * The options they share with tenants are in key-options.ts.
  */
 import type { Command } from 'commander';
-import type { IssuedKey, KeyPatch, KeyView } from '../domain/keys.js';
+import type { IssuedKey, KeyPatch, KeyView, PauseOwner } from '../domain/keys.js';
+import { activePauses } from '../domain/owner-pauses.js';
 import { PolicyError, type Policy } from '../domain/policy.js';
 import {
   describeAttributedPolicy,
@@ -13,7 +14,7 @@ import {
   type EndUserOptions,
   type SessionOptions,
 } from '../domain/policy-options.js';
-import { print, printJson, withOps } from './context.js';
+import { CliError, EXIT_USAGE, print, printJson, withOps } from './context.js';
 import { describeBudget, describeLimits, printable, table, when } from './format.js';
 import {
   budgetFrom,
@@ -50,6 +51,10 @@ function describeKey(view: KeyView): string {
     ...(view.rotatedAt !== null ? ([['rotated', when(view.rotatedAt)]] as Array<[string, string]>) : []),
     ...(view.revokedAt !== null ? ([['revoked', when(view.revokedAt)]] as Array<[string, string]>) : []),
     ...(view.throttle !== undefined ? ([['paused', `${when(view.throttle.at)}: ${view.throttle.reason}`]] as Array<[string, string]>) : []),
+    ...activePauses(view.pauses).map((pause): [string, string] => [
+      `paused ${pause.level === 'session' ? 'session' : 'end user'}`,
+      `${when(pause.at)}: ${pause.reason}`,
+    ]),
     ['limits', describeLimits(view.policy)],
     ['budget', describeBudget(view.policy)],
     ['models', view.policy.models?.join(', ') ?? 'all'],
@@ -281,13 +286,23 @@ export function registerKeyCommands(program: Command): void {
 
   keys
     .command('resume')
-    .description('lift a runaway-stop pause: the key passes again within a second')
+    .description('lift a runaway-stop pause (of the key and all it paused on it, or of one session or end user): requests pass again within a second')
     .argument('<key>', 'key id, name or visible prefix')
+    .option('--session <id>', 'resume only this agent session of the key')
+    .option('--end-user <id>', 'resume only this end user of the key')
     .option('--json', 'print JSON')
-    .action(async (ref: string, options: { json?: boolean }, command: Command) => {
-      const view = await withOps(command, (ops) => ops.resumeKey(ref));
+    .action(async (ref: string, options: { json?: boolean; session?: string; endUser?: string }, command: Command) => {
+      if (options.session !== undefined && options.endUser !== undefined) throw new CliError('give --session or --end-user, not both', EXIT_USAGE);
+      const owner: PauseOwner | undefined =
+        options.session !== undefined
+          ? { level: 'session', name: options.session }
+          : options.endUser !== undefined
+            ? { level: 'end_user', name: options.endUser }
+            : undefined;
+      const view = await withOps(command, (ops) => ops.resumeKey(ref, owner));
       if (options.json) printJson(view);
-      else print(`Resumed key "${view.name}" (${view.id})`);
+      else if (owner === undefined) print(`Resumed key "${view.name}" (${view.id})`);
+      else print(`Resumed ${owner.level === 'session' ? 'session' : 'end user'} "${owner.name}" of key "${view.name}" (${view.id})`);
     });
 
   keys

@@ -22,12 +22,26 @@ export interface KeyView {
   readonly throttle?: KeyThrottle | undefined;
   /** When it was last resumed (its spend before then is not judged again). */
   readonly resumedAt?: number | undefined;
+  /** The key's sessions and end users the runaway stop paused, and those it released since (owner-pauses.ts). */
+  readonly pauses?: readonly OwnerPause[] | undefined;
 }
 
 /** A runaway key's throttle: since when, and the message its refusals carry. */
 export interface KeyThrottle {
   readonly at: number;
   readonly reason: string;
+}
+
+/** One of a key's agent sessions or end users, which the runaway stop can pause without the rest of the key. */
+export interface PauseOwner {
+  readonly level: 'session' | 'end_user';
+  readonly name: string;
+}
+
+/** A paused owner (with the message its refusals carry), or one released at `at` (no reason). */
+export interface OwnerPause extends PauseOwner {
+  readonly at: number;
+  readonly reason?: string | undefined;
 }
 
 /** A key just created or rotated: the only time the secret exists outside the client. */
@@ -100,6 +114,7 @@ export interface AuthKey {
   readonly version: number;
   readonly throttle?: KeyThrottle | undefined;
   readonly resumedAt?: number | undefined;
+  readonly pauses?: readonly OwnerPause[] | undefined;
 }
 
 export interface AuthTenant {

@@ -52,8 +52,8 @@ interface Taken {
  */
 export async function admit(request: EstimatedRequest, deps: PipelineDeps, afterwards?: () => void): Promise<AdmittedRequest> {
   const { caller, estimate, facts } = request;
-  // 1. Every bucket, all or none — none at all for a key the runaway stop paused.
-  const paused = runawayRefusal(caller);
+  // 1. Every bucket, all or none — none at all for a key, session or end user the runaway stop paused.
+  const paused = runawayRefusal(caller, request.attribution);
   const limits: TakenLimits = paused === undefined ? await takeLimits(request, deps) : { ok: false, refusal: paused, decisionMs: undefined };
   const { decisionMs } = limits;
   const refuse = (refusal: AdmissionRefused): never => {

@@ -9,6 +9,8 @@ import { reservationOf, usefulMinimum } from '../budgets/output-cap.js';
 import type { Estimate } from '../estimate/index.js';
 import { TollgateError } from '../domain/errors.js';
 import type { Caller } from '../domain/caller.js';
+import { pausedFor } from '../domain/owner-pauses.js';
+import type { Attribution } from '../endusers/attribution.js';
 import type { RejectionReason } from '../storage/ledger.js';
 import { buildRateLimitHeaders, describeWait, fullWaitSeconds, type AcquireResult, type Demand, type LimitBinding } from '../limits/index.js';
 import { formatMicrosExact, formatMicrosFixed } from '../domain/money.js';
@@ -131,14 +133,14 @@ export function costCapRefusal(
 }
 
 /**
- * 429 runaway_throttled: the runaway stop paused the key (src/alerts/runaway.ts). No Retry-After: the
- * pause lasts until the spend rate falls or an operator resumes the key, which no wait can promise,
- * and an agent looping on its own retries is what the stop is for; `x-should-retry: false` stops the
- * SDKs' retries, as for a used-up budget.
+ * 429 runaway_throttled: the runaway stop paused the key, or the request's session or end user
+ * (src/alerts/runaway-stop.ts). No Retry-After: the pause lasts until the spend rate falls or an
+ * operator resumes it, which no wait can promise, and an agent looping on its own retries is what the
+ * stop is for; `x-should-retry: false` stops the SDKs' retries, as for a used-up budget.
  */
-export function runawayRefusal(caller: Caller): AdmissionRefused | undefined {
-  const throttle = caller.key.throttle;
-  if (throttle === undefined) return undefined;
+export function runawayRefusal(caller: Caller, attribution: Attribution): AdmissionRefused | undefined {
+  const throttle = caller.key.throttle ?? pausedFor(caller.key.pauses, attribution.session, attribution.endUser);
+  if (throttle?.reason === undefined) return undefined;
   return new AdmissionRefused(
     'rate_limit',
     new TollgateError('runaway_throttled', throttle.reason, {

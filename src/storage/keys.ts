@@ -10,7 +10,7 @@
  * replica keeps current from PostgreSQL (src/storage/postgres/key-sync.ts).
  */
 import type { Policy } from '../domain/policy.js';
-import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
+import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, PauseOwner, TenantPatch, TenantView } from '../domain/keys.js';
 
 export type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, TenantPatch, TenantView } from '../domain/keys.js';
 
@@ -41,8 +41,12 @@ export interface KeyStore {
   revokeKey(ref: string): Promise<KeyView>;
   /** The runaway stop refuses the key from `at` with `reason` (already throttled or revoked: no change). */
   throttleKey(ref: string, at: number, reason: string): Promise<KeyView>;
-  /** Lifts a throttle (none: no change). */
+  /** Lifts the key's throttle and every pause of its sessions and end users (none: no change). */
   resumeKey(ref: string): Promise<KeyView>;
+  /** The runaway stop refuses one session or end user of the key from `at` (already paused, revoked, or MAX_ACTIVE_PAUSES reached: no change). */
+  pauseOwner(ref: string, owner: PauseOwner, at: number, reason: string): Promise<KeyView>;
+  /** Lifts one session's or end user's pause (none: no change). */
+  releaseOwner(ref: string, owner: PauseOwner): Promise<KeyView>;
   /** A new secret for the same key (id, name, policy, history); the old one stops working. */
   rotateKey(ref: string): Promise<IssuedKey>;
   createTenant(name: string, policy?: NewTenantPolicy): Promise<TenantView>;

@@ -17,6 +17,7 @@ import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.j
 
 export const HOOK_SECRET = 'whsec-test-0123456789abcdef';
 const UPSTREAM_KEY = 'sk-alerts-upstream-0123456789';
+const ADMIN_TOKEN = 'admin-alerts-0123456789abcdef';
 
 export interface AlertsHarness {
   readonly tollgate: Tollgate;
@@ -27,8 +28,10 @@ export interface AlertsHarness {
   readonly configPath: string;
   clock: number;
   issueKey(name: string, policy: Policy, tenant?: string): string;
-  /** One chat request of about `words` completion tokens of gpt-4o ($10 / 1M out). */
-  chat(key: string, words: number): Promise<Response>;
+  /** One chat request of about `words` completion tokens of gpt-4o ($10 / 1M out), with `headers` added (a session, an end user). */
+  chat(key: string, words: number, headers?: Record<string, string>): Promise<Response>;
+  /** One admin API request with the admin token (`body` as JSON). */
+  admin(method: string, path: string, body?: unknown): Promise<Response>;
   close(): Promise<void>;
 }
 
@@ -46,6 +49,7 @@ export async function startAlertsHarness(alerts: Record<string, unknown>): Promi
     TOLLGATE_MIN_OUTPUT_TOKENS: '1',
     TOLLGATE_KEY_REFRESH: '20ms',
     TG_HOOK_SECRET: HOOK_SECRET,
+    TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
   });
   const logs = captureLogs('info');
   const harness: AlertsHarness = {
@@ -57,11 +61,17 @@ export async function startAlertsHarness(alerts: Record<string, unknown>): Promi
     db,
     configPath,
     issueKey: (name, policy, tenant) => harness.tollgate.keyStore.createKey({ name, policy, tenant }).key,
-    chat: async (key, words) =>
+    chat: async (key, words, headers = {}) =>
       harness.tollgate.app.request('/v1/chat/completions', {
         method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-fake-scenario': `words=${words}` },
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-fake-scenario': `words=${words}`, ...headers },
         body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], max_tokens: words }),
+      }),
+    admin: async (method, path, body) =>
+      harness.tollgate.app.request(path, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       }),
     async close() {
       await harness.tollgate.close();

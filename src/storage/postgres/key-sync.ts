@@ -44,6 +44,7 @@ const KEY_COLUMNS = [
   'rotated_at',
   'throttled_at',
   'throttle_reason',
+  'paused_owners',
   'policy',
   'metadata',
 ] as const;

@@ -16,37 +16,12 @@ import { generateKey, hashKey, newId, visiblePrefix } from '../key-format.js';
 import { checkName, checkPolicy, mergePolicy, storedPolicy, tenantPolicy } from '../key-rules.js';
 import type { Policy } from '../../domain/policy.js';
 import type { KeyListOptions, KeyStore, NewTenantPolicy } from '../keys.js';
-import type { IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../../domain/keys.js';
+import type { IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, PauseOwner, TenantPatch, TenantView } from '../../domain/keys.js';
+import { changeRunaway, runawayFields, type RunawayChange } from '../../domain/owner-pauses.js';
+import { keyParams, type KeyRecord, type TenantRecord } from './key-records.js';
 
 /** "tollgate-keys" as a lock id (distinct from the migration lock in src/storage/postgres/open.ts). */
 const KEYS_LOCK = '7813575385137752000';
-
-interface TenantRecord {
-  id: string;
-  name: string;
-  policy: string;
-  created_at: number;
-  updated_at: number;
-  version: number;
-}
-
-interface KeyRecord {
-  id: string;
-  name: string;
-  tenant_id: string | null;
-  key_hash: string;
-  prefix: string;
-  created_at: number;
-  updated_at: number;
-  revoked_at: number | null;
-  expires_at: number | null;
-  rotated_at: number | null;
-  throttled_at: number | null;
-  throttle_reason: string | null;
-  policy: string;
-  metadata: string;
-  version: number;
-}
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
@@ -213,6 +188,7 @@ export class PostgresKeyStore implements KeyStore {
         rotated_at: null,
         throttled_at: null,
         throttle_reason: null,
+        paused_owners: null,
         policy: JSON.stringify(policy),
         metadata: JSON.stringify(input.metadata ?? {}),
         version: await this.nextVersion(client, 'api_keys'),
@@ -307,21 +283,36 @@ export class PostgresKeyStore implements KeyStore {
   private async saveKey(client: Queryable, row: KeyRecord): Promise<void> {
     await client.query(
       `UPDATE api_keys SET name = $2, tenant_id = $3, key_hash = $4, prefix = $5, created_at = $6, updated_at = $7, revoked_at = $8,
-         expires_at = $9, rotated_at = $10, policy = $11, metadata = $12, version = $13, throttled_at = $14, throttle_reason = $15 WHERE id = $1`,
-      [...keyParams(row), row.throttled_at, row.throttle_reason],
+         expires_at = $9, rotated_at = $10, policy = $11, metadata = $12, version = $13, throttled_at = $14, throttle_reason = $15, paused_owners = $16 WHERE id = $1`,
+      [...keyParams(row), row.throttled_at, row.throttle_reason, row.paused_owners],
     );
   }
 
-  readonly throttleKey = (ref: string, at: number, reason: string): Promise<KeyView> => this.setThrottle(ref, { at, reason });
-  readonly resumeKey = (ref: string): Promise<KeyView> => this.setThrottle(ref, null);
+  readonly throttleKey = (ref: string, at: number, reason: string): Promise<KeyView> => this.changeRunaway(ref, { kind: 'throttle', at, reason });
+  readonly resumeKey = (ref: string): Promise<KeyView> => this.changeRunaway(ref, { kind: 'resume', at: this.now() });
+  readonly pauseOwner = (ref: string, owner: PauseOwner, at: number, reason: string): Promise<KeyView> =>
+    this.changeRunaway(ref, { kind: 'pause', owner, at, reason });
+  readonly releaseOwner = (ref: string, owner: PauseOwner): Promise<KeyView> => this.changeRunaway(ref, { kind: 'release', owner, at: this.now() });
 
-  /** Sets or clears the runaway throttle (a revoked key, or no change, keeps its version). */
-  private async setThrottle(ref: string, throttle: { at: number; reason: string } | null): Promise<KeyView> {
+  /** Pauses or resumes the key or one of its owners (a revoked key, or no change, keeps its version). */
+  private async changeRunaway(ref: string, change: RunawayChange): Promise<KeyView> {
     return this.write(async (client) => {
       const row = await this.requireKey(client, ref);
-      if (row.revoked_at !== null || (throttle === null) === (row.throttle_reason === null)) return this.keyView(client, row);
+      const stored = {
+        throttledAt: row.throttled_at === null ? null : Number(row.throttled_at),
+        throttleReason: row.throttle_reason,
+        pausedOwners: row.paused_owners,
+      };
+      const columns = row.revoked_at === null ? changeRunaway(stored, change) : undefined;
+      if (columns === undefined) return this.keyView(client, row);
       const version = await this.nextVersion(client, 'api_keys');
-      const updated: KeyRecord = { ...row, throttled_at: throttle?.at ?? this.now(), throttle_reason: throttle?.reason ?? null, version };
+      const updated: KeyRecord = {
+        ...row,
+        throttled_at: columns.throttledAt,
+        throttle_reason: columns.throttleReason,
+        paused_owners: columns.pausedOwners,
+        version,
+      };
       await this.saveKey(client, updated);
       return this.keyView(client, updated);
     });
@@ -369,29 +360,7 @@ export class PostgresKeyStore implements KeyStore {
       rotatedAt: row.rotated_at,
       policy: storedPolicy(row.policy, `key ${row.name}`),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
-      ...(row.throttled_at === null
-        ? {}
-        : row.throttle_reason === null
-          ? { resumedAt: Number(row.throttled_at) }
-          : { throttle: { at: Number(row.throttled_at), reason: row.throttle_reason } }),
+      ...runawayFields(row.throttled_at, row.throttle_reason, row.paused_owners),
     };
   }
-}
-
-function keyParams(row: KeyRecord): unknown[] {
-  return [
-    row.id,
-    row.name,
-    row.tenant_id,
-    row.key_hash,
-    row.prefix,
-    row.created_at,
-    row.updated_at,
-    row.revoked_at,
-    row.expires_at,
-    row.rotated_at,
-    row.policy,
-    row.metadata,
-    row.version,
-  ];
 }

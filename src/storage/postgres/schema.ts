@@ -48,6 +48,7 @@ export const apiKeys = pgTable(
     rotatedAt: big('rotated_at'),
     throttledAt: big('throttled_at'),
     throttleReason: text('throttle_reason'),
+    pausedOwners: text('paused_owners'),
     policy: text('policy').notNull().default('{"limits":[]}'),
     metadata: text('metadata').notNull().default('{}'),
     version: big('version').notNull().default(0),

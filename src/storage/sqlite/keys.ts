@@ -15,9 +15,10 @@ import { apiKeys, tenants, type ApiKeyRow, type TenantRow } from './schema.js';
 import type { Policy } from '../../domain/policy.js';
 import { generateKey, hashKey, newId, visiblePrefix } from '../key-format.js';
 import { readStoredPolicy } from '../../domain/policy-json.js';
+import { changeRunaway, runawayFields, type RunawayChange } from '../../domain/owner-pauses.js';
 import { checkName, checkPolicy, mergePolicy, storedPolicy, tenantPolicy } from '../key-rules.js';
 import type { KeyListOptions, KeyLookups, KeyStore } from '../keys.js';
-import type { AuthKey, AuthTenant, IssuedKey, KeyThrottle, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../../domain/keys.js';
+import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../../domain/keys.js';
 
 export class SqliteKeyStore implements KeyLookups {
   private readonly database: TollgateDatabase;
@@ -62,8 +63,10 @@ export class SqliteKeyStore implements KeyLookups {
       updateKey: async (ref, patch) => this.updateKey(ref, patch),
       revokeKey: async (ref) => this.revokeKey(ref),
       rotateKey: async (ref) => this.rotateKey(ref),
-      throttleKey: async (ref, at, reason) => this.setThrottle(ref, { at, reason }),
-      resumeKey: async (ref) => this.setThrottle(ref, null),
+      throttleKey: async (ref, at, reason) => this.changeRunaway(ref, { kind: 'throttle', at, reason }),
+      resumeKey: async (ref) => this.changeRunaway(ref, { kind: 'resume', at: this.now() }),
+      pauseOwner: async (ref, owner, at, reason) => this.changeRunaway(ref, { kind: 'pause', owner, at, reason }),
+      releaseOwner: async (ref, owner) => this.changeRunaway(ref, { kind: 'release', owner, at: this.now() }),
       createTenant: async (name, policy = {}) => this.createTenant(name, tenantPolicy(policy)),
       listTenants: async () => this.listTenants(),
       getTenant: async (ref) => this.getTenant(ref),
@@ -181,6 +184,7 @@ export class SqliteKeyStore implements KeyLookups {
         rotatedAt: null,
         throttledAt: null,
         throttleReason: null,
+        pausedOwners: null,
         policy: JSON.stringify(policy),
         metadata: JSON.stringify(input.metadata ?? {}),
         version: this.nextKeyVersion(),
@@ -304,17 +308,17 @@ export class SqliteKeyStore implements KeyLookups {
       rotatedAt: row.rotatedAt,
       policy: storedPolicy(row.policy, `key ${row.name}`),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
-      ...throttleOf(row),
+      ...runawayFields(row.throttledAt, row.throttleReason, row.pausedOwners),
     };
   }
 
-  /** Sets or clears the runaway throttle (a revoked key, or no change, keeps its version). */
-  private setThrottle(ref: string, throttle: { at: number; reason: string } | null): KeyView {
+  /** Pauses or resumes the key or one of its owners (a revoked key, or no change, keeps its version). */
+  private changeRunaway(ref: string, change: RunawayChange): KeyView {
     return this.write(() => {
       const row = this.requireKeyRow(ref);
-      if (row.revokedAt !== null || (throttle === null) === (row.throttleReason === null)) return this.keyView(row);
-      const at = throttle?.at ?? this.now();
-      const updated: ApiKeyRow = { ...row, throttledAt: at, throttleReason: throttle?.reason ?? null, version: this.nextKeyVersion() };
+      const columns = row.revokedAt === null ? changeRunaway(row, change) : undefined;
+      if (columns === undefined) return this.keyView(row);
+      const updated: ApiKeyRow = { ...row, ...columns, version: this.nextKeyVersion() };
       this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
       return this.keyView(updated);
     });
@@ -370,12 +374,6 @@ function toAuthKey(row: ApiKeyRow): AuthKey {
     expiresAt: row.expiresAt,
     policy: readStoredPolicy(row.policy),
     version: row.version,
-    ...throttleOf(row),
+    ...runawayFields(row.throttledAt, row.throttleReason, row.pausedOwners),
   };
-}
-
-/** Paused (a message) or last resumed (none); throttled_at says when. */
-function throttleOf(row: ApiKeyRow): { throttle?: KeyThrottle; resumedAt?: number } {
-  if (row.throttledAt === null) return {};
-  return row.throttleReason === null ? { resumedAt: row.throttledAt } : { throttle: { at: row.throttledAt, reason: row.throttleReason } };
 }

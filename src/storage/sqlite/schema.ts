@@ -53,6 +53,8 @@ export const apiKeys = sqliteTable(
     /** When the runaway stop (src/alerts/runaway.ts) last paused or resumed the key, and while paused, its refusals' message. */
     throttledAt: integer('throttled_at'),
     throttleReason: text('throttle_reason'),
+    /** JSON list of the key's sessions and end users the runaway stop paused (src/domain/owner-pauses.ts), null when none. */
+    pausedOwners: text('paused_owners'),
     /** JSON Policy: limits, budget, allowed models. */
     policy: text('policy').notNull().default('{"limits":[]}'),
     /** JSON object of string labels, for the operator's own bookkeeping. */

@@ -77,4 +77,10 @@ it("carries a runaway pause and its resume to the node's cache, as it carries a 
   cache.refresh();
   expect(cache.lookup(loop.key)?.throttle).toBeUndefined();
   expect(cache.lookup(loop.key)?.resumedAt).toBe(5000);
+
+  // A session's pause travels the same way.
+  await store.pauseOwner('loop', { level: 'session', name: 'agent-1' }, 6000, 'session paused');
+  expect(await sync.pull()).toBe(1);
+  cache.refresh();
+  expect(cache.lookup(loop.key)?.pauses).toEqual([{ level: 'session', name: 'agent-1', at: 6000, reason: 'session paused' }]);
 });
