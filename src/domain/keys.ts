@@ -27,7 +27,7 @@ export interface KeyView {
 }
 
 /** A runaway key's throttle: since when, and the message its refusals carry. */
-export interface KeyThrottle {
+interface KeyThrottle {
   readonly at: number;
   readonly reason: string;
 }
