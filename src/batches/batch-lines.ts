@@ -225,6 +225,6 @@ export class OpenAiBatchFile {
 }
 
 /** A client's string, shortened for an error message. */
-export function clip(text: string): string {
+function clip(text: string): string {
   return text.length <= 80 ? text : `${text.slice(0, 77)}...`;
 }

@@ -29,6 +29,8 @@ export type JsonlLine =
 const LF = 0x0a;
 const CR = 0x0d;
 const INITIAL_CAPACITY = 4_096;
+/** A line buffer grown past this is let go after its line, so one huge line does not pin its memory for the rest of the file. */
+const KEPT_CAPACITY = 1 << 20;
 
 /** Splits a JSONL byte stream into lines: {@link JsonlSplitter.feed} each chunk, then {@link JsonlSplitter.end}. */
 export class JsonlSplitter {
@@ -126,8 +128,7 @@ export class JsonlSplitter {
     this.#length = 0;
     this.#lineBytes = 0;
     this.#tooLong = false;
-    // A long line's buffer is let go, so a file of one huge line and many small ones holds no more than it must.
-    if (this.#buffer.length > INITIAL_CAPACITY) this.#buffer = new Uint8Array(0);
+    if (this.#buffer.length > KEPT_CAPACITY) this.#buffer = new Uint8Array(0);
     if (reported) return undefined;
     if (tooLong) return { kind: 'too_long', number, maxLineBytes: this.#maxLineBytes };
     let text: string;

@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AnthropicBatchRequests, anthropicBatchSizeError, readAnthropicBatchItem } from '../../../src/batches/anthropic-batch.js';
+import {
+  ANTHROPIC_BATCH_LIMITS,
+  ANTHROPIC_BATCH_TARGET,
+  AnthropicBatchRequests,
+  anthropicBatchSizeError,
+  readAnthropicBatchItem,
+} from '../../../src/batches/anthropic-batch.js';
 
 const params = { model: 'claude-sonnet-4-5', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
 
@@ -43,6 +49,11 @@ describe("an Anthropic Message Batch's requests", () => {
     expect(batch.add({ custom_id: 'b', params: { ...params, model: 'claude-haiku-4-5' } }).ok).toBe(true);
     const again = batch.add({ custom_id: 'a', params });
     expect(again.ok ? undefined : [again.error.code, again.error.param]).toEqual(['duplicate_custom_id', 'requests[2].custom_id']);
+  });
+
+  it("uses Anthropic's documented limits: 100,000 requests, 256 MB, to the Messages dialect", () => {
+    expect(ANTHROPIC_BATCH_LIMITS).toEqual({ maxRequests: 100_000, maxBytes: 256 * 1024 * 1024 });
+    expect(ANTHROPIC_BATCH_TARGET).toEqual({ url: '/v1/messages/batches', endpoint: 'messages' });
   });
 
   it('holds at most 100,000 requests and needs at least one', () => {

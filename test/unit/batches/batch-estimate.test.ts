@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readAnthropicBatchItem } from '../../../src/batches/anthropic-batch.js';
-import { BatchCost, batchPriceOf, estimateBatchRequest, type BatchLineCost } from '../../../src/batches/batch-estimate.js';
+import { BatchCost, batchErrorOf, batchLineCost, batchPriceOf, estimateBatchRequest, type BatchLineCost } from '../../../src/batches/batch-estimate.js';
 import { OpenAiBatchFile, readOpenAiBatchLine, type BatchRequest } from '../../../src/batches/batch-lines.js';
 import { JsonlSplitter } from '../../../src/batches/jsonl-lines.js';
 import { reservationCost, type CounterFactory } from '../../../src/estimate/estimate-body.js';
-import { builtinPriceTable, resolvePrice } from '../../../src/estimate/index.js';
+import { builtinPriceTable, EstimateInputError, estimateRequest, resolvePrice } from '../../../src/estimate/index.js';
 import type { PriceTable } from '../../../src/estimate/price-types.js';
 import { createTextCounter } from '../../../src/estimate/text-counter.js';
 import { loadEncodingSync } from '../../../src/estimate/tokenizer.js';
@@ -153,6 +153,18 @@ describe('the worst case of one batch line, at batch prices', () => {
       null,
       'requests[3].params.max_tokens',
     ]);
+  });
+});
+
+describe('the async path (the estimator that may use a worker)', () => {
+  it('gives the same cost and the same errors as estimateBatchRequest', async () => {
+    const request = openAiLine('/v1/responses', { model: 'gpt-5-mini', input: 'hi', max_output_tokens: 500 });
+    expect(batchLineCost(await estimateRequest(request.target.endpoint, request.body, options), request.target.endpoint)).toEqual(costOf(request));
+    const bad = anthropicItem({ model: 'claude-sonnet-4-5', messages: hi }, 5);
+    const thrown = await estimateRequest(bad.target.endpoint, bad.body, options).catch((error: unknown) => error);
+    expect(thrown).toBeInstanceOf(EstimateInputError);
+    const sync = estimateBatchRequest(bad, options, counter);
+    expect(sync.ok ? undefined : sync.error).toEqual(batchErrorOf(thrown as EstimateInputError, bad));
   });
 });
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { BatchError } from '../../../src/batches/batch-errors.js';
-import { OpenAiBatchFile, openAiBatchTarget, readOpenAiBatchLine } from '../../../src/batches/batch-lines.js';
+import { OPENAI_BATCH_LIMITS, OpenAiBatchFile, openAiBatchTarget, readOpenAiBatchLine } from '../../../src/batches/batch-lines.js';
 import { JsonlSplitter } from '../../../src/batches/jsonl-lines.js';
 
 const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
@@ -133,6 +133,7 @@ describe('an OpenAI batch input file', () => {
   });
 
   it("uses OpenAI's documented limits by default: 50,000 requests, 200 MB", () => {
+    expect(OPENAI_BATCH_LIMITS).toEqual({ maxRequests: 50_000, maxBytes: 200 * 1024 * 1024 });
     const batch = new OpenAiBatchFile();
     const line = { kind: 'line', text: '', bytes: 1 } as const;
     for (let n = 1; n <= 50_000; n += 1) batch.add({ ...line, number: n, text: chatLine(`r${n}`) });
