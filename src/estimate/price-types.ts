@@ -22,6 +22,11 @@ export interface ModelPrice extends TokenPrices {
   /** `service_tier: "flex"` prices, where OpenAI lists them. */
   readonly flex?: TokenPrices;
   /**
+   * Batch prices (OpenAI's Batch API, Anthropic's Message Batches), where they are not half the
+   * standard ones — the default both providers list (src/batches/batch-estimate.ts).
+   */
+  readonly batch?: TokenPrices;
+  /**
    * Audio tokens (`…_tokens_details.audio_tokens`), for models that hear or speak. Cached audio
    * tokens are not reported apart from cached text ones, so `cachedInputMicroUsdPer1M` is unused
    * for billing and kept for the record.
