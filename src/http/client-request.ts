@@ -9,6 +9,8 @@
  * the web Request is used instead; both behave the same.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { BodyBuffer, declaredLength, readBodyBytes, tooLarge, type BodyAllowance } from './body.js';
 import { TollgateError } from '../domain/errors.js';
 import type { NodeBindings } from '../app-env.js';
@@ -25,6 +27,8 @@ export interface ClientRequest {
    * (src/http/body-intake.ts); reading waits for it.
    */
   readBody(limit: number, allowance?: BodyAllowance): Promise<Buffer>;
+  /** The body as it arrives, for what streams through rather than being read whole (a batch file upload); the reader bounds it. */
+  stream(): Readable;
   /**
    * Aborted when the client closes the connection before the response is
    * complete. It does not stop a request already sent upstream: that one is
@@ -50,6 +54,7 @@ function fromNode(incoming: IncomingMessage, outgoing: ServerResponse): ClientRe
     headers: incoming.headers,
     outgoing,
     readBody: (limit, allowance) => readIncoming(incoming, limit, allowance),
+    stream: () => incoming,
     get abort() {
       if (controller === undefined) {
         const created = new AbortController();
@@ -72,7 +77,12 @@ function fromWeb(raw: Request): ClientRequest {
   const abort = new AbortController();
   if (raw.signal.aborted) abort.abort();
   else raw.signal.addEventListener('abort', () => abort.abort(), { once: true });
-  return { headers, readBody: (limit, allowance) => readBodyBytes(raw, limit, allowance), abort };
+  return {
+    headers,
+    readBody: (limit, allowance) => readBodyBytes(raw, limit, allowance),
+    stream: () => (raw.body === null ? Readable.from([]) : Readable.fromWeb(raw.body as NodeReadableStream<Uint8Array>)),
+    abort,
+  };
 }
 
 function readIncoming(incoming: IncomingMessage, limit: number, allowance: BodyAllowance | undefined): Promise<Buffer> {

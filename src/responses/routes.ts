@@ -21,12 +21,9 @@ import type { Context, Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';
 import { TollgateError } from '../domain/errors.js';
 import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
-import { bindingsFor } from '../limits/index.js';
-import { buildRateLimitHeaders, computeSettlement, createDemands } from '../limits/index.js';
 import { authenticate } from '../pipeline/authenticate.js';
-import type { RequestContext } from '../pipeline/context.js';
 import type { PipelineDeps } from '../pipeline/deps.js';
-import { limitRefusal } from '../pipeline/refusals.js';
+import { countRequest } from '../pipeline/count-request.js';
 import { toUpstreamError } from '../upstreams/pool.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
 import type { BackgroundPoller } from './poller.js';
@@ -105,30 +102,6 @@ async function lifecycleCall(c: Context<AppEnv>, call: LifecycleCall, deps: Pipe
   });
 }
 
-/**
- * One request of the key in every bucket it pays into, all or none, at no
- * token or dollar cost; a refusal is the usual 429.
- */
-async function countRequest(request: RequestContext, deps: PipelineDeps): Promise<Record<string, string>> {
-  const bindings = bindingsFor(request.caller, deps.globalLimits);
-  if (bindings.length === 0) return {};
-  const demands = createDemands(bindings, {
-    model: '',
-    reservedTokens: 0,
-    reservedMicroUsd: 0,
-    headers: (name) => single(request.client.headers[name.toLowerCase()]),
-    query: (name) => new URL(request.url).searchParams.get(name) ?? undefined,
-  });
-  const result = await deps.limiter.acquire(demands);
-  if (!result.ok) throw limitRefusal(result, request.caller, bindings, demands);
-  deps.limiter.settle(result.ticket, computeSettlement(bindings, demands, { model: '', tokens: 0, microUsd: 0 }));
-  return buildRateLimitHeaders(result, request.caller.key.id);
-}
-
 function withHeaders(error: TollgateError, headers: Record<string, string>): TollgateError {
   return new TollgateError(error.code, error.message, { param: error.param, headers: { ...headers, ...error.headers }, cause: error.cause });
-}
-
-function single(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }

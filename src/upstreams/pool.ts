@@ -36,7 +36,8 @@ export interface UpstreamRequest {
   /** Path below the base URL, starting with "/" (e.g. /chat/completions), query included. */
   readonly path: string;
   readonly headers: Record<string, string>;
-  readonly body?: Buffer;
+  /** A Readable streams through (a batch file upload: never retried, never sent to a fallback). */
+  readonly body?: Buffer | Readable;
   /** Aborts the request: the client's signal, or Tollgate's own stop (upstream-stop.ts). */
   readonly signal: AbortSignal | UpstreamStop;
   /** Ends only the wait for a connection (the client left before the request could be sent); default `signal`, when an AbortSignal. */

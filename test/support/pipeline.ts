@@ -3,6 +3,7 @@
  * in-memory limiter) and hand-built request contexts, so a guarantee can be
  * tested in the one function that holds it.
  */
+import { Readable } from 'node:stream';
 import { readAttribution } from '../../src/endusers/attribution.js';
 import { DIALECTS } from '../../src/dialects/index.js';
 import { estimateRequestSync } from '../../src/estimate/index.js';
@@ -52,7 +53,7 @@ export function startHarness(options: { now?: () => number; limiterClock?: () =>
       const json = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 100, ...body };
       const bytes = Buffer.from(JSON.stringify(json));
       const read = readClientBody('chat', bytes);
-      const client: ClientRequest = { headers: {}, readBody: () => Promise.resolve(bytes), abort: new AbortController() };
+      const client: ClientRequest = { headers: {}, readBody: () => Promise.resolve(bytes), stream: () => Readable.from([bytes]), abort: new AbortController() };
       return {
         requestId: newRequestId(),
         endpoint: 'chat',
