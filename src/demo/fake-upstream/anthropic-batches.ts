@@ -16,8 +16,9 @@
  *
  * A succeeded request is a record of its own in `requests` (path
  * `/v1/messages`, body its params) whose `billed` carries `batchId` and
- * `customId`: priced at half the synchronous rate. Errored requests bill
- * nothing and have a record with status 400; unprocessed ones have none.
+ * `customId`: priced at half the synchronous rate. An errored request's
+ * record (status 400, or 500 for `api_error`) bills nothing; unprocessed
+ * requests have none.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -227,7 +228,7 @@ export class AnthropicBatches {
       this.recordLine({
         ...lineRecord,
         status: error.type === 'api_error' ? 500 : 400,
-        billed: { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 },
+        billed: { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0, batchId: batch.object.id as string, customId },
       });
       batch.counts.errored += 1;
     } else {

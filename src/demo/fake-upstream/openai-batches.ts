@@ -6,19 +6,21 @@
  * lifecycle: validating → in_progress → finalizing → completed; failed (the
  * input file's problems in `errors.data`, each with its line); expired
  * (lines not processed go to the error file with code `batch_expired`);
- * cancelling → cancelled (the same, code `batch_cancelled`). Timing and end
- * come from the create request's scenario (batch-run.ts).
+ * cancelling → cancelled (partial results in the output file; lines not
+ * processed are in neither file). Timing and end come from the create
+ * request's scenario (batch-run.ts).
  *
  * Each line is answered as its endpoint answers that body (openai-answer.ts),
  * into the output file (`{id, custom_id, response: {status_code, request_id,
  * body}, error: null}`) or, for a 4xx, the error file. A processed line is a
  * record of its own in `requests` (method POST, path its `url`, body its
  * body, the create request's headers) whose `billed` carries `batchId` and
- * `customId`: priced at half the synchronous rate. An errored line bills
- * nothing; a line never processed has no record.
+ * `customId`: priced at half the synchronous rate. An errored line's record
+ * (status 400) bills nothing; a line never processed has no record.
  *
- * `request_counts.failed` counts every line in the error file, those never
- * processed included. `usage` sums the processed lines' usage.
+ * `request_counts.failed` counts the lines in the error file (an expired
+ * batch's unprocessed lines included). `usage` sums the processed lines'
+ * usage; `model` is the first line's model.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -178,6 +180,7 @@ export class OpenAIBatches {
       id,
       object: 'batch',
       endpoint,
+      model: typeof lines[0]?.body.model === 'string' ? lines[0].body.model : null,
       errors: null,
       input_file_id: inputFileId,
       completion_window: '24h',
@@ -291,7 +294,11 @@ export class OpenAIBatches {
           ? openAIError('you must provide a model parameter', null, 'missing_model')
           : openAIError('The fake upstream was told to reject this request.', null, 'invalid_value');
       batch.errors.push(JSON.stringify({ ...base, response: { status_code: 400, request_id: requestId, body: error }, error: null }));
-      this.recordLine({ ...lineRecord, status: 400, billed: { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 } });
+      this.recordLine({
+        ...lineRecord,
+        status: 400,
+        billed: { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0, batchId, customId: line.customId },
+      });
       this.update(batch, { request_counts: { ...counts, failed: counts.failed + 1 } });
       return;
     }
@@ -324,12 +331,12 @@ export class OpenAIBatches {
   /** Ends a batch: writes its output and error files (lines not processed go to the error file). */
   private end(batch: Batch, status: 'completed' | 'expired' | 'cancelled'): void {
     const id = batch.object.id as string;
-    const code = status === 'expired' ? 'batch_expired' : 'batch_cancelled';
-    const message = status === 'expired' ? 'This request could not be executed before the completion window expired.' : 'The batch was cancelled.';
-    for (const line of batch.lines.slice(batch.runner.processed)) {
-      batch.errors.push(
-        JSON.stringify({ id: `batch_req_${randomBytes(12).toString('hex')}`, custom_id: line.customId, response: null, error: { code, message } }),
-      );
+    // Lines an expired batch never ran are in its error file; a cancelled batch's are in neither.
+    if (status === 'expired') {
+      const error = { code: 'batch_expired', message: 'This request could not be executed before the completion window expired.' };
+      for (const line of batch.lines.slice(batch.runner.processed)) {
+        batch.errors.push(JSON.stringify({ id: `batch_req_${randomBytes(12).toString('hex')}`, custom_id: line.customId, response: null, error }));
+      }
     }
     const fileOf = (lines: string[], kind: string) =>
       lines.length === 0 ? null : this.files.add('batch_output', `${id}_${kind}.jsonl`, Buffer.from(`${lines.join('\n')}\n`)).id;
