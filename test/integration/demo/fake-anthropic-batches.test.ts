@@ -13,6 +13,8 @@ let origin: string;
 beforeAll(async () => {
   fake = await startFakeUpstream({ apiKey: KEY });
   origin = `http://127.0.0.1:${fake.port}`;
+  // The fake's tokenizer loads on its first answer (seconds on a busy machine): not inside a batch's poll.
+  await fetch(`${origin}/v1/messages`, { method: 'POST', headers, body: JSON.stringify(params('warm up')) });
 });
 afterAll(async () => {
   await fake.close();
@@ -20,6 +22,8 @@ afterAll(async () => {
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+/** How long a poll may wait for a batch of a few tens of ms: generous, for a loaded machine. */
+const POLL_BOUND_MS = 20_000;
 const headers = { 'x-api-key': KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' };
 
 function call(method: string, path: string, body?: unknown, extra: Record<string, string> = {}, on = origin): Promise<Response> {
@@ -41,10 +45,14 @@ async function create(requests: unknown[], scenario: string, on = origin): Promi
 
 async function until(id: string, status: string, on = origin): Promise<Json> {
   let batch: Json = {};
-  await waitFor(async () => {
-    batch = (await (await call('GET', `/${id}`, undefined, {}, on)).json()) as Json;
-    return batch.processing_status === status;
-  }, `${id} ${status}`);
+  await waitFor(
+    async () => {
+      batch = (await (await call('GET', `/${id}`, undefined, {}, on)).json()) as Json;
+      return batch.processing_status === status;
+    },
+    `${id} ${status}`,
+    POLL_BOUND_MS,
+  );
   return batch;
 }
 
@@ -127,7 +135,7 @@ describe('how batches end otherwise', () => {
 
   it('cancels mid-way: canceling, then ended with the rest canceled and unbilled', async () => {
     const batch = await create(requestsOf(['a', 'b', 'c', 'd']), 'batchMs=20,batchHoldAfter=1');
-    await waitFor(async () => (await until(batch.id as string, 'in_progress')).request_counts.succeeded === 1, 'one request processed');
+    await waitFor(async () => (await until(batch.id as string, 'in_progress')).request_counts.succeeded === 1, 'one request processed', POLL_BOUND_MS);
     const canceling = (await (await call('POST', `/${batch.id}/cancel`)).json()) as Json;
     expect(canceling).toMatchObject({ processing_status: 'canceling', cancel_initiated_at: expect.any(String) });
     const ended = await until(batch.id as string, 'ended');

@@ -11,6 +11,8 @@ let fake: FakeUpstream;
 
 beforeAll(async () => {
   fake = await startFakeUpstream({ apiKey: KEY, batchLimits: { maxFileBytes: 10_000 } });
+  // The fake's tokenizer loads on its first answer (seconds on a busy machine): not inside a batch's poll.
+  await call(fake, 'POST', '/chat/completions', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'warm up' }] });
 });
 afterAll(async () => {
   await fake.close();
@@ -19,6 +21,8 @@ afterAll(async () => {
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const auth = { authorization: `Bearer ${KEY}` };
+/** How long a poll may wait for a batch of a few tens of ms: generous, for a loaded machine. */
+const POLL_BOUND_MS = 20_000;
 
 async function upload(on: FakeUpstream, text: string, filename = 'input.jsonl', purpose = 'batch'): Promise<Response> {
   const form = new FormData();
@@ -52,6 +56,7 @@ async function batchUntil(on: FakeUpstream, id: string, statuses: string[]): Pro
       return statuses.includes(batch.status as string);
     },
     `batch ${id} to reach ${statuses.join('|')}`,
+    POLL_BOUND_MS,
   );
   return batch;
 }
@@ -240,7 +245,7 @@ describe('how batches end otherwise', () => {
       ['a', 'b', 'c', 'd', 'e'].map((id) => chatLine(id, id)),
       'batchMs=20,batchHoldAfter=2',
     );
-    await waitFor(async () => (await batchUntil(fake, batch.id, ['in_progress'])).request_counts.completed === 2, 'two lines processed');
+    await waitFor(async () => (await batchUntil(fake, batch.id, ['in_progress'])).request_counts.completed === 2, 'two lines processed', POLL_BOUND_MS);
     const cancelling = (await (await call(fake, 'POST', `/batches/${batch.id}/cancel`)).json()) as Json;
     expect(cancelling).toMatchObject({ status: 'cancelling', cancelling_at: expect.any(Number) });
     const cancelled = await batchUntil(fake, batch.id, ['cancelled']);
