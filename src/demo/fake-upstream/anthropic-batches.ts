@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { finishedMessage, invalidMessageBody, planAnthropicMessage, sendAnthropicError, sendAnthropicJson } from './anthropic.js';
 import { batchTiming, LineRunner, type BatchTiming } from './batch-run.js';
-import type { Scenario } from './scenario.js';
+import { num, type Scenario } from './scenario.js';
 import type { BatchLimits, RecordedRequest } from './types.js';
 
 interface BatchRequest {
@@ -92,6 +92,9 @@ export class AnthropicBatches {
   handle(req: IncomingMessage, res: ServerResponse, raw: string, scenario: Scenario, record: RecordedRequest, apiKey: string | undefined): void {
     if (apiKey !== undefined && req.headers['x-api-key'] !== apiKey) return sendAnthropicError(res, 401, record);
     if (typeof req.headers['anthropic-version'] !== 'string') return sendAnthropicError(res, 400, record, 'anthropic-version: header is required');
+    // The shared `status=` setting answers with that error, as on /v1/messages.
+    const status = num(scenario, 'status');
+    if (status !== undefined && status >= 400) return sendAnthropicError(res, status, record);
     const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://fake');
     if (record.path === '/v1/messages/batches') {

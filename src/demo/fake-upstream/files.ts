@@ -64,12 +64,15 @@ export function parseMultipart(raw: Buffer, contentType: string): { fields: Map<
   return file === undefined ? { fields } : { fields, file };
 }
 
-/** One page of a list, newest first unless `order=asc`, after the `after` cursor, at most `limit` (default 20, at most 100). */
-export function listPage(items: readonly Record<string, unknown>[], query: URLSearchParams, defaultLimit = 20): Record<string, unknown> {
+/**
+ * One page of a list, newest first unless `order=asc`, after the `after` cursor, at most `limit`
+ * (batches: default 20, at most 100; files: default and most 10,000, as the API pages them).
+ */
+export function listPage(items: readonly Record<string, unknown>[], query: URLSearchParams, defaultLimit = 20, maxLimit = 100): Record<string, unknown> {
   const ordered = query.get('order') === 'asc' ? [...items] : [...items].reverse();
   const after = query.get('after');
   const start = after === null ? 0 : ordered.findIndex((item) => item.id === after) + 1;
-  const limit = Math.min(100, Math.max(1, Number(query.get('limit') ?? defaultLimit) || defaultLimit));
+  const limit = Math.min(maxLimit, Math.max(1, Number(query.get('limit') ?? defaultLimit) || defaultLimit));
   const data = ordered.slice(start, start + limit);
   return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: start + limit < ordered.length };
 }
@@ -110,7 +113,7 @@ export class FileStore {
       const query = new URL(req.url ?? '/', 'http://fake').searchParams;
       const purpose = query.get('purpose');
       const files = [...this.files.values()].filter((file) => purpose === null || file.purpose === purpose).map(fileObject);
-      sendJson(res, 200, listPage(files, query, 10_000), record);
+      sendJson(res, 200, listPage(files, query, 10_000, 10_000), record);
       return true;
     }
     const match = /^\/v1\/files\/([^/]+)(\/content)?$/.exec(path);

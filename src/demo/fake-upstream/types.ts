@@ -92,7 +92,10 @@ export interface BatchLimits {
   readonly maxFiles?: number;
   /** Batches kept, per provider. Default 1000. */
   readonly maxBatches?: number;
-  /** Largest file (OpenAI upload) or Message Batches body, in bytes. Default 200 MB (OpenAI's limit). */
+  /**
+   * Largest OpenAI upload and largest Message Batches create body, in bytes. Default: each
+   * provider's own limit (OpenAI's 200 MB file, Anthropic's 256 MB batch).
+   */
   readonly maxFileBytes?: number;
 }
 

@@ -125,6 +125,15 @@ describe('how batches end otherwise', () => {
     ]);
   });
 
+  it('errors every request with api_error when batchEnd=failed, billing nothing', async () => {
+    const batch = await create(requestsOf(['a', 'b']), 'batchMs=10,batchEnd=failed');
+    const ended = await until(batch.id as string, 'ended');
+    expect(ended.request_counts).toMatchObject({ succeeded: 0, errored: 2 });
+    const lines = await results(batch.id as string);
+    expect(lines.map((line) => line.result.error.error.type)).toEqual(['api_error', 'api_error']);
+    expect(billedFor(batch.id as string)).toEqual([]);
+  });
+
   it('expires after batchExpireAfter requests: the rest are expired and unbilled', async () => {
     const batch = await create(requestsOf(['a', 'b', 'c']), 'batchMs=10,batchExpireAfter=1');
     const ended = await until(batch.id as string, 'ended');
@@ -182,6 +191,9 @@ describe('lists, deletes and errors', () => {
       expect(refused.status).toBe(400);
       expect(await refused.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
     }
+    const overloaded = await call('POST', '', { requests: requestsOf(['a']) }, { 'x-fake-scenario': 'status=529' });
+    expect(overloaded.status).toBe(529);
+    expect(await overloaded.json()).toMatchObject({ error: { type: 'overloaded_error' } });
     const wrongKey = await call('GET', '', undefined, { 'x-api-key': 'sk-ant-wrong' });
     expect(wrongKey.status).toBe(401);
     expect(await wrongKey.json()).toMatchObject({ error: { type: 'authentication_error' } });

@@ -232,6 +232,17 @@ describe('how batches end otherwise', () => {
     expect(linesBilled(fake, batch.id)).toHaveLength(1);
   });
 
+  it('cancels itself after batchStopAfter lines when batchEnd=cancelled', async () => {
+    const batch = await startBatch(
+      fake,
+      ['a', 'b', 'c'].map((id) => chatLine(id, id)),
+      'batchMs=10,batchEnd=cancelled,batchStopAfter=1',
+    );
+    const cancelled = await batchUntil(fake, batch.id, ['cancelled']);
+    expect(cancelled).toMatchObject({ request_counts: { total: 3, completed: 1, failed: 0 }, cancelling_at: expect.any(Number) });
+    expect((await fileLines(fake, cancelled.output_file_id)).map((line) => line.custom_id)).toEqual(['a']);
+  });
+
   it('fails with token_limit_exceeded when told to, billing nothing', async () => {
     const batch = await startBatch(fake, [chatLine('a', 'x')], 'batchMs=10,batchEnd=failed');
     const failed = await batchUntil(fake, batch.id, ['failed']);
@@ -282,6 +293,9 @@ describe('files, lists and errors', () => {
     expect(file.id).toMatch(/^file-/);
     expect(await (await call(fake, 'GET', `/files/${file.id}`)).json()).toMatchObject({ id: file.id, object: 'file' });
     expect(await (await call(fake, 'GET', `/files/${file.id}/content`)).text()).toBe(text);
+    const listed = (await (await call(fake, 'GET', '/files?purpose=batch')).json()) as Json;
+    expect(listed).toMatchObject({ object: 'list', first_id: file.id });
+    expect(listed.data.every((f: Json) => f.purpose === 'batch')).toBe(true);
     expect(await (await call(fake, 'DELETE', `/files/${file.id}`)).json()).toEqual({ id: file.id, object: 'file', deleted: true });
     const gone = await call(fake, 'GET', `/files/${file.id}`);
     expect(gone.status).toBe(404);
@@ -297,6 +311,14 @@ describe('files, lists and errors', () => {
     expect(unknown.status).toBe(404);
     const window = await call(fake, 'POST', '/batches', { input_file_id: 'file-nope', endpoint: '/v1/chat/completions', completion_window: '1h' });
     expect(window.status).toBe(400);
+    const limited = await call(
+      fake,
+      'POST',
+      '/batches',
+      { input_file_id: 'file-nope', endpoint: '/v1/chat/completions', completion_window: '24h' },
+      'status=429',
+    );
+    expect(limited.status).toBe(429);
     const missing = await call(fake, 'GET', '/batches/batch_nope');
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringContaining('batch_nope') } });
