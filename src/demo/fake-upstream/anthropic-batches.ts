@@ -237,7 +237,9 @@ export class AnthropicBatches {
     } else {
       const { plan, billPrompt } = planAnthropicMessage(params, params.model as string, batch.scenario);
       const { message, billed } = finishedMessage(plan, billPrompt);
-      batch.results.push(JSON.stringify({ custom_id: customId, result: { type: 'succeeded', message } }));
+      // Anthropic reports a batch message's tier as `batch`.
+      const usage = { ...(message.usage as Record<string, unknown>), service_tier: 'batch' };
+      batch.results.push(JSON.stringify({ custom_id: customId, result: { type: 'succeeded', message: { ...message, usage } } }));
       this.recordLine({ ...lineRecord, status: 200, billed: { ...billed, batchId: batch.object.id as string, customId } });
       batch.counts.succeeded += 1;
     }

@@ -94,7 +94,10 @@ describe('happy path', () => {
         body: JSON.stringify(params('Question a')),
       })
     ).json()) as Json;
-    expect(lines[0]).toMatchObject({ custom_id: 'a', result: { type: 'succeeded', message: { type: 'message', content: sync.content, usage: sync.usage } } });
+    expect(lines[0]).toMatchObject({
+      custom_id: 'a',
+      result: { type: 'succeeded', message: { type: 'message', content: sync.content, usage: { ...sync.usage, service_tier: 'batch' } } },
+    });
     const billed = billedFor(batch.id as string);
     expect(billed.map((record) => [record.billed.customId, record.path, record.status])).toEqual([
       ['a', '/v1/messages', 200],
