@@ -71,6 +71,7 @@
  *   batchHoldAfter=N   after N lines it waits, in progress, for a cancel
  *   batchFail=N        the first N lines are answered with a 400 error (billed nothing)
  * `options.batchLimits` bounds what is kept (files, batches, bytes of a file).
+ * Lines run on the fake's timers: `settled()` does not wait for them; poll the batch.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

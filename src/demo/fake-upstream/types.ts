@@ -15,7 +15,7 @@ export interface FakeBilling {
   readonly serviceTier?: string;
   /** Built-in tool calls in a Responses answer (containers: distinct ones). */
   readonly toolCalls?: { webSearch?: number; fileSearch?: number; codeInterpreter?: number; imageGeneration?: number };
-  /** What the fake says it billed in USD (`usage.cost`, the openrouter kind; halved for a batch line). */
+  /** What the fake says it billed in USD (`usage.cost`, the openrouter kind; never on a batch line). */
   readonly costUsd?: number;
   /**
    * A line of a batch (OpenAI Batch API or Anthropic Message Batches): the batch's id
