@@ -25,12 +25,13 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { outputTokens, streamMessage, TOOL_INPUT, usageObject, type MessagePlan } from './anthropic-stream.js';
 import { answerWords, num, sleep, tokens, type Scenario } from './scenario.js';
-import type { RecordedRequest } from './types.js';
+import type { FakeBilling, RecordedRequest } from './types.js';
 
 /** Paths the Anthropic dialect answers; its model list (`GET /v1/models`, shared with OpenAI's path) when asked with `anthropic-version`. */
 export function isAnthropicPath(path: string, headers: IncomingMessage['headers'] = {}): boolean {
   if (path === '/v1/models') return typeof headers['anthropic-version'] === 'string';
-  return path === '/v1/messages' || path === '/v1/messages/count_tokens';
+  // Message Batches: anthropic-batches.ts.
+  return path === '/v1/messages' || path === '/v1/messages/count_tokens' || path === '/v1/messages/batches' || path.startsWith('/v1/messages/batches/');
 }
 
 /** Models the Anthropic dialect lists. */
@@ -54,7 +55,7 @@ const ERRORS: Record<number, { type: string; message: string }> = {
   529: { type: 'overloaded_error', message: 'Overloaded' },
 };
 
-function sendAnthropicJson(res: ServerResponse, status: number, payload: unknown, record: RecordedRequest): void {
+export function sendAnthropicJson(res: ServerResponse, status: number, payload: unknown, record: RecordedRequest): void {
   record.status = status;
   record.finished = true;
   if (res.destroyed) return;
@@ -145,25 +146,50 @@ export async function handleAnthropic(
     await sleep(num(scenario, 'headersDelay') ?? 0);
     return sendAnthropicError(res, status, record);
   }
-  const model = typeof body.model === 'string' ? body.model : '';
-  if (model === '') return sendAnthropicError(res, 400, record, 'model: Field required');
-  if (!Array.isArray(body.messages)) return sendAnthropicError(res, 400, record, 'messages: Field required');
-  const prompt = anthropicInputTokens(body, model);
-  if ((req.url ?? '').split('?')[0] === '/v1/messages/count_tokens') return sendAnthropicJson(res, 200, { input_tokens: prompt }, record);
-  const maxTokens = body.max_tokens;
-  if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1) return sendAnthropicError(res, 400, record, 'max_tokens: Field required');
+  const invalid = invalidMessageBody(body, (req.url ?? '').split('?')[0] === '/v1/messages/count_tokens');
+  if (invalid !== undefined) return sendAnthropicError(res, 400, record, invalid);
+  const model = body.model as string;
+  if ((req.url ?? '').split('?')[0] === '/v1/messages/count_tokens')
+    return sendAnthropicJson(res, 200, { input_tokens: anthropicInputTokens(body, model) }, record);
+  const { plan, billPrompt } = planAnthropicMessage(body, model, scenario);
+  record.billed = { ...billPrompt, completionTokens: 0 };
 
-  // The prompt splits into cache reads, cache writes and the rest, as the scenario says.
+  await sleep(num(scenario, 'headersDelay') ?? 0);
+  // A stream whose client left before its first byte is not generated; a JSON message is
+  // finished and billed whether or not its client stays.
+  if (body.stream === true) return res.destroyed ? undefined : streamMessage(res, plan, record, billPrompt);
+  await sleep((plan.hiddenThinking > 0 ? (num(scenario, 'reasoningMs') ?? 0) : 0) + (num(scenario, 'delay') ?? 0));
+  const finished = finishedMessage(plan, billPrompt);
+  record.billed = finished.billed;
+  return sendAnthropicJson(res, 200, finished.message, record);
+}
+
+/** Why a Messages body is refused (400 `invalid_request_error`), or undefined; `countOnly` needs no max_tokens. */
+export function invalidMessageBody(body: Record<string, unknown>, countOnly = false): string | undefined {
+  if (typeof body.model !== 'string' || body.model === '') return 'model: Field required';
+  if (!Array.isArray(body.messages)) return 'messages: Field required';
+  const maxTokens = body.max_tokens;
+  if (!countOnly && (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1)) return 'max_tokens: Field required';
+  return undefined;
+}
+
+/** What the prompt of a message bills: cache reads and writes split off as the scenario says. */
+type PromptBill = Omit<FakeBilling, 'completionTokens'> & { cacheWrite5mTokens: number; cacheWrite1hTokens: number };
+
+/**
+ * The message Anthropic would give a valid body (see {@link invalidMessageBody}), planned: its
+ * prompt split into cache reads, cache writes and the rest, then thinking, the answer and a tool
+ * call, all within max_tokens (unless the scenario says ignoreLimit: a misbehaving upstream).
+ */
+export function planAnthropicMessage(body: Record<string, unknown>, model: string, scenario: Scenario): { plan: MessagePlan; billPrompt: PromptBill } {
+  const prompt = anthropicInputTokens(body, model);
+  const maxTokens = body.max_tokens as number;
   const cacheRead = Math.min(prompt, num(scenario, 'cacheRead') ?? 0);
   const breakpoints = cacheBreakpoints(body);
   const write1h = breakpoints.has('1h') ? Math.min(prompt - cacheRead, num(scenario, 'cacheWrite1h') ?? 0) : 0;
   const write5m = breakpoints.has('5m') ? Math.min(prompt - cacheRead - write1h, num(scenario, 'cacheWrite') ?? 0) : 0;
   const input = prompt - cacheRead - write1h - write5m;
   const billPrompt = { promptTokens: prompt, cachedTokens: cacheRead, cacheWrite5mTokens: write5m, cacheWrite1hTokens: write1h, reasoningTokens: 0 };
-  record.billed = { ...billPrompt, completionTokens: 0 };
-
-  // Output: thinking first, then the answer, then a tool call — all within max_tokens
-  // (unless the scenario says ignoreLimit: a misbehaving upstream).
   const limit = scenario.ignoreLimit === undefined ? maxTokens : Number.MAX_SAFE_INTEGER;
   const wantedHidden = num(scenario, 'reasoning') ?? 0;
   const hiddenThinking = Math.min(wantedHidden, limit);
@@ -183,24 +209,27 @@ export async function handleAnthropic(
     usage: { input, cacheRead, write5m, write1h },
     scenario,
   };
+  return { plan, billPrompt };
+}
 
-  await sleep(num(scenario, 'headersDelay') ?? 0);
-  // A stream whose client left before its first byte is not generated; a JSON message is
-  // finished and billed whether or not its client stays.
-  if (body.stream === true) return res.destroyed ? undefined : streamMessage(res, plan, record, billPrompt);
-  await sleep((hiddenThinking > 0 ? (num(scenario, 'reasoningMs') ?? 0) : 0) + (num(scenario, 'delay') ?? 0));
+/** The finished JSON message and its bill. */
+export function finishedMessage(plan: MessagePlan, billPrompt: PromptBill): { message: Record<string, unknown>; billed: FakeBilling } {
   const content: unknown[] = [];
-  if (thinking.length > 0 || hiddenThinking > 0) content.push({ type: 'thinking', thinking: thinking.join(''), signature: 'fake-signature' });
-  if (answer.length > 0) content.push({ type: 'text', text: answer.join('') });
-  if (tool !== undefined) content.push({ type: 'tool_use', id: 'toolu_fake', name: tool, input: TOOL_INPUT });
+  if (plan.thinking.length > 0 || plan.hiddenThinking > 0) content.push({ type: 'thinking', thinking: plan.thinking.join(''), signature: 'fake-signature' });
+  if (plan.answer.length > 0) content.push({ type: 'text', text: plan.answer.join('') });
+  if (plan.tool !== undefined) content.push({ type: 'tool_use', id: 'toolu_fake', name: plan.tool, input: TOOL_INPUT });
   const output = outputTokens(plan);
-  record.billed = { ...billPrompt, completionTokens: output };
-  return sendAnthropicJson(
-    res,
-    200,
-    { id: plan.id, type: 'message', role: 'assistant', model, content, stop_reason: plan.stopReason, stop_sequence: null, usage: usageObject(plan, output) },
-    record,
-  );
+  const message = {
+    id: plan.id,
+    type: 'message',
+    role: 'assistant',
+    model: plan.model,
+    content,
+    stop_reason: plan.stopReason,
+    stop_sequence: null,
+    usage: usageObject(plan, output),
+  };
+  return { message, billed: { ...billPrompt, completionTokens: output } };
 }
 
 /** The TTLs of the request's `cache_control` breakpoints (system, tools, message blocks, or the request's own). */

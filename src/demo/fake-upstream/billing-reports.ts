@@ -10,6 +10,9 @@
  * tests can check that `tollgate reconcile` finds exactly those: days left
  * out of both reports, models whose costs are multiplied, and extra requests
  * the proxy never sent.
+ *
+ * Batch lines (`billed.batchId`) cost half, as the Batch APIs bill them, and
+ * the Usage API tells them apart with `group_by=batch` (`batch: true|false`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { builtinPriceTable, resolvePrice } from '../../estimate/prices.js';
@@ -27,7 +30,12 @@ interface Billed {
   readonly input: number;
   readonly cached: number;
   readonly output: number;
+  /** A batch line: half price. */
+  readonly batch: boolean;
 }
+
+/** What a batch line pays of the synchronous price. */
+const BATCH_PRICE_FACTOR = 0.5;
 
 function billedRequests(requests: readonly RecordedRequest[], options: BillingReportOptions): Billed[] {
   const out: Billed[] = [];
@@ -46,6 +54,7 @@ function billedRequests(requests: readonly RecordedRequest[], options: BillingRe
       input: promptTokens,
       cached: cachedTokens,
       output: completionTokens,
+      batch: record.billed.batchId !== undefined,
     });
   }
   for (const extra of options.deviations?.extraRequests ?? []) {
@@ -57,6 +66,7 @@ function billedRequests(requests: readonly RecordedRequest[], options: BillingRe
       input: extra.inputTokens,
       cached: 0,
       output: extra.outputTokens,
+      batch: false,
     });
   }
   const dropped = new Set((options.deviations?.dropDays ?? []).map((day) => Date.parse(`${day}T00:00:00Z`) / 1000));
@@ -123,7 +133,8 @@ export function handleBillingReport(
       if (b.day !== day || b.kind !== kind) continue;
       const model = groups.has('model') ? reported(b.model) : null;
       const project = groups.has('project_id') ? b.project : null;
-      const key = `${model}|${project}`;
+      const batch = groups.has('batch') ? b.batch : null;
+      const key = `${model}|${project}|${batch}`;
       const cell = cells.get(key) ?? {
         object: `organization.usage.${kind}.result`,
         input_tokens: 0,
@@ -134,7 +145,7 @@ export function handleBillingReport(
         user_id: null,
         api_key_id: null,
         model,
-        batch: null,
+        batch,
       };
       cell.input_tokens += b.input;
       cell.output_tokens += b.output;
@@ -157,7 +168,7 @@ export function handleBillingReport(
     for (const b of billed) {
       if (b.day !== day) continue;
       const price = resolvePrice(b.model, builtinPriceTable);
-      const factor = options.deviations?.priceMultipliers?.[b.model] ?? 1;
+      const factor = (options.deviations?.priceMultipliers?.[b.model] ?? 1) * (b.batch ? BATCH_PRICE_FACTOR : 1);
       const name = reported(b.model);
       // Exact dollars of each line (µUSD per 1M tokens × tokens ÷ 10^12).
       addCost(`${name}, input`, b.project, ((b.input - b.cached) * price.inputMicroUsdPer1M * factor) / 1e12);

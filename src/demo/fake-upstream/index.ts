@@ -55,20 +55,40 @@
  * Anthropic's `authentication_error`) and a path it does not serve with 404
  * `unknown_url`; Tollgate's start-up checks (`x-tollgate-probe`) are kept in
  * `probes`, apart from `requests`.
+ *
+ * Batches run as the providers run them: OpenAI's Files and Batch APIs
+ * (files.ts, openai-batches.ts) and Anthropic's Message Batches
+ * (anthropic-batches.ts). Each processed line is answered as its endpoint
+ * would answer it and becomes a record of its own in `requests`, its `billed`
+ * marked with `batchId` and `customId` (half price). The create request's
+ * scenario drives the batch (batch-run.ts):
+ *   batchMs=MS         how long the batch takes (default 100): a tenth validating, the lines
+ *                      spread over the next eight tenths, a tenth finalizing
+ *   batchEnd=completed|failed|expired|cancelled   how it ends (default completed; OpenAI
+ *                      failed: `token_limit_exceeded` in `errors`; Anthropic: every request errored)
+ *   batchStopAfter=N   with batchEnd=expired|cancelled: lines processed first (default half)
+ *   batchExpireAfter=N short for batchEnd=expired,batchStopAfter=N
+ *   batchHoldAfter=N   after N lines it waits, in progress, for a cancel
+ *   batchFail=N        the first N lines are answered with a 400 error (billed nothing)
+ * `options.batchLimits` bounds what is kept (files, batches, bytes of a file).
+ * Lines run on the fake's timers: `settled()` does not wait for them; poll the batch.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { modelObject, responseObject, toolCallItems, usageBlock } from './openai-objects.js';
+import { modelObject, responseObject } from './openai-objects.js';
+import { finishedOpenAIAnswer, planOpenAIAnswer } from './openai-answer.js';
 import { streamAnswer } from './openai-stream.js';
 import { ERROR_TYPES, sendEmbeddings, sendError, sendJson } from './respond.js';
 import { answerAnthropicModels, handleAnthropic, isAnthropicPath, sendAnthropicError } from './anthropic.js';
 import { StoredResponses } from './stored-responses.js';
-import { unseenInputTokens } from './unseen-input.js';
+import { FileStore, isMultipart } from './files.js';
+import { OpenAIBatches } from './openai-batches.js';
+import { AnthropicBatches } from './anthropic-batches.js';
 import { fakeKind } from './provider-kinds.js';
 import { handleBillingReport } from './billing-reports.js';
 import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
-import { answerWords, billedExtras, extrasFor, MODELS, num, parseScenario, promptTokensFor, sleep, tokens, type Scenario } from './scenario.js';
+import { MODELS, num, parseScenario, sleep, type Scenario } from './scenario.js';
 
 export { FAKE_WORDS } from './scenario.js';
 
@@ -83,6 +103,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   const pending = new Set<Promise<void>>();
   let defaultScenario: Scenario = {};
   const stored = new StoredResponses();
+  // Batches: their lines' records go to `requests` as they are processed.
+  const files = new FileStore(options.batchLimits, options.now);
+  const openAIBatches = new OpenAIBatches(files, (line) => requests.push(line), options.batchLimits, options.now);
+  const anthropicBatches = new AnthropicBatches((line) => requests.push(line), options.batchLimits, options.now);
   const kind = fakeKind(options);
 
   const server: Server = createServer((req, res) => {
@@ -98,10 +122,12 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString('utf8');
+    const rawBytes = Buffer.concat(chunks);
+    const raw = rawBytes.toString('utf8');
     if (isAnthropicPath((req.url ?? '/').split('?')[0]!, req.headers)) return handleAnthropicRequest(req, res, raw);
     let body: Record<string, unknown> = {};
-    if (raw !== '') {
+    // An upload (multipart, files.ts) is not JSON.
+    if (raw !== '' && !isMultipart(req.headers)) {
       try {
         body = JSON.parse(raw) as Record<string, unknown>;
       } catch {
@@ -149,6 +175,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     }
 
     if (stored.handle(req.method ?? 'GET', path, new URL(req.url ?? '/', 'http://fake').searchParams, res, record)) return;
+    // Files and batches: files.ts, openai-batches.ts.
+    if (files.handle(req, path, rawBytes, res, record) || openAIBatches.handle(req, path, body, scenario, res, record)) return;
     const route = `${req.method} ${path}`;
     if (route === 'GET /v1/models') {
       return sendJson(res, 200, { object: 'list', data: MODELS.map((id) => modelObject(id)) }, record);
@@ -180,10 +208,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     if (!storedInput.ok) return sendJson(res, 404, storedInput.error, record);
     // Accepted: the prompt is processed (and billed) from here on, even if the
     // client goes away before the answer starts, as with the real API.
-    const extras = extrasFor(scenario, endpoint, body);
-    const promptTokens =
-      promptTokensFor(endpoint, body, model) + extras.audioPromptTokens + storedInput.tokens + unseenInputTokens(scenario, endpoint, body, model);
-    const cachedTokens = Math.min(promptTokens, num(scenario, 'cached') ?? 0);
+    const plan = planOpenAIAnswer(endpoint, body, model, scenario, storedInput.tokens);
+    const { extras, promptTokens, cachedTokens, n, reasoning, words, answer, finishReason } = plan;
     record.billed = { promptTokens, cachedTokens, completionTokens: 0, reasoningTokens: 0 };
 
     await sleep(num(scenario, 'headersDelay') ?? 0);
@@ -193,18 +219,6 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
 
     if (endpoint === 'embeddings') return sendEmbeddings(res, body, model, promptTokens, record);
 
-    const n = endpoint === 'responses' ? 1 : Math.max(1, Number(body.n ?? 1) || 1);
-    const limitRaw = body.max_completion_tokens ?? body.max_tokens ?? body.max_output_tokens;
-    const limit = typeof limitRaw === 'number' && scenario.ignoreLimit === undefined ? limitRaw : undefined;
-    // Hidden reasoning comes first and counts against the output limit, as the API bills it:
-    // a limit it exhausts leaves no room for the answer (finish_reason "length").
-    const wantedReasoning = num(scenario, 'reasoning') ?? 0;
-    const reasoning = limit === undefined ? wantedReasoning : Math.min(wantedReasoning, limit);
-    const words = answerWords(scenario, limit === undefined ? undefined : limit - reasoning);
-    const answer = words.join('');
-    const perChoiceTokens = tokens(model, answer);
-    const finishReason = limit !== undefined && (num(scenario, 'words') ?? 12) + wantedReasoning > limit ? 'length' : 'stop';
-
     if (endpoint === 'responses') {
       const id = `resp_${randomBytes(8).toString('hex')}`;
       const background = body.background === true;
@@ -212,7 +226,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       if (body.stream === true) {
         const createdStatus = background ? 'queued' : 'in_progress';
         stored.keep(body, { ...responseObject(model, '', createdStatus, null, id), background }, record);
-        const plan = {
+        const streamPlan = {
           endpoint: 'responses' as const,
           body,
           model,
@@ -227,7 +241,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
           createdStatus,
           extras,
         };
-        await streamAnswer(res, plan, record);
+        await streamAnswer(res, streamPlan, record);
         // A background job runs on when its client goes away; a stream that reached its end finished it.
         if (record.finished) stored.finish(id, 'completed', job);
         else if (background) stored.run(id, scenario, job);
@@ -248,67 +262,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       );
     }
     await sleep((reasoning > 0 ? (num(scenario, 'reasoningMs') ?? 0) : 0) + (num(scenario, 'delay') ?? 0));
-    const completionTokens = perChoiceTokens * n + reasoning + extras.audioCompletionTokens;
-    const costUsd = kind.cost(promptTokens, completionTokens);
-    record.billed = {
-      promptTokens,
-      cachedTokens,
-      completionTokens,
-      reasoningTokens: reasoning,
-      ...billedExtras(extras),
-      ...(costUsd === undefined ? {} : { costUsd }),
-    };
-    const usage = {
-      ...usageBlock(endpoint, promptTokens, cachedTokens, completionTokens, reasoning, {
-        prompt: extras.audioPromptTokens,
-        completion: extras.audioCompletionTokens,
-      }),
-      ...(costUsd === undefined ? {} : { cost: costUsd }),
-    };
-    const created = Math.floor(Date.now() / 1000);
-    if (endpoint === 'chat') {
-      return sendJson(
-        res,
-        200,
-        {
-          id: `chatcmpl-${randomBytes(8).toString('hex')}`,
-          object: 'chat.completion',
-          created,
-          model,
-          choices: Array.from({ length: n }, (_, index) => ({
-            index,
-            message: { role: 'assistant', content: answer, refusal: null, annotations: [] },
-            logprobs: null,
-            finish_reason: finishReason,
-          })),
-          usage,
-          service_tier: extras.serviceTier,
-          system_fingerprint: 'fp_fake',
-        },
-        record,
-      );
-    }
-    if (endpoint === 'completions') {
-      return sendJson(
-        res,
-        200,
-        {
-          id: `cmpl-${randomBytes(8).toString('hex')}`,
-          object: 'text_completion',
-          created,
-          model,
-          choices: Array.from({ length: n }, (_, index) => ({ text: answer, index, logprobs: null, finish_reason: finishReason })),
-          usage,
-        },
-        record,
-      );
-    }
-    const response = {
-      ...responseObject(model, answer, 'completed', usage, undefined, { serviceTier: extras.serviceTier, tools: toolCallItems(extras.toolCalls) }),
-      background: false,
-    };
-    stored.keep(body, response, record);
-    return sendJson(res, 200, response, record);
+    const finished = finishedOpenAIAnswer(endpoint, body, model, plan, kind.cost);
+    record.billed = finished.billed;
+    if (endpoint === 'responses') stored.keep(body, finished.payload, record);
+    return sendJson(res, 200, finished.payload, record);
   }
 
   /** Anthropic's dialect (anthropic.ts): its own auth, errors and events. */
@@ -332,6 +289,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       if (!record.finished) record.closedEarly = true;
     });
     if (req.method === 'GET' && record.path === '/v1/models') return answerAnthropicModels(req, res, record, options.apiKey);
+    if (record.path.startsWith('/v1/messages/batches')) return anthropicBatches.handle(req, res, raw, scenario, record, options.apiKey);
     if (req.method !== 'POST') return sendAnthropicError(res, 405, record, `Method ${req.method} not allowed.`);
     return handleAnthropic(req, res, raw, scenario, record, options.apiKey);
   }
@@ -356,6 +314,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     },
     async close() {
       stored.close();
+      openAIBatches.close();
+      anthropicBatches.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -1,5 +1,6 @@
 /** The fake upstream's plain answers: JSON, OpenAI-shaped errors, embeddings. */
 import type { ServerResponse } from 'node:http';
+import { embeddingsPayload } from './openai-answer.js';
 import type { RecordedRequest } from './types.js';
 
 export const ERROR_TYPES: Record<number, { type: string; code: string; message: string }> = {
@@ -67,15 +68,6 @@ export function sendError(
 }
 
 export function sendEmbeddings(res: ServerResponse, body: Record<string, unknown>, model: string, promptTokens: number, record: RecordedRequest): void {
-  const input = body.input;
-  const items = Array.isArray(input) && input.length > 0 && typeof input[0] !== 'number' ? input : [input];
-  const dimensions = typeof body.dimensions === 'number' ? body.dimensions : 8;
-  const base64 = body.encoding_format === 'base64';
-  const data = items.map((_, index) => {
-    const vector = Array.from({ length: dimensions }, (__, d) => Math.fround(Math.sin(index + d + 1)));
-    const embedding = base64 ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
-    return { object: 'embedding', index, embedding };
-  });
   record.billed = { promptTokens, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 };
-  sendJson(res, 200, { object: 'list', data, model, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } }, record);
+  sendJson(res, 200, embeddingsPayload(body, model, promptTokens), record);
 }

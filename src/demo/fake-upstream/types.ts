@@ -15,8 +15,16 @@ export interface FakeBilling {
   readonly serviceTier?: string;
   /** Built-in tool calls in a Responses answer (containers: distinct ones). */
   readonly toolCalls?: { webSearch?: number; fileSearch?: number; codeInterpreter?: number; imageGeneration?: number };
-  /** What the fake says it billed in USD (`usage.cost`, the openrouter kind). */
+  /** What the fake says it billed in USD (`usage.cost`, the openrouter kind; never on a batch line). */
   readonly costUsd?: number;
+  /**
+   * A line of a batch (OpenAI Batch API or Anthropic Message Batches): the batch's id
+   * (`batch_…` / `msgbatch_…`). Its tokens are priced at half the synchronous rate, as both
+   * providers bill batches; the billing reports do (billing-reports.ts).
+   */
+  readonly batchId?: string;
+  /** The line's `custom_id`, with {@link batchId}. */
+  readonly customId?: string;
 }
 
 export interface RecordedRequest {
@@ -74,6 +82,21 @@ export interface FakeUpstreamOptions {
   readonly billing?: BillingReportOptions;
   /** Wall clock of `startedAt` (the day a request is billed on); default Date.now. */
   readonly now?: () => number;
+  /** What the Files and Batch APIs keep in memory (openai-batches.ts, anthropic-batches.ts). */
+  readonly batchLimits?: BatchLimits;
+}
+
+/** Bounds on the fake's Files and Batch stores: the oldest entry goes when one more arrives. */
+export interface BatchLimits {
+  /** Files kept (uploads and batch output/error files). Default 1000. */
+  readonly maxFiles?: number;
+  /** Batches kept, per provider. Default 1000. */
+  readonly maxBatches?: number;
+  /**
+   * Largest OpenAI upload and largest Message Batches create body, in bytes. Default: each
+   * provider's own limit (OpenAI's 200 MB file, Anthropic's 256 MB batch).
+   */
+  readonly maxFileBytes?: number;
 }
 
 /** Deliberate differences between the reports and what the fake billed. */
