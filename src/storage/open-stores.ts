@@ -8,6 +8,7 @@
 import type Database from 'better-sqlite3';
 import type { AlertClaims } from './alert-claims.js';
 import type { Backend, SharedBackend } from './backend.js';
+import type { BatchStore } from './batches.js';
 import type { DashboardReads } from './dashboard-reads.js';
 import type { KeyStore } from './keys.js';
 import type { LedgerCellSource } from './ledger-cells.js';
@@ -17,9 +18,11 @@ import type { ReconciliationStore, ReconciliationSummary } from './reconciliatio
 import type { RequestReads } from './request-reads.js';
 import type { SpendReads } from './spend-reads.js';
 import type { DashboardTokenStore } from './tenant-tokens.js';
+import { PostgresBatchStore } from './postgres/batches.js';
 import { PostgresDashboardReads } from './postgres/dashboard-reads.js';
 import { PostgresKeyStore } from './postgres/keys.js';
 import { ResponseStore } from './sqlite/responses.js';
+import { SqliteBatchStore } from './sqlite/batches.js';
 import { SqliteDashboardReads } from './sqlite/dashboard-reads.js';
 import { SqliteKeyStore } from './sqlite/keys.js';
 import { SqliteLedgerWriter, type LedgerWriterOptions } from './sqlite/ledger-writer.js';
@@ -52,6 +55,14 @@ export function openAlertClaims(
 ): AlertClaims {
   if (backend.kind === 'postgres') return pgClaims(backend.pool);
   return options.shared ?? sqliteClaims(options.connection ?? backend.database.sqlite);
+}
+
+/**
+ * Batch files and jobs where every node sees them: PostgreSQL on a replica (a batch created through one
+ * node is listed, retrieved and cancelled through any), else the SQLite file.
+ */
+export function openBatchStore(backend: SharedBackend): BatchStore {
+  return backend.kind === 'sqlite' ? new SqliteBatchStore(backend.database) : new PostgresBatchStore(backend.pool);
 }
 
 export function openDashboardReads(backend: Backend, options: { readonly readWorker?: ReadWorker | undefined } = {}): DashboardReads {

@@ -328,3 +328,55 @@ export const reconciliations = pgTable(
   },
   (t) => [index('reconciliations_created').on(t.createdAt)],
 );
+
+/** Batch input files (src/storage/postgres/batches.ts), as in schema.ts: shared, so a file uploaded through one node starts a batch through any. */
+export const batchFiles = pgTable('batch_files', {
+  id: text('id').primaryKey(),
+  keyId: text('key_id').notNull(),
+  createdAt: big('created_at').notNull(),
+  filename: text('filename').notNull(),
+  bytes: big('bytes').notNull(),
+  lines: integer('lines').notNull(),
+  endpoint: text('endpoint').notNull(),
+  model: text('model').notNull(),
+  promptTokens: big('prompt_tokens').notNull(),
+  completionTokens: big('completion_tokens').notNull(),
+  costMicros: big('cost_micros').notNull(),
+  deletedAt: big('deleted_at'),
+});
+
+/**
+ * Batch jobs (src/storage/postgres/batches.ts), as in schema.ts: shared, so
+ * every node sees which key owns a batch; only processes of the node whose
+ * ledger holds its reservation (`node`) claim it and settle it.
+ */
+export const batchJobs = pgTable(
+  'batch_jobs',
+  {
+    id: text('id').primaryKey(),
+    /** openai | anthropic */
+    provider: text('provider').notNull(),
+    keyId: text('key_id').notNull(),
+    tenantId: text('tenant_id'),
+    requestId: text('request_id').notNull(),
+    node: text('node').notNull(),
+    createdAt: big('created_at').notNull(),
+    inputFileId: text('input_file_id'),
+    model: text('model').notNull(),
+    reservedMicros: big('reserved_micros').notNull(),
+    status: text('status').notNull(),
+    settledAt: big('settled_at'),
+    claimedBy: text('claimed_by'),
+    /** Its claim holds until then (ms); 0 = nobody's. */
+    claimedUntil: big('claimed_until').notNull().default(0),
+    deletedAt: big('deleted_at'),
+  },
+  (t) => [
+    // A key's batches of one provider, newest first, page by page.
+    index('batch_jobs_key_list').on(t.keyId, t.provider, t.createdAt, t.id),
+    // Jobs still to settle (a small index: rows leave it once settled).
+    index('batch_jobs_unsettled')
+      .on(t.node, t.settledAt, t.claimedUntil)
+      .where(sql`settled_at IS NULL`),
+  ],
+);

@@ -304,3 +304,67 @@ export const reconciliations = sqliteTable(
   },
   (t) => [index('reconciliations_created').on(t.createdAt)],
 );
+
+/**
+ * Batch input files (OpenAI Files API, purpose `batch`): which key uploaded
+ * each and what its lines cost at worst, so creating a batch from it reserves
+ * that much (src/storage/batches.ts).
+ */
+export const batchFiles = sqliteTable('batch_files', {
+  /** The upstream's file id (file-…). */
+  id: text('id').primaryKey(),
+  keyId: text('key_id').notNull(),
+  createdAt: integer('created_at').notNull(),
+  filename: text('filename').notNull(),
+  bytes: integer('bytes').notNull(),
+  lines: integer('lines').notNull(),
+  endpoint: text('endpoint').notNull(),
+  model: text('model').notNull(),
+  promptTokens: integer('prompt_tokens').notNull(),
+  completionTokens: integer('completion_tokens').notNull(),
+  costMicros: integer('cost_micros').notNull(),
+  /** Deleted through the API: no longer found (the row stays, for the record). */
+  deletedAt: integer('deleted_at'),
+});
+
+/**
+ * Batch jobs (OpenAI batches, Anthropic message batches): which key created
+ * each, which ledger row holds its reservation, and which process follows it
+ * until it is settled (src/storage/batches.ts).
+ */
+export const batchJobs = sqliteTable(
+  'batch_jobs',
+  {
+    /** The upstream's batch id (batch_… or msgbatch_…). */
+    id: text('id').primaryKey(),
+    /** openai | anthropic */
+    provider: text('provider').notNull(),
+    keyId: text('key_id').notNull(),
+    tenantId: text('tenant_id'),
+    /** The ledger row of its reservation. */
+    requestId: text('request_id').notNull(),
+    /** The node whose ledger holds that row: only its processes settle the job. */
+    node: text('node').notNull(),
+    createdAt: integer('created_at').notNull(),
+    inputFileId: text('input_file_id'),
+    model: text('model').notNull(),
+    reservedMicros: integer('reserved_micros').notNull(),
+    /** The status the upstream reported last. */
+    status: text('status').notNull(),
+    settledAt: integer('settled_at'),
+    /** The process that follows the job (until `claimed_until`); null when nobody. */
+    claimedBy: text('claimed_by'),
+    /** Its claim holds until then (ms); 0 = nobody's. */
+    claimedUntil: integer('claimed_until').notNull().default(0),
+    /** Deleted through the API (Anthropic): no longer found, still settled. */
+    deletedAt: integer('deleted_at'),
+  },
+  (t) => [
+    // A key's batches of one provider, newest first, page by page.
+    index('batch_jobs_key_list').on(t.keyId, t.provider, t.createdAt, t.id),
+    // Jobs still to settle (a small index: rows leave it once settled).
+    index('batch_jobs_unsettled')
+      .on(t.node, t.settledAt, t.claimedUntil)
+      .where(sql`settled_at IS NULL`),
+  ],
+);

@@ -22,6 +22,8 @@ it('applies every migration exactly once when five processes migrate together', 
     expect(tables.rows.map((r) => r.t)).toEqual([
       'alert_claims',
       'api_keys',
+      'batch_files',
+      'batch_jobs',
       'dashboard_tokens',
       'ledger',
       'ledger_retention',
