@@ -27,7 +27,7 @@ import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } fr
 import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
 import { SqliteKeyStore } from './storage/sqlite/keys.js';
-import { openKeyStore, openSharedStorage, type Backend } from './storage/index.js';
+import { openBatchStore, openKeyStore, openSharedStorage, type Backend } from './storage/index.js';
 import type { ReconciliationReport } from './reconcile/store.js';
 import type { LedgerWriter } from './storage/ledger.js';
 import { openLedgerWriter } from './storage/index.js';
@@ -43,6 +43,7 @@ import { RequestEvents } from './pipeline/finished.js';
 import { OpenRequests } from './pipeline/open-requests.js';
 import { logRequests, recordMetrics, warnAssumedPrices } from './pipeline/observers.js';
 import { createBackgroundResponses, type BackgroundResponses } from './responses/index.js';
+import { createBatchJobs, type BatchJobs } from './batch-jobs/index.js';
 import type { Upstream } from './upstreams/pool.js';
 import { createRouter, type Router } from './upstreams/router.js';
 import { createAnthropicUpstream } from './upstreams/anthropic-upstream.js';
@@ -91,6 +92,8 @@ export interface Tollgate {
   readonly upstreamProbe: UpstreamProbe;
   /** Stored and background Responses (their owners, the poller that settles background jobs). */
   readonly responses: BackgroundResponses;
+  /** Batch jobs: their routes and the follower that settles them. */
+  readonly batches: BatchJobs;
   /** Budget and velocity alerts (config file `alerts`), else undefined. */
   readonly alerts: Alerts | undefined;
   /** What every stage of the request path is given. */
@@ -228,6 +231,16 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     settings: config.backgroundPoll,
     backend,
   });
+  const batches = createBatchJobs({
+    store: openBatchStore(backend),
+    upstream,
+    ledger,
+    prices: config.prices,
+    now,
+    logger,
+    settings: config.batches,
+    databasePath: database.path === ':memory:' ? undefined : database.path,
+  });
   const pipeline: PipelineDeps = {
     keys,
     maxBodyBytes: config.maxBodyBytes,
@@ -250,6 +263,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     events,
     now,
     responses: responses.hooks,
+    batches,
     inFlight: new InFlightLimits({ defaultKeyMax: config.maxInFlight, maxWaitMs: config.upstream.queueTimeoutMs }),
     open: new OpenRequests(),
     intake: new BodyIntake({
@@ -314,6 +328,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     router,
     upstreamProbe,
     responses,
+    batches,
     alerts,
     pipeline,
     readWorker,
@@ -331,6 +346,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       await warmEstimator({ startWorkers: true, encodings: [...encodings] });
       // Background jobs left unsettled by an earlier process are polled again.
       responses.start();
+      batches.start();
       alerts?.start();
       // Off the request path: a rejected provider key or a base URL without /v1 is logged loudly (src/upstreams/probe.ts).
       void upstreamProbe.probe();
@@ -342,6 +358,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       if (stopped > 0) logger.warn({ requests: stopped }, 'requests still open at shutdown: upstream stopped, settled at their reservation');
       // Unsettled background jobs stay pending in the ledger; the next start takes them over.
       responses.close();
+      await batches.close();
       await upstream.close();
       // Before Redis and the database close: the last requests' alerts are claimed and queued.
       await alerts?.close();

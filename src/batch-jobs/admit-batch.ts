@@ -23,7 +23,7 @@ import type { Endpoint } from '../endpoints.js';
 import type { HeaderRecord } from '../http/client-request.js';
 import { bindingsFor, buildRateLimitHeaders, computeSettlement, createDemands, type LimitBinding } from '../limits/index.js';
 import type { PipelineDeps } from '../pipeline/deps.js';
-import { AdmissionRefused, budgetRefusal, limiterUnavailable, limitRefusal, runawayRefusal } from '../pipeline/refusals.js';
+import { type AdmissionRefused, budgetRefusal, limiterUnavailable, limitRefusal, runawayRefusal } from '../pipeline/refusals.js';
 
 const DAY_SECONDS = 86_400;
 const PERIOD_SECONDS = { s: 1, min: 60, h: 3600, day: DAY_SECONDS } as const;
@@ -94,10 +94,7 @@ export async function admitBatch(ask: BatchAsk, deps: PipelineDeps): Promise<Adm
     const demands = createDemands(bindings, facts);
     const result = await deps.limiter.acquire(demands);
     if (!result.ok) return refuse(limitRefusal(result, caller, bindings, demands));
-    deps.limiter.settle(
-      result.ticket,
-      computeSettlement(bindings, demands, { model: ask.model, tokens: facts.reservedTokens, microUsd: ask.costMicros }),
-    );
+    deps.limiter.settle(result.ticket, computeSettlement(bindings, demands, { model: ask.model, tokens: facts.reservedTokens, microUsd: ask.costMicros }));
     headers = buildRateLimitHeaders(result, caller.key.id);
   }
 

@@ -82,7 +82,7 @@ export async function streamUpload(input: UploadInput): Promise<{ readonly respo
       return;
     }
     sawFile = true;
-    judged = judge.read(stream, info.filename ?? "").catch((error: unknown) => fail(asError(error)));
+    judged = judge.read(stream, info.filename ?? '').catch((error: unknown) => fail(asError(error)));
   });
   parser.on('error', (error: unknown) => fail(new TollgateError('invalid_request', `The multipart body cannot be read: ${(error as Error).message}.`)));
   const parsed = once(parser, 'close').catch(() => undefined);
@@ -125,7 +125,11 @@ export async function streamUpload(input: UploadInput): Promise<{ readonly respo
       await judged;
       if (!sawFile) fail(new TollgateError('invalid_request', "The upload has no 'file' field.", { param: 'file' }));
       else if (purpose !== 'batch') {
-        fail(new TollgateError('invalid_value', `Tollgate takes files for batches only: 'purpose' must be "batch" (got ${JSON.stringify(purpose ?? null)}).`, { param: 'purpose' }));
+        fail(
+          new TollgateError('invalid_value', `Tollgate takes files for batches only: 'purpose' must be "batch" (got ${JSON.stringify(purpose ?? null)}).`, {
+            param: 'purpose',
+          }),
+        );
       } else {
         const refused = judge.finish();
         if (refused !== undefined) fail(batchError(refused));

@@ -150,6 +150,10 @@ const envSchema = z.object({
   TOLLGATE_BACKGROUND_POLL_MAX_INTERVAL: duration.default(30_000),
   /** Background Responses: a job still unfinished this long after its request is settled at its reservation. */
   TOLLGATE_BACKGROUND_POLL_TIMEOUT: duration.default(2 * 3_600_000),
+  /** Batch jobs: how often unsettled batches are looked at upstream until they end and are settled. */
+  TOLLGATE_BATCH_POLL: duration.default(30_000),
+  /** Batch jobs: the most bytes one uploaded batch input file may have (its whole multipart body). */
+  TOLLGATE_MAX_BATCH_FILE: byteSize.default(201 * 1024 * 1024),
   /** Optional JSON file: price table overrides and global limits. */
   TOLLGATE_CONFIG: z.string().trim().min(1).optional(),
   /** Refusals of one key kept as raw ledger rows per minute (the rest only counted in rollups); `all` keeps every one. */

@@ -84,6 +84,8 @@ export interface Config {
   readonly redis: { readonly urls: readonly string[]; readonly cluster: boolean; readonly waitMs: number; readonly timeoutMs: number } | undefined;
   readonly failMode: FailMode;
   readonly globalLimits: readonly LimitSpec[];
+  /** How batch jobs are followed until they end, and how large an upload may be. */
+  readonly batches: { readonly pollMs: number; readonly maxFileBytes: number };
   /** How background Responses are polled until their usage is known. */
   readonly backgroundPoll: { readonly initialMs: number; readonly maxIntervalMs: number; readonly timeoutMs: number };
   /** Requests in flight per key when its policy sets no --max-in-flight. */
@@ -185,6 +187,7 @@ export function loadConfig(env: Env = process.env): Config {
           },
     failMode: e.TOLLGATE_FAIL_MODE,
     globalLimits: parseGlobalLimits(file.globalLimits ?? [], e.TOLLGATE_CONFIG ?? ''),
+    batches: { pollMs: Math.max(1, e.TOLLGATE_BATCH_POLL), maxFileBytes: e.TOLLGATE_MAX_BATCH_FILE },
     backgroundPoll: {
       initialMs: Math.max(1, e.TOLLGATE_BACKGROUND_POLL_INITIAL),
       maxIntervalMs: Math.max(1, e.TOLLGATE_BACKGROUND_POLL_MAX_INTERVAL),

@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'item_not_found'
   | 'conversation_not_found'
   | 'file_not_found'
+  | 'batch_not_found'
   // who is asking
   | 'missing_api_key'
   | 'invalid_api_key'
@@ -94,6 +95,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'item_not_found':
     case 'conversation_not_found':
     case 'file_not_found':
+    case 'batch_not_found':
       return { status: 404, type: 'invalid_request_error' };
     case 'method_not_allowed':
       return { status: 405, type: 'invalid_request_error' };

@@ -64,6 +64,8 @@ export interface PipelineDeps {
   readonly now: () => number;
   /** Stored and background Responses; absent = answers are settled as they end. */
   readonly responses?: ResponsesHooks;
+  /** Batch jobs (src/batch-jobs): their routes; absent = not served. */
+  readonly batches?: { mount(routes: Hono<AppEnv>, deps: PipelineDeps): void };
   /** Requests sent and not settled yet, which a shutdown stops and settles (absent in tests that build deps by hand). */
   readonly open?: OpenRequests;
 }

@@ -31,6 +31,7 @@ export function createProxyRoutes(deps: PipelineDeps, logger: Logger): Hono<AppE
   const routes = new Hono<AppEnv>();
   for (const dialect of Object.values(DIALECTS)) routes.route('/', dialectRoutes(dialect, deps, logger));
   deps.responses?.mount(routes, deps);
+  deps.batches?.mount(routes, deps);
   routes.get('/v1/models', (c) => listModels(c, deps));
   routes.get('/v1/models/:model{.+}', (c) => listModels(c, deps));
   return routes;
