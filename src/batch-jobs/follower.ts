@@ -26,7 +26,7 @@ import type { BatchJobRecord, BatchStore } from '../storage/batches.js';
 import type { Completion, LedgerWriter } from '../storage/ledger.js';
 import type { Upstream } from '../upstreams/pool.js';
 
-export interface FollowSettings {
+interface FollowSettings {
   /** How often unsettled batches are looked at, ms. */
   readonly pollMs: number;
   /** How long a claim lasts unless renewed, ms. */

@@ -17,7 +17,7 @@
  */
 import { num, type Scenario } from './scenario.js';
 
-export type BatchEnd = 'completed' | 'failed' | 'expired' | 'cancelled';
+type BatchEnd = 'completed' | 'failed' | 'expired' | 'cancelled';
 
 export interface BatchTiming {
   readonly validateMs: number;

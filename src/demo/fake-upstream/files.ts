@@ -155,7 +155,7 @@ export class FileStore {
 }
 
 /** A file as the API describes it. */
-export function fileObject(file: StoredFile): Record<string, unknown> {
+function fileObject(file: StoredFile): Record<string, unknown> {
   return {
     id: file.id,
     object: 'file',
