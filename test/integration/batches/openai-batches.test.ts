@@ -189,3 +189,47 @@ it('bills an expired batch for the lines it ran, and a batch left running when t
   await waitFor(() => second.logs.lines.some((l) => l.msg === 'batch settled' && l.batchId === slow.id), 'the settlement log line');
   expect(second.logs.lines.filter((l) => l.msg === 'batch settled' && l.batchId === slow.id)).toHaveLength(1);
 }, 60_000);
+
+it('bills a cancelled batch and a partly failed one exactly what the provider bills: the lines it answered', async () => {
+  const h = await harness();
+  const key = h.issueKey('ops');
+  const client = h.client(key);
+  const cancelled = await client.batches.create(
+    { input_file_id: await upload(client, inputFile(4)), endpoint: '/v1/chat/completions', completion_window: '24h' },
+    { headers: { 'x-fake-scenario': 'batchHoldAfter=2' } },
+  );
+  await waitFor(() => fake.requests.filter((r) => r.billed?.batchId === cancelled.id).length === 2, 'two lines to run');
+  expect((await client.batches.cancel(cancelled.id)).status).toMatch(/^cancell/);
+  const cancelledRow = await settled(h, cancelled.id);
+  expect(cancelledRow.cost_micros).toBe(billedAtBatchPrice(h, cancelled.id));
+  expect(fake.requests.filter((r) => r.billed?.batchId === cancelled.id && r.status === 200)).toHaveLength(2);
+
+  const failing = await client.batches.create(
+    { input_file_id: await upload(client, inputFile(3)), endpoint: '/v1/chat/completions', completion_window: '24h' },
+    { headers: { 'x-fake-scenario': 'batchFail=1' } },
+  );
+  const failingRow = await settled(h, failing.id);
+  expect(failingRow.status).toBe('ok');
+  expect(failingRow.cost_micros).toBe(billedAtBatchPrice(h, failing.id));
+  expect(fake.requests.filter((r) => r.billed?.batchId === failing.id && r.status === 200)).toHaveLength(2);
+  // The error file is the key's to read, and only the key's.
+  const done = await client.batches.retrieve(failing.id);
+  expect(done.error_file_id).toBeTruthy();
+  const errors = await (await client.files.content(done.error_file_id!)).text();
+  expect(errors.trim().split('\n')).toHaveLength(1);
+  await expect(h.client(h.issueKey('stranger')).files.content(done.error_file_id!)).rejects.toMatchObject({ status: 404 });
+}, 60_000);
+
+it('takes files for batches only, and no file larger than its bound', async () => {
+  const h = await harness();
+  const client = h.client(h.issueKey('uploader'));
+  const other = await client.files.create({ file: await toFile(Buffer.from(inputFile(1)), 'notes.jsonl'), purpose: 'assistants' }).catch((e: unknown) => e);
+  expect(other).toMatchObject({ status: 400, message: expect.stringMatching(/'purpose' must be "batch"/) });
+  const empty = await upload(client, '').catch((e: unknown) => e);
+  expect(empty).toMatchObject({ status: 400, message: expect.stringMatching(/no requests/) });
+
+  const bounded = await startHarness(fake, tempDatabasePath().path, { TOLLGATE_BATCH_POLL: '20ms', TOLLGATE_MAX_BATCH_FILE: '4096' });
+  open.push(bounded);
+  const large = await upload(bounded.client(bounded.issueKey('large')), inputFile(40)).catch((e: unknown) => e);
+  expect(large).toMatchObject({ status: 413 });
+}, 60_000);
