@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import OpenAI, { toFile } from 'openai';
 import { batchPriceOf } from '../../../src/batches/batch-estimate.js';
 import { costMicroUsd, resolvePrice } from '../../../src/estimate/index.js';
+import { parseLimit } from '../../../src/domain/policy.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { tempDatabasePath } from '../../support/db.js';
 import { waitFor } from '../../support/wait.js';
@@ -232,4 +233,20 @@ it('takes files for batches only, and no file larger than its bound', async () =
   open.push(bounded);
   const large = await upload(bounded.client(bounded.issueKey('large')), inputFile(40)).catch((e: unknown) => e);
   expect(large).toMatchObject({ status: 413 });
+}, 60_000);
+
+it("counts a batch's tokens in the key's day limits when it is admitted, and not in its minute limits", async () => {
+  const h = await harness();
+  const client = h.client(h.issueKey('daily', { limits: [parseLimit('tokens:10/min'), parseLimit('tokens:3000/day')] }));
+  // Each batch reserves about 3 × (prompt + 900) tokens: far over the minute limit, which does not apply.
+  const first = await client.batches.create({
+    input_file_id: await upload(client, inputFile(3, 900)),
+    endpoint: '/v1/chat/completions',
+    completion_window: '24h',
+  });
+  await settled(h, first.id);
+  const second = await client.batches
+    .create({ input_file_id: await upload(client, inputFile(3, 900)), endpoint: '/v1/chat/completions', completion_window: '24h' })
+    .catch((e: unknown) => e);
+  expect(second).toMatchObject({ status: 429, message: expect.stringMatching(/tokens-per-day/) });
 }, 60_000);
