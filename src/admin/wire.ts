@@ -30,6 +30,8 @@ export const updateKeyBody = z.object({
   tagBudgets: z.array(tagBudgetSchema).nullable().optional(),
   /** Budget-aware downgrade: `{"atPercent": 80, "models": {"gpt-4o": "gpt-4o-mini"}}`; null removes it. */
   downgrade: policySchema.unwrap().shape.downgrade.unwrap().nullable().optional(),
+  /** The runaway stop's rule for this key: `{"factor": 20}`, `{"microUsdPerHour": 50000000}`, `{"off": true}`; null: the config's. */
+  runaway: policySchema.unwrap().shape.runaway.unwrap().nullable().optional(),
   expiresAt: z.number().int().positive().nullable().optional(),
   metadata: z.record(z.string(), z.string().nullable()).optional(),
 });

@@ -18,7 +18,8 @@ import { formatMicrosExact, formatMicrosFixed } from '../domain/money.js';
 import { pauseOf } from '../domain/owner-pauses.js';
 import type { KeyStore } from '../storage/keys.js';
 import { eventIdOf, type AlertEvent, type AlertOwner } from './events.js';
-import { runawayVerdict, type RunawayVerdict } from './runaway.js';
+import { ruleForKey, runawayVerdict, type RunawayVerdict } from './runaway.js';
+import { PolicyError } from '../domain/policy.js';
 import type { RunawaySettings } from './settings.js';
 import type { AlertSpendReads } from './spend-reads.js';
 
@@ -68,8 +69,9 @@ function runawayMessage(key: AuthKey, owner: PauseOwner | undefined, rule: Runaw
  * tell an operator's resume from nothing at all).
  */
 export async function checkRunaway(deps: RunawayDeps, known: AuthKey, now: number, wasPaused: ReadonlySet<string>): Promise<RunawayOutcome> {
-  const rule = deps.settings;
   const key = deps.keyById(known.id) ?? known;
+  // The key's own rule over the configured one; a policy that could not be read keeps the configured.
+  const rule = ruleForKey(deps.settings, key.policy instanceof PolicyError ? undefined : key.policy.runaway);
   const alerts: Array<{ claimId: string; event: AlertEvent }> = [];
   const paused = new Set<string>();
   if (key.revokedAt !== null) return { alerts, paused };

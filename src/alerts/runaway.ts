@@ -45,6 +45,20 @@ export function hourlyRate(micros: number, ms: number): number {
 }
 
 /**
+ * A key's own rule over the configured one (its policy's `runaway`): its own
+ * factor or ceiling replaces the configured one it names; `off` has neither,
+ * so nothing is ever over it (and a pause it had is released).
+ */
+export function ruleForKey<R extends RunawayRule>(
+  configured: R,
+  own: { readonly factor?: number | undefined; readonly microUsdPerHour?: number | undefined; readonly off?: true | undefined } | undefined,
+): R {
+  if (own === undefined) return configured;
+  if (own.off === true) return { ...configured, factor: undefined, microUsdPerHour: undefined };
+  return { ...configured, factor: own.factor ?? configured.factor, microUsdPerHour: own.microUsdPerHour ?? configured.microUsdPerHour };
+}
+
+/**
  * Over when the window spent at least the minimum and its rate is more than
  * `factor` × the trailing rate, or more than the absolute rate. A trailing
  * rate of zero (no history) makes any spend over the minimum a multiple of it:

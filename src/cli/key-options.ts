@@ -86,6 +86,50 @@ export function downgradeFrom(text: string | undefined, at: string | undefined, 
   return { atPercent, models };
 }
 
+/** The runaway options a key's create or update takes. */
+export interface RunawayOptions {
+  runawayFactor?: string;
+  runawayUsdPerHour?: string;
+  /** `--no-runaway`: never paused. */
+  runaway?: boolean;
+  /** `--runaway-default` (update): back to the config's rule. */
+  runawayDefault?: boolean;
+}
+
+/** Keys only: the runaway stop's own rule for the key (docs/alerts.md "Runaway stop"). */
+export function withRunawayOptions(command: Command, mode: 'create' | 'update'): Command {
+  command
+    .option('--runaway-factor <n>', "pause the key when its spend rate runs over N × its usual rate (instead of the config's factor)")
+    .option('--runaway-usd-per-hour <dollars>', 'pause the key when its spend rate runs over this many USD per hour')
+    .option('--no-runaway', 'never pause this key (the runaway stop leaves it alone)');
+  if (mode === 'update') command.option('--runaway-default', "back to the config's runaway rule");
+  return command;
+}
+
+/**
+ * The key's runaway rule from the options: undefined when none is given (no change), null for
+ * `--runaway-default`; a factor or ceiling changes only what it names, over the current rule.
+ */
+export function runawayFrom(options: RunawayOptions, current?: Policy['runaway']): Policy['runaway'] | null | undefined {
+  const { runawayFactor, runawayUsdPerHour } = options;
+  const off = options.runaway === false;
+  if (options.runawayDefault === true) {
+    if (off || runawayFactor !== undefined || runawayUsdPerHour !== undefined)
+      throw new PolicyError('--runaway-default cannot be combined with other --runaway options');
+    return null;
+  }
+  if (off) {
+    if (runawayFactor !== undefined || runawayUsdPerHour !== undefined)
+      throw new PolicyError('--no-runaway cannot be combined with --runaway-factor or --runaway-usd-per-hour');
+    return { off: true };
+  }
+  if (runawayFactor === undefined && runawayUsdPerHour === undefined) return undefined;
+  const factor = runawayFactor === undefined ? current?.factor : Number(runawayFactor);
+  if (factor !== undefined && !(factor >= 1 && factor <= 1000)) throw new PolicyError('--runaway-factor takes a number from 1 to 1000, e.g. 20');
+  const microUsdPerHour = runawayUsdPerHour === undefined ? current?.microUsdPerHour : parseUsdToMicros(runawayUsdPerHour);
+  return { ...(factor === undefined ? {} : { factor }), ...(microUsdPerHour === undefined ? {} : { microUsdPerHour }) };
+}
+
 export function modelsFrom(text: string | undefined): string[] | undefined {
   if (text === undefined) return undefined;
   const models = text

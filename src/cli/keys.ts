@@ -26,17 +26,31 @@ import {
   metadataFrom,
   modelsFrom,
   parseExpiry,
+  runawayFrom,
   withEndUserOptions,
+  withRunawayOptions,
   withSessionOptions,
   withPolicyOptions,
   type LimitOptions,
+  type RunawayOptions,
 } from './key-options.js';
+import { formatMicrosExact } from '../domain/money.js';
 
 function describeDowngrade(policy: Policy): string {
   const downgrade = policy.downgrade;
   if (downgrade === undefined) return '-';
   const pairs = Object.entries(downgrade.models).map(([from, to]) => `${from} -> ${to}`);
   return `at ${downgrade.atPercent}% of a budget: ${pairs.join(', ')}`;
+}
+
+/** A key's own runaway rule, as `keys show` prints it. */
+function describeRunaway(rule: NonNullable<Policy['runaway']>): string {
+  if (rule.off === true) return 'off for this key';
+  const parts = [
+    ...(rule.factor === undefined ? [] : [`over ${rule.factor}× its usual rate`]),
+    ...(rule.microUsdPerHour === undefined ? [] : [`over ${formatMicrosExact(rule.microUsdPerHour)}/hour`]),
+  ];
+  return `paused when its spend runs ${parts.join(' or ')}`;
 }
 
 function describeKey(view: KeyView): string {
@@ -59,6 +73,7 @@ function describeKey(view: KeyView): string {
     ['budget', describeBudget(view.policy)],
     ['models', view.policy.models?.join(', ') ?? 'all'],
     ...(view.policy.downgrade !== undefined ? ([['downgrade', describeDowngrade(view.policy)]] as Array<[string, string]>) : []),
+    ...(view.policy.runaway !== undefined ? ([['runaway stop', describeRunaway(view.policy.runaway)]] as Array<[string, string]>) : []),
     ...(view.policy.maxInFlight !== undefined ? ([['in flight', `at most ${view.policy.maxInFlight}`]] as Array<[string, string]>) : []),
     ...describeAttributedPolicy(view.policy),
     ...(Object.keys(view.metadata).length > 0
@@ -94,14 +109,17 @@ function keyRows(keys: KeyView[]): string {
 export function registerKeyCommands(program: Command): void {
   const keys = program.command('keys').description('issue and manage tenant keys');
 
-  withSessionOptions(
-    withEndUserOptions(
-      withPolicyOptions(
-        keys
-          .command('create')
-          .description('issue a new key (printed once)')
-          .requiredOption('--name <name>', 'unique name for the key')
-          .option('--tenant <tenant>', 'tenant the key belongs to (created if new)'),
+  withRunawayOptions(
+    withSessionOptions(
+      withEndUserOptions(
+        withPolicyOptions(
+          keys
+            .command('create')
+            .description('issue a new key (printed once)')
+            .requiredOption('--name <name>', 'unique name for the key')
+            .option('--tenant <tenant>', 'tenant the key belongs to (created if new)'),
+          'create',
+        ),
         'create',
       ),
       'create',
@@ -118,7 +136,8 @@ export function registerKeyCommands(program: Command): void {
       async (
         options: LimitOptions &
           EndUserOptions &
-          SessionOptions & {
+          SessionOptions &
+          RunawayOptions & {
             name: string;
             tenant?: string;
             budgetUsd?: string;
@@ -140,6 +159,7 @@ export function registerKeyCommands(program: Command): void {
         const endUser = endUserPolicyFrom(options);
         const session = sessionPolicyFrom(options);
         const tagBudgets = tagBudgetsFrom(options);
+        const runaway = runawayFrom(options) ?? undefined;
         const policy: Policy = {
           limits: limitsFrom(options) ?? [],
           ...(budget ? { budget } : {}),
@@ -150,6 +170,7 @@ export function registerKeyCommands(program: Command): void {
           ...(endUser ? { endUser } : {}),
           ...(session ? { session } : {}),
           ...(tagBudgets ? { tagBudgets } : {}),
+          ...(runaway ? { runaway } : {}),
         };
         const issued = await withOps(command, (ops) =>
           ops.createKey({
@@ -187,16 +208,19 @@ export function registerKeyCommands(program: Command): void {
       else print(describeKey(view));
     });
 
-  withSessionOptions(
-    withEndUserOptions(
-      withPolicyOptions(
-        keys
-          .command('update')
-          .description('change a key; --limit/--rpm/--tpm replace all its limits')
-          .argument('<key>', 'key id, name or visible prefix')
-          .option('--name <name>', 'new name')
-          .option('--tenant <tenant>', 'move to this tenant (created if new)')
-          .option('--no-tenant', 'take the key out of its tenant'),
+  withRunawayOptions(
+    withSessionOptions(
+      withEndUserOptions(
+        withPolicyOptions(
+          keys
+            .command('update')
+            .description('change a key; --limit/--rpm/--tpm replace all its limits')
+            .argument('<key>', 'key id, name or visible prefix')
+            .option('--name <name>', 'new name')
+            .option('--tenant <tenant>', 'move to this tenant (created if new)')
+            .option('--no-tenant', 'take the key out of its tenant'),
+          'update',
+        ),
         'update',
       ),
       'update',
@@ -218,7 +242,8 @@ export function registerKeyCommands(program: Command): void {
         ref: string,
         options: LimitOptions &
           EndUserOptions &
-          SessionOptions & {
+          SessionOptions &
+          RunawayOptions & {
             name?: string;
             tenant?: string | false;
             clearLimits?: boolean;
@@ -263,6 +288,7 @@ export function registerKeyCommands(program: Command): void {
             tagBudgets: tagBudgetsFrom(options),
             models: options.allModels ? null : modelsFrom(options.models),
             downgrade,
+            runaway: runawayFrom(options, current.policy.runaway),
             expiresAt: options.expiry === false ? null : options.expires === undefined ? undefined : parseExpiry(options.expires),
             metadata: Object.keys(metadata).length === 0 ? undefined : metadata,
           };

@@ -86,6 +86,8 @@ export interface KeyPatch {
   readonly models?: readonly string[] | null | undefined;
   /** Budget-aware downgrade (`null` removes it). */
   readonly downgrade?: Policy['downgrade'] | null | undefined;
+  /** The runaway stop's rule for this key (`null`: back to the config's). */
+  readonly runaway?: Policy['runaway'] | null | undefined;
   readonly expiresAt?: number | null | undefined;
   readonly metadata?: Readonly<Record<string, string | null>> | undefined;
 }

@@ -106,6 +106,19 @@ export const policySchema = z
      * a tenant's apply to every session of each of its keys).
      */
     session: endUserPolicySchema.optional(),
+    /**
+     * Keys only: the runaway stop's rule for this key over the config's `alerts.runaway`
+     * (src/alerts/runaway-stop.ts): its own multiple of the usual rate, its own USD-per-hour
+     * ceiling (µUSD), or `off` — never paused.
+     */
+    runaway: z
+      .strictObject({
+        factor: z.number().min(1).max(1000).optional(),
+        microUsdPerHour: z.number().int().positive().optional(),
+        off: z.literal(true).optional(),
+      })
+      .readonly()
+      .optional(),
     /** Keys only: budgets per tag. */
     tagBudgets: z.array(tagBudgetSchema).readonly().optional(),
     /**

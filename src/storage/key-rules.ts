@@ -65,8 +65,10 @@ export function mergePolicy(
     session?: SessionPolicy | null | undefined;
     tagBudgets?: readonly TagBudget[] | null | undefined;
     downgrade?: Policy['downgrade'] | null | undefined;
+    runaway?: Policy['runaway'] | null | undefined;
   },
 ): Policy {
+  const runaway = patch.runaway === undefined ? current.runaway : (patch.runaway ?? undefined);
   const endUser = patch.endUser === undefined ? current.endUser : (patch.endUser ?? undefined);
   const session = patch.session === undefined ? current.session : (patch.session ?? undefined);
   const tagBudgets = patch.tagBudgets === undefined ? current.tagBudgets : (patch.tagBudgets ?? undefined);
@@ -86,5 +88,6 @@ export function mergePolicy(
     ...(session === undefined || (session.limits.length === 0 && (session.budgets ?? []).length === 0) ? {} : { session }),
     ...(tagBudgets && tagBudgets.length > 0 ? { tagBudgets } : {}),
     ...(downgrade === undefined ? {} : { downgrade }),
+    ...(runaway === undefined || Object.keys(runaway).length === 0 ? {} : { runaway }),
   };
 }

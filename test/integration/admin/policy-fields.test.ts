@@ -54,6 +54,7 @@ const FIELDS: { readonly [F in Field]-?: { readonly value: NonNullable<Policy[F]
     cli: ['--downgrade', 'gpt-4o=gpt-4o-mini', '--downgrade-at', '75'],
     tenant: false,
   },
+  runaway: { value: { factor: 20, microUsdPerHour: 50_000_000 }, cli: ['--runaway-factor', '20', '--runaway-usd-per-hour', '50'], tenant: false },
 };
 
 /** Limit fields the CLI's `--limit` cannot express (they come from the admin API or the config file). */

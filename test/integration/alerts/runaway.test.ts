@@ -105,3 +105,25 @@ it('pauses a runaway key within its window, leaves the others alone, and lets it
   expect((await h.chat(loop, 10)).status).toBe(200);
   await h.fake.settled();
 }, 60_000);
+
+it("follows a key's own rule: a key set to never pause, or to a higher factor, runs on where the configured rule pauses", async () => {
+  const start = Date.parse('2026-11-25T00:00:00Z');
+  const off = h.issueKey('never', { limits: [], runaway: { off: true } });
+  const lenient = h.issueKey('lenient', { limits: [], runaway: { factor: 100 } });
+  const strict = h.issueKey('strict', { limits: [] });
+  for (let hour = 0; hour < 6; hour += 1) for (const key of [off, lenient, strict]) await spendAt(start + hour * HOUR + MINUTE, key, 1);
+  // Each spends $0.03 in a minute: about 36× its usual rate, over the configured 5×, under 100×.
+  const loopAt = start + 6 * HOUR + 10 * MINUTE;
+  for (const key of [off, lenient, strict]) await spendAt(loopAt, key, 3);
+  expect((await statusOnce(strict, 429)).error?.code).toBe('runaway_throttled');
+  for (const key of [off, lenient]) expect((await h.chat(key, 10)).status).toBe(200);
+  await h.fake.settled();
+
+  // Set through the CLI like any policy field, and shown by `keys show`.
+  expect((await cli('keys', 'update', 'strict', '--no-runaway', '--db', h.db.path)).code).toBe(0);
+  const shown = await cli('keys', 'show', 'lenient', '--db', h.db.path);
+  expect(shown.stdout).toMatch(/runaway stop +paused when its spend runs over 100× its usual rate/);
+  // A key set to never pause is released at the next look.
+  await h.tollgate.alerts!.monitor.tick();
+  await statusOnce(strict, 200);
+}, 60_000);

@@ -1,7 +1,7 @@
 /** The runaway stop's rule (src/alerts/runaway.ts) against the rational definition. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { hourlyRate, runawayVerdict } from '../../../src/alerts/runaway.js';
+import { hourlyRate, ruleForKey, runawayVerdict } from '../../../src/alerts/runaway.js';
 
 const HOUR = 3_600_000;
 const micros = fc.integer({ min: 0, max: 1_000_000_000_000 });
@@ -72,5 +72,22 @@ describe('runawayVerdict', () => {
         { windowMicros: 99_999, windowMs: 300_000, trailingMicros: 0, trailingMs: HOUR },
       ).over,
     ).toBe(false);
+  });
+});
+
+describe('ruleForKey', () => {
+  const configured = { factor: 10, microUsdPerHour: 50_000_000, minimumMicros: 1_000_000, windowMs: 300_000 };
+
+  it("replaces only what the key's own rule names, and `off` leaves nothing to be over", () => {
+    expect(ruleForKey(configured, undefined)).toBe(configured);
+    expect(ruleForKey(configured, { factor: 40 })).toEqual({ ...configured, factor: 40 });
+    expect(ruleForKey(configured, { microUsdPerHour: 5_000_000 })).toEqual({ ...configured, microUsdPerHour: 5_000_000 });
+    const off = ruleForKey(configured, { off: true });
+    expect(off).toMatchObject({ factor: undefined, microUsdPerHour: undefined, windowMs: 300_000 });
+    fc.assert(
+      fc.property(micros, durationMs, micros, durationMs, (spent, windowMs, trailing, trailingMs) => {
+        expect(runawayVerdict(off, { windowMicros: spent, windowMs, trailingMicros: trailing, trailingMs }).over).toBe(false);
+      }),
+    );
   });
 });
