@@ -28,12 +28,10 @@ afterAll(async () => {
   await fake.close();
 });
 
-async function harness(): Promise<Harness> {
-  const started = await startHarness(fake, tempDatabasePath().path, {
-    TOLLGATE_BATCH_POLL: '20ms',
-    TOLLGATE_ANTHROPIC_URL: `http://127.0.0.1:${fake.port}`,
-    TOLLGATE_ANTHROPIC_KEY: UPSTREAM_KEY,
-  });
+/** A Tollgate in front of the fake, with its Anthropic upstream unless `withAnthropic` is false. */
+async function harness(withAnthropic = true): Promise<Harness> {
+  const anthropicUpstream = { TOLLGATE_ANTHROPIC_URL: `http://127.0.0.1:${fake.port}`, TOLLGATE_ANTHROPIC_KEY: UPSTREAM_KEY };
+  const started = await startHarness(fake, tempDatabasePath().path, { TOLLGATE_BATCH_POLL: '20ms', ...(withAnthropic ? anthropicUpstream : {}) });
   open.push(started);
   return started;
 }
@@ -230,4 +228,16 @@ it('bills an expired, partly failed batch and a cancelled one for the requests t
   const none = await client.messages.batches.create({ requests: requests(2) }, scenario('batchExpireAfter=0'));
   const noneRow = await settled(h, none.id);
   expect(noneRow).toMatchObject({ status: 'upstream_error', error_code: 'batch_expired', cost_micros: 0 });
+}, 60_000);
+
+it("refuses Message Batches in Anthropic's shape when no Anthropic upstream is configured, never forwarding them", async () => {
+  const h = await harness(false);
+  const client = anthropic(h, h.issueKey('nowhere'));
+  const before = creates();
+  const refused = await client.messages.batches.create({ requests: requests(1) }).catch((e: unknown) => e);
+  expect(refused).toBeInstanceOf(Anthropic.InternalServerError);
+  expect((refused as InstanceType<typeof Anthropic.APIError>).status).toBe(502);
+  expect(((refused as InstanceType<typeof Anthropic.APIError>).error as { type: string }).type).toBe('error');
+  await expect(client.messages.batches.list()).rejects.toMatchObject({ status: 502 });
+  expect(creates()).toBe(before);
 }, 60_000);
