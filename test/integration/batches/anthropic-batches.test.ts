@@ -3,8 +3,9 @@
  * upstream's Message Batches API (docs/batches.md): a batch is checked and priced item by item,
  * admitted whole at its worst case before the upstream sees it (or refused, saying what it would
  * cost), and settled from its results once it has ended: the ledger row equals what the fake
- * billed at half price, cache writes included, to the micro-dollar. A key sees only its own
- * batches; a batch of two models is refused, since its ledger row names one.
+ * billed at half price, cache writes included, to the micro-dollar — also when the client deletes
+ * it first. A key sees only its own batches, listed in Anthropic's pages; a batch of two models is
+ * refused, since its ledger row names one.
  */
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
@@ -28,10 +29,10 @@ afterAll(async () => {
   await fake.close();
 });
 
-/** A Tollgate in front of the fake, with its Anthropic upstream unless `withAnthropic` is false. */
-async function harness(withAnthropic = true): Promise<Harness> {
+/** A Tollgate in front of the fake, with its Anthropic upstream unless `withAnthropic` is false; its follower looks every `poll`. */
+async function harness(withAnthropic = true, poll = '20ms'): Promise<Harness> {
   const anthropicUpstream = { TOLLGATE_ANTHROPIC_URL: `http://127.0.0.1:${fake.port}`, TOLLGATE_ANTHROPIC_KEY: UPSTREAM_KEY };
-  const started = await startHarness(fake, tempDatabasePath().path, { TOLLGATE_BATCH_POLL: '20ms', ...(withAnthropic ? anthropicUpstream : {}) });
+  const started = await startHarness(fake, tempDatabasePath().path, { TOLLGATE_BATCH_POLL: poll, ...(withAnthropic ? anthropicUpstream : {}) });
   open.push(started);
   return started;
 }
@@ -228,6 +229,41 @@ it('bills an expired, partly failed batch and a cancelled one for the requests t
   const none = await client.messages.batches.create({ requests: requests(2) }, scenario('batchExpireAfter=0'));
   const noneRow = await settled(h, none.id);
   expect(noneRow).toMatchObject({ status: 'upstream_error', error_code: 'batch_expired', cost_micros: 0 });
+}, 60_000);
+
+it("lists a key's batches newest first in pages, forwards and back, in Anthropic's list shape", async () => {
+  const h = await harness();
+  const client = anthropic(h, h.issueKey('lister'));
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i += 1) ids.push((await client.messages.batches.create({ requests: requests(1) })).id);
+  const newest = [...ids].reverse();
+  const first = await client.messages.batches.list({ limit: 2 });
+  expect(first.data.map((b) => b.id)).toEqual(newest.slice(0, 2));
+  expect({ has_more: first.has_more, first_id: first.first_id, last_id: first.last_id }).toEqual({ has_more: true, first_id: newest[0], last_id: newest[1] });
+  const rest = await client.messages.batches.list({ limit: 2, after_id: newest[1]! });
+  expect(rest.data.map((b) => b.id)).toEqual([newest[2]]);
+  expect(rest.has_more).toBe(false);
+  const back = await client.messages.batches.list({ limit: 1, before_id: newest[2]! });
+  expect(back.data.map((b) => b.id)).toEqual([newest[1]]);
+  expect(back.has_more).toBe(true);
+  // The SDK's own paging walks them all.
+  const all: string[] = [];
+  for await (const batch of client.messages.batches.list({ limit: 1 })) all.push(batch.id);
+  expect(all).toEqual(newest);
+  for (const id of ids) await settled(h, id);
+}, 60_000);
+
+it('settles an ended batch from its results before its client deletes it upstream', async () => {
+  // The follower looks once at start and then not for an hour: only the delete settles it.
+  const h = await harness(true, '1h');
+  const client = anthropic(h, h.issueKey('tidy'));
+  const batch = await client.messages.batches.create({ requests: requests(2) });
+  await waitFor(async () => (await client.messages.batches.retrieve(batch.id)).processing_status === 'ended', 'the batch to end', 20_000);
+  expect(batchRow(h, batch.id)).toBeUndefined();
+  await client.messages.batches.delete(batch.id);
+  const row = batchRow(h, batch.id)!;
+  expect(row).toMatchObject({ status: 'ok', cost_micros: billedAtBatchPrice(h, batch.id) });
+  expect(row.cost_micros).toBeLessThan(row.est_cost_micros);
 }, 60_000);
 
 it("refuses Message Batches in Anthropic's shape when no Anthropic upstream is configured, never forwarding them", async () => {
