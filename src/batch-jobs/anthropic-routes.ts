@@ -145,8 +145,8 @@ async function createBatch(c: Context<AppEnv>, deps: PipelineDeps, batches: Anth
 async function priceBatch(body: Record<string, unknown>, request: RequestContext, deps: PipelineDeps): Promise<PricedBatch> {
   const items = body['requests'];
   if (!Array.isArray(items)) {
-    const error = items === undefined ? "Missing required parameter: 'requests'." : "Invalid type for 'requests': expected an array.";
-    throw new TollgateError('invalid_request', `requests: ${error}`, { param: 'requests' });
+    const message = items === undefined ? "Missing required parameter: 'requests'." : "Invalid type for 'requests': expected an array.";
+    throw new TollgateError('invalid_request', message, { param: 'requests' });
   }
   const checks = new AnthropicBatchRequests();
   const cost = new BatchCost();
