@@ -234,6 +234,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const batches = createBatchJobs({
     store: openBatchStore(backend),
     upstream,
+    anthropic: probedAnthropic?.upstream,
     ledger,
     prices: config.prices,
     now,

@@ -1,12 +1,16 @@
 /**
- * Follows OpenAI batches until they end, then settles each once. A batch's
- * pending ledger row holds its worst case (admit-batch.ts) until the batch is
- * terminal — `completed`, `failed`, `expired` or `cancelled` — whether or not
- * its client ever looks again. Then its output file's lines are read as they
- * stream, each line's reported usage priced at the batch price (the provider
- * bills the lines it answered; errored and unprocessed lines bill nothing),
- * and the row is settled with the sum: marked `service_tier = batch` and the
- * batch's id as its upstream request id (docs/batches.md).
+ * Follows batches until they end, then settles each once. A batch's pending
+ * ledger row holds its worst case (admit-batch.ts) until the batch is
+ * terminal — OpenAI's `completed`, `failed`, `expired` or `cancelled`,
+ * Anthropic's `processing_status: ended` — whether or not its client ever
+ * looks again. Then its results are read line by line as they stream (OpenAI's
+ * output file, Anthropic's results), each answered line's reported usage
+ * priced at the batch price (the provider bills the lines it answered; errored,
+ * canceled, expired and unprocessed lines bill nothing), and the row is settled
+ * with the sum: marked `service_tier = batch` and the batch's id as its
+ * upstream request id (docs/batches.md). Anthropic's usage is read by the
+ * Messages dialect's reader, so cache reads and writes are priced as they are
+ * for a synchronous message.
  *
  * Jobs survive restarts and are followed by one process: each is claimed in
  * the batch store (src/storage/batches.ts) for `claimMs`, renewed while held
@@ -19,7 +23,10 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { batchPriceOf } from '../batches/batch-estimate.js';
 import type { BudgetReservation } from '../budgets/shared-budgets.js';
+import { readAnthropicUsage } from '../dialects/anthropic-usage.js';
 import { readUsage, type Usage } from '../dialects/usage.js';
+import { defaultToolRates } from '../estimate/price-fallbacks.js';
+import type { ModelPrice, ToolRates } from '../estimate/price-types.js';
 import { costMicroUsd, resolvePrice, type PriceTable } from '../estimate/prices.js';
 import type { Logger } from '../logger.js';
 import type { BatchJobRecord, BatchStore } from '../storage/batches.js';
@@ -34,7 +41,10 @@ interface FollowSettings {
 }
 
 export interface FollowerDeps {
+  /** Where OpenAI batches are (the first OpenAI upstream). */
   readonly upstream: Upstream;
+  /** Where Anthropic's Message Batches are; absent = none are followed (none can be created). */
+  readonly anthropic?: Upstream | undefined;
   readonly store: BatchStore;
   readonly ledger: LedgerWriter;
   readonly prices: PriceTable;
@@ -60,11 +70,41 @@ export interface BatchBill {
 
 const NOTHING: Usage = { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0 };
 
+/** Sums a batch's billed lines. */
+class BillSum {
+  lines = 0;
+  costMicros = 0;
+  private readonly usage = { promptTokens: 0, cachedTokens: 0, completionTokens: 0, reasoningTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0 };
+
+  add(used: Usage, costMicros: number): void {
+    this.lines += 1;
+    this.costMicros += costMicros;
+    this.usage.promptTokens += used.promptTokens;
+    this.usage.cachedTokens += used.cachedTokens;
+    this.usage.completionTokens += used.completionTokens;
+    this.usage.reasoningTokens += used.reasoningTokens;
+    this.usage.cacheWrite5mTokens += used.cacheWrite5mTokens ?? 0;
+    this.usage.cacheWrite1hTokens += used.cacheWrite1hTokens ?? 0;
+  }
+
+  bill(): BatchBill {
+    const { cacheWrite5mTokens, cacheWrite1hTokens, ...tokens } = this.usage;
+    const usage: Usage = {
+      ...tokens,
+      ...(cacheWrite5mTokens > 0 ? { cacheWrite5mTokens } : {}),
+      ...(cacheWrite1hTokens > 0 ? { cacheWrite1hTokens } : {}),
+    };
+    return { lines: this.lines, usage, costMicros: this.costMicros };
+  }
+}
+
 export class BatchFollower {
   private readonly deps: FollowerDeps;
   /** Live reservations in Redis of batches this process admitted, settled with the bill. */
   private readonly reservations = new Map<string, BudgetReservation>();
   private readonly held = new Set<string>();
+  /** Looks under way, by batch id (a scan's and a delete's never read one batch's results twice at once). */
+  private readonly looking = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
   private closed = false;
@@ -129,8 +169,27 @@ export class BatchFollower {
     }
   }
 
-  /** Asks the upstream how the batch stands; settles it when it has ended. */
-  private async follow(job: BatchJobRecord): Promise<void> {
+  /**
+   * Looks at one batch of this node now and settles it if it has ended: before its client deletes
+   * it upstream, which forgets its results. Throws when the upstream cannot be asked.
+   */
+  async followNow(job: BatchJobRecord): Promise<void> {
+    if (job.settledAt !== null || job.node !== this.deps.node || this.closed) return;
+    await this.follow(job);
+  }
+
+  /** Asks the upstream how the batch stands; settles it when it has ended. One look per batch at a time. */
+  private follow(job: BatchJobRecord): Promise<void> {
+    let looking = this.looking.get(job.id);
+    if (looking === undefined) {
+      looking = (job.provider === 'anthropic' ? this.followAnthropic(job) : this.followOpenAi(job)).finally(() => this.looking.delete(job.id));
+      this.looking.set(job.id, looking);
+    }
+    return looking;
+  }
+
+  /** An OpenAI batch: settled from its output file once terminal. */
+  private async followOpenAi(job: BatchJobRecord): Promise<void> {
     const response = await this.deps.upstream.send({
       method: 'GET',
       path: `/batches/${encodeURIComponent(job.id)}`,
@@ -165,20 +224,63 @@ export class BatchFollower {
       throw new Error(`the output file could not be read (${response.status})`);
     }
     const price = batchPriceOf(resolvePrice(job.model, this.deps.prices));
-    let lines = 0;
-    let costMicros = 0;
-    const usage = { ...NOTHING };
+    const sum = new BillSum();
     for await (const line of createInterface({ input: response.body, crlfDelay: Infinity })) {
       const used = lineUsage(line);
-      if (used === undefined) continue;
-      lines += 1;
-      costMicros += costMicroUsd(used, price);
-      usage.promptTokens += used.promptTokens;
-      usage.cachedTokens += used.cachedTokens;
-      usage.completionTokens += used.completionTokens;
-      usage.reasoningTokens += used.reasoningTokens;
+      if (used !== undefined) sum.add(used, costMicroUsd(used, price));
     }
-    return { lines, usage, costMicros };
+    return sum.bill();
+  }
+
+  /**
+   * An Anthropic Message Batch: settled from its results once `ended` — `ok` when a request
+   * succeeded, else `upstream_error` with `batch_canceled`, `batch_expired` or `batch_errored`.
+   */
+  private async followAnthropic(job: BatchJobRecord): Promise<void> {
+    const anthropic = this.deps.anthropic;
+    if (anthropic === undefined) throw new Error('no Anthropic upstream is configured to follow this Message Batch');
+    const path = `/messages/batches/${encodeURIComponent(job.id)}`;
+    const response = await anthropic.send({ method: 'GET', path, headers: {}, signal: AbortSignal.timeout(30_000) });
+    const text = await readAll(response.body, 1024 * 1024);
+    if (response.status === 404) {
+      // The provider no longer knows it: settled at its reservation, never under what it may have billed.
+      await this.settle(job, { lines: 0, usage: NOTHING, costMicros: job.reservedMicros }, 'upstream_error', 'batch_not_found');
+      return;
+    }
+    if (response.status < 200 || response.status >= 300) throw new Error(`the upstream answered ${response.status}`);
+    const batch = JSON.parse(text) as { processing_status?: unknown };
+    const status = typeof batch.processing_status === 'string' ? batch.processing_status : 'unknown';
+    if (status !== job.status) await this.deps.store.noteStatus(job.id, status);
+    if (status !== 'ended') return;
+    const { bill, ends } = await this.anthropicBillOf(job, anthropic, `${path}/results`);
+    if (ends.has(UNREAD)) {
+      // A request billed what Tollgate cannot read: the batch is settled at its reservation, never under.
+      this.deps.logger.warn({ batchId: job.id, requestId: job.requestId }, 'a succeeded batch request reported no usage; settled at the reservation');
+      return this.settle(job, { ...bill, costMicros: Math.max(bill.costMicros, job.reservedMicros) }, 'ok', undefined);
+    }
+    if (bill.lines > 0) return this.settle(job, bill, 'ok', undefined);
+    const end = ends.has('canceled') ? 'canceled' : ends.has('expired') ? 'expired' : 'errored';
+    await this.settle(job, bill, 'upstream_error', `batch_${end}`);
+  }
+
+  /** Reads a Message Batch's results line by line: each succeeded request's usage at the batch price, and how the others ended. */
+  private async anthropicBillOf(job: BatchJobRecord, anthropic: Upstream, path: string): Promise<{ bill: BatchBill; ends: Set<string> }> {
+    const response = await anthropic.send({ method: 'GET', path, headers: {}, signal: AbortSignal.timeout(10 * 60_000) });
+    if (response.status < 200 || response.status >= 300) {
+      response.body.resume();
+      throw new Error(`the batch's results could not be read (${response.status})`);
+    }
+    const price = batchPriceOf(resolvePrice(job.model, this.deps.prices));
+    const toolRates = defaultToolRates(this.deps.prices.tools);
+    const sum = new BillSum();
+    const ends = new Set<string>();
+    for await (const line of createInterface({ input: response.body, crlfDelay: Infinity })) {
+      const result = anthropicResult(line, price, toolRates);
+      if (result === undefined) continue;
+      if (result.usage === undefined) ends.add(result.type);
+      else sum.add(result.usage, result.costMicros);
+    }
+    return { bill: sum.bill(), ends };
   }
 
   /** Settles the row once, then marks the job settled (a crash in between settles nothing twice: the row is no longer pending). */
@@ -193,6 +295,8 @@ export class BatchFollower {
       cachedTokens: bill.usage.cachedTokens,
       completionTokens: bill.usage.completionTokens,
       reasoningTokens: bill.usage.reasoningTokens,
+      ...(bill.usage.cacheWrite5mTokens === undefined ? {} : { cacheWrite5mTokens: bill.usage.cacheWrite5mTokens }),
+      ...(bill.usage.cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens: bill.usage.cacheWrite1hTokens }),
       serviceTier: 'batch',
       costMicros: bill.costMicros,
       usageSource: 'reported',
@@ -223,6 +327,34 @@ export function lineUsage(line: string): Usage | undefined {
   if (response === null || response === undefined || typeof response.status_code !== 'number') return undefined;
   if (response.status_code < 200 || response.status_code >= 300) return undefined;
   return readUsage(response.body?.usage);
+}
+
+/** How a succeeded request without readable usage ends (it bills what Tollgate cannot price). */
+const UNREAD = 'succeeded_without_usage';
+
+/**
+ * One line of a Message Batch's results: a `succeeded` request's usage (the Messages dialect's
+ * reader: cache reads and writes apart) and its cost at `price`; other results (`errored`,
+ * `canceled`, `expired`) bill nothing and only say how the request ended.
+ */
+export function anthropicResult(
+  line: string,
+  price: ModelPrice,
+  toolRates: ToolRates,
+): { readonly type: string; readonly usage?: Usage; readonly costMicros: number } | undefined {
+  if (line.trim() === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const result = (parsed as { result?: { type?: unknown; message?: { usage?: unknown } | null } | null } | null)?.result;
+  if (result === null || result === undefined || typeof result.type !== 'string') return undefined;
+  if (result.type !== 'succeeded') return { type: result.type, costMicros: 0 };
+  const usage = readAnthropicUsage(result.message?.usage);
+  if (usage === undefined) return { type: UNREAD, costMicros: 0 };
+  return { type: 'succeeded', usage, costMicros: costMicroUsd(usage, price, toolRates) };
 }
 
 async function readAll(body: Readable, limit: number): Promise<string> {

@@ -1,7 +1,8 @@
 /**
  * Batch jobs through the proxy (docs/batches.md), put together for the
  * request path by the composition root: OpenAI's Files and Batch routes
- * (openai-routes.ts), each batch admitted whole at its worst case
+ * (openai-routes.ts) and Anthropic's Message Batches (anthropic-routes.ts),
+ * each batch admitted whole at its worst case
  * (admit-batch.ts) and settled from its results by the follower
  * (follower.ts), which survives restarts through the batch store's claims.
  */
@@ -15,6 +16,7 @@ import type { PipelineDeps } from '../pipeline/deps.js';
 import type { BatchStore } from '../storage/batches.js';
 import type { LedgerWriter } from '../storage/ledger.js';
 import type { Upstream } from '../upstreams/pool.js';
+import { mountAnthropicBatchRoutes } from './anthropic-routes.js';
 import { BatchFollower } from './follower.js';
 import { mountBatchRoutes } from './openai-routes.js';
 
@@ -36,6 +38,8 @@ export interface BatchJobs {
 export function createBatchJobs(deps: {
   readonly store: BatchStore;
   readonly upstream: Upstream;
+  /** Where Anthropic's Message Batches go; absent = not configured (their routes refuse, as /v1/messages does). */
+  readonly anthropic?: Upstream | undefined;
   readonly ledger: LedgerWriter;
   readonly prices: PriceTable;
   readonly now: () => number;
@@ -48,6 +52,7 @@ export function createBatchJobs(deps: {
   const node = deps.databasePath === undefined ? `memory:${randomUUID()}` : `${hostname()}:${deps.databasePath}`;
   const follower = new BatchFollower({
     upstream: deps.upstream,
+    anthropic: deps.anthropic,
     store: deps.store,
     ledger: deps.ledger,
     prices: deps.prices,
@@ -60,7 +65,17 @@ export function createBatchJobs(deps: {
   });
   return {
     follower,
-    mount: (routes, pipeline) => mountBatchRoutes(routes, pipeline, { store: deps.store, follower, node, maxFileBytes: deps.settings.maxFileBytes }),
+    mount(routes, pipeline) {
+      mountBatchRoutes(routes, pipeline, { store: deps.store, follower, node, maxFileBytes: deps.settings.maxFileBytes });
+      mountAnthropicBatchRoutes(routes, pipeline, {
+        store: deps.store,
+        follower,
+        node,
+        maxBodyBytes: deps.settings.maxFileBytes,
+        anthropic: deps.anthropic,
+        logger: deps.logger,
+      });
+    },
     start: () => follower.start(),
     close: () => follower.close(),
   };

@@ -20,18 +20,28 @@ import type { AppEnv } from '../app-env.js';
 import { checkModelAllowed } from '../domain/caller.js';
 import { TollgateError } from '../domain/errors.js';
 import type { Endpoint } from '../endpoints.js';
-import { toClientHeaders, toUpstreamHeaders } from '../http/headers.js';
+import { toClientHeaders } from '../http/headers.js';
 import { authenticate } from '../pipeline/authenticate.js';
 import type { RequestContext } from '../pipeline/context.js';
 import { countRequest } from '../pipeline/count-request.js';
 import type { PipelineDeps } from '../pipeline/deps.js';
 import type { BatchFileRecord, BatchStore } from '../storage/batches.js';
-import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
-import { redactProviderAccount } from '../upstreams/redact.js';
+import type { UpstreamResponse } from '../upstreams/pool.js';
 import { openAiBatchTarget } from '../batches/batch-lines.js';
 import { admitBatch } from './admit-batch.js';
 import type { BatchFollower } from './follower.js';
 import { streamUpload } from './upload.js';
+import {
+  createUpstreamBatch,
+  ok,
+  readAnswer,
+  relayAnswer,
+  sendCall,
+  stringField,
+  upstreamHeadersOf,
+  withLimitHeaders,
+  type UpstreamCall,
+} from './upstream-calls.js';
 
 export interface BatchRouteDeps {
   readonly store: BatchStore;
@@ -127,23 +137,9 @@ async function createBatch(c: Context<AppEnv>, deps: PipelineDeps, batches: Batc
     },
     deps,
   );
-  let response: UpstreamResponse;
-  let answer: Buffer;
-  try {
-    response = await send(request, deps, { method: 'POST', path: '/batches', body: bytes }, admitted.headers);
-    answer = await readAnswer(response, admitted.headers);
-  } catch (error) {
-    nothingBilled(request, deps, error instanceof TollgateError ? error.code : 'upstream_error');
-    admitted.reservation?.release();
-    throw error;
-  }
-  const id = ok(response) ? stringField(answer, 'id') : undefined;
-  if (id === undefined) {
-    // The upstream refused it (or answered what is no batch): nothing runs, nothing is billed.
-    nothingBilled(request, deps, `upstream_${response.status}`);
-    admitted.reservation?.release();
-    return relayAnswer(request, response, answer, admitted.headers);
-  }
+  const { response, answer, id } = await createUpstreamBatch(request, deps, deps.upstream, { method: 'POST', path: '/batches', body: bytes }, admitted);
+  // The upstream refused it (or answered what is no batch): nothing runs, nothing is billed.
+  if (id === undefined) return relayAnswer(request, response, answer, admitted.headers);
   await batches.store.addJob({
     id,
     provider: 'openai',
@@ -217,85 +213,8 @@ async function noteResultFiles(answer: Buffer, keyId: string, at: number, store:
   }
 }
 
-/** Settles the batch's row at nothing: the upstream never took it. */
-function nothingBilled(request: RequestContext, deps: PipelineDeps, errorCode: string): void {
-  const completedAt = deps.now();
-  deps.ledger.complete({
-    requestId: request.requestId,
-    completedAt,
-    status: 'upstream_error',
-    httpStatus: null,
-    promptTokens: 0,
-    cachedTokens: 0,
-    completionTokens: 0,
-    reasoningTokens: 0,
-    serviceTier: 'batch',
-    costMicros: 0,
-    usageSource: 'none',
-    latencyMs: completedAt - request.startedAt,
-    ttftMs: null,
-    upstreamRequestId: null,
-    errorCode: errorCode.slice(0, 64),
-  });
-}
-
-async function send(
-  request: RequestContext,
-  deps: PipelineDeps,
-  call: { readonly method: 'GET' | 'POST' | 'DELETE'; readonly path: string; readonly body?: Buffer },
-  limitHeaders: Record<string, string>,
-): Promise<UpstreamResponse> {
-  try {
-    return await deps.upstream.send({
-      method: call.method,
-      path: call.path,
-      headers: upstreamHeadersOf(request, call.body !== undefined),
-      ...(call.body === undefined ? {} : { body: call.body }),
-      signal: request.client.abort.signal,
-      owner: request.caller.key.id,
-    });
-  } catch (error) {
-    throw withHeaders(toUpstreamError(error), limitHeaders);
-  }
-}
-
-function upstreamHeadersOf(request: RequestContext, hasBody: boolean): Record<string, string> {
-  return { ...toUpstreamHeaders(request.client.headers, hasBody), 'x-client-request-id': request.requestId };
-}
-
-/** A small JSON answer, whole (an error, a file or batch object). */
-async function readAnswer(response: UpstreamResponse, limitHeaders: Record<string, string>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  try {
-    for await (const chunk of response.body) chunks.push(chunk as Buffer);
-  } catch (error) {
-    throw withHeaders(toUpstreamError(error), limitHeaders);
-  }
-  return Buffer.concat(chunks);
-}
-
-function relayAnswer(request: RequestContext, response: UpstreamResponse, answer: Buffer, limitHeaders: Record<string, string>): Response {
-  // Error answers name the proxy's provider account: masked, as on the proxy routes.
-  const body = ok(response) ? answer : redactProviderAccount(answer);
-  const headers = toClientHeaders(response.headers, request.requestId, false, response.status);
-  if (body !== answer) delete headers['content-length'];
-  return new Response(new Uint8Array(body.buffer as ArrayBuffer, body.byteOffset, body.byteLength), {
-    status: response.status,
-    headers: { ...headers, ...limitHeaders },
-  });
-}
-
-async function withLimitHeaders<T>(headers: Record<string, string>, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    if (error instanceof TollgateError) throw withHeaders(error, headers);
-    throw error;
-  }
-}
-
-function ok(response: UpstreamResponse): boolean {
-  return response.status >= 200 && response.status < 300;
+function send(request: RequestContext, deps: PipelineDeps, call: UpstreamCall, limitHeaders: Record<string, string>): Promise<UpstreamResponse> {
+  return sendCall(request, deps.upstream, call, limitHeaders);
 }
 
 function parseObject(bytes: Buffer): Record<string, unknown> {
@@ -310,23 +229,10 @@ function parseObject(bytes: Buffer): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
-function stringField(answer: Buffer, field: string): string | undefined {
-  try {
-    const value = (JSON.parse(answer.toString('utf8')) as Record<string, unknown>)[field];
-    return typeof value === 'string' ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 function fileNotFound(id: string, headers: Record<string, string>): TollgateError {
   return new TollgateError('file_not_found', `No such File object: ${id.slice(0, 200)}`, { param: 'id', headers });
 }
 
 function batchNotFound(id: string, headers: Record<string, string>): TollgateError {
   return new TollgateError('batch_not_found', `No such Batch object: ${id.slice(0, 200)}`, { param: 'id', headers });
-}
-
-function withHeaders(error: TollgateError, headers: Record<string, string>): TollgateError {
-  return new TollgateError(error.code, error.message, { param: error.param, headers: { ...headers, ...error.headers }, cause: error.cause });
 }
