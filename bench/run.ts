@@ -4,7 +4,7 @@
  * sections (proxy, estimate, ledger, limits, redis, dashboard, streams, pg-scale, workers, targets, batch-upload), or name
  * them: `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) and the
  * PostgreSQL one at 10M rows (bench/pg-scale.ts) and the stream targets with their stall run
- * (bench/targets.ts) take minutes, and the batch upload (bench/batch-upload.ts) writes 160 MB
+ * (bench/targets.ts) take minutes, and the batch upload (bench/batch-upload.ts) writes 165 MB
  * of files, so they run only when named.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
