@@ -60,7 +60,7 @@ const WORDS = (
  * a chat request whose message is made-up prose, different on every line, so
  * no count cache helps (as in a real file).
  */
-export function batchLine(index: number, lineBytes: number, random: () => number): string {
+function batchLine(index: number, lineBytes: number, random: () => number): string {
   const frame = (content: string): string =>
     JSON.stringify({
       custom_id: `q-${index}`,
