@@ -3,8 +3,9 @@
  * streams to the upstream as it arrives, and on the way each JSONL line is
  * checked and priced at its worst case (src/batches/), so that creating a
  * batch from the file can be admitted at once, all or none. Nothing holds the
- * file: the memory used is one line, one chunk held back, and the streams'
- * buffers, whatever the file's size (bench/batch-upload.ts measures it).
+ * file: the memory used is one line, one chunk held back, the streams'
+ * buffers, and the `custom_id`s seen (bounded by the 50,000 lines a file may
+ * have), whatever the file's size (bench/batch-upload.ts measures it).
  *
  * The last chunk received is held back until every line has been judged:
  * without it the upstream never sees the end of the multipart body, so a file
