@@ -96,7 +96,7 @@ export function stringField(answer: Buffer, field: string): string | undefined {
 }
 
 /** Settles the batch's row at nothing: the upstream never took it. */
-export function nothingBilled(request: RequestContext, deps: PipelineDeps, errorCode: string): void {
+function nothingBilled(request: RequestContext, deps: PipelineDeps, errorCode: string): void {
   const completedAt = deps.now();
   deps.ledger.complete({
     requestId: request.requestId,
@@ -117,7 +117,7 @@ export function nothingBilled(request: RequestContext, deps: PipelineDeps, error
   });
 }
 
-export function withHeaders(error: TollgateError, headers: Record<string, string>): TollgateError {
+function withHeaders(error: TollgateError, headers: Record<string, string>): TollgateError {
   return new TollgateError(error.code, error.message, { param: error.param, headers: { ...headers, ...error.headers }, cause: error.cause });
 }
 
