@@ -87,7 +87,8 @@ async function settled(h: Harness, batchId: string): Promise<NonNullable<ReturnT
 
 it('admits a batch that fits at its worst case, and settles it from its output file to the micro-dollar', async () => {
   const h = await harness();
-  const client = h.client(h.issueKey('evals', { limits: [], budget: { microUsd: 1_000_000, period: 'month' } }));
+  const key = h.issueKey('evals', { limits: [], budget: { microUsd: 1_000_000, period: 'month' } });
+  const client = h.client(key);
   const fileId = await upload(client, inputFile(3));
   const { data: batch, response } = await client.batches
     .create({ input_file_id: fileId, endpoint: '/v1/chat/completions', completion_window: '24h' })
@@ -101,8 +102,15 @@ it('admits a batch that fits at its worst case, and settles it from its output f
   expect(pending.est_cost_micros).toBeGreaterThan(0);
   expect(pending.est_cost_micros).toBeLessThanOrEqual(costMicroUsd({ promptTokens: 3 * 100, cachedTokens: 0, completionTokens: 3 * 40 }, price));
 
+  // While it runs, the budget holds the whole worst case.
+  const keyId = h.tollgate.keys.lookup(key)!.id;
+  const spent = () => h.tollgate.spend.spent({ level: 'key', id: keyId }, 'month', Date.now());
+  expect(spent()).toBe(pending.est_cost_micros);
+
   const row = await settled(h, batch.id);
   expect(row.status).toBe('ok');
+  // Settled: the budget holds what the batch cost, the rest of the reservation released.
+  await waitFor(() => spent() === row.cost_micros, 'the budget to hold the actual cost');
   expect(row.service_tier).toBe('batch');
   expect(row.cost_micros).toBe(billedAtBatchPrice(h, batch.id));
   expect(row.cost_micros).toBeGreaterThan(0);
