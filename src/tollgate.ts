@@ -26,6 +26,8 @@ import { BodyIntake, LARGE_BODY_BYTES } from './http/body-intake.js';
 import { closeEstimator, encodingForModel, warmEstimator, type EncodingName } from './estimate/index.js';
 import { resolvePrice } from './estimate/prices.js';
 import { KeyCache } from './keys/cache.js';
+import { callerFor } from './keys/caller.js';
+import { PolicyError } from './domain/policy.js';
 import { SqliteKeyStore } from './storage/sqlite/keys.js';
 import { openBatchStore, openKeyStore, openSharedStorage, type Backend } from './storage/index.js';
 import type { ReconciliationReport } from './reconcile/store.js';
@@ -241,6 +243,12 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     logger,
     settings: config.batches,
     databasePath: database.path === ':memory:' ? undefined : database.path,
+    // A batch's spend is no request's: the alert monitor is told of it here.
+    onSettled: (keyId) => {
+      const key = keyStore.authKeyById(keyId);
+      if (alerts === undefined || key === undefined || key.policy instanceof PolicyError) return;
+      alerts.monitor.noteSpend(callerFor(key, keys));
+    },
   });
   const pipeline: PipelineDeps = {
     keys,

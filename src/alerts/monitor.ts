@@ -87,6 +87,13 @@ export class AlertMonitor {
 
   constructor(private readonly deps: MonitorDeps) {}
 
+  /** Spend that is no request's settlement (a batch settled from its results): the key is judged at the next tick. */
+  noteSpend(caller: Caller): void {
+    const before = this.noted.get(caller.key.id);
+    this.noted.set(caller.key.id, { caller, refusedByBudget: before?.refusedByBudget ?? false, lastAt: (this.deps.wallClock ?? Date.now)() });
+    this.globalNoted = true;
+  }
+
   /** The request path's only part: remember who spent. */
   readonly listener: FinishedListener = (event) => {
     const refusedByBudget = event.kind === 'refused' && event.reason === 'budget';

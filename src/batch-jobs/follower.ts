@@ -55,6 +55,8 @@ export interface FollowerDeps {
   readonly node: string;
   /** This process, as a claim holder. */
   readonly holder: string;
+  /** Told of each batch settled (its key's spend changed: the alert monitor judges it). */
+  readonly onSettled?: ((keyId: string) => void) | undefined;
 }
 
 const TERMINAL = new Set(['completed', 'failed', 'expired', 'cancelled']);
@@ -311,6 +313,7 @@ export class BatchFollower {
     await this.deps.store.markSettled(job.id, completedAt);
     this.held.delete(job.id);
     this.deps.logger.info({ batchId: job.id, requestId: job.requestId, lines: bill.lines, costMicros: bill.costMicros }, 'batch settled');
+    this.deps.onSettled?.(job.keyId);
   }
 }
 

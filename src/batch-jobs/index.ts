@@ -47,6 +47,8 @@ export function createBatchJobs(deps: {
   readonly settings: BatchSettings;
   /** The node's own database file (its ledger), which names the node; undefined in memory. */
   readonly databasePath: string | undefined;
+  /** Told of each batch settled, by its key (the alert monitor judges the key's new spend). */
+  readonly onSettled?: ((keyId: string) => void) | undefined;
 }): BatchJobs {
   // A node is its host and its database file: the processes that share the file share its ledger.
   const node = deps.databasePath === undefined ? `memory:${randomUUID()}` : `${hostname()}:${deps.databasePath}`;
@@ -60,6 +62,7 @@ export function createBatchJobs(deps: {
     logger: deps.logger,
     node,
     holder: randomUUID(),
+    onSettled: deps.onSettled,
     // A claim outlives a few looks, so a busy process keeps it; a crashed one's lapses soon after.
     settings: { pollMs: deps.settings.pollMs, claimMs: Math.max(1000, 4 * deps.settings.pollMs) },
   });
