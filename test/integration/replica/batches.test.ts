@@ -67,6 +67,9 @@ it('a batch created through one node is seen through another by its key only, an
       { status: string; cost_micros: number } | undefined;
   await waitFor(() => row()?.status === 'ok', 'node B to settle its batch', 20_000);
   expect(row()!.cost_micros).toBeGreaterThan(0);
+  // The row is on disk before the job is marked settled in PostgreSQL and the line is logged.
+  await b.tollgate.batches.follower.scan();
+  await waitFor(() => b.logs.lines.some((l) => l.msg === 'batch settled' && l.batchId === batch.id), "node B's settlement log line");
   await a.tollgate.batches.follower.scan();
   expect(a.logs.lines.filter((l) => l.msg === 'batch settled')).toHaveLength(0);
   expect(b.logs.lines.filter((l) => l.msg === 'batch settled' && l.batchId === batch.id)).toHaveLength(1);
