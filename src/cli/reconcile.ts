@@ -63,7 +63,9 @@ function formatReconcileReport(result: ReconcileResult): string {
     row.model,
     ...(result.byProject ? [row.project ?? '-'] : []),
     row.status,
-    pair(row.ledger, row.provider, (s) => count(s.requests)),
+    result.requestsCompared === false
+      ? `${row.ledger === null ? '-' : count(row.ledger.requests)} / -`
+      : pair(row.ledger, row.provider, (s) => count(s.requests)),
     pair(row.ledger, row.provider, (s) => count(s.inputTokens + s.outputTokens)),
     percentText(row.tokensDiffPercent),
     pair(row.ledger, row.provider, (s) => formatMicrosExact(s.costMicros)),
@@ -73,9 +75,9 @@ function formatReconcileReport(result: ReconcileResult): string {
   lines.push(rows.length === 0 ? 'Neither side has usage in this range.' : table(headers, rows));
   lines.push('');
   lines.push(
-    `Total: ledger ${count(result.totals.ledger.requests)} requests, ${formatMicrosExact(result.totals.ledger.costMicros)}; provider ${count(
-      result.totals.provider.requests,
-    )} requests, ${formatMicrosExact(result.totals.provider.costMicros)}.`,
+    `Total: ledger ${count(result.totals.ledger.requests)} requests, ${formatMicrosExact(result.totals.ledger.costMicros)}; provider ${
+      result.requestsCompared === false ? '' : `${count(result.totals.provider.requests)} requests, `
+    }${formatMicrosExact(result.totals.provider.costMicros)}.`,
   );
   if (result.priceFlags.length > 0) {
     lines.push('', 'Price table entries the provider disagrees with:', '');
@@ -104,6 +106,15 @@ function formatReconcileReport(result: ReconcileResult): string {
     );
   }
   return lines.join('\n');
+}
+
+interface ReconcileOptions {
+  readonly since: string;
+  readonly until?: string;
+  readonly tolerance?: string;
+  readonly json?: boolean;
+  readonly failOnDiff?: boolean;
+  readonly provider?: string;
 }
 
 const PROVIDERS = ['openai', 'anthropic'] as const;
@@ -153,57 +164,55 @@ export function registerReconcileCommand(program: Command): void {
     .option('--tolerance <percent>', 'how far the sides may differ before a cell is flagged (default $TOLLGATE_RECONCILE_TOLERANCE or 1)')
     .option('--json', 'print the report as JSON')
     .option('--fail-on-diff', 'exit with code 1 when any cell differs beyond the tolerance (for CI)')
-    .action(
-      async (options: { since: string; until?: string; tolerance?: string; json?: boolean; failOnDiff?: boolean; provider?: string }, command: Command) => {
-        const global = command.optsWithGlobals<GlobalOptions>();
-        if (global.url !== undefined) throw new CliError('reconcile reads the ledger file itself: run it on the proxy host, without --url', EXIT_USAGE);
-        const config = loadConfig();
-        const providers = providersToRead(config, options.provider);
-        let tolerancePercent = config.reconcile.tolerancePercent;
-        if (options.tolerance !== undefined) {
-          tolerancePercent = Number(options.tolerance);
-          if (!/^\d+(\.\d+)?$/.test(options.tolerance.trim()) || tolerancePercent > 100)
-            throw new CliError('--tolerance takes a percentage between 0 and 100', EXIT_USAGE);
-        }
-        const now = Date.now();
-        const since = parseUtcDay(options.since, now);
-        const until = options.until === undefined ? new Date(now).toISOString().slice(0, 10) : parseUtcDay(options.until, now);
-        // On replicas the result is stored in PostgreSQL, where every node's dashboard reads it; and
-        // without --db the ledger is PostgreSQL's too: every node's rows, not this host's share.
-        const pool = config.databaseUrl === undefined ? undefined : await openMigratedPg(config.databaseUrl);
-        const database = openDatabase(global.db ?? config.dbPath);
-        try {
-          const ledger: Backend = pool === undefined || global.db !== undefined ? { kind: 'sqlite', database } : { kind: 'postgres', database, pool };
-          const results: ReconcileResult[] = [];
-          for (const provider of providers) {
-            try {
-              const { result } = await runReconcile({
-                ledger: openLedgerCells(ledger),
-                results: openReconciliations(pool === undefined ? { kind: 'sqlite', database } : { kind: 'postgres', pool }),
-                provider,
-                range: { since, until },
-                mapping: config.reconcile.projects,
-                prices: config.prices,
-                tolerancePercent,
-                now,
-              });
-              results.push(result);
-            } catch (error) {
-              if (error instanceof ProviderReportError) throw new CliError(`the ${provider.name} report could not be read: ${error.message}`, 1);
-              throw error;
-            }
+    .action(async (options: ReconcileOptions, command: Command) => {
+      const global = command.optsWithGlobals<GlobalOptions>();
+      if (global.url !== undefined) throw new CliError('reconcile reads the ledger file itself: run it on the proxy host, without --url', EXIT_USAGE);
+      const config = loadConfig();
+      const providers = providersToRead(config, options.provider);
+      let tolerancePercent = config.reconcile.tolerancePercent;
+      if (options.tolerance !== undefined) {
+        tolerancePercent = Number(options.tolerance);
+        if (!/^\d+(\.\d+)?$/.test(options.tolerance.trim()) || tolerancePercent > 100)
+          throw new CliError('--tolerance takes a percentage between 0 and 100', EXIT_USAGE);
+      }
+      const now = Date.now();
+      const since = parseUtcDay(options.since, now);
+      const until = options.until === undefined ? new Date(now).toISOString().slice(0, 10) : parseUtcDay(options.until, now);
+      // On replicas the result is stored in PostgreSQL, where every node's dashboard reads it; and
+      // without --db the ledger is PostgreSQL's too: every node's rows, not this host's share.
+      const pool = config.databaseUrl === undefined ? undefined : await openMigratedPg(config.databaseUrl);
+      const database = openDatabase(global.db ?? config.dbPath);
+      try {
+        const ledger: Backend = pool === undefined || global.db !== undefined ? { kind: 'sqlite', database } : { kind: 'postgres', database, pool };
+        const results: ReconcileResult[] = [];
+        for (const provider of providers) {
+          try {
+            const { result } = await runReconcile({
+              ledger: openLedgerCells(ledger),
+              results: openReconciliations(pool === undefined ? { kind: 'sqlite', database } : { kind: 'postgres', pool }),
+              provider,
+              range: { since, until },
+              mapping: config.reconcile.projects,
+              prices: config.prices,
+              tolerancePercent,
+              now,
+            });
+            results.push(result);
+          } catch (error) {
+            if (error instanceof ProviderReportError) throw new CliError(`the ${provider.name} report could not be read: ${error.message}`, 1);
+            throw error;
           }
-          // One bill: its report, as before; both: an array of them (JSON) or one table after the other.
-          if (options.json) printJson(results.length === 1 ? results[0] : results);
-          else print(results.map(formatReconcileReport).join('\n\n'));
-          // The report is printed either way; only the exit code tells a CI job that the two sides disagree.
-          const differences = results.reduce((sum, result) => sum + result.differences, 0);
-          if (options.failOnDiff && differences > 0)
-            throw new CliError(`${differences} cell(s) differ beyond the ${tolerancePercent}% tolerance`, EXIT_DIFFERENCES);
-        } finally {
-          database.close();
-          await pool?.end();
         }
-      },
-    );
+        // One bill: its report, as before; both: an array of them (JSON) or one table after the other.
+        if (options.json) printJson(results.length === 1 ? results[0] : results);
+        else print(results.map(formatReconcileReport).join('\n\n'));
+        // The report is printed either way; only the exit code tells a CI job that the two sides disagree.
+        const differences = results.reduce((sum, result) => sum + result.differences, 0);
+        if (options.failOnDiff && differences > 0)
+          throw new CliError(`${differences} cell(s) differ beyond the ${tolerancePercent}% tolerance`, EXIT_DIFFERENCES);
+      } finally {
+        database.close();
+        await pool?.end();
+      }
+    });
 }

@@ -97,6 +97,8 @@ export interface ReconcileReport {
   /** Cells include the project (a mapping was configured). */
   readonly byProject: boolean;
   readonly tolerancePercent: number;
+  /** False when the provider counts no requests (Anthropic): its side's requests are 0 and not compared. Absent: true. */
+  readonly requestsCompared?: boolean;
   /** Every cell, differing ones first, then by day, model and project. */
   readonly rows: readonly ReconcileRow[];
   readonly differences: number;
@@ -253,6 +255,7 @@ export function compareWithProvider(ledgerCells: readonly LedgerCell[], report: 
     generatedAt: options.generatedAt,
     byProject: options.byProject,
     tolerancePercent,
+    requestsCompared: requestsCounted,
     rows,
     differences: rows.filter((row) => row.status !== 'match').length,
     priceFlags,

@@ -20,6 +20,8 @@ import { cli, type CliResult } from '../../support/cli.js';
 const ADMIN_KEY = 'sk-ant-admin01-reconcile-secret-4242424242';
 const SONNET = 'claude-sonnet-4-5';
 const HAIKU = 'claude-haiku-4-5';
+/** Only in the Message Batch: its lines bill at half price, which may end in half a micro-dollar. */
+const OPUS = 'claude-opus-4-1';
 // A long prompt, so the cache reads and writes the scenarios ask for fit in it. Their sizes
 // (reads a multiple of 10, 5-minute writes of 4) make every request's cost whole micro-dollars.
 const PROMPT = 'Tell me, in a few words, how many quick brown foxes jump over how many lazy dogs on a sunny day in the park. '.repeat(3);
@@ -50,7 +52,28 @@ async function message(proxy: TestProxy, body: Record<string, unknown>, scenario
   await response.text();
 }
 
-/** The same traffic on either proxy: cache writes of both TTLs, cache reads, a stream, two models, and one OpenAI chat. */
+/** A Message Batch of two lines with 5-minute cache writes; its one ledger row settles once it has ended. */
+async function batch(proxy: TestProxy): Promise<void> {
+  const params = {
+    model: OPUS,
+    max_tokens: 100,
+    messages: [{ role: 'user', content: [{ type: 'text', text: PROMPT, cache_control: { type: 'ephemeral' } }] }],
+  };
+  const response = await fetch(`${proxy.anthropicBaseURL}/v1/messages/batches`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': proxy.key, 'anthropic-version': '2023-06-01', 'x-fake-scenario': 'cacheWrite=8,batchMs=50' },
+    body: JSON.stringify({
+      requests: [
+        { custom_id: 'a', params },
+        { custom_id: 'b', params },
+      ],
+    }),
+  });
+  expect(response.status).toBe(200);
+  await response.text();
+}
+
+/** The same traffic on either proxy: cache writes of both TTLs, cache reads, a stream, two models, a batch, and one OpenAI chat. */
 async function sendTraffic(proxy: TestProxy): Promise<void> {
   const write5m = [{ role: 'user', content: [{ type: 'text', text: PROMPT, cache_control: { type: 'ephemeral' } }] }];
   const system1h = [{ type: 'text', text: 'Answer briefly.', cache_control: { type: 'ephemeral', ttl: '1h' } }];
@@ -67,15 +90,20 @@ async function sendTraffic(proxy: TestProxy): Promise<void> {
   });
   expect(chat.status).toBe(200);
   await chat.text();
+  await batch(proxy);
+  await waitFor(
+    () => {
+      const rows = ledgerRows(proxy);
+      return rows.length === 7 && rows.every((row) => row.status !== 'pending');
+    },
+    'every request and the batch to settle in the ledger',
+    15_000,
+  );
   await proxy.fake.settled();
-  await waitFor(() => {
-    const rows = ledgerRows(proxy);
-    return rows.length === 6 && rows.every((row) => row.status !== 'pending');
-  }, 'every request to settle in the ledger');
 }
 
 async function startProxy(deviations?: BillingDeviations): Promise<TestProxy> {
-  return startTestProxy({}, { fake: { billing: { adminKey: ADMIN_KEY, pageSize: 1, ...(deviations ? { deviations } : {}) } } });
+  return startTestProxy({ TOLLGATE_BATCH_POLL: '20ms' }, { fake: { billing: { adminKey: ADMIN_KEY, pageSize: 1, ...(deviations ? { deviations } : {}) } } });
 }
 
 beforeAll(async () => {
@@ -121,7 +149,7 @@ describe("Anthropic's bill against the ledger", () => {
     expect(result.provider).toBe('anthropic');
     expect(result.byProject).toBe(false);
     // Only the Messages rows: the OpenAI chat is not on Anthropic's bill.
-    expect(cells(result)).toEqual([`${today} ${HAIKU}: differs`, `${today} ${SONNET}: differs`]);
+    expect(cells(result)).toEqual([`${today} ${HAIKU}: differs`, `${today} ${OPUS}: match`, `${today} ${SONNET}: differs`]);
     expect(result.differences).toBe(2);
     expect(result.pending).toBe(0);
 
@@ -171,13 +199,21 @@ describe("Anthropic's bill against the ledger", () => {
     expect(openai!.provider).toBe('openai');
     expect(cells(openai!)).toEqual([`${today} gpt-4o-mini: match`]);
     expect(anthropic!.provider).toBe('anthropic');
-    expect(cells(anthropic!)).toEqual([`${today} ${HAIKU}: match`, `${today} ${SONNET}: match`]);
+    expect(cells(anthropic!)).toEqual([`${today} ${HAIKU}: match`, `${today} ${OPUS}: match`, `${today} ${SONNET}: match`]);
     expect(anthropic!.priceFlags).toEqual([]);
     for (const row of anthropic!.rows) {
-      expect({ ...row.provider, requests: 0 }).toEqual({ ...row.ledger, requests: 0 });
-      expect(row.ledger!.costMicros).toBeGreaterThan(0);
+      const { costMicros: ledgerCost, ...ledgerTokens } = row.ledger!;
+      const { costMicros: providerCost, ...providerTokens } = row.provider!;
+      expect({ ...providerTokens, requests: 0 }).toEqual({ ...ledgerTokens, requests: 0 });
+      expect(ledgerCost).toBeGreaterThan(0);
+      // To the micro-dollar; the batch's two half-price lines may each round up half of one.
+      expect(ledgerCost - providerCost).toBeLessThanOrEqual(row.model === OPUS ? 2 : 0);
+      expect(ledgerCost - providerCost).toBeGreaterThanOrEqual(0);
     }
-    expect(anthropic!.totals.provider.costMicros).toBe(anthropic!.totals.ledger.costMicros);
+    // The batch: one ledger row, its cache writes on both sides, at half price on both.
+    const opus = anthropic!.rows.find((row) => row.model === OPUS)!;
+    expect(opus.ledger!.requests).toBe(1);
+    expect(opus.ledger!.cacheWriteTokens).toBe(16);
 
     const human = await reconcile(clean, { TOLLGATE_ANTHROPIC_ADMIN_KEY: ADMIN_KEY, TOLLGATE_PROVIDER_ADMIN_KEY: ADMIN_KEY });
     expect(human.stdout).toContain('Ledger vs openai');

@@ -1,8 +1,12 @@
-/** Reading Anthropic's Admin API reports into cells: cents as decimal strings, token types as kinds, cache writes by TTL. */
+/**
+ * Reading Anthropic's Admin API reports into cells (cents as decimal strings, token types as
+ * kinds, cache writes by TTL), and comparing a report that counts no requests.
+ */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { centsToMicros, costLine, usageLine } from '../../../src/reconcile/anthropic.js';
-import { normalizeModel } from '../../../src/reconcile/compare.js';
+import { compareWithProvider, normalizeModel } from '../../../src/reconcile/compare.js';
+import type { ProviderCostCell } from '../../../src/reconcile/provider.js';
 
 describe("Anthropic's cost report", () => {
   it('reads cents as decimal strings to the micro-dollar', () => {
@@ -59,5 +63,71 @@ describe("Anthropic's usage report", () => {
     expect(normalizeModel('claude-sonnet-4-5-20250929')).toBe('claude-sonnet-4-5');
     expect(normalizeModel('gpt-4o-mini-2024-07-18')).toBe('gpt-4o-mini');
     expect(normalizeModel('claude-sonnet-4-5')).toBe('claude-sonnet-4-5');
+  });
+});
+
+describe('a report without request counts, with cache writes and batches', () => {
+  const SONNET = { inputMicroUsdPer1M: 3_000_000, cachedInputMicroUsdPer1M: 300_000, outputMicroUsdPer1M: 15_000_000 };
+  const options = {
+    provider: 'anthropic',
+    since: '2026-11-01',
+    until: '2026-11-01',
+    generatedAt: 0,
+    byProject: false,
+    tolerancePercent: 1,
+    priceOf: () => SONNET,
+  };
+  // 700 uncached × $3 + 100 reads × $0.30 + 200 5-minute writes × $3.75 + 100 output × $15, per 1M.
+  const ledger = {
+    day: '2026-11-01',
+    model: 'claude-sonnet-4-5',
+    project: null,
+    requests: 3,
+    inputTokens: 1000,
+    cachedInputTokens: 100,
+    cacheWriteTokens: 200,
+    outputTokens: 100,
+  };
+  const usage = { ...ledger, model: 'claude-sonnet-4-5-20250929', requests: 0, cacheWrite5mTokens: 200, cacheWrite1hTokens: 0 };
+  const cost = (kind: ProviderCostCell['kind'], costMicros: number): ProviderCostCell => ({
+    day: '2026-11-01',
+    project: null,
+    lineItem: kind,
+    model: 'claude-sonnet-4-5-20250929',
+    kind,
+    costMicros,
+  });
+  const costs = (factor: number) => [
+    cost('input', 2100 * factor),
+    cost('cached_input', 30 * factor),
+    cost('cache_write_5m', 750 * factor),
+    cost('output', 1500 * factor),
+  ];
+
+  it('agrees without comparing requests, and flags nothing', () => {
+    const report = compareWithProvider([{ ...ledger, costMicros: 4380 }], { usage: [usage], costs: costs(1), requestsCounted: false }, options);
+    expect(report.rows.map((row) => [row.model, row.status])).toEqual([['claude-sonnet-4-5', 'match']]);
+    expect(report.priceFlags).toEqual([]);
+  });
+
+  it('names cache writes the ledger lacks', () => {
+    const more = { ...usage, inputTokens: 1100, cacheWrite5mTokens: 300 };
+    const report = compareWithProvider(
+      [{ ...ledger, costMicros: 4380 }],
+      { usage: [more], costs: [...costs(1), cost('cache_write_5m', 375)], requestsCounted: false },
+      options,
+    );
+    expect(report.rows[0]!.note).toBe('provider has 100 more input tokens; provider has 100 more cache write tokens; provider billed $0.000375 more');
+    expect(report.priceFlags).toEqual([]);
+  });
+
+  it('prices batch tokens at half, as the bill and the ledger do', () => {
+    const report = compareWithProvider(
+      [{ ...ledger, costMicros: 2190 }],
+      { usage: [{ ...usage, batch: true }], costs: costs(0.5), requestsCounted: false },
+      options,
+    );
+    expect(report.differences).toBe(0);
+    expect(report.priceFlags).toEqual([]);
   });
 });
