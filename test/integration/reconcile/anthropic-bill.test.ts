@@ -181,7 +181,8 @@ describe("Anthropic's bill against the ledger", () => {
 
     // Only the dearer model's price entry is flagged, for its input (cache writes included) and its output.
     expect(result.priceFlags.map((flag) => `${flag.model} ${flag.kind}`)).toEqual([`${HAIKU} input`, `${HAIKU} output`]);
-    for (const flag of result.priceFlags) expect(Math.abs(flag.diffPercent - 50)).toBeLessThan(0.1);
+    // 1.5× the table, give or take the micro-dollar rounding of a few small line items.
+    for (const flag of result.priceFlags) expect(Math.abs(flag.diffPercent - 50)).toBeLessThan(1);
     expect(result.unattributedCosts).toEqual([]);
 
     const human = await reconcile(planted, { TOLLGATE_ANTHROPIC_ADMIN_KEY: ADMIN_KEY }, '--provider', 'anthropic', '--fail-on-diff');
