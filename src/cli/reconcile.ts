@@ -1,10 +1,12 @@
 /**
- * `tollgate reconcile`: the ledger against the provider's own usage and cost
+ * `tollgate reconcile`: the ledger against the providers' own usage and cost
  * reports (src/reconcile/), printed as a table or JSON and stored for the
  * dashboard. Reads the local SQLite ledger, or PostgreSQL's on a replica
- * (TOLLGATE_DATABASE_URL, no --db); the provider's admin key comes
- * from TOLLGATE_PROVIDER_ADMIN_KEY only (never a flag: flags end up in shell
- * history and process lists).
+ * (TOLLGATE_DATABASE_URL, no --db). OpenAI's bill is read with
+ * TOLLGATE_PROVIDER_ADMIN_KEY, Anthropic's with TOLLGATE_ANTHROPIC_ADMIN_KEY:
+ * every provider whose key is set, or the one `--provider` names. Keys come
+ * from the environment only (never a flag: flags end up in shell history and
+ * process lists).
  */
 import type { Command } from 'commander';
 import { loadConfig } from '../config/index.js';
@@ -12,12 +14,14 @@ import { openDatabase } from '../storage/sqlite/open.js';
 import { formatMicrosExact } from '../domain/money.js';
 import type { CellSide, ReconcileRow } from '../reconcile/compare.js';
 import { openAIUsageProvider } from '../reconcile/openai.js';
+import { anthropicUsageProvider } from '../reconcile/anthropic.js';
 import { openLedgerCells } from '../storage/index.js';
 import type { Backend } from '../storage/backend.js';
-import { ProviderReportError } from '../reconcile/provider.js';
+import { ProviderReportError, type UsageProvider } from '../reconcile/provider.js';
 import { parseUtcDay, runReconcile, type ReconcileResult } from '../reconcile/run.js';
 import { openReconciliations } from '../storage/index.js';
 import { CliError, EXIT_USAGE, openMigratedPg, print, printJson, type GlobalOptions } from './context.js';
+import type { Config } from '../config/index.js';
 import { count, table } from './format.js';
 
 /** `--fail-on-diff` with a differing cell: the exit code of any failure, so CI needs no special case. */
@@ -59,7 +63,9 @@ function formatReconcileReport(result: ReconcileResult): string {
     row.model,
     ...(result.byProject ? [row.project ?? '-'] : []),
     row.status,
-    pair(row.ledger, row.provider, (s) => count(s.requests)),
+    result.requestsCompared === false
+      ? `${row.ledger === null ? '-' : count(row.ledger.requests)} / -`
+      : pair(row.ledger, row.provider, (s) => count(s.requests)),
     pair(row.ledger, row.provider, (s) => count(s.inputTokens + s.outputTokens)),
     percentText(row.tokensDiffPercent),
     pair(row.ledger, row.provider, (s) => formatMicrosExact(s.costMicros)),
@@ -69,9 +75,9 @@ function formatReconcileReport(result: ReconcileResult): string {
   lines.push(rows.length === 0 ? 'Neither side has usage in this range.' : table(headers, rows));
   lines.push('');
   lines.push(
-    `Total: ledger ${count(result.totals.ledger.requests)} requests, ${formatMicrosExact(result.totals.ledger.costMicros)}; provider ${count(
-      result.totals.provider.requests,
-    )} requests, ${formatMicrosExact(result.totals.provider.costMicros)}.`,
+    `Total: ledger ${count(result.totals.ledger.requests)} requests, ${formatMicrosExact(result.totals.ledger.costMicros)}; provider ${
+      result.requestsCompared === false ? '' : `${count(result.totals.provider.requests)} requests, `
+    }${formatMicrosExact(result.totals.provider.costMicros)}.`,
   );
   if (result.priceFlags.length > 0) {
     lines.push('', 'Price table entries the provider disagrees with:', '');
@@ -102,21 +108,67 @@ function formatReconcileReport(result: ReconcileResult): string {
   return lines.join('\n');
 }
 
+interface ReconcileOptions {
+  readonly since: string;
+  readonly until?: string;
+  readonly tolerance?: string;
+  readonly json?: boolean;
+  readonly failOnDiff?: boolean;
+  readonly provider?: string;
+}
+
+const PROVIDERS = ['openai', 'anthropic'] as const;
+type ProviderName = (typeof PROVIDERS)[number];
+
+/** The bills to read: the one `--provider` names (its key must be set), else every provider whose admin key is set. */
+function providersToRead(config: Config, only: string | undefined): UsageProvider[] {
+  const { reconcile } = config;
+  const make: Record<ProviderName, { variable: string; build: () => UsageProvider | undefined }> = {
+    openai: {
+      variable: 'TOLLGATE_PROVIDER_ADMIN_KEY',
+      build: () => (reconcile.adminKey === undefined ? undefined : openAIUsageProvider({ baseUrl: reconcile.apiUrl, adminKey: reconcile.adminKey })),
+    },
+    anthropic: {
+      variable: 'TOLLGATE_ANTHROPIC_ADMIN_KEY',
+      build: () =>
+        reconcile.anthropic.adminKey === undefined
+          ? undefined
+          : anthropicUsageProvider({ baseUrl: reconcile.anthropic.apiUrl, adminKey: reconcile.anthropic.adminKey, version: config.anthropic.version }),
+    },
+  };
+  if (only !== undefined) {
+    if (!(PROVIDERS as readonly string[]).includes(only)) throw new CliError(`--provider takes ${PROVIDERS.join(' or ')}`, EXIT_USAGE);
+    const chosen = make[only as ProviderName];
+    const provider = chosen.build();
+    if (provider === undefined) throw new CliError(`set ${chosen.variable} to the ${only} admin key that reads usage and costs`, EXIT_USAGE);
+    return [provider];
+  }
+  const providers = PROVIDERS.map((name) => make[name].build()).filter((provider) => provider !== undefined);
+  if (providers.length === 0)
+    throw new CliError(
+      'set TOLLGATE_PROVIDER_ADMIN_KEY (OpenAI) or TOLLGATE_ANTHROPIC_ADMIN_KEY (Anthropic) to the provider admin key that reads usage and costs',
+      EXIT_USAGE,
+    );
+  return providers;
+}
+
 export function registerReconcileCommand(program: Command): void {
   program
     .command('reconcile')
-    .description("compare the ledger with the provider's own usage and cost reports (needs TOLLGATE_PROVIDER_ADMIN_KEY)")
+    .description(
+      "compare the ledger with the providers' own usage and cost reports (needs TOLLGATE_PROVIDER_ADMIN_KEY for OpenAI, TOLLGATE_ANTHROPIC_ADMIN_KEY for Anthropic)",
+    )
+    .option('--provider <name>', 'only this bill: openai or anthropic (default: every provider whose admin key is set)')
     .option('--since <when>', 'first UTC day: 7d, today, month or YYYY-MM-DD', '7d')
     .option('--until <when>', 'last UTC day (default today)')
     .option('--tolerance <percent>', 'how far the sides may differ before a cell is flagged (default $TOLLGATE_RECONCILE_TOLERANCE or 1)')
     .option('--json', 'print the report as JSON')
     .option('--fail-on-diff', 'exit with code 1 when any cell differs beyond the tolerance (for CI)')
-    .action(async (options: { since: string; until?: string; tolerance?: string; json?: boolean; failOnDiff?: boolean }, command: Command) => {
+    .action(async (options: ReconcileOptions, command: Command) => {
       const global = command.optsWithGlobals<GlobalOptions>();
       if (global.url !== undefined) throw new CliError('reconcile reads the ledger file itself: run it on the proxy host, without --url', EXIT_USAGE);
       const config = loadConfig();
-      const adminKey = config.reconcile.adminKey;
-      if (adminKey === undefined) throw new CliError('set TOLLGATE_PROVIDER_ADMIN_KEY to the provider admin key that reads usage and costs', EXIT_USAGE);
+      const providers = providersToRead(config, options.provider);
       let tolerancePercent = config.reconcile.tolerancePercent;
       if (options.tolerance !== undefined) {
         tolerancePercent = Number(options.tolerance);
@@ -132,24 +184,32 @@ export function registerReconcileCommand(program: Command): void {
       const database = openDatabase(global.db ?? config.dbPath);
       try {
         const ledger: Backend = pool === undefined || global.db !== undefined ? { kind: 'sqlite', database } : { kind: 'postgres', database, pool };
-        const { result } = await runReconcile({
-          ledger: openLedgerCells(ledger),
-          results: openReconciliations(pool === undefined ? { kind: 'sqlite', database } : { kind: 'postgres', pool }),
-          provider: openAIUsageProvider({ baseUrl: config.reconcile.apiUrl, adminKey }),
-          range: { since, until },
-          mapping: config.reconcile.projects,
-          prices: config.prices,
-          tolerancePercent,
-          now,
-        });
-        if (options.json) printJson(result);
-        else print(formatReconcileReport(result));
+        const results: ReconcileResult[] = [];
+        for (const provider of providers) {
+          try {
+            const { result } = await runReconcile({
+              ledger: openLedgerCells(ledger),
+              results: openReconciliations(pool === undefined ? { kind: 'sqlite', database } : { kind: 'postgres', pool }),
+              provider,
+              range: { since, until },
+              mapping: config.reconcile.projects,
+              prices: config.prices,
+              tolerancePercent,
+              now,
+            });
+            results.push(result);
+          } catch (error) {
+            if (error instanceof ProviderReportError) throw new CliError(`the ${provider.name} report could not be read: ${error.message}`, 1);
+            throw error;
+          }
+        }
+        // One bill: its report, as before; both: an array of them (JSON) or one table after the other.
+        if (options.json) printJson(results.length === 1 ? results[0] : results);
+        else print(results.map(formatReconcileReport).join('\n\n'));
         // The report is printed either way; only the exit code tells a CI job that the two sides disagree.
-        if (options.failOnDiff && result.differences > 0)
-          throw new CliError(`${result.differences} cell(s) differ beyond the ${result.tolerancePercent}% tolerance`, EXIT_DIFFERENCES);
-      } catch (error) {
-        if (error instanceof ProviderReportError) throw new CliError(`the provider's report could not be read: ${error.message}`, 1);
-        throw error;
+        const differences = results.reduce((sum, result) => sum + result.differences, 0);
+        if (options.failOnDiff && differences > 0)
+          throw new CliError(`${differences} cell(s) differ beyond the ${tolerancePercent}% tolerance`, EXIT_DIFFERENCES);
       } finally {
         database.close();
         await pool?.end();

@@ -177,6 +177,10 @@ const envSchema = z.object({
   TOLLGATE_PROVIDER_ADMIN_KEY: z.string().trim().min(1).optional(),
   /** `tollgate reconcile`: base URL of the provider's organization API (default: TOLLGATE_UPSTREAM_URL). */
   TOLLGATE_PROVIDER_API_URL: upstreamUrl.optional(),
+  /** `tollgate reconcile`: Anthropic's admin key (`sk-ant-admin…`), for its Admin API usage and cost reports only. */
+  TOLLGATE_ANTHROPIC_ADMIN_KEY: z.string().trim().min(1).optional(),
+  /** `tollgate reconcile`: origin of Anthropic's Admin API (default: TOLLGATE_ANTHROPIC_URL). */
+  TOLLGATE_ANTHROPIC_ADMIN_URL: upstreamUrl.optional(),
   /** `tollgate reconcile`: how far the two sides may differ, in percent, before a cell or price is flagged. */
   TOLLGATE_RECONCILE_TOLERANCE: z
     .string()

@@ -100,10 +100,12 @@ export interface Config {
   readonly metrics: { readonly token: string | undefined; readonly port: number | undefined };
   /** Budget and velocity alerts to webhooks; undefined when the config file has no `alerts`. */
   readonly alerts: AlertSettings | undefined;
-  /** `tollgate reconcile`: the provider's admin key and API, the project mapping, the tolerance in percent. */
+  /** `tollgate reconcile`: the provider's (OpenAI's) admin key and API, Anthropic's, the project mapping, the tolerance in percent. */
   readonly reconcile: {
     readonly adminKey: string | undefined;
     readonly apiUrl: string;
+    /** Anthropic's Admin API: its admin key (unset: Anthropic's bill is not read) and origin. */
+    readonly anthropic: { readonly adminKey: string | undefined; readonly apiUrl: string };
     readonly projects: { readonly keys?: Record<string, string>; readonly tenants?: Record<string, string>; readonly default?: string } | undefined;
     readonly tolerancePercent: number;
   };
@@ -202,6 +204,7 @@ export function loadConfig(env: Env = process.env): Config {
     reconcile: {
       adminKey: e.TOLLGATE_PROVIDER_ADMIN_KEY,
       apiUrl: e.TOLLGATE_PROVIDER_API_URL ?? e.TOLLGATE_UPSTREAM_URL,
+      anthropic: { adminKey: e.TOLLGATE_ANTHROPIC_ADMIN_KEY, apiUrl: e.TOLLGATE_ANTHROPIC_ADMIN_URL ?? e.TOLLGATE_ANTHROPIC_URL },
       projects: file.reconcile?.projects,
       tolerancePercent: e.TOLLGATE_RECONCILE_TOLERANCE,
     },

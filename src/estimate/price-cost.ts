@@ -24,12 +24,12 @@ function tierPrices(price: ModelPrice, serviceTier: string | undefined): TokenPr
  * caching"): 1.25× for the 5-minute TTL, 2× for the 1-hour TTL; cache reads are the table's
  * cached-input price (0.1× for Claude). Rounded up per 1M tokens, so never below the exact price.
  */
-function cacheWrite5mPrice(tier: TokenPrices): number {
+export function cacheWrite5mPrice(tier: TokenPrices): number {
   return Math.ceil((tier.inputMicroUsdPer1M * 5) / 4);
 }
 
 /** See {@link cacheWrite5mPrice}. */
-function cacheWrite1hPrice(tier: TokenPrices): number {
+export function cacheWrite1hPrice(tier: TokenPrices): number {
   return tier.inputMicroUsdPer1M * 2;
 }
 

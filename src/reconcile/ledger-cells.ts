@@ -5,6 +5,10 @@
  * through the per-key time index (the daily rollups follow
  * TOLLGATE_TIMEZONE and the hourly ones have no model).
  *
+ * Each provider's rows only: Anthropic's are its Messages API's (`endpoint =
+ * 'messages'`, Message Batches included: their rows are priced at the batch
+ * rate, as Anthropic bills them), OpenAI's every other.
+ *
  * Counted: settled rows that billed tokens (the provider does not count
  * requests it refused or that never reached it). Rows still pending are
  * counted apart: in flight, or left by a crash, they are not on either bill yet.
@@ -12,7 +16,7 @@
  * On a replica the rows are read from PostgreSQL (every node's), with the
  * same query over the same indexes: src/storage/ledger-cells.ts.
  */
-import type { LedgerCellSource } from '../storage/ledger-cells.js';
+import type { BillingProvider, LedgerCellSource } from '../storage/ledger-cells.js';
 import type { LedgerCell } from './compare.js';
 import type { DayRange } from './provider.js';
 
@@ -46,15 +50,16 @@ function utcDayStartMs(day: string): number {
   return Date.parse(`${day}T00:00:00Z`);
 }
 
-/** The ledger's cells over whole UTC days; `pending`: rows in the range not settled yet. */
+/** The ledger's cells of `provider`'s rows over whole UTC days; `pending`: its rows in the range not settled yet. */
 export async function readLedgerCells(
   source: LedgerCellSource,
   range: DayRange,
   mapping: ProjectMapping | undefined,
+  provider: BillingProvider = 'openai',
 ): Promise<{ cells: LedgerCell[]; pending: number }> {
   const sinceMs = utcDayStartMs(range.since);
   const untilMs = utcDayStartMs(range.until) + DAY_MS;
-  const { rows, pending } = await source.sums(sinceMs, untilMs);
+  const { rows, pending } = await source.sums(sinceMs, untilMs, provider);
   const mapped = hasProjectMapping(mapping) ? mapping : undefined;
   const cells = rows.map((row): LedgerCell => ({
     day: new Date(row.dayNumber * DAY_MS).toISOString().slice(0, 10),
@@ -63,6 +68,7 @@ export async function readLedgerCells(
     requests: row.requests,
     inputTokens: row.inputTokens,
     cachedInputTokens: row.cachedInputTokens,
+    cacheWriteTokens: row.cacheWriteTokens,
     outputTokens: row.outputTokens,
     costMicros: row.costMicros,
   }));

@@ -46,9 +46,12 @@ export function parseUtcDay(text: string, now: number): string {
 
 export async function runReconcile(run: ReconcileRun): Promise<{ id: number; result: ReconcileResult }> {
   if (run.range.since > run.range.until) throw new RangeError(`--since ${run.range.since} is after --until ${run.range.until}`);
-  const byProject = hasProjectMapping(run.mapping);
+  const anthropic = run.provider.name === 'anthropic';
+  // Anthropic's workspaces are not the OpenAI projects the mapping names: its cells are compared by day and model.
+  const mapping = anthropic ? undefined : run.mapping;
+  const byProject = hasProjectMapping(mapping);
   const report = await run.provider.fetchReport(run.range, { byProject, ...(run.signal ? { signal: run.signal } : {}) });
-  const { cells, pending } = await readLedgerCells(run.ledger, run.range, run.mapping);
+  const { cells, pending } = await readLedgerCells(run.ledger, run.range, mapping, anthropic ? 'anthropic' : 'openai');
   const compared = compareWithProvider(cells, report, {
     provider: run.provider.name,
     since: run.range.since,

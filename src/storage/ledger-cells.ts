@@ -16,8 +16,21 @@ export interface KeyDaySums {
   readonly requests: number;
   readonly inputTokens: number;
   readonly cachedInputTokens: number;
+  /** Prompt tokens written to the cache (5-minute and 1-hour writes together). */
+  readonly cacheWriteTokens: number;
   readonly outputTokens: number;
   readonly costMicros: number;
+}
+
+/**
+ * Whose bill a row is on: Anthropic's rows are those of its Messages API
+ * (`endpoint = 'messages'`, Message Batches included), OpenAI's every other.
+ */
+export type BillingProvider = 'openai' | 'anthropic';
+
+/** The SQL condition on the ledger's `l.endpoint` that selects a provider's rows (same text on both backends). */
+export function endpointCondition(provider: BillingProvider): string {
+  return provider === 'anthropic' ? `l.endpoint = 'messages'` : `l.endpoint <> 'messages'`;
 }
 
 /**
@@ -27,6 +40,9 @@ export interface KeyDaySums {
  * src/reconcile/ledger-cells.ts's alone.
  */
 export interface LedgerCellSource {
-  /** Settled rows that billed tokens, created in [sinceMs, untilMs), summed per UTC day, model and key; and the rows still pending there. */
-  sums(sinceMs: number, untilMs: number): Promise<{ rows: KeyDaySums[]; pending: number }>;
+  /**
+   * Settled rows of `provider` (default openai) that billed tokens, created in [sinceMs, untilMs),
+   * summed per UTC day, model and key; and that provider's rows still pending there.
+   */
+  sums(sinceMs: number, untilMs: number, provider?: BillingProvider): Promise<{ rows: KeyDaySums[]; pending: number }>;
 }

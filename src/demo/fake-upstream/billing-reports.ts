@@ -13,10 +13,13 @@
  *
  * Batch lines (`billed.batchId`) cost half, as the Batch APIs bill them, and
  * the Usage API tells them apart with `group_by=batch` (`batch: true|false`).
+ * Anthropic's requests are on Anthropic's bill (anthropic-billing-reports.ts),
+ * not on these.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { builtinPriceTable, resolvePrice } from '../../estimate/prices.js';
 import { sendError, sendJson } from './respond.js';
+import { isAnthropicPath } from './anthropic.js';
 import type { BillingReportOptions, RecordedRequest } from './types.js';
 
 const DAY_S = 86_400;
@@ -41,6 +44,7 @@ function billedRequests(requests: readonly RecordedRequest[], options: BillingRe
   const out: Billed[] = [];
   const project = options.project ?? 'proj_fake';
   for (const record of requests) {
+    if (isAnthropicPath(record.path)) continue;
     const { promptTokens, cachedTokens, completionTokens } = record.billed;
     if (promptTokens + completionTokens === 0) continue;
     const model = (record.body as { model?: unknown }).model;

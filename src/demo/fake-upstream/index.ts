@@ -44,7 +44,9 @@
  * `options.kind` makes it Azure OpenAI (api-key header, deployment URLs with
  * api-version) or OpenRouter (usage.cost): see provider-kinds.ts.
  * With `billing` set it also serves the organization Usage and Costs reports
- * built from what it billed (billing-reports.ts).
+ * built from what it billed (billing-reports.ts), and Anthropic's Admin API
+ * Usage and Cost reports from what its Anthropic dialect billed
+ * (anthropic-billing-reports.ts).
  *
  * Responses are stored and have their lifecycle (retrieve, cancel, delete,
  * input items, background jobs), and a `previous_response_id` bills the
@@ -87,6 +89,7 @@ import { OpenAIBatches } from './openai-batches.js';
 import { AnthropicBatches } from './anthropic-batches.js';
 import { fakeKind } from './provider-kinds.js';
 import { handleBillingReport } from './billing-reports.js';
+import { handleAnthropicBillingReport } from './anthropic-billing-reports.js';
 import type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from './types.js';
 import { MODELS, num, parseScenario, sleep, type Scenario } from './scenario.js';
 
@@ -124,7 +127,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const rawBytes = Buffer.concat(chunks);
     const raw = rawBytes.toString('utf8');
-    if (isAnthropicPath((req.url ?? '/').split('?')[0]!, req.headers)) return handleAnthropicRequest(req, res, raw);
+    const urlPath = (req.url ?? '/').split('?')[0]!;
+    if (isAnthropicPath(urlPath, req.headers)) return handleAnthropicRequest(req, res, raw);
+    // Anthropic's Admin API reports (admin key): not requests the fake bills or records.
+    if (handleAnthropicBillingReport(req, urlPath, res, requests, options.billing)) return;
     let body: Record<string, unknown> = {};
     // An upload (multipart, files.ts) is not JSON.
     if (raw !== '' && !isMultipart(req.headers)) {

@@ -78,7 +78,7 @@ export interface FakeUpstreamOptions {
   readonly apiVersion?: string;
   /** OpenRouter: USD per 1M prompt / completion tokens it reports as `usage.cost`. Default 1 / 2. */
   readonly costPer1M?: { readonly input: number; readonly output: number };
-  /** Serve the organization Usage and Costs reports (with deliberate differences, if any). */
+  /** Serve the organization Usage and Costs reports, OpenAI's and Anthropic's Admin API ones (with deliberate differences, if any). */
   readonly billing?: BillingReportOptions;
   /** Wall clock of `startedAt` (the day a request is billed on); default Date.now. */
   readonly now?: () => number;
@@ -110,13 +110,13 @@ export interface BillingDeviations {
 }
 
 export interface BillingReportOptions {
-  /** The admin key the reports require (`Authorization: Bearer …`). */
+  /** The admin key the reports require (OpenAI's: `Authorization: Bearer …`; Anthropic's: `x-api-key`). */
   readonly adminKey: string;
   /** The project every request is billed to unless it sends `OpenAI-Project` (default `proj_fake`). */
   readonly project?: string;
   /** Most buckets in one page (default 2). */
   readonly pageSize?: number;
-  /** Dated names the reports use for requested models, as the real API reports snapshots. */
+  /** Dated names the reports use for requested models, as the real API reports snapshots (each provider has defaults). */
   readonly snapshots?: Readonly<Record<string, string>>;
   readonly deviations?: BillingDeviations;
 }

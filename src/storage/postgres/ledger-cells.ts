@@ -2,7 +2,7 @@
 import type pg from 'pg';
 import type { PgPool } from './open.js';
 import { pgUnavailable } from '../../domain/errors.js';
-import type { KeyDaySums, LedgerCellSource } from '../ledger-cells.js';
+import { endpointCondition, type KeyDaySums, type LedgerCellSource } from '../ledger-cells.js';
 
 const DAY_MS = 86_400_000;
 
@@ -14,22 +14,27 @@ const DAY_MS = 86_400_000;
  */
 export function postgresLedgerCells(pool: PgPool): LedgerCellSource {
   return {
-    async sums(sinceMs, untilMs) {
+    async sums(sinceMs, untilMs, provider = 'openai') {
+      const ofProvider = endpointCondition(provider);
       try {
         const [sums, pending] = await Promise.all([
           pool.query<KeyDaySums & pg.QueryResultRow>(
             `SELECT l.created_at / ${DAY_MS} AS "dayNumber", l.model AS model, k.name AS "keyName", t.name AS "tenantName",
                count(*) AS requests, coalesce(sum(l.prompt_tokens), 0) AS "inputTokens", coalesce(sum(l.cached_tokens), 0) AS "cachedInputTokens",
+               coalesce(sum(coalesce(l.cache_write_5m_tokens, 0) + coalesce(l.cache_write_1h_tokens, 0)), 0) AS "cacheWriteTokens",
                coalesce(sum(l.completion_tokens), 0) AS "outputTokens", coalesce(sum(l.cost_micros), 0) AS "costMicros"
              FROM api_keys k JOIN ledger l ON l.key_id = k.id AND l.created_at >= $1 AND l.created_at < $2
              LEFT JOIN tenants t ON t.id = k.tenant_id
-             WHERE l.status <> 'pending' AND coalesce(l.prompt_tokens, 0) + coalesce(l.completion_tokens, 0) > 0
+             WHERE l.status <> 'pending' AND ${ofProvider} AND coalesce(l.prompt_tokens, 0) + coalesce(l.completion_tokens, 0) > 0
              GROUP BY 1, l.model, k.id, t.name
              ORDER BY 1, l.model COLLATE "C", k.id COLLATE "C"`,
             [sinceMs, untilMs],
           ),
           // Through the partial index on pending rows.
-          pool.query<{ n: number }>(`SELECT count(*) AS n FROM ledger WHERE status = 'pending' AND created_at >= $1 AND created_at < $2`, [sinceMs, untilMs]),
+          pool.query<{ n: number }>(
+            `SELECT count(*) AS n FROM ledger l WHERE l.status = 'pending' AND l.created_at >= $1 AND l.created_at < $2 AND ${ofProvider}`,
+            [sinceMs, untilMs],
+          ),
         ]);
         return { rows: sums.rows, pending: pending.rows[0]?.n ?? 0 };
       } catch (error) {

@@ -20,7 +20,20 @@ function withConfigFile<T>(json: unknown, fn: (path: string) => T): T {
 describe('reconcile settings', () => {
   it('default to no key, the upstream URL, 1% and no mapping', () => {
     const config = loadConfig({ TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:9/v1/' });
-    expect(config.reconcile).toEqual({ adminKey: undefined, apiUrl: 'http://127.0.0.1:9/v1', projects: undefined, tolerancePercent: 1 });
+    expect(config.reconcile).toEqual({
+      adminKey: undefined,
+      apiUrl: 'http://127.0.0.1:9/v1',
+      anthropic: { adminKey: undefined, apiUrl: 'https://api.anthropic.com' },
+      projects: undefined,
+      tolerancePercent: 1,
+    });
+  });
+
+  it("read Anthropic's admin key, its Admin API at TOLLGATE_ANTHROPIC_URL unless told otherwise", () => {
+    const proxied = loadConfig({ TOLLGATE_ANTHROPIC_ADMIN_KEY: 'sk-ant-admin-x', TOLLGATE_ANTHROPIC_URL: 'http://127.0.0.1:9' });
+    expect(proxied.reconcile.anthropic).toEqual({ adminKey: 'sk-ant-admin-x', apiUrl: 'http://127.0.0.1:9' });
+    const apart = loadConfig({ TOLLGATE_ANTHROPIC_ADMIN_KEY: 'sk-ant-admin-x', TOLLGATE_ANTHROPIC_ADMIN_URL: 'https://admin.example.com' });
+    expect(apart.reconcile.anthropic).toEqual({ adminKey: 'sk-ant-admin-x', apiUrl: 'https://admin.example.com' });
   });
 
   it('read the key, the URL, the tolerance and the mapping', () => {
@@ -32,7 +45,13 @@ describe('reconcile settings', () => {
         TOLLGATE_RECONCILE_TOLERANCE: '0.5',
         TOLLGATE_CONFIG: path,
       });
-      expect(config.reconcile).toEqual({ adminKey: 'sk-admin-x', apiUrl: 'https://api.openai.com/v1', projects, tolerancePercent: 0.5 });
+      expect(config.reconcile).toEqual({
+        adminKey: 'sk-admin-x',
+        apiUrl: 'https://api.openai.com/v1',
+        anthropic: { adminKey: undefined, apiUrl: 'https://api.anthropic.com' },
+        projects,
+        tolerancePercent: 0.5,
+      });
     });
   });
 
