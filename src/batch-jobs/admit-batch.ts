@@ -23,10 +23,11 @@ import type { Endpoint } from '../endpoints.js';
 import type { HeaderRecord } from '../http/client-request.js';
 import { bindingsFor, buildRateLimitHeaders, computeSettlement, createDemands, type LimitBinding } from '../limits/index.js';
 import type { PipelineDeps } from '../pipeline/deps.js';
+import { PERIOD_SECONDS } from '../domain/policy.js';
+import { firstHeader } from '../http/client-request.js';
 import { type AdmissionRefused, budgetRefusal, limiterUnavailable, limitRefusal, runawayRefusal } from '../pipeline/refusals.js';
 
 const DAY_SECONDS = 86_400;
-const PERIOD_SECONDS = { s: 1, min: 60, h: 3600, day: DAY_SECONDS } as const;
 
 /** What a batch asks to be admitted with. */
 export interface BatchAsk {
@@ -88,7 +89,7 @@ export async function admitBatch(ask: BatchAsk, deps: PipelineDeps): Promise<Adm
       model: ask.model,
       reservedTokens: ask.promptTokens + ask.completionTokens,
       reservedMicroUsd: ask.costMicros,
-      headers: (name: string) => single(ask.headers[name.toLowerCase()]),
+      headers: (name: string) => firstHeader(ask.headers[name.toLowerCase()]),
       query: (name: string) => new URL(ask.url).searchParams.get(name) ?? undefined,
     };
     const demands = createDemands(bindings, facts);
@@ -135,8 +136,4 @@ export async function admitBatch(ask: BatchAsk, deps: PipelineDeps): Promise<Adm
     throw error;
   }
   return { headers, reservation };
-}
-
-function single(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }

@@ -23,21 +23,13 @@ import { TollgateError } from '../domain/errors.js';
 import { EstimateInputError } from '../estimate/errors.js';
 import { estimateRequest, type EstimateOptions } from '../estimate/index.js';
 import { tooLarge } from '../http/body.js';
-import type { HeaderRecord } from '../http/client-request.js';
+import { firstHeader, type HeaderRecord } from '../http/client-request.js';
+import type { BatchFileRecord } from '../storage/batches.js';
 import type { Upstream, UpstreamResponse } from '../upstreams/pool.js';
 import { toUpstreamError } from '../upstreams/pool.js';
 
-/** What an upload learned of its file, once it was judged whole. */
-export interface JudgedFile {
-  readonly filename: string;
-  readonly bytes: number;
-  readonly lines: number;
-  readonly endpoint: string;
-  readonly model: string;
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-  readonly costMicros: number;
-}
+/** What an upload learned of its file, once it was judged whole: the stored record less who and when. */
+export type JudgedFile = Omit<BatchFileRecord, 'id' | 'keyId' | 'createdAt'>;
 
 export interface UploadInput {
   readonly headers: HeaderRecord;
@@ -56,7 +48,7 @@ export interface UploadInput {
 
 /** The upstream's answer and what the file holds, or the refusal (the upstream request aborted). */
 export async function streamUpload(input: UploadInput): Promise<{ readonly response: UpstreamResponse; readonly file: JudgedFile }> {
-  const type = single(input.headers['content-type']);
+  const type = firstHeader(input.headers['content-type']);
   if (type === undefined || !/^multipart\/form-data/i.test(type)) {
     throw new TollgateError('invalid_request', "A file is uploaded as multipart/form-data with the fields 'file' and 'purpose'.", { param: 'file' });
   }
@@ -92,7 +84,7 @@ export async function streamUpload(input: UploadInput): Promise<{ readonly respo
   const stop = (): void => abort.abort();
   input.signal.addEventListener('abort', stop, { once: true });
   const toUpstream = new PassThrough();
-  const contentLength = single(input.headers['content-length']);
+  const contentLength = firstHeader(input.headers['content-length']);
   const sent = input.upstream.send({
     method: 'POST',
     path: '/files',
@@ -215,8 +207,4 @@ function batchError(error: BatchError): TollgateError {
 
 function asError(error: unknown): TollgateError {
   return error instanceof TollgateError ? error : new TollgateError('invalid_request', 'The file could not be read.', { cause: error });
-}
-
-function single(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }

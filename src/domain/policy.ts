@@ -16,7 +16,7 @@ export type LimitUnit = (typeof LIMIT_UNITS)[number];
 const LIMIT_PERIODS = ['s', 'min', 'h', 'day'] as const;
 type LimitPeriod = (typeof LIMIT_PERIODS)[number];
 
-const PERIOD_SECONDS: Readonly<Record<LimitPeriod, number>> = {
+export const PERIOD_SECONDS: Readonly<Record<LimitPeriod, number>> = {
   s: 1,
   min: 60,
   h: 3600,

@@ -17,6 +17,11 @@ import type { NodeBindings } from '../app-env.js';
 
 export type HeaderRecord = Readonly<Record<string, string | string[] | undefined>>;
 
+/** A header's first value (Node gives repeated ones as an array). */
+export function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
 export interface ClientRequest {
   /** Lower-case header names. */
   readonly headers: HeaderRecord;

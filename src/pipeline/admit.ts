@@ -20,6 +20,7 @@
  * request as refused; a row that cannot be written gives everything back and
  * answers 503, so nothing is ever forwarded unrecorded.
  */
+import { firstHeader } from '../http/client-request.js';
 import { affordable, budgetChecksFor, checkBudgets, type BudgetDecision } from '../budgets/check.js';
 import { planOutput, reservationOf, usefulMinimum, type OutputPlan } from '../budgets/output-cap.js';
 import { reserveSharedBudgets, type SharedOutcome } from '../budgets/shared-budgets.js';
@@ -242,7 +243,7 @@ async function takeLimits(request: EstimatedRequest, deps: PipelineDeps): Promis
     model: estimate.model,
     reservedTokens: estimate.reservedTokens,
     reservedMicroUsd: estimate.reservedMicroUsd,
-    headers: (name) => single(client.headers[name.toLowerCase()]),
+    headers: (name) => firstHeader(client.headers[name.toLowerCase()]),
     query: (name) => (query ??= new URL(request.url).searchParams).get(name) ?? undefined,
   });
   const started = performance.now();
@@ -250,8 +251,4 @@ async function takeLimits(request: EstimatedRequest, deps: PipelineDeps): Promis
   const decisionMs = performance.now() - started;
   if (!result.ok) return { ok: false, refusal: limitRefusal(result, caller, bindings, demands), decisionMs };
   return { ok: true, bindings, demands, ticket: result.ticket, headers: buildRateLimitHeaders(result, caller.key.id), decisionMs };
-}
-
-function single(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }

@@ -9,24 +9,20 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
 import type { Endpoint } from '../endpoints.js';
 import { TollgateError } from '../domain/errors.js';
-import { clientRequestOf, type HeaderRecord } from '../http/client-request.js';
+import { clientRequestOf, firstHeader, type HeaderRecord } from '../http/client-request.js';
 import type { KeyCache } from '../keys/cache.js';
 import type { Caller } from '../domain/caller.js';
 import { callerFor } from '../keys/caller.js';
 import type { RequestContext } from './context.js';
 
-function single(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** The presented key, from any of the three headers OpenAI-style clients use. */
 function presentedKey(headers: HeaderRecord): string | undefined {
-  const authorization = single(headers.authorization);
+  const authorization = firstHeader(headers.authorization);
   if (authorization !== undefined) {
     const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (match) return match[1];
   }
-  const apiKey = single(headers['api-key']) ?? single(headers['x-api-key']);
+  const apiKey = firstHeader(headers['api-key']) ?? firstHeader(headers['x-api-key']);
   return apiKey === undefined || apiKey.trim() === '' ? undefined : apiKey.trim();
 }
 

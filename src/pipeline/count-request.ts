@@ -4,7 +4,7 @@
  * bucket the key pays into, all or none, at no token or dollar cost; a
  * refusal is the usual 429.
  */
-import type { HeaderRecord } from '../http/client-request.js';
+import { firstHeader, type HeaderRecord } from '../http/client-request.js';
 import { bindingsFor, buildRateLimitHeaders, computeSettlement, createDemands } from '../limits/index.js';
 import type { Caller } from '../domain/caller.js';
 import type { PipelineDeps } from './deps.js';
@@ -21,15 +21,11 @@ export async function countRequest(
     model: '',
     reservedTokens: 0,
     reservedMicroUsd: 0,
-    headers: (name) => single(request.client.headers[name.toLowerCase()]),
+    headers: (name) => firstHeader(request.client.headers[name.toLowerCase()]),
     query: (name) => new URL(request.url).searchParams.get(name) ?? undefined,
   });
   const result = await deps.limiter.acquire(demands);
   if (!result.ok) throw limitRefusal(result, request.caller, bindings, demands);
   deps.limiter.settle(result.ticket, computeSettlement(bindings, demands, { model: '', tokens: 0, microUsd: 0 }));
   return buildRateLimitHeaders(result, request.caller.key.id);
-}
-
-function single(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
