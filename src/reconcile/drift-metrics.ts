@@ -39,6 +39,8 @@ export function registerDriftMetrics(registry: Registry, read: () => Promise<rea
       help,
       labelNames: ['provider'],
       registers: [registry],
+      // Every worker of `serve --workers N` reads the same store: the primary's aggregate takes one, not their sum.
+      aggregator: 'first',
       async collect() {
         const stored = await newest();
         if (stored === undefined) return;

@@ -48,7 +48,7 @@ export interface ReconcileScheduleDeps {
 }
 
 /** What one scheduled run did. */
-export interface ScheduledRun {
+interface ScheduledRun {
   /** False when another node (or an earlier run of this one) had claimed the interval. */
   readonly ran: boolean;
   readonly results: readonly ReconcileResult[];
