@@ -109,7 +109,8 @@ export function createReconcileSchedule(deps: ReconcileScheduleDeps): ReconcileS
         // A provider's report failing (an expired admin key, its API down) stops neither the other provider nor the proxy.
         const message = (error as Error).message;
         failed.push({ provider: provider.name, message });
-        logger.warn({ provider: provider.name, message }, 'scheduled reconciliation failed; will try at the next interval');
+        if (abort.signal.aborted) logger.info({ provider: provider.name }, 'scheduled reconciliation stopped at shutdown');
+        else logger.warn({ provider: provider.name, message }, 'scheduled reconciliation failed; will try at the next interval');
       }
     }
     return { ran: true, results, failed };
