@@ -31,6 +31,7 @@ import { PolicyError } from './domain/policy.js';
 import { SqliteKeyStore } from './storage/sqlite/keys.js';
 import { openBatchStore, openKeyStore, openSharedStorage, type Backend } from './storage/index.js';
 import type { ReconciliationReport } from './reconcile/store.js';
+import { buildReconciliation, type ReconcileSchedule } from './reconcile/from-config.js';
 import type { LedgerWriter } from './storage/ledger.js';
 import { openLedgerWriter } from './storage/index.js';
 import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './coordination/create-limiter.js';
@@ -98,6 +99,8 @@ export interface Tollgate {
   readonly batches: BatchJobs;
   /** Budget and velocity alerts (config file `alerts`), else undefined. */
   readonly alerts: Alerts | undefined;
+  /** Scheduled reconciliation (TOLLGATE_RECONCILE_EVERY with a provider admin key), else undefined. */
+  readonly reconciler: ReconcileSchedule | undefined;
   /** What every stage of the request path is given. */
   readonly pipeline: PipelineDeps;
   /** The thread that reads the dashboard and the spend reports from SQLite (none on a replica or in memory). */
@@ -288,6 +291,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   // loop the requests share (src/storage/read-thread.ts); a replica reads PostgreSQL, every node's rows.
   const shared = openSharedStorage<ReconciliationReport>(backend, overrides.now === undefined ? {} : { now: overrides.now });
   const readWorker = shared.readWorker;
+  const reconciler = buildReconciliation(config, { backend, limiter, shared, alerts, metrics, logger, now });
   const app = createApp({
     pipeline,
     logger,
@@ -339,6 +343,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     responses,
     batches,
     alerts,
+    reconciler,
     pipeline,
     readWorker,
     lifecycle,
@@ -357,6 +362,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       responses.start();
       batches.start();
       alerts?.start();
+      reconciler?.start();
       // Off the request path: a rejected provider key or a base URL without /v1 is logged loudly (src/upstreams/probe.ts).
       void upstreamProbe.probe();
     },
@@ -368,6 +374,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       // Unsettled background jobs stay pending in the ledger; the next start takes them over.
       responses.close();
       await batches.close();
+      await reconciler?.close();
       await upstream.close();
       // Before Redis and the database close: the last requests' alerts are claimed and queued.
       await alerts?.close();

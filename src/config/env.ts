@@ -189,6 +189,19 @@ const envSchema = z.object({
     .transform(Number)
     .refine((n) => n <= 100, 'must be at most 100')
     .default(1),
+  /** `serve`: reconcile with every provider whose admin key is set this often (docs/reconciliation.md, "Scheduled runs"); unset: never. */
+  TOLLGATE_RECONCILE_EVERY: duration
+    .refine((ms) => ms >= 1000, 'must be at least 1s')
+    // A timer's longest delay is about 24.8 days.
+    .refine((ms) => ms <= 168 * 3_600_000, 'must be at most 168h')
+    .optional(),
+  /** Scheduled runs compare this many whole UTC days before today. */
+  TOLLGATE_RECONCILE_DAYS: positiveInt.refine((n) => n <= 366, 'must be at most 366').default(7),
+  /** Scheduled runs compare today's partial day too (off when the provider's reports lag). */
+  TOLLGATE_RECONCILE_TODAY: z
+    .enum(['true', 'false', '1', '0'])
+    .default('true')
+    .transform((v) => v === 'true' || v === '1'),
 });
 
 /** Every variable Tollgate reads (the warnings about unknown `TOLLGATE_*` names compare with these). */

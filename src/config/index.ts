@@ -108,6 +108,8 @@ export interface Config {
     readonly anthropic: { readonly adminKey: string | undefined; readonly apiUrl: string };
     readonly projects: { readonly keys?: Record<string, string>; readonly tenants?: Record<string, string>; readonly default?: string } | undefined;
     readonly tolerancePercent: number;
+    /** `serve`'s scheduled runs: how often (undefined: never), over the last `days` whole UTC days and, with `today`, today. */
+    readonly schedule: { readonly everyMs: number | undefined; readonly days: number; readonly today: boolean };
   };
   /** Things the operator should hear at start (unknown `TOLLGATE_*` variables, each with the nearest known name). */
   readonly warnings: readonly string[];
@@ -207,6 +209,7 @@ export function loadConfig(env: Env = process.env): Config {
       anthropic: { adminKey: e.TOLLGATE_ANTHROPIC_ADMIN_KEY, apiUrl: e.TOLLGATE_ANTHROPIC_ADMIN_URL ?? e.TOLLGATE_ANTHROPIC_URL },
       projects: file.reconcile?.projects,
       tolerancePercent: e.TOLLGATE_RECONCILE_TOLERANCE,
+      schedule: { everyMs: e.TOLLGATE_RECONCILE_EVERY, days: e.TOLLGATE_RECONCILE_DAYS, today: e.TOLLGATE_RECONCILE_TODAY },
     },
     warnings,
   };
