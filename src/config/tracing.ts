@@ -15,7 +15,7 @@ export const TRACE_SAMPLERS = [
   'parentbased_traceidratio',
 ] as const;
 
-export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
+type TraceSampler = (typeof TRACE_SAMPLERS)[number];
 
 /** Where and how spans are exported; absent from the Config when tracing is off. */
 export interface TracingSettings {
