@@ -22,6 +22,7 @@ const GOOD_KEY = 'sk-good-upstream-2222222222222222';
 const BAD_KEY = 'sk-bad-upstream-3333333333333333';
 const ADMIN_TOKEN = 'admin-token-4444444444444444';
 const OTLP_SECRET = 'otlp-vendor-secret-5555555555';
+const WRONG_KEY = 'tg-not-a-key-6666666666666666';
 
 let receiver: OtlpReceiver;
 let good: FakeUpstream;
@@ -96,6 +97,13 @@ beforeAll(async () => {
     status: 429,
   });
   await anthropic(key, 'claude-fallback').messages.create({ model: 'claude-opus-4-5', max_tokens: 60, messages: say });
+  // A client trace its caller chose not to sample: followed (parentbased), and passed on unsampled.
+  const unsampled = traceparentFor('unsampled').replace(/-01$/, '-00');
+  await new OpenAI({ apiKey: key, baseURL: proxy.baseURL, maxRetries: 0, defaultHeaders: { traceparent: unsampled } }).chat.completions.create({
+    model: 'gpt-4o-mini',
+    messages: ask,
+  });
+  await expect(openai(WRONG_KEY, 'unauthenticated').chat.completions.create({ model: 'gpt-4o-mini', messages: ask })).rejects.toMatchObject({ status: 401 });
   // Closing flushes the batch of spans to the receiver.
   await proxy.close();
 }, 60_000);
@@ -266,11 +274,28 @@ describe("Anthropic's Messages API", () => {
   });
 });
 
+describe('sampling and refusals before the key is known', () => {
+  it('exports nothing of a trace the client did not sample, and passes it upstream unsampled', () => {
+    expect(spansOf('unsampled')).toHaveLength(0);
+    const [sent] = upstreamTraceparents(good, 'unsampled');
+    expect(sent).toMatch(new RegExp(`^00-${traces.get('unsampled')}-[0-9a-f]{16}-00$`));
+    expect(sent).not.toContain(CLIENT_SPAN);
+  });
+
+  it('traces a request with a wrong key as a 401 with its error code and no key', () => {
+    const span = serverSpan('unauthenticated');
+    expect(span.name).toBe('chat');
+    expect(span.attributes).toMatchObject({ 'http.response.status_code': 401, 'error.type': 'invalid_api_key' });
+    expect(span.attributes['tollgate.key.name']).toBeUndefined();
+    expect(spansOf('unauthenticated')).toHaveLength(1);
+  });
+});
+
 describe('what is never exported', () => {
   it('exports no tenant key, provider key, admin token or exporter header anywhere in the payload', () => {
     expect(receiver.exports.length).toBeGreaterThan(0);
     const everything = receiver.exports.map((e) => e.body).join('\n');
-    for (const secret of [...tenantKeys, UPSTREAM_KEY, GOOD_KEY, BAD_KEY, ADMIN_TOKEN, OTLP_SECRET]) expect(everything).not.toContain(secret);
+    for (const secret of [...tenantKeys, WRONG_KEY, UPSTREAM_KEY, GOOD_KEY, BAD_KEY, ADMIN_TOKEN, OTLP_SECRET]) expect(everything).not.toContain(secret);
     // The tenant keys' visible prefix is not their secret, but no key material goes out at all.
     for (const key of tenantKeys) expect(everything).not.toContain(key.slice(-12));
   });
