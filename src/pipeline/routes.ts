@@ -12,7 +12,7 @@
  * (Anthropic's) are told in that shape; upstreams' own answers pass through as
  * they came.
  */
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import type { AppEnv } from '../app-env.js';
 import { DIALECTS, type Dialect } from '../dialects/index.js';
 import { TollgateError } from '../domain/errors.js';
@@ -25,8 +25,6 @@ import { estimate } from './estimate.js';
 import { forward, forwardedUpstream } from './forward.js';
 import { listModels } from './models.js';
 import { relay } from './relay.js';
-import type { RequestTrace } from './trace-hooks.js';
-import type { Endpoint } from '../endpoints.js';
 
 /** Every dialect's routes, the stored Responses' lifecycle routes and `/v1/models`. */
 export function createProxyRoutes(deps: PipelineDeps, logger: Logger): Hono<AppEnv> {
@@ -50,19 +48,23 @@ export function dialectRoutes(dialect: Dialect, deps: PipelineDeps, logger: Logg
     });
   }
   routes.post(dialect.path, async function proxyRequest(c) {
-    const tracing = deps.tracing;
-    if (tracing !== undefined)
-      return tracedRequest(
-        c,
-        dialect.endpoint,
-        tracing.begin(c.get('requestId'), dialect.endpoint, (name) => c.req.header(name)),
-        deps,
-      );
-    const request = authenticate(c, dialect.endpoint, deps);
-    const estimated = await estimate(request, deps);
-    const admitted = await admitInFlight(estimated, deps);
-    const response = await forward(admitted, deps);
-    return relay(admitted, response, deps);
+    // Undefined when tracing is off: then each hook below is one check, and not even the closure is made.
+    const trace = deps.tracing?.begin(c.get('requestId'), dialect.endpoint, (name) => c.req.header(name));
+    try {
+      const request = authenticate(c, dialect.endpoint, deps);
+      const estimated = await estimate(request, deps);
+      trace?.estimated(estimated);
+      trace?.admitting();
+      const admitted = await admitInFlight(estimated, deps);
+      trace?.admitted(admitted);
+      const response = await forward(admitted, deps);
+      const answer = await relay(admitted, response, deps);
+      trace?.returned();
+      return answer;
+    } catch (error) {
+      trace?.failed(error);
+      throw error;
+    }
   });
   const countPath = dialect.countTokensPath;
   if (countPath !== undefined) routes.post(countPath, (c) => countTokens(c, dialect, deps));
@@ -76,23 +78,4 @@ export function dialectRoutes(dialect: Dialect, deps: PipelineDeps, logger: Logg
     routes.onError((error, c) => render(error, c, logger));
   }
   return routes;
-}
-
-/** The same stages, told to the request's trace (src/tracing): only taken when tracing is on. */
-async function tracedRequest(c: Context<AppEnv>, endpoint: Endpoint, trace: RequestTrace, deps: PipelineDeps): Promise<Response> {
-  try {
-    const request = authenticate(c, endpoint, deps);
-    const estimated = await estimate(request, deps);
-    trace.estimated(estimated);
-    trace.admitting();
-    const admitted = await admitInFlight(estimated, deps);
-    trace.admitted(admitted);
-    const response = await forward(admitted, deps);
-    const answer = await relay(admitted, response, deps);
-    trace.returned();
-    return answer;
-  } catch (error) {
-    trace.failed(error);
-    throw error;
-  }
 }
