@@ -165,6 +165,7 @@ function bodyFor(dialect: Dialect, request: AdmittedRequest, upstreamModel: stri
 function attemptOf(request: AdmittedRequest, candidate: RouteCandidate | undefined, index: number): UpstreamAttempt {
   return {
     upstream: candidate?.upstream.name,
+    kind: candidate?.upstream.spec.kind,
     url: candidate?.upstream.spec.url,
     model: candidate?.upstreamModel ?? request.facts.model,
     number: index + 1,

@@ -40,6 +40,8 @@ export interface RequestTracing {
 export interface UpstreamAttempt {
   /** The config's name of the upstream, when the request was routed. */
   readonly upstream: string | undefined;
+  /** Its kind in the config (`openai`, `azure`, `openai-compatible`, `anthropic`), when routed. */
+  readonly kind: string | undefined;
   /** Its base URL (host and port are recorded, never its path or query). */
   readonly url: string | undefined;
   /** The model as this upstream knows it. */

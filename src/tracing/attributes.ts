@@ -36,6 +36,7 @@ export const TOLLGATE = {
   refusalReason: 'tollgate.refusal.reason',
   refusedBy: 'tollgate.refused_by',
   upstream: 'tollgate.upstream',
+  upstreamKind: 'tollgate.upstream.kind',
   attempts: 'tollgate.attempts',
   attempt: 'tollgate.attempt',
   attemptOutcome: 'tollgate.attempt.outcome',
@@ -65,4 +66,11 @@ export const PROVIDER: Readonly<Record<Endpoint, string>> = {
   embeddings: 'openai',
   responses: 'openai',
   messages: 'anthropic',
+};
+
+/** The provider an upstream of the config is, in the conventions' values (an OpenAI-compatible API names none). */
+export const UPSTREAM_PROVIDER: Readonly<Record<string, string>> = {
+  openai: 'openai',
+  azure: 'azure.ai.openai',
+  anthropic: 'anthropic',
 };

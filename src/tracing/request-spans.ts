@@ -32,7 +32,7 @@ import type { AdmittedRequest, EstimatedRequest } from '../pipeline/context.js';
 import type { FinishedListener, RequestFinished } from '../pipeline/finished.js';
 import { AdmissionRefused } from '../pipeline/refusals.js';
 import type { AttemptTrace, RequestTrace, RequestTracing, UpstreamAttempt } from '../pipeline/trace-hooks.js';
-import { GEN_AI, OPERATION, PROVIDER, TOLLGATE } from './attributes.js';
+import { GEN_AI, OPERATION, PROVIDER, TOLLGATE, UPSTREAM_PROVIDER } from './attributes.js';
 
 type HeaderOf = (name: string) => string | undefined;
 
@@ -153,6 +153,11 @@ class TracedRequest implements RequestTrace {
       this.context,
     );
     if (attempt.upstream !== undefined) span.setAttribute(TOLLGATE.upstream, attempt.upstream);
+    if (attempt.kind !== undefined) {
+      span.setAttribute(TOLLGATE.upstreamKind, attempt.kind);
+      const provider = UPSTREAM_PROVIDER[attempt.kind];
+      if (provider !== undefined) span.setAttribute(GEN_AI.provider, provider);
+    }
     if (attempt.url !== undefined) setServer(span, attempt.url);
     propagator.inject(trace.setSpan(this.context, span), headers, toUpstream);
     return {

@@ -183,6 +183,8 @@ describe('spans follow the GenAI conventions and continue the client trace', () 
       'server.port': good.port,
       'http.response.status_code': 200,
       'tollgate.upstream': 'openai',
+      'tollgate.upstream.kind': 'openai',
+      'gen_ai.provider.name': 'openai',
       'tollgate.attempt': 1,
     });
   });
@@ -243,6 +245,7 @@ describe("Anthropic's Messages API", () => {
     });
     expect(root.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
     const [attempt] = childrenOf('claude-json', root, 'chat claude-haiku-4-5');
+    expect(attempt!.attributes).toMatchObject({ 'gen_ai.provider.name': 'anthropic', 'tollgate.upstream.kind': 'anthropic', 'server.port': good.port });
     expect(upstreamTraceparents(good, 'claude-json')).toEqual([`00-${root.traceId}-${attempt!.spanId}-01`]);
   });
 
