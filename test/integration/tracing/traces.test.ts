@@ -303,6 +303,12 @@ describe('what is never exported', () => {
     for (const key of tenantKeys) expect(everything).not.toContain(key.slice(-12));
   });
 
+  it('logs where spans go, never the exporter headers', () => {
+    const started = proxy.logs.lines.find((line) => line.msg === 'tracing: exporting spans over OTLP/HTTP');
+    expect(started).toMatchObject({ endpoint: `${receiver.url}/v1/traces`, sampler: 'parentbased_always_on', serviceName: 'tollgate-under-test' });
+    expect(proxy.logs.raw.join('\n')).not.toContain(OTLP_SECRET);
+  });
+
   it('sends the OTLP headers to the receiver, and only there', () => {
     expect(receiver.exports.every((e) => e.headers.authorization === `Bearer ${OTLP_SECRET}`)).toBe(true);
     for (const fake of [good, bad]) expect(JSON.stringify(fake.requests.map((r) => r.headers))).not.toContain(OTLP_SECRET);
