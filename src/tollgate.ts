@@ -206,8 +206,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe(logRequests(logger));
   events.subscribe(warnAssumedPrices(logger));
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
-  const tracing = config.tracing === undefined ? undefined : startTracing(config.tracing, logger);
-  if (tracing !== undefined) events.subscribe(tracing.tracer.finished);
+  const tracing = config.tracing === undefined ? undefined : startTracing(config.tracing, logger, events);
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
   const alerts =
     config.alerts === undefined
@@ -384,8 +383,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       await replica?.close();
       await checkpointer?.stop();
       await shared.close();
-      // The last requests' spans, ended and exported.
-      await tracing?.shutdown();
+      await tracing?.shutdown(); // the last requests' spans, ended and exported
       if (overrides.database === undefined) database.close();
       await closeEstimator();
     },

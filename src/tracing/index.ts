@@ -23,6 +23,7 @@ import {
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { TracingSettings } from '../config/index.js';
 import type { Logger } from '../logger.js';
+import type { RequestEvents } from '../pipeline/finished.js';
 import { redactUrlsIn } from '../redact-url.js';
 import { RequestTracer } from './request-spans.js';
 
@@ -36,8 +37,8 @@ export interface Tracing {
 /** How long one export may take before it is given up (the SDK's default is 10 s; a shutdown waits for it). */
 const EXPORT_TIMEOUT_MS = 5_000;
 
-/** The tracer provider for `settings`, exporting to their endpoint. */
-export function startTracing(settings: TracingSettings, logger: Logger): Tracing {
+/** The tracer provider for `settings`, exporting to their endpoint; it listens to `events` for the requests' ends. */
+export function startTracing(settings: TracingSettings, logger: Logger, events: RequestEvents): Tracing {
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName, 'process.pid': process.pid } satisfies Attributes),
     sampler: samplerOf(settings),
@@ -49,6 +50,7 @@ export function startTracing(settings: TracingSettings, logger: Logger): Tracing
     ],
   });
   const tracer = new RequestTracer(provider.getTracer('tollgate'));
+  events.subscribe(tracer.finished);
   logger.info(
     { endpoint: redactUrlsIn(settings.url), sampler: settings.sampler, serviceName: settings.serviceName },
     'tracing: exporting spans over OTLP/HTTP',
