@@ -52,6 +52,7 @@ import { createRouter, type Router } from './upstreams/router.js';
 import { createAnthropicUpstream } from './upstreams/anthropic-upstream.js';
 import { createUpstreamProbe, probeTargetsOf, type UpstreamProbe } from './upstreams/probe.js';
 import { SecretThrottle } from './http/secret-throttle.js';
+import { startTracing } from './tracing/index.js';
 
 /** Parts a caller supplies instead of building them from the config. */
 export interface TollgateOverrides {
@@ -208,6 +209,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe(logRequests(logger));
   events.subscribe(warnAssumedPrices(logger));
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
+  const tracing = config.tracing === undefined ? undefined : startTracing(config.tracing, logger, events);
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
   const alerts =
     config.alerts === undefined
@@ -278,6 +280,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     batches,
     inFlight: new InFlightLimits({ defaultKeyMax: config.maxInFlight, maxWaitMs: config.upstream.queueTimeoutMs }),
     open: new OpenRequests(),
+    ...(tracing === undefined ? {} : { tracing: tracing.tracer }),
     intake: new BodyIntake({
       largeBytes: LARGE_BODY_BYTES,
       largePerKey: config.largeBodiesPerKey,
@@ -387,6 +390,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       await replica?.close();
       await checkpointer?.stop();
       await shared.close();
+      await tracing?.shutdown(); // the last requests' spans, ended and exported
       if (overrides.database === undefined) database.close();
       await closeEstimator();
     },

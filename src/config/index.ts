@@ -18,10 +18,12 @@ import type { UpstreamsConfig } from '../upstreams/upstream-config.js';
 import { KNOWN_VARIABLES, readEnvironment, type Env, type EnvSettings } from './env.js';
 import { readConfigFile, type ConfigFile } from './file.js';
 import { alertSettings, parseGlobalLimits, upstreamsOf } from './sections.js';
+import { tracingSettingsOf, type TracingSettings } from './tracing.js';
 import { reportLoadWarnings, unknownVariableWarnings } from './unknown-variables.js';
 
 export { ConfigError } from './errors.js';
 export { parseWorkers } from './values.js';
+export type { TracingSettings } from './tracing.js';
 export { reportWarnings, sendConfigWarningsTo } from './unknown-variables.js';
 
 /** Tollgate's configuration, validated and with defaults applied. */
@@ -111,6 +113,8 @@ export interface Config {
     /** `serve`'s scheduled runs: how often (undefined: never), over the last `days` whole UTC days and, with `today`, today. */
     readonly schedule: { readonly everyMs: number | undefined; readonly days: number; readonly today: boolean };
   };
+  /** OpenTelemetry traces (docs/tracing.md); undefined = off: no tracer, no span work per request. */
+  readonly tracing: TracingSettings | undefined;
   /** Things the operator should hear at start (unknown `TOLLGATE_*` variables, each with the nearest known name). */
   readonly warnings: readonly string[];
 }
@@ -202,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     nameBounds: { endUsers: e.TOLLGATE_MAX_END_USERS, tags: e.TOLLGATE_MAX_TAGS },
     trustedProxies: parseTrustedProxies(e.TOLLGATE_TRUSTED_PROXIES),
     metrics: { token: e.TOLLGATE_METRICS_TOKEN, port: e.TOLLGATE_METRICS_PORT },
+    tracing: tracingSettingsOf(e),
     alerts: file.alerts === undefined ? undefined : alertSettings(file.alerts, env, e.TOLLGATE_CONFIG ?? ''),
     reconcile: {
       adminKey: e.TOLLGATE_PROVIDER_ADMIN_KEY,
