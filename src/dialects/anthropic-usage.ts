@@ -9,14 +9,10 @@
  * that is not final) and `message_delta.usage` (cumulative `output_tokens`, and in newer API
  * versions the input fields again). {@link mergeStreamUsage} overlays the second on the first.
  */
-import type { Usage } from './usage.js';
+import { field, type Usage } from './usage.js';
 
 function count(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
-}
-
-function field(value: unknown, name: string): unknown {
-  return value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[name] : undefined;
 }
 
 /** Usage from an Anthropic `usage` object; undefined when it has no `input_tokens`. */

@@ -18,6 +18,7 @@
  */
 import type { Dialect, StreamError, StreamReader, StreamTap } from './dialect.js';
 import type { Usage } from './usage.js';
+import { identityOfEvent, type AnswerIdentity } from './answer-identity.js';
 
 export type { StreamError } from './dialect.js';
 
@@ -45,6 +46,8 @@ export interface SseTapOptions {
    * (a budget's or cost cap's limit), and how to count them.
    */
   readonly allowance?: { readonly tokens: number; readonly count: (text: string) => number };
+  /** Note the answer's own id and model from the first event that has them (only for traces). */
+  readonly noteIdentity?: boolean;
 }
 
 const NO_ITEMS: readonly string[] = Object.freeze([]);
@@ -61,6 +64,9 @@ export class SseTap implements StreamTap {
   private firstTokenAt: number | undefined;
   private upstreamError: StreamError | undefined;
   private readonly allowance: SseTapOptions['allowance'];
+  private identitySought: boolean;
+  /** The answer's own id and model, when `noteIdentity` was asked for and an event carried them. */
+  identity: AnswerIdentity | undefined;
   /** Exact tokens of texts[0, countedTexts). */
   private countedTokens = 0;
   private countedTexts = 0;
@@ -73,6 +79,7 @@ export class SseTap implements StreamTap {
     this.strip = options.stripUsageChunk && options.dialect.usageOnRequest;
     this.now = options.now ?? Date.now;
     this.allowance = options.allowance;
+    this.identitySought = options.noteIdentity === true;
   }
 
   get watching(): boolean {
@@ -266,6 +273,10 @@ export class SseTap implements StreamTap {
       return false; // Garbage is forwarded as-is; the client's SDK decides what to make of it.
     }
     if (payload === null || typeof payload !== 'object') return false;
+    if (this.identitySought) {
+      this.identity = identityOfEvent(payload as Record<string, unknown>);
+      this.identitySought = this.identity === undefined;
+    }
     const withheld = this.reader.read(this, eventName, payload as Record<string, unknown>);
     if (this.strip && !withheld && (payload as { usage?: unknown }).usage === null) {
       const at = buffer.lastIndexOf(USAGE_NULL, dataEnd - USAGE_NULL.byteLength);

@@ -34,7 +34,8 @@ function count(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
 }
 
-function field(value: unknown, name: string): unknown {
+/** A member of a parsed JSON value, or undefined when it is not an object. */
+export function field(value: unknown, name: string): unknown {
   return value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[name] : undefined;
 }
 

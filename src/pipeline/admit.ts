@@ -210,6 +210,7 @@ export async function admit(request: EstimatedRequest, deps: PipelineDeps, after
     settled: false,
     costMicros: undefined,
     answered: undefined,
+    answerIdentity: undefined,
   };
   return admitted;
 }

@@ -8,6 +8,7 @@
  *   forward      → UpstreamResponse   (or settled at once if the upstream failed)
  *   relay        → Response           settled when the answer ends, however it ends
  */
+import type { AnswerIdentity } from '../dialects/answer-identity.js';
 import type { Attribution } from '../endusers/attribution.js';
 import type { Endpoint } from '../endpoints.js';
 import type { Estimate } from '../estimate/index.js';
@@ -134,6 +135,8 @@ export interface AdmittedRequest extends EstimatedRequest {
   costMicros?: number;
   /** Set by forward: the upstream that answered (or was tried last) and the attempts. */
   answered?: Answered;
+  /** Set by relay when the request is traced: the answer's own id and model (docs/tracing.md). */
+  answerIdentity?: AnswerIdentity;
 }
 
 /** How a forwarded request ended, as forward or relay saw it. */

@@ -19,6 +19,7 @@
  * Either way the request is settled once when its answer ends.
  */
 import type { Readable } from 'node:stream';
+import { identityOfJsonHead } from '../dialects/answer-identity.js';
 import { dialectOf, type Dialect } from '../dialects/index.js';
 import { needsUsageInjection } from '../dialects/request-edits.js';
 import { SseTap } from '../dialects/sse-tap.js';
@@ -50,6 +51,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       stripUsageChunk: needsUsageInjection(dialect, request.facts),
       now: deps.now,
       ...(allowance === undefined ? {} : { allowance: { tokens: allowance, count: countText } }),
+      noteIdentity: deps.tracing !== undefined,
     });
     const cutEnding = (): Uint8Array => tap.cutEnding(request.estimate.promptTokens, request.facts.clientWantsUsage);
     // A stored Response is its key's from its first event on (the client may look it up at once).
@@ -71,6 +73,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
       receipt: () => receiptComment(request),
       onEnd: (outcome, errorCode) => {
         const usage = tap.usage;
+        if (tap.identity !== undefined) request.answerIdentity = tap.identity;
         settleForwarded(
           request,
           {
@@ -132,6 +135,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     throw clientGone ? new TollgateError('client_closed_request', 'The client closed the request.') : failure;
   }
   const usage = ok ? dialect.usageOfJson(answer) : undefined;
+  if (ok && deps.tracing !== undefined) request.answerIdentity = identityOfJsonHead(answer);
   const stored = ok && deps.responses !== undefined ? dialect.storedResponses : undefined;
   const responseId = stored?.idOfJson(answer);
   if (responseId !== undefined) deps.responses?.created(request, responseId);

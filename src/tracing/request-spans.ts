@@ -96,6 +96,8 @@ export class RequestTracer implements RequestTracing {
 class TracedRequest implements RequestTrace {
   private handlerDone = false;
   private finishedSeen = false;
+  /** Relay notes the answer's own id and model on it (src/pipeline/relay.ts). */
+  private admittedRequest: AdmittedRequest | undefined;
   private ended = false;
   private admitStartedAt = 0;
   private estimatedEdits = 0;
@@ -133,6 +135,7 @@ class TracedRequest implements RequestTrace {
   }
 
   admitted(request: AdmittedRequest): void {
+    this.admittedRequest = request;
     const capped = request.edits.length > this.estimatedEdits;
     this.span.setAttribute(TOLLGATE.capped, capped);
     const admit = this.tracer.startSpan('tollgate.admit', { kind: SpanKind.INTERNAL, startTime: hrTime(this.admitStartedAt) }, this.context);
@@ -220,6 +223,9 @@ class TracedRequest implements RequestTrace {
         [GEN_AI.outputTokens]: usage.completionTokens,
         [TOLLGATE.cachedTokens]: usage.cachedTokens,
       });
+      const identity = this.admittedRequest?.answerIdentity;
+      if (identity?.id !== undefined) this.span.setAttribute(GEN_AI.responseId, identity.id);
+      if (identity?.model !== undefined) this.span.setAttribute(GEN_AI.responseModel, identity.model);
       if (event.status !== null) this.span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, event.status);
       if (event.status !== null && event.status >= 500) this.span.setStatus({ code: SpanStatusCode.ERROR });
       if (event.upstream !== undefined) this.span.setAttribute(TOLLGATE.upstream, event.upstream);

@@ -81,17 +81,20 @@ beforeAll(async () => {
   tenantKeys.push(proxy.key, key, broke, limited);
 
   const ask = [{ role: 'user' as const, content: 'Hello there' }];
-  await openai(key, 'openai-json').chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 50, messages: ask, user: 'end-user-7' });
+  const json = await openai(key, 'openai-json').chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 50, messages: ask, user: 'end-user-7' });
+  answers.set('openai-json', { id: json.id, model: json.model });
   const stream = await openai(key, 'openai-stream').chat.completions.create({ model: 'gpt-4o-mini', messages: ask, stream: true });
-  for await (const _chunk of stream) {
-    // read to the end
+  for await (const chunk of stream) {
+    if (!answers.has('openai-stream')) answers.set('openai-stream', { id: chunk.id, model: chunk.model });
   }
   await expect(openai(broke, 'openai-budget').chat.completions.create({ model: 'gpt-4o-mini', messages: ask })).rejects.toMatchObject({ status: 429 });
   await openai(key, 'openai-fallback').chat.completions.create({ model: 'gpt-4o', messages: ask });
 
   const say = [{ role: 'user' as const, content: 'Hello, Claude' }];
-  await anthropic(key, 'claude-json').messages.create({ model: 'claude-haiku-4-5', max_tokens: 60, messages: say });
-  await anthropic(key, 'claude-stream').messages.stream({ model: 'claude-haiku-4-5', max_tokens: 60, messages: say }).finalMessage();
+  const message = await anthropic(key, 'claude-json').messages.create({ model: 'claude-haiku-4-5', max_tokens: 60, messages: say });
+  answers.set('claude-json', { id: message.id, model: message.model });
+  const streamed = await anthropic(key, 'claude-stream').messages.stream({ model: 'claude-haiku-4-5', max_tokens: 60, messages: say }).finalMessage();
+  answers.set('claude-stream', { id: streamed.id, model: streamed.model });
   await anthropic(limited, 'claude-first').messages.create({ model: 'claude-haiku-4-5', max_tokens: 20, messages: say });
   await expect(anthropic(limited, 'claude-limit').messages.create({ model: 'claude-haiku-4-5', max_tokens: 20, messages: say })).rejects.toMatchObject({
     status: 429,
@@ -112,6 +115,9 @@ afterAll(async () => {
   await Promise.all([good.close(), bad.close(), receiver.close()]);
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** The id and model each answer carried, as the client saw them. */
+const answers = new Map<string, { id: string; model: string }>();
 
 function spansOf(scenario: string): ReceivedSpan[] {
   const traceId = traces.get(scenario)!;
@@ -142,6 +148,12 @@ const CLIENT = 3;
 const ERROR = 2;
 
 describe('spans follow the GenAI conventions and continue the client trace', () => {
+  it.each(['openai-json', 'openai-stream', 'claude-json', 'claude-stream'])('records the id and model the %s answer carried', (scenario) => {
+    const answer = answers.get(scenario)!;
+    expect(answer.id).not.toBe('');
+    expect(serverSpan(scenario).attributes).toMatchObject({ 'gen_ai.response.id': answer.id, 'gen_ai.response.model': answer.model });
+  });
+
   it('names a JSON chat answer "chat gpt-4o-mini", a server span whose parent is the client span, with usage and cost', () => {
     const span = serverSpan('openai-json');
     expect(span.name).toBe('chat gpt-4o-mini');
