@@ -16,10 +16,10 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { chatBody1k } from './proxy.js';
 import {
+  cpuMicros,
   findFreePort,
   issueBenchKey,
   measureLatency,
@@ -40,12 +40,6 @@ const quick = process.argv.includes('--quick');
 const thisIndex = process.argv.indexOf('--this');
 const thisRoot = thisIndex === -1 ? REPO_ROOT : process.argv[thisIndex + 1]!;
 const UPSTREAM_KEY = 'sk-bench-upstream';
-
-/** CPU time (user + system) the main thread (the event loop) has used, in µs, from /proc. */
-function cpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6; // clock ticks at 100 Hz
-}
 
 /** The built entry point of the checkout at `root` (this working tree's is built now). */
 function builtEntry(root: string): string {

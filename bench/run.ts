@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark in one run, printed as one table and saved
  * as JSON in bench/results/. `--quick` for fewer rounds; `--only a,b` to pick
- * sections (proxy, estimate, ledger, limits, redis, dashboard, streams, pg-scale, workers, targets, batch-upload), or name
+ * sections (proxy, estimate, ledger, limits, lease-utilization, redis, dashboard, streams, pg-scale, workers, targets, batch-upload, tracing), or name
  * them: `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) and the
  * PostgreSQL one at 10M rows (bench/pg-scale.ts) and the stream targets with their stall run
  * (bench/targets.ts) take minutes, and the batch upload (bench/batch-upload.ts) writes 165 MB
@@ -19,6 +19,7 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   estimate: async () => (await import('./estimate.js')).runEstimateBench,
   ledger: async () => (await import('./ledger.js')).runLedgerBench,
   limits: async () => (await import('./limits.js')).runLimitsBench,
+  'lease-utilization': async () => (await import('./lease-utilization.js')).runLeaseUtilizationBench,
   redis: async () => (await import('./redis.js')).runRedisBench,
   dashboard: async () => (await import('./dashboard.js')).runDashboardBench,
   streams: async () => (await import('./streams.js')).runStreamsBench,
@@ -26,8 +27,9 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   workers: async () => (await import('./workers.js')).runWorkersBench,
   targets: async () => (await import('./targets.js')).runTargetsBench,
   'batch-upload': async () => (await import('./batch-upload.js')).runBatchUploadBench,
+  tracing: async () => (await import('./tracing.js')).runTracingBench,
 };
-const OPT_IN = new Set(['streams', 'pg-scale', 'targets', 'batch-upload']);
+const OPT_IN = new Set(['streams', 'pg-scale', 'targets', 'batch-upload', 'tracing']);
 
 const quick = process.argv.includes('--quick');
 const onlyIndex = process.argv.indexOf('--only');

@@ -177,6 +177,12 @@ export function issueBenchKey(dbPath: string): string {
   }
 }
 
+/** CPU time (user + system) the main thread (the event loop) of `pid` has used, in µs, from /proc. */
+export function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6; // clock ticks at 100 Hz
+}
+
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;

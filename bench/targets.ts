@@ -8,6 +8,9 @@
  *
  * - req/s at 16 and 64 connections, and CPU per request: user + system time
  *   of the proxy's whole process (every thread) over the requests it served;
+ * - one client at a time (c=1): p50 / p99 / p99.9, each as measured and as
+ *   added over going direct to the fake upstream, the figure the other gateways'
+ *   published comparisons lead with;
  * - p99 latency at a fixed 500 req/s, open loop: each request's latency runs
  *   from when it was due, so a slow proxy cannot hide behind a slowed load;
  * - SSE streams/s at 16 connections (the same body with `stream: true`);
@@ -27,6 +30,7 @@ import {
   issueBenchKey,
   bodyOf,
   median,
+  measureLatency,
   measureThroughput,
   percentile,
   plainJs,
@@ -137,10 +141,34 @@ function worstStall(report: StallReport, fromUs: number, toUs: number): { ms: nu
   return { ms: worst.ms, cause, count: inWindow.length };
 }
 
+/** c=1: each percentile is the median over rounds of that round's percentile; "added" subtracts direct's. */
+function serialResults(serial: Record<'direct' | 'bare' | 'tollgate', number[][]>): BenchResult[] {
+  const at = (name: keyof typeof serial, p: number) => median(serial[name].map((round) => percentile(round, p)));
+  const results: BenchResult[] = [];
+  for (const p of [50, 99, 99.9]) {
+    for (const name of ['direct', 'bare', 'tollgate'] as const) {
+      const note = name === 'tollgate' ? `${(at('tollgate', p) / at('bare', p)).toFixed(2)}× the bare hop` : `median of ${serial[name].length} rounds`;
+      results.push({ name: `c=1 p${p}, ${name}`, value: at(name, p), unit: 'ms', note });
+    }
+    const addedBare = at('bare', p) - at('direct', p);
+    const addedTollgate = at('tollgate', p) - at('direct', p);
+    results.push({ name: `c=1 p${p} added over direct, bare hop`, value: addedBare, unit: 'ms', note: '' });
+    results.push({
+      name: `c=1 p${p} added over direct, tollgate`,
+      value: addedTollgate,
+      unit: 'ms',
+      note: `${(addedTollgate / addedBare).toFixed(2)}× the bare hop's`,
+    });
+  }
+  return results;
+}
+
 export async function runTargetsBench(options: { quick: boolean; stallMinutes?: number }): Promise<BenchResult[]> {
   const rounds = 3;
   const throughputMs = options.quick ? 1500 : 3000;
   const fixedMs = options.quick ? 4000 : 10_000;
+  // p99.9 needs a few thousand samples per round to mean anything.
+  const serialCount = options.quick ? 600 : 3000;
   const stallMs = (options.stallMinutes ?? (options.quick ? 0.5 : 5)) * 60_000;
   const scratch = mkdtempSync(join(tmpdir(), 'tollgate-targets-'));
   pin(process.pid, 0);
@@ -165,12 +193,15 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
   pin(tollgate.process.pid!, 1);
   const json = { 'content-type': 'application/json' };
   const servers = {
+    direct: { url: fake.url, pid: fake.process.pid!, headers: { ...json, authorization: `Bearer ${UPSTREAM_KEY}` } },
     bare: { url: bare.url, pid: bare.process.pid!, headers: { ...json, authorization: `Bearer ${UPSTREAM_KEY}` } },
     tollgate: { url: tollgate.url, pid: tollgate.process.pid!, headers: { ...json, authorization: `Bearer ${key}` } },
   };
-  type Name = keyof typeof servers;
-  const names = Object.keys(servers) as Name[];
-  const target = (name: Name, stream: boolean): LoadTarget => ({
+  type Server = keyof typeof servers;
+  type Name = Exclude<Server, 'direct'>;
+  const names: Name[] = ['bare', 'tollgate'];
+  const serial = { direct: [] as number[][], bare: [] as number[][], tollgate: [] as number[][] };
+  const target = (name: Server, stream: boolean): LoadTarget => ({
     baseUrl: servers[name].url,
     path: '/chat/completions',
     body: () => uniqueBody(stream),
@@ -192,6 +223,7 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
   try {
     for (const name of names) await measureThroughput(target(name, false), 16, 1000); // JIT, pools, tokenizer
     for (let round = 0; round < rounds; round += 1) {
+      for (const name of shuffled(['direct', ...names] as Server[])) serial[name].push(await measureLatency(target(name, false), serialCount));
       for (const [connections, rps, cpu] of [
         [16, rps16, cpu16],
         [64, rps64, cpu64],
@@ -239,6 +271,7 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
     results.push({ name: `${label}, bare hop`, value: m(s.bare), unit, note: `median of ${rounds} rounds` });
     results.push({ name: `${label}, tollgate`, value: m(s.tollgate), unit, note: `${ratio(s).toFixed(2)}× the bare hop` });
   }
+  results.push(...serialResults(serial));
   results.push({ name: 'fixed-rate errors', value: fixedErrors, unit: 'requests', note: 'non-200 or failed at 500 req/s' });
   if (stall !== undefined) {
     results.push({ name: 'stall run rate', value: stallRate, unit: 'req/s', note: `half of tollgate's 16-connection median, ${stallMs / 60_000} min` });

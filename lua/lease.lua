@@ -6,8 +6,9 @@
 -- outstanding is the sum of live (unexpired) leases. Nodes spend only leased
 -- tokens, so across any window D the cluster grants at most burst + rate*D.
 --
--- Steps: Redis TIME (never backwards); drop expired leases; count refund
--- credit (discounted, see ARGV[7]); refill; apply keep/returned; take debt;
+-- Steps: Redis TIME (never backwards); drop expired leases; refill, noting
+-- the least room; apply keep/returned and refund credit (at most the least
+-- room since the refunds, see ARGV[7]); take debt;
 -- grant; write back; TTL. The refill over the span since the last call
 -- happens *before* the report is applied, piecewise — a lease counts against
 -- the burst until it expired or its tokens were spent (ARGV[16..31]).
@@ -28,7 +29,7 @@
 -- ARGV[4]  keep: unspent tokens the node still holds (absolute); its lease shrinks to min(lease, keep), the difference was spent (or never reached the node)
 -- ARGV[5]  returned: unspent lease tokens handed back into the bucket (report)
 -- ARGV[6]  refunded: credit from refunds of spends already reported (report); it may have waited on the node, so see ARGV[7]
--- ARGV[7]  refunded since: Redis ms (from an earlier reply) before which the refunds did not exist; the credit is reduced by the most refill possible since then
+-- ARGV[7]  refunded since: Redis ms (a lower bound the node derives from an earlier reply) before which the refunds did not exist; the credit is at most the least room the bucket had since then (m:/pm:), 0 if that span is not covered
 -- ARGV[8]  debt: tokens spent beyond reservations, taken from the bucket, which may go negative (report)
 -- ARGV[9]  want: the top-up asked for
 -- ARGV[10] min: grant nothing unless at least this much fits now (0 = background top-up)
@@ -58,7 +59,9 @@
 --          freed only now, which is later than it happened, never earlier)
 --
 -- Hash fields: tokens, carry, ts, outstanding, and per node <id>:
---   l:<id> lease held, x:<id> lease expiry (ms), q:<id> last call number, r:<id> last report id.
+--   l:<id> lease held, x:<id> lease expiry (ms), q:<id> last call number, r:<id> last report id,
+--   m:<id> least room (burst - outstanding - balance) since s:<id>, the node's last call,
+--   pm:<id> the least room from ps:<id>, its call before, to s:<id>.
 --
 -- Returns integers only (Redis truncates Lua numbers):
 --   { status (1 applied, 0 stale call), granted, kept, lease, tokens, carry,
@@ -132,11 +135,13 @@ local active = 0 -- other nodes with a live entry
 local mine = 0 -- this node's live lease
 local next_expiry = 0 -- earliest expiry of another node's non-empty lease
 local ended = {} -- { time, amount }: lease room freed since the last call (expiries, dated spending)
+local others = {} -- other nodes still remembered: their least room (m:<id>) is updated below
 for field, value in pairs(h) do
   if string.sub(field, 1, 2) == 'x:' then
     local id = string.sub(field, 3)
     local expiry = tonumber(value)
     local lease = tonumber(h['l:' .. id]) or 0
+    if id ~= node and not (expiry <= clock and expiry + 10 * lease_ttl <= clock) then others[#others + 1] = id end
     if expiry > clock then
       if id == node then
         mine = lease
@@ -148,7 +153,7 @@ for field, value in pairs(h) do
     else
       if lease > 0 then ended[#ended + 1] = { expiry, lease } end
       if id ~= node and expiry + 10 * lease_ttl <= clock then
-        redis.call('HDEL', key, 'l:' .. id, 'x:' .. id, 'q:' .. id, 'r:' .. id)
+        redis.call('HDEL', key, 'l:' .. id, 'x:' .. id, 'q:' .. id, 'r:' .. id, 'm:' .. id, 's:' .. id, 'pm:' .. id, 'ps:' .. id)
       elseif lease ~= 0 then
         redis.call('HSET', key, 'l:' .. id, 0)
       end
@@ -210,30 +215,24 @@ for i = 16, 30, 2 do
   end
 end
 
--- Refund credit is counted from the last call on (earlier than it arose:
--- conservative), less the most that could have refilled between the time it
--- is known to postdate and the last call — refill Redis may have granted
--- into room the credit would have filled.
-if apply_report and refunded > 0 then
-  local lag = ts - refunded_since
-  local credit = refunded
-  if lag > 0 then
-    local q = math.floor(lag / rate_den)
-    -- ceil(lag * rate): the refill of lag ms plus a carry below one unit.
-    local most = q * rate_num + math.ceil((lag - q * rate_den) * rate_num / rate_den)
-    credit = math.max(0, refunded - most)
-  end
-  tokens = tokens + credit
+-- The least room (cap - balance, whole units) seen since the last call:
+-- refill only narrows it, so its low points are where the cap grows.
+local function room()
+  if carry > 0 then return cap - tokens - 1 end
+  return cap - tokens
 end
+local least = room()
 table.sort(ended, function(a, b) return a[1] < b[1] end)
 local from = ts
 for _, lease in ipairs(ended) do
   local to = math.max(from, math.min(lease[1], clock))
   refill(to - from, cap)
+  least = math.min(least, room())
   cap = cap + lease[2]
   from = to
 end
 refill(clock - from, cap)
+least = math.min(least, room())
 
 -- The report. `keep` is absolute, so it is applied on every fresh call; the
 -- deltas only once per report id. A late report after expiry finds mine = 0
@@ -243,6 +242,24 @@ local kept = math.min(mine, keep)
 mine = kept
 if apply_report then
   tokens = tokens + returned
+end
+
+-- Refund credit: had it joined the bucket when the refunds happened (not
+-- before refunded_since), it would have lost what did not fit into the
+-- least room since then; that least room is m (since s) and pm (since ps).
+local seen_since = tonumber(h['s:' .. node])
+local seen_least = tonumber(h['m:' .. node])
+local least_since = least
+if seen_since ~= nil and seen_least ~= nil then least_since = math.min(least_since, seen_least) end
+if apply_report and refunded > 0 then
+  local covered = seen_since ~= nil and seen_since <= refunded_since
+  local credit = math.min(refunded, least_since)
+  local prev_since = tonumber(h['ps:' .. node])
+  if not covered and prev_since ~= nil and prev_since <= refunded_since then
+    covered = true
+    credit = math.min(credit, tonumber(h['pm:' .. node]) or 0)
+  end
+  if covered and credit > 0 then tokens = tokens + credit end
 end
 local outstanding = live + mine
 cap = burst - outstanding
@@ -272,13 +289,29 @@ tokens = tokens - granted
 mine = mine + granted
 outstanding = outstanding + granted
 
+local end_room = burst - outstanding - tokens
+if carry > 0 then end_room = end_room - 1 end
 local fields = {
+  'm:' .. node, int(end_room), 's:' .. node, int(clock),
   'tokens', int(tokens), 'carry', int(carry), 'ts', int(clock), 'outstanding', int(outstanding),
   'l:' .. node, int(mine), 'x:' .. node, int(clock + lease_ttl), 'q:' .. node, int(seq),
 }
 if apply_report then
   fields[#fields + 1] = 'r:' .. node
   fields[#fields + 1] = int(report_id)
+end
+if seen_since ~= nil then
+  fields[#fields + 1] = 'pm:' .. node
+  fields[#fields + 1] = int(least_since)
+  fields[#fields + 1] = 'ps:' .. node
+  fields[#fields + 1] = int(seen_since)
+end
+for _, id in ipairs(others) do
+  local seen = tonumber(h['m:' .. id])
+  if seen ~= nil then
+    fields[#fields + 1] = 'm:' .. id
+    fields[#fields + 1] = int(math.min(seen, least, end_room))
+  end
 end
 redis.call('HSET', key, unpack(fields))
 -- An expired key must equal a full bucket: keep it until it would have

@@ -135,7 +135,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     limitSnapshot: deps.limitSnapshot,
     ...(deps.now ? { now: deps.now } : {}),
     guard,
-    reconciliation: () => reconciliations.latest(),
+    reconciliations: () => reconciliations.latestPerProvider(),
   };
   const exportLedger = deps.ledgerExport === undefined ? undefined : ledgerExporter(deps.ledgerExport);
   // A tenant's read-only dashboard session is answered (scoped to its tenant) before the admin API sees it.

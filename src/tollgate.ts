@@ -31,6 +31,7 @@ import { PolicyError } from './domain/policy.js';
 import { SqliteKeyStore } from './storage/sqlite/keys.js';
 import { openBatchStore, openKeyStore, openSharedStorage, type Backend } from './storage/index.js';
 import type { ReconciliationReport } from './reconcile/store.js';
+import { buildReconciliation, type ReconcileSchedule } from './reconcile/from-config.js';
 import type { LedgerWriter } from './storage/ledger.js';
 import { openLedgerWriter } from './storage/index.js';
 import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './coordination/create-limiter.js';
@@ -51,6 +52,7 @@ import { createRouter, type Router } from './upstreams/router.js';
 import { createAnthropicUpstream } from './upstreams/anthropic-upstream.js';
 import { createUpstreamProbe, probeTargetsOf, type UpstreamProbe } from './upstreams/probe.js';
 import { SecretThrottle } from './http/secret-throttle.js';
+import { startTracing } from './tracing/index.js';
 
 /** Parts a caller supplies instead of building them from the config. */
 export interface TollgateOverrides {
@@ -98,6 +100,8 @@ export interface Tollgate {
   readonly batches: BatchJobs;
   /** Budget and velocity alerts (config file `alerts`), else undefined. */
   readonly alerts: Alerts | undefined;
+  /** Scheduled reconciliation (TOLLGATE_RECONCILE_EVERY with a provider admin key), else undefined. */
+  readonly reconciler: ReconcileSchedule | undefined;
   /** What every stage of the request path is given. */
   readonly pipeline: PipelineDeps;
   /** The thread that reads the dashboard and the spend reports from SQLite (none on a replica or in memory). */
@@ -205,6 +209,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   events.subscribe(logRequests(logger));
   events.subscribe(warnAssumedPrices(logger));
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
+  const tracing = config.tracing === undefined ? undefined : startTracing(config.tracing, logger, events);
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
   const alerts =
     config.alerts === undefined
@@ -275,6 +280,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     batches,
     inFlight: new InFlightLimits({ defaultKeyMax: config.maxInFlight, maxWaitMs: config.upstream.queueTimeoutMs }),
     open: new OpenRequests(),
+    ...(tracing === undefined ? {} : { tracing: tracing.tracer }),
     intake: new BodyIntake({
       largeBytes: LARGE_BODY_BYTES,
       largePerKey: config.largeBodiesPerKey,
@@ -288,20 +294,18 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   // loop the requests share (src/storage/read-thread.ts); a replica reads PostgreSQL, every node's rows.
   const shared = openSharedStorage<ReconciliationReport>(backend, overrides.now === undefined ? {} : { now: overrides.now });
   const readWorker = shared.readWorker;
+  const reconciler = buildReconciliation(config, { backend, limiter, shared, alerts, metrics, logger, now });
   const app = createApp({
     pipeline,
     logger,
     metrics,
     admin: {
-      ops: storeAdminOps(
-        { keys: shared.keys, admins: shared.admins, audit: shared.audit, tenantTokens: shared.dashboardTokens },
-        {
-          // The node that made a change sees it before answering (a replica: once its copy has pulled it).
-          onChange: () => (replica === undefined ? keys.refresh() : replica.keySync.kick()),
-          readSpend: (query, at) => shared.spend.spend(query, at),
-          now,
-        },
-      ),
+      ops: storeAdminOps(shared, {
+        // The node that made a change sees it before answering (a replica: once its copy has pulled it).
+        onChange: () => (replica === undefined ? keys.refresh() : replica.keySync.kick()),
+        readSpend: (query, at) => shared.spend.spend(query, at),
+        now,
+      }),
       token: config.adminToken,
       admins: shared.admins,
     },
@@ -344,6 +348,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     responses,
     batches,
     alerts,
+    reconciler,
     pipeline,
     readWorker,
     lifecycle,
@@ -362,6 +367,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       responses.start();
       batches.start();
       alerts?.start();
+      reconciler?.start();
       // Off the request path: a rejected provider key or a base URL without /v1 is logged loudly (src/upstreams/probe.ts).
       void upstreamProbe.probe();
     },
@@ -373,6 +379,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       // Unsettled background jobs stay pending in the ledger; the next start takes them over.
       responses.close();
       await batches.close();
+      await reconciler?.close();
       await upstream.close();
       // Before Redis and the database close: the last requests' alerts are claimed and queued.
       await alerts?.close();
@@ -385,6 +392,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
       await replica?.close();
       await checkpointer?.stop();
       await shared.close();
+      await tracing?.shutdown(); // the last requests' spans, ended and exported
       if (overrides.database === undefined) database.close();
       await closeEstimator();
     },

@@ -94,7 +94,7 @@ export interface AdminStores {
   readonly keys: KeyStore;
   readonly admins: AdminStore;
   readonly audit: AuditReads;
-  readonly tenantTokens: DashboardTokenStore;
+  readonly dashboardTokens: DashboardTokenStore;
 }
 
 /** The actor of a request the admin API or the dashboard has checked (src/app-env.ts); none is a 401, never a write as nobody. */
@@ -131,7 +131,7 @@ export function storeAdminOps(
   },
 ): ActingAdminOps {
   const now = options.now ?? Date.now;
-  const { keys, admins, tenantTokens } = stores;
+  const { keys, admins, dashboardTokens } = stores;
   const changed = async <T>(value: T): Promise<T> => {
     await options.onChange?.();
     return value;
@@ -163,9 +163,9 @@ export function storeAdminOps(
       listAdmins: may('manage-admins', () => admins.list()),
       // A revoked admin is refused at its next request on every node: nothing to refresh.
       revokeAdmin: may('manage-admins', (ref: string) => admins.revoke(ref, now(), actor)),
-      createTenantToken: may('operate', (input: NewDashboardToken) => tenantTokens.create(input, now(), actor)),
-      listTenantTokens: (opts) => tenantTokens.list(opts, now()),
-      revokeTenantToken: may('operate', (ref: string) => tenantTokens.revoke(ref, now(), actor)),
+      createTenantToken: may('operate', (input: NewDashboardToken) => dashboardTokens.create(input, now(), actor)),
+      listTenantTokens: (opts) => dashboardTokens.list(opts, now()),
+      revokeTenantToken: may('operate', (ref: string) => dashboardTokens.revoke(ref, now(), actor)),
       audit: (request) => readAudit(stores, request, now()),
       spend: async (request) => {
         const query: SpendQuery = {

@@ -71,6 +71,22 @@ export interface AlertEvent {
     readonly factor: number | null;
     readonly ceilingUsdPerHour: string | null;
   };
+  /** The ledger drifted from a provider's bill beyond the tolerance (src/reconcile/drift-alert.ts). */
+  readonly reconcile?: {
+    readonly provider: string;
+    /** The compared UTC days, `until` included. */
+    readonly since: string;
+    readonly until: string;
+    readonly ledgerUsd: string;
+    readonly billUsd: string;
+    /** bill − ledger. */
+    readonly differenceUsd: string;
+    /** difference ÷ the larger side, in percent. */
+    readonly differencePercent: number;
+    readonly tolerancePercent: number;
+    /** When the episode began: its first result beyond the tolerance. */
+    readonly driftSince: string;
+  };
   /** Present on `tollgate alerts test` deliveries only. */
   readonly test?: true;
 }

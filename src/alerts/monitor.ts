@@ -272,6 +272,14 @@ export class AlertMonitor {
     return fired;
   }
 
+  /**
+   * An alert decided elsewhere (a scheduled reconciliation's drift), sent once per `claimId` as
+   * the monitor's own are. False when the claim store could not be asked.
+   */
+  raise(claimId: string, event: AlertEvent, expiresAt: number): Promise<boolean> {
+    return this.fire(claimId, event, this.deps.now(), expiresAt);
+  }
+
   /** Claims the alert; the winner adds it to the outbox. False when the claim store could not be asked. */
   private async fire(claimId: string, event: AlertEvent, now: number, expiresAt: number): Promise<boolean> {
     let won: boolean;

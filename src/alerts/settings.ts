@@ -9,7 +9,7 @@ import { BUDGET_PERIODS, type BudgetPeriod } from '../domain/calendar.js';
 import { usdToMicros } from '../domain/money.js';
 
 /** What a webhook can be sent. */
-const ALERT_EVENTS = ['budget.threshold', 'spend.velocity'] as const;
+const ALERT_EVENTS = ['budget.threshold', 'spend.velocity', 'reconcile.drift'] as const;
 export type AlertEventType = (typeof ALERT_EVENTS)[number];
 
 const webhookSchema = z.strictObject({

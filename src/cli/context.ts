@@ -92,7 +92,7 @@ async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger:
     keys: openKeyStore(opened.backend),
     admins: openAdmins(opened.backend),
     audit: openAuditReads(opened.backend),
-    tenantTokens: openDashboardTokens(opened.backend),
+    dashboardTokens: openDashboardTokens(opened.backend),
   };
   // On the database itself the CLI acts as the OS user running it (docs/admins.md); through --url, as the token's admin.
   const ops = storeAdminOps(stores, { readSpend: opened.readSpend, close: () => opened.close() }).as(cliActor(osUser()));

@@ -13,8 +13,7 @@ import { loadConfig } from '../config/index.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { formatMicrosExact } from '../domain/money.js';
 import type { CellSide, ReconcileRow } from '../reconcile/compare.js';
-import { openAIUsageProvider } from '../reconcile/openai.js';
-import { anthropicUsageProvider } from '../reconcile/anthropic.js';
+import { ADMIN_KEY_VARIABLES, configuredProvider, configuredProviders, PROVIDERS, type ProviderName } from '../reconcile/providers.js';
 import { openLedgerCells } from '../storage/index.js';
 import type { Backend } from '../storage/backend.js';
 import { ProviderReportError, type UsageProvider } from '../reconcile/provider.js';
@@ -117,33 +116,16 @@ interface ReconcileOptions {
   readonly provider?: string;
 }
 
-const PROVIDERS = ['openai', 'anthropic'] as const;
-type ProviderName = (typeof PROVIDERS)[number];
-
 /** The bills to read: the one `--provider` names (its key must be set), else every provider whose admin key is set. */
 function providersToRead(config: Config, only: string | undefined): UsageProvider[] {
-  const { reconcile } = config;
-  const make: Record<ProviderName, { variable: string; build: () => UsageProvider | undefined }> = {
-    openai: {
-      variable: 'TOLLGATE_PROVIDER_ADMIN_KEY',
-      build: () => (reconcile.adminKey === undefined ? undefined : openAIUsageProvider({ baseUrl: reconcile.apiUrl, adminKey: reconcile.adminKey })),
-    },
-    anthropic: {
-      variable: 'TOLLGATE_ANTHROPIC_ADMIN_KEY',
-      build: () =>
-        reconcile.anthropic.adminKey === undefined
-          ? undefined
-          : anthropicUsageProvider({ baseUrl: reconcile.anthropic.apiUrl, adminKey: reconcile.anthropic.adminKey, version: config.anthropic.version }),
-    },
-  };
   if (only !== undefined) {
     if (!(PROVIDERS as readonly string[]).includes(only)) throw new CliError(`--provider takes ${PROVIDERS.join(' or ')}`, EXIT_USAGE);
-    const chosen = make[only as ProviderName];
-    const provider = chosen.build();
-    if (provider === undefined) throw new CliError(`set ${chosen.variable} to the ${only} admin key that reads usage and costs`, EXIT_USAGE);
+    const provider = configuredProvider(config, only as ProviderName);
+    if (provider === undefined)
+      throw new CliError(`set ${ADMIN_KEY_VARIABLES[only as ProviderName]} to the ${only} admin key that reads usage and costs`, EXIT_USAGE);
     return [provider];
   }
-  const providers = PROVIDERS.map((name) => make[name].build()).filter((provider) => provider !== undefined);
+  const providers = configuredProviders(config);
   if (providers.length === 0)
     throw new CliError(
       'set TOLLGATE_PROVIDER_ADMIN_KEY (OpenAI) or TOLLGATE_ANTHROPIC_ADMIN_KEY (Anthropic) to the provider admin key that reads usage and costs',

@@ -10,9 +10,11 @@ import { KEY_LABEL_MODES } from '../metrics.js';
 import { UNKNOWN_MODEL_MODES } from '../estimate/prices.js';
 import { httpUrlSchema } from '../upstreams/upstream-config.js';
 import { invalidConfiguration } from './errors.js';
+import { TRACE_SAMPLERS } from './tracing.js';
 import { byteSize, duration, parseWorkers, port, positiveInt } from './values.js';
 
 const upstreamUrl = httpUrlSchema('must be an http(s) URL such as https://api.openai.com/v1');
+const otlpUrl = httpUrlSchema('must be an http(s) URL such as http://localhost:4318');
 
 const envSchema = z.object({
   /** Port the proxy listens on. */
@@ -189,6 +191,43 @@ const envSchema = z.object({
     .transform(Number)
     .refine((n) => n <= 100, 'must be at most 100')
     .default(1),
+  /** `serve`: reconcile with every provider whose admin key is set this often (docs/reconciliation.md, "Scheduled runs"); unset: never. */
+  TOLLGATE_RECONCILE_EVERY: duration
+    .refine((ms) => ms >= 1000, 'must be at least 1s')
+    // A timer's longest delay is about 24.8 days.
+    .refine((ms) => ms <= 168 * 3_600_000, 'must be at most 168h')
+    .optional(),
+  /** Scheduled runs compare this many whole UTC days before today. */
+  TOLLGATE_RECONCILE_DAYS: positiveInt.refine((n) => n <= 366, 'must be at most 366').default(7),
+  /** Scheduled runs compare today's partial day too (off when the provider's reports lag). */
+  TOLLGATE_RECONCILE_TODAY: z
+    .enum(['true', 'false', '1', '0'])
+    .default('true')
+    .transform((v) => v === 'true' || v === '1'),
+  /** OpenTelemetry (docs/tracing.md): base URL of the OTLP/HTTP receiver; traces go to its `/v1/traces`. Unset (and no traces endpoint) = tracing off. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl.optional(),
+  /** OpenTelemetry: full URL traces are posted to (wins over OTEL_EXPORTER_OTLP_ENDPOINT). */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl.optional(),
+  /** OpenTelemetry: headers sent with every export (`name=value,…`, values URL-encoded), e.g. a vendor's API key. */
+  OTEL_EXPORTER_OTLP_HEADERS: z.string().trim().optional(),
+  /** OpenTelemetry: headers for trace exports only, added to OTEL_EXPORTER_OTLP_HEADERS (these win). */
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().trim().optional(),
+  /** OpenTelemetry: the `service.name` of Tollgate's spans. */
+  OTEL_SERVICE_NAME: z.string().trim().min(1).default('tollgate'),
+  /** OpenTelemetry: which requests are traced (always_on, always_off, traceidratio, and their parentbased_ forms). */
+  OTEL_TRACES_SAMPLER: z.enum(TRACE_SAMPLERS).default('parentbased_always_on'),
+  /** OpenTelemetry: the ratio of the traceidratio samplers, between 0 and 1. */
+  OTEL_TRACES_SAMPLER_ARG: z
+    .string()
+    .trim()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'must be a fraction between 0 and 1, such as 0.25')
+    .transform(Number)
+    .optional(),
+  /** OpenTelemetry: `true` turns tracing off whatever the endpoint (the SDKs' common switch). */
+  OTEL_SDK_DISABLED: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
 });
 
 /** Every variable Tollgate reads (the warnings about unknown `TOLLGATE_*` names compare with these). */

@@ -18,10 +18,12 @@ import type { UpstreamsConfig } from '../upstreams/upstream-config.js';
 import { KNOWN_VARIABLES, readEnvironment, type Env, type EnvSettings } from './env.js';
 import { readConfigFile, type ConfigFile } from './file.js';
 import { alertSettings, parseGlobalLimits, upstreamsOf } from './sections.js';
+import { tracingSettingsOf, type TracingSettings } from './tracing.js';
 import { reportLoadWarnings, unknownVariableWarnings } from './unknown-variables.js';
 
 export { ConfigError } from './errors.js';
 export { parseWorkers } from './values.js';
+export type { TracingSettings } from './tracing.js';
 export { reportWarnings, sendConfigWarningsTo } from './unknown-variables.js';
 
 /** Tollgate's configuration, validated and with defaults applied. */
@@ -108,7 +110,11 @@ export interface Config {
     readonly anthropic: { readonly adminKey: string | undefined; readonly apiUrl: string };
     readonly projects: { readonly keys?: Record<string, string>; readonly tenants?: Record<string, string>; readonly default?: string } | undefined;
     readonly tolerancePercent: number;
+    /** `serve`'s scheduled runs: how often (undefined: never), over the last `days` whole UTC days and, with `today`, today. */
+    readonly schedule: { readonly everyMs: number | undefined; readonly days: number; readonly today: boolean };
   };
+  /** OpenTelemetry traces (docs/tracing.md); undefined = off: no tracer, no span work per request. */
+  readonly tracing: TracingSettings | undefined;
   /** Things the operator should hear at start (unknown `TOLLGATE_*` variables, each with the nearest known name). */
   readonly warnings: readonly string[];
 }
@@ -200,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     nameBounds: { endUsers: e.TOLLGATE_MAX_END_USERS, tags: e.TOLLGATE_MAX_TAGS },
     trustedProxies: parseTrustedProxies(e.TOLLGATE_TRUSTED_PROXIES),
     metrics: { token: e.TOLLGATE_METRICS_TOKEN, port: e.TOLLGATE_METRICS_PORT },
+    tracing: tracingSettingsOf(e),
     alerts: file.alerts === undefined ? undefined : alertSettings(file.alerts, env, e.TOLLGATE_CONFIG ?? ''),
     reconcile: {
       adminKey: e.TOLLGATE_PROVIDER_ADMIN_KEY,
@@ -207,6 +214,7 @@ export function loadConfig(env: Env = process.env): Config {
       anthropic: { adminKey: e.TOLLGATE_ANTHROPIC_ADMIN_KEY, apiUrl: e.TOLLGATE_ANTHROPIC_ADMIN_URL ?? e.TOLLGATE_ANTHROPIC_URL },
       projects: file.reconcile?.projects,
       tolerancePercent: e.TOLLGATE_RECONCILE_TOLERANCE,
+      schedule: { everyMs: e.TOLLGATE_RECONCILE_EVERY, days: e.TOLLGATE_RECONCILE_DAYS, today: e.TOLLGATE_RECONCILE_TODAY },
     },
     warnings,
   };

@@ -64,11 +64,13 @@ export function runLeaseModel(hash: ModelHash, call: LeaseCallArgs, nowMs: numbe
   let mine = 0;
   let nextExpiry = 0;
   const ended: [number, number][] = [];
+  const others: string[] = [];
   for (const [field, value] of [...hash]) {
     if (!field.startsWith('x:')) continue;
     const id = field.slice(2);
     const expiry = Number(value);
     const lease = num0(`l:${id}`) ?? 0;
+    if (id !== node && !(expiry <= clock && expiry + 10 * ttl <= clock)) others.push(id);
     if (expiry > clock) {
       if (id === node) {
         mine = lease;
@@ -80,7 +82,8 @@ export function runLeaseModel(hash: ModelHash, call: LeaseCallArgs, nowMs: numbe
     } else {
       if (lease > 0) ended.push([expiry, lease]);
       if (id !== node && expiry + 10 * ttl <= clock) {
-        for (const prefix of ['l:', 'x:', 'q:', 'r:']) hash.delete(`${prefix}${id}`);
+        for (const prefix of ['l:', 'x:', 'q:', 'r:', 'm:', 's:', 'pm:', 'ps:']) hash.delete(`${prefix}${id}`);
+        continue;
       } else if (lease !== 0) {
         hash.set(`l:${id}`, '0');
       }
@@ -116,29 +119,43 @@ export function runLeaseModel(hash: ModelHash, call: LeaseCallArgs, nowMs: numbe
     }
   }
 
-  if (applyReport && call.refunded > 0) {
-    const lag = ts - call.refundedSince;
-    let credit = call.refunded;
-    if (lag > 0) {
-      const q = Math.floor(lag / den);
-      const most = q * num + Math.ceil(((lag - q * den) * num) / den);
-      credit = Math.max(0, call.refunded - most);
-    }
-    tokens += credit;
-  }
+  // The least room (cap − balance, whole units) seen since the last call:
+  // refill only narrows it, so its low points are where the cap grows.
+  const room = (): number => cap - tokens - (carry > 0 ? 1 : 0);
+  let least = room();
   ended.sort((a, b) => a[0] - b[0]);
   let from = ts;
   for (const [expiry, lease] of ended) {
     const to = Math.max(from, Math.min(expiry, clock));
     refill(to - from, cap);
+    least = Math.min(least, room());
     cap += lease;
     from = to;
   }
   refill(clock - from, cap);
+  least = Math.min(least, room());
 
   const kept = Math.min(mine, keep);
   mine = kept;
   if (applyReport) tokens += call.returned;
+
+  // Refund credit: had it joined the bucket when the refunds happened (not
+  // before refunded_since), it would have lost what did not fit into the
+  // least room since then; that least room is m (since s) and pm (since ps).
+  const seenSince = num0(`s:${node}`);
+  const seenLeast = num0(`m:${node}`);
+  let leastSince = least;
+  if (seenSince !== undefined && seenLeast !== undefined) leastSince = Math.min(leastSince, seenLeast);
+  if (applyReport && call.refunded > 0) {
+    let covered = seenSince !== undefined && seenSince <= call.refundedSince;
+    let credit = Math.min(call.refunded, leastSince);
+    const prevSince = num0(`ps:${node}`);
+    if (!covered && prevSince !== undefined && prevSince <= call.refundedSince) {
+      covered = true;
+      credit = Math.min(credit, num0(`pm:${node}`) ?? 0);
+    }
+    if (covered && credit > 0) tokens += credit;
+  }
   let outstanding = live + mine;
   cap = burst - outstanding;
   if (tokens >= cap) {
@@ -162,6 +179,17 @@ export function runLeaseModel(hash: ModelHash, call: LeaseCallArgs, nowMs: numbe
   mine += granted;
   outstanding += granted;
 
+  const endRoom = burst - outstanding - tokens - (carry > 0 ? 1 : 0);
+  for (const id of others) {
+    const seen = num0(`m:${id}`);
+    if (seen !== undefined) hash.set(`m:${id}`, String(Math.min(seen, least, endRoom)));
+  }
+  if (seenSince !== undefined) {
+    hash.set(`pm:${node}`, String(leastSince));
+    hash.set(`ps:${node}`, String(seenSince));
+  }
+  hash.set(`m:${node}`, String(endRoom));
+  hash.set(`s:${node}`, String(clock));
   hash.set('tokens', String(tokens));
   hash.set('carry', String(carry));
   hash.set('ts', String(clock));

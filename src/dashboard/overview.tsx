@@ -46,8 +46,8 @@ export interface OverviewView {
   readonly charts: { readonly hourly: ChartData; readonly daily: ChartData };
   /** The tenant a read-only tenant session sees (null for the operator). */
   readonly tenant: { readonly id: string; readonly name: string } | null;
-  /** The newest reconciliation with the provider (operators only; null when none ran or for a tenant). */
-  readonly reconciliation: ReconciliationView | null;
+  /** The newest reconciliation with each provider, by provider (operators only: null for a tenant; empty when none ran). */
+  readonly reconciliations: readonly ReconciliationView[] | null;
 }
 
 type OverviewText =
@@ -70,7 +70,7 @@ const TOP_KEYS = 10;
 const TOP_BUDGETS = 12;
 
 /** The overview: today and this month over every key. */
-export async function buildOverview(ctx: ViewContext, reconciliation?: StoredReconciliation): Promise<OverviewView> {
+export async function buildOverview(ctx: ViewContext, reconciliations: readonly StoredReconciliation[] = []): Promise<OverviewView> {
   const { reads, now } = ctx;
   // At once: on PostgreSQL each read is a round trip.
   const [directory, spend, hourly, daily] = await Promise.all([reads.directory(), reads.spendByKey(now), reads.hourlySeries(now), reads.dailySeries(now)]);
@@ -156,7 +156,7 @@ export async function buildOverview(ctx: ViewContext, reconciliation?: StoredRec
       daily: chartOfDays(daily, ['spend', 'requests']),
     },
     tenant: ctx.tenant ?? null,
-    reconciliation: ctx.tenant === undefined ? reconciliationView(reconciliation) : null,
+    reconciliations: ctx.tenant === undefined ? reconciliations.map(reconciliationView) : null,
   };
 }
 
@@ -312,6 +312,6 @@ export const OverviewPage: FC<{ view: OverviewView }> = ({ view }) => (
         </EmptyNote>
       </section>
     </div>
-    {view.tenant === null ? <ReconciliationPanel view={view.reconciliation} /> : null}
+    {view.reconciliations === null ? null : <ReconciliationPanel views={view.reconciliations} />}
   </Layout>
 );

@@ -1,11 +1,13 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 /**
- * The overview's reconciliation panel (operators only): the newest
- * `tollgate reconcile` result — when it ran, over which days, how many cells
- * and price entries disagree with the provider's bill, and the first cells
- * that do. Static between runs, so it is rendered once, not polled.
+ * The overview's reconciliation panel (operators only): the newest result of
+ * each provider (`tollgate reconcile` or a scheduled run) — when it ran, over
+ * which days, how many cells and price entries disagree with the provider's
+ * bill, the totals' drift, and the first cells that do. Static between runs,
+ * so it is rendered once, not polled.
  */
 import type { FC } from 'hono/jsx';
+import { driftOf } from '../reconcile/drift.js';
 import type { StoredReconciliation } from '../reconcile/store.js';
 import { count, timestamp, usd } from './format.js';
 
@@ -21,6 +23,9 @@ export interface ReconciliationView {
   readonly priceFlags: number;
   readonly ledgerCostMicros: number;
   readonly providerCostMicros: number;
+  /** Bill − ledger over the larger side, in percent; beyond the tolerance or not. */
+  readonly driftPercent: number;
+  readonly driftExceeded: boolean;
   readonly rows: ReadonlyArray<{
     readonly day: string;
     readonly model: string;
@@ -32,9 +37,9 @@ export interface ReconciliationView {
 }
 
 /** What the overview shows of a stored result. */
-export function reconciliationView(stored: StoredReconciliation | undefined): ReconciliationView | null {
-  if (stored === undefined) return null;
+export function reconciliationView(stored: StoredReconciliation): ReconciliationView {
   const report = stored.report;
+  const drift = driftOf(report);
   return {
     ranAt: stored.createdAt,
     provider: report.provider,
@@ -44,6 +49,8 @@ export function reconciliationView(stored: StoredReconciliation | undefined): Re
     priceFlags: report.priceFlags.length,
     ledgerCostMicros: report.totals.ledger.costMicros,
     providerCostMicros: report.totals.provider.costMicros,
+    driftPercent: Math.round(drift.ratio * 10_000) / 100,
+    driftExceeded: drift.exceeded,
     rows: report.rows
       .filter((row) => row.status !== 'match')
       .slice(0, SHOWN)
@@ -52,58 +59,67 @@ export function reconciliationView(stored: StoredReconciliation | undefined): Re
   };
 }
 
-export const ReconciliationPanel: FC<{ view: ReconciliationView | null }> = ({ view }) => (
+const ProviderResult: FC<{ view: ReconciliationView }> = ({ view }) => (
+  <div data-reconcile-provider={view.provider}>
+    <h3>
+      {view.provider} <span class="muted">{`${view.since} to ${view.until} (UTC), checked ${timestamp(view.ranAt)}`}</span>
+    </h3>
+    <p data-reconcile-summary="">
+      {view.differences === 0 ? 'Every day and model agrees' : `${count(view.differences)} cell${view.differences === 1 ? ' differs' : 's differ'}`}
+      {'; '}
+      {view.priceFlags === 0 ? 'no price entry flagged' : `${count(view.priceFlags)} price entr${view.priceFlags === 1 ? 'y' : 'ies'} flagged`}. Ledger{' '}
+      {usd(view.ledgerCostMicros)}, provider {usd(view.providerCostMicros)}
+      {view.driftExceeded ? ` (drift ${view.driftPercent > 0 ? '+' : ''}${view.driftPercent}%, beyond the tolerance)` : ''}.
+    </p>
+    {view.rows.length === 0 ? null : (
+      <table>
+        <thead>
+          <tr>
+            <th>Day</th>
+            <th>Model</th>
+            <th>Project</th>
+            <th>Status</th>
+            <th>What differs</th>
+          </tr>
+        </thead>
+        <tbody>
+          {view.rows.map((row) => (
+            <tr data-reconcile-row="">
+              <td>{row.day}</td>
+              <td>{row.model}</td>
+              <td>{row.project ?? '-'}</td>
+              <td>{row.status.replaceAll('_', ' ')}</td>
+              <td>{row.note}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    )}
+    {view.flags.length === 0 ? null : (
+      <ul>
+        {view.flags.map((flag) => (
+          <li data-reconcile-flag="">
+            {flag.model} ({flag.kind}): {flag.note}
+          </li>
+        ))}
+      </ul>
+    )}
+  </div>
+);
+
+/** One result per provider (the newest of each), by provider name; none: how to run one. */
+export const ReconciliationPanel: FC<{ views: readonly ReconciliationView[] }> = ({ views }) => (
   <section class="panel" id="reconciliation">
     <h2>
-      Ledger vs the provider's bill{' '}
-      <span class="muted">{view === null ? 'never compared' : `${view.provider}, ${view.since} to ${view.until} (UTC), checked ${timestamp(view.ranAt)}`}</span>
+      Ledger vs the provider's bill <span class="muted">{views.length === 0 ? 'never compared' : `newest of each provider`}</span>
     </h2>
-    {view === null ? (
+    {views.length === 0 ? (
       <p class="empty">
-        Run <code>tollgate reconcile --since 7d</code> (with TOLLGATE_PROVIDER_ADMIN_KEY set) to compare the ledger with the provider's usage and cost reports.
+        Run <code>tollgate reconcile --since 7d</code> (with TOLLGATE_PROVIDER_ADMIN_KEY or TOLLGATE_ANTHROPIC_ADMIN_KEY set), or set TOLLGATE_RECONCILE_EVERY,
+        to compare the ledger with the provider's usage and cost reports.
       </p>
     ) : (
-      <>
-        <p data-reconcile-summary="">
-          {view.differences === 0 ? 'Every day and model agrees' : `${count(view.differences)} cell${view.differences === 1 ? ' differs' : 's differ'}`}
-          {'; '}
-          {view.priceFlags === 0 ? 'no price entry flagged' : `${count(view.priceFlags)} price entr${view.priceFlags === 1 ? 'y' : 'ies'} flagged`}. Ledger{' '}
-          {usd(view.ledgerCostMicros)}, provider {usd(view.providerCostMicros)}.
-        </p>
-        {view.rows.length === 0 ? null : (
-          <table>
-            <thead>
-              <tr>
-                <th>Day</th>
-                <th>Model</th>
-                <th>Project</th>
-                <th>Status</th>
-                <th>What differs</th>
-              </tr>
-            </thead>
-            <tbody>
-              {view.rows.map((row) => (
-                <tr data-reconcile-row="">
-                  <td>{row.day}</td>
-                  <td>{row.model}</td>
-                  <td>{row.project ?? '-'}</td>
-                  <td>{row.status.replaceAll('_', ' ')}</td>
-                  <td>{row.note}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-        {view.flags.length === 0 ? null : (
-          <ul>
-            {view.flags.map((flag) => (
-              <li data-reconcile-flag="">
-                {flag.model} ({flag.kind}): {flag.note}
-              </li>
-            ))}
-          </ul>
-        )}
-      </>
+      views.map((view) => <ProviderResult view={view} />)
     )}
   </section>
 );

@@ -68,8 +68,8 @@ export interface DashboardDeps {
   readonly tokens?: DashboardTokenStore | undefined;
   /** Named admins (docs/admins.md): PostgreSQL on a replica; SQLite's of `database` without. */
   readonly admins?: AdminStore | undefined;
-  /** The newest `tollgate reconcile` result, for the overview's panel (operators only). */
-  readonly reconciliation?: () => Promise<StoredReconciliation | undefined>;
+  /** The newest reconciliation result of each provider, for the overview's panel (operators only). */
+  readonly reconciliations?: () => Promise<StoredReconciliation[]>;
 }
 
 /** Every page's security headers: nothing inline, nothing from elsewhere, never framed or cached. */
@@ -198,7 +198,7 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
   const overview = async (c: Context<AppEnv>) =>
     page(
       c,
-      <OverviewPage view={await buildOverview(contextOf(deps, now, viewer(c)), viewer(c).kind === 'admin' ? await deps.reconciliation?.() : undefined)} />,
+      <OverviewPage view={await buildOverview(contextOf(deps, now, viewer(c)), viewer(c).kind === 'admin' ? await deps.reconciliations?.() : undefined)} />,
     );
   app.get('/', overview);
   app.get('/keys', async (c) => page(c, <KeysPage view={await buildKeys(contextOf(deps, now, viewer(c)), parseKeysQuery(c.req.query(), false))} />));
@@ -248,7 +248,7 @@ export function createDashboardApiRoutes(deps: DashboardDeps): Hono<AppEnv> {
   });
 
   const admin = (c: Context<AppEnv>): Viewer => ({ kind: 'admin', actor: sessionActor(c)! });
-  api.get('/overview', async (c) => c.json(await buildOverview(contextOf(deps, now, admin(c)), await deps.reconciliation?.())));
+  api.get('/overview', async (c) => c.json(await buildOverview(contextOf(deps, now, admin(c)), await deps.reconciliations?.())));
   api.get('/keys', async (c) => c.json(await buildKeys(contextOf(deps, now, admin(c)), parseKeysQuery(c.req.query(), true))));
   api.get('/keys/:id', async (c) => {
     const view = await buildKeyPage(contextOf(deps, now, admin(c)), c.req.param('id'));

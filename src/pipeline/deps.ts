@@ -19,6 +19,7 @@ import type { StoredObjects } from './ownership.js';
 import type { AdmittedRequest, Ending } from './context.js';
 import type { RequestEvents } from './finished.js';
 import type { OpenRequests } from './open-requests.js';
+import type { RequestTracing } from './trace-hooks.js';
 
 /** Stored and background Responses (src/responses), as the request path calls them. */
 export interface ResponsesHooks {
@@ -66,6 +67,8 @@ export interface PipelineDeps {
   readonly responses?: ResponsesHooks;
   /** Batch jobs (src/batch-jobs): their routes; absent = not served. */
   readonly batches?: { mount(routes: Hono<AppEnv>, deps: PipelineDeps): void };
+  /** OpenTelemetry traces (src/tracing); absent = tracing is off and the request path does no span work. */
+  readonly tracing?: RequestTracing;
   /** Requests sent and not settled yet, which a shutdown stops and settles (absent in tests that build deps by hand). */
   readonly open?: OpenRequests;
 }

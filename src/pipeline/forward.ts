@@ -36,6 +36,7 @@ import type { RouteCandidate } from '../upstreams/router.js';
 import type { AdmittedRequest, Attempt } from './context.js';
 import type { PipelineDeps } from './deps.js';
 import { settleForwarded, stopForwarded } from './settle.js';
+import type { UpstreamAttempt } from './trace-hooks.js';
 
 /** Stage 4: the upstream's response (headers arrived; the body is still to come). */
 export async function forward(request: AdmittedRequest, deps: PipelineDeps): Promise<UpstreamResponse> {
@@ -70,6 +71,8 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
       queueSignal: client.abort.signal,
       owner: request.caller.key.id,
     };
+    // Its own span when tracing is on, whose traceparent the upstream gets (src/tracing).
+    const traced = deps.tracing?.attempt(request.requestId, attemptOf(request, candidate, i), send.headers);
     let response: UpstreamResponse;
     try {
       response = candidate === undefined ? await forwardedUpstream(dialect, deps).send(send) : await candidate.upstream.send(send, candidate.upstreamModel);
@@ -81,23 +84,29 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
       if ((!sent && client.abort.signal.aborted) || upstreamAbort.aborted) {
         candidate?.upstream.breaker.release();
         if (name !== undefined) attempts.push({ upstream: name, outcome: 'client_aborted', billed: sent });
+        traced?.ended(undefined, 'client_aborted');
         break;
       }
       candidate?.upstream.breaker.recordFailure(deps.now());
       const outcome = toUpstreamError(error).code === 'upstream_timeout' ? 'timeout' : 'connect_error';
       if (name !== undefined) attempts.push({ upstream: name, outcome, billed: !failedBeforeSending(error) });
+      traced?.ended(undefined, outcome);
       continue;
     }
     failed = undefined;
     const { status } = response;
     const failing = status === 429 || status >= 500;
-    if (candidate === undefined) return response;
+    if (candidate === undefined) {
+      traced?.ended(status, status < 400 ? 'ok' : 'error');
+      return response;
+    }
     const { upstream } = candidate;
     if (failing) upstream.breaker.recordFailure(deps.now(), retryAfterMs(response.headers, deps.now(), deps.router?.maxRetryAfterMs ?? 0));
     else upstream.breaker.recordSuccess();
     const billed = status >= 500 && upstream.spec.billsErrors;
     const outcome = status < 400 ? 'ok' : status === 429 ? 'rate_limited' : status >= 500 ? 'server_error' : 'client_error';
     attempts.push({ upstream: upstream.name, outcome, billed });
+    traced?.ended(status, outcome);
     if (failing && !last) {
       // Nothing of this answer reached the client: drop it (undici reports the destroy as an error) and try the next upstream.
       response.body.once('error', () => undefined);
@@ -150,6 +159,17 @@ export function forwardedUpstream(dialect: Dialect, deps: Pick<PipelineDeps, 'up
 /** The body for an upstream that knows the model as `upstreamModel`: the client's bytes with Tollgate's changes spliced in. */
 function bodyFor(dialect: Dialect, request: AdmittedRequest, upstreamModel: string): Buffer {
   return forwardedBody(dialect, request, upstreamModel);
+}
+
+/** What a tracer is told of the `index`th try (src/pipeline/trace-hooks.ts). */
+function attemptOf(request: AdmittedRequest, candidate: RouteCandidate | undefined, index: number): UpstreamAttempt {
+  return {
+    upstream: candidate?.upstream.name,
+    kind: candidate?.upstream.spec.kind,
+    url: candidate?.upstream.spec.url,
+    model: candidate?.upstreamModel ?? request.facts.model,
+    number: index + 1,
+  };
 }
 
 /** Notes who answered (or was tried last). A model no table prices stays at the price it was reserved at. */

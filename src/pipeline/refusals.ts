@@ -18,9 +18,12 @@ import { formatMicrosExact, formatMicrosFixed } from '../domain/money.js';
 /** A refusal by admission, with the reason the ledger files it under. */
 export class AdmissionRefused extends TollgateError {
   readonly reason: RejectionReason;
-  constructor(reason: RejectionReason, error: TollgateError) {
+  /** Which limit or budget said no, as its message names it (`limit "rpm"`, `daily budget of key k`): a trace's attribute. */
+  readonly refusedBy: string | undefined;
+  constructor(reason: RejectionReason, error: TollgateError, refusedBy?: string) {
     super(error.code, error.message, { param: error.param, headers: { ...error.headers } });
     this.reason = reason;
+    this.refusedBy = refusedBy;
   }
 }
 
@@ -63,6 +66,7 @@ export function limitRefusal(
   return new AdmissionRefused(
     'rate_limit',
     new TollgateError('rate_limit_exceeded', `Rate limit reached for ${level} "${name}". Try again in ${wait}.`, { headers }),
+    `${level} "${name}"`,
   );
 }
 
@@ -101,6 +105,7 @@ export function budgetRefusal(decision: Extract<BudgetDecision, { ok: false }>, 
         ...(refusedBy.resetsAt === undefined ? {} : { 'x-tollgate-budget-reset': new Date(refusedBy.resetsAt).toISOString() }),
       },
     }),
+    `${per} budget of ${refusedBy.check.label}`,
   );
 }
 

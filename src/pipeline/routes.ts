@@ -48,11 +48,23 @@ export function dialectRoutes(dialect: Dialect, deps: PipelineDeps, logger: Logg
     });
   }
   routes.post(dialect.path, async function proxyRequest(c) {
-    const request = authenticate(c, dialect.endpoint, deps);
-    const estimated = await estimate(request, deps);
-    const admitted = await admitInFlight(estimated, deps);
-    const response = await forward(admitted, deps);
-    return relay(admitted, response, deps);
+    // Undefined when tracing is off: then each hook below is one check, and not even the closure is made.
+    const trace = deps.tracing?.begin(c.get('requestId'), dialect.endpoint, (name) => c.req.header(name));
+    try {
+      const request = authenticate(c, dialect.endpoint, deps);
+      const estimated = await estimate(request, deps);
+      trace?.estimated(estimated);
+      trace?.admitting();
+      const admitted = await admitInFlight(estimated, deps);
+      trace?.admitted(admitted);
+      const response = await forward(admitted, deps);
+      const answer = await relay(admitted, response, deps);
+      trace?.returned();
+      return answer;
+    } catch (error) {
+      trace?.failed(error);
+      throw error;
+    }
   });
   const countPath = dialect.countTokensPath;
   if (countPath !== undefined) routes.post(countPath, (c) => countTokens(c, dialect, deps));

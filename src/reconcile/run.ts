@@ -1,7 +1,8 @@
 /**
  * One reconciliation: the ledger's cells and the provider's report over the
- * same whole UTC days, compared, stored (the dashboard shows the newest),
- * returned.
+ * same whole UTC days, compared, its drift episode carried on from the
+ * provider's previous result (src/reconcile/drift.ts), stored (the dashboard
+ * shows the newest of each provider), returned.
  */
 import { resolvePrice, type PriceTable } from '../estimate/prices.js';
 import { compareWithProvider, type ReconcileReport } from './compare.js';
@@ -9,6 +10,7 @@ import { hasProjectMapping, readLedgerCells, type ProjectMapping } from './ledge
 import type { LedgerCellSource } from '../storage/ledger-cells.js';
 import type { DayRange, UsageProvider } from './provider.js';
 import type { ReconciliationStore } from './store.js';
+import { driftOf, nextEpisode, type Drift, type DriftEpisode } from './drift.js';
 
 export interface ReconcileRun {
   /** Where the ledger is read: the node's file, or PostgreSQL's on a replica (src/storage/ledger-cells.ts). */
@@ -22,9 +24,14 @@ export interface ReconcileRun {
   readonly signal?: AbortSignal;
   /** Where the result is stored for the dashboard (PostgreSQL on replicas, else the SQLite file). */
   readonly results: ReconciliationStore;
+  /**
+   * Told of a drift episode not alerted on yet (the proxy's scheduled run raises the alert); true
+   * when the alert was raised. Without it (the CLI) the episode is stored as not alerted on.
+   */
+  readonly onDrift?: (drift: Drift, episode: DriftEpisode, report: ReconcileReport) => Promise<boolean>;
 }
 
-export type ReconcileResult = ReconcileReport & { readonly pending: number };
+export type ReconcileResult = ReconcileReport & { readonly pending: number; readonly drift: DriftEpisode };
 
 const DAY_MS = 86_400_000;
 
@@ -64,6 +71,11 @@ export async function runReconcile(run: ReconcileRun): Promise<{ id: number; res
       return price.known ? price : undefined;
     },
   });
-  const result: ReconcileResult = { ...compared, pending };
+  const previous = await run.results.latest(run.provider.name);
+  const drift = driftOf(compared);
+  let episode = nextEpisode(previous?.report, drift, run.now);
+  if (episode.exceeded && !episode.alerted && run.onDrift !== undefined && (await run.onDrift(drift, episode, compared)))
+    episode = { ...episode, alerted: true };
+  const result: ReconcileResult = { ...compared, pending, drift: episode };
   return { id: await run.results.save(result), result };
 }

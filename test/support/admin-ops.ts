@@ -8,7 +8,7 @@ function adminStoresOf(backend: SharedBackend, now?: () => number): AdminStores 
     keys: openKeyStore(backend, now === undefined ? {} : { now }),
     admins: openAdmins(backend),
     audit: openAuditReads(backend),
-    tenantTokens: openDashboardTokens(backend),
+    dashboardTokens: openDashboardTokens(backend),
   };
 }
 

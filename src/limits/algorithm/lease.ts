@@ -23,8 +23,8 @@
  * `tokens + Σ leases ≤ burst` in Redis bounds what all nodes can spend.
  *
  * Spending is dated in Redis time (`spend-log.ts`); refund credit beyond the
- * lease is dated by the last completed call and discounted by the refill
- * possible since (docs/leases.md, step 4 and "Refunds").
+ * lease is dated by the last completed call, and Redis credits at most the
+ * least room its bucket had since then (docs/leases.md, step 6 and "Refunds").
  */
 import type { BucketRef } from '../limiter.js';
 import type { TakeSlot } from './all-or-none.js';

@@ -5,11 +5,20 @@
  */
 import type { PgPool } from './open.js';
 import { pgUnavailable, type TollgateError } from '../../domain/errors.js';
-import { KEEP, reconciliationColumns, storedReconciliation, type ReconciliationStore, type ReconciliationSummary } from '../reconciliations.js';
+import {
+  KEEP,
+  LATEST_PER_PROVIDER,
+  reconciliationColumns,
+  storedReconciliation,
+  type ReconciliationStore,
+  type ReconciliationSummary,
+} from '../reconciliations.js';
 
 function unavailable(error: unknown): TollgateError {
   return pgUnavailable('Reconciliation results are kept in', error);
 }
+
+type Row = { id: number; createdAt: number; report: string };
 
 /** Results in PostgreSQL. */
 export function pgReconciliations<R extends ReconciliationSummary>(pool: PgPool): ReconciliationStore<R> {
@@ -37,12 +46,22 @@ export function pgReconciliations<R extends ReconciliationSummary>(pool: PgPool)
         throw unavailable(error);
       }
     },
-    latest: async () => {
+    latest: async (provider) => {
       try {
-        const result = await pool.query<{ id: number; createdAt: number; report: string }>(
-          'SELECT id, created_at AS "createdAt", report FROM reconciliations ORDER BY id DESC LIMIT 1',
-        );
+        const result =
+          provider === undefined
+            ? await pool.query<Row>('SELECT id, created_at AS "createdAt", report FROM reconciliations ORDER BY id DESC LIMIT 1')
+            : await pool.query<Row>('SELECT id, created_at AS "createdAt", report FROM reconciliations WHERE provider = $1 ORDER BY id DESC LIMIT 1', [
+                provider,
+              ]);
         return result.rows[0] === undefined ? undefined : storedReconciliation<R>(result.rows[0]);
+      } catch (error) {
+        throw unavailable(error);
+      }
+    },
+    latestPerProvider: async () => {
+      try {
+        return (await pool.query<Row>(LATEST_PER_PROVIDER)).rows.map((row) => storedReconciliation<R>(row));
       } catch (error) {
         throw unavailable(error);
       }

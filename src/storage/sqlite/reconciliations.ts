@@ -1,6 +1,15 @@
 /** Reconciliation results in the node's SQLite file (one host, or `--db`): the ReconciliationStore of src/storage/reconciliations.ts. */
 import type { TollgateDatabase } from './open.js';
-import { KEEP, reconciliationColumns, storedReconciliation, type ReconciliationStore, type ReconciliationSummary } from '../reconciliations.js';
+import {
+  KEEP,
+  LATEST_PER_PROVIDER,
+  reconciliationColumns,
+  storedReconciliation,
+  type ReconciliationStore,
+  type ReconciliationSummary,
+} from '../reconciliations.js';
+
+type Row = { id: number; createdAt: number; report: string };
 
 export function sqliteReconciliations<R extends ReconciliationSummary>(database: TollgateDatabase): ReconciliationStore<R> {
   const sqlite = database.sqlite;
@@ -16,10 +25,14 @@ export function sqliteReconciliations<R extends ReconciliationSummary>(database:
         sqlite.prepare('DELETE FROM reconciliations WHERE id <= ?').run(id - KEEP);
         return id;
       })(),
-    latest: async () => {
-      const row = sqlite.prepare('SELECT id, created_at AS createdAt, report FROM reconciliations ORDER BY id DESC LIMIT 1').get() as
-        { id: number; createdAt: number; report: string } | undefined;
+    latest: async (provider) => {
+      const row = (
+        provider === undefined
+          ? sqlite.prepare('SELECT id, created_at AS createdAt, report FROM reconciliations ORDER BY id DESC LIMIT 1').get()
+          : sqlite.prepare('SELECT id, created_at AS createdAt, report FROM reconciliations WHERE provider = ? ORDER BY id DESC LIMIT 1').get(provider)
+      ) as Row | undefined;
       return row === undefined ? undefined : storedReconciliation<R>(row);
     },
+    latestPerProvider: async () => (sqlite.prepare(LATEST_PER_PROVIDER).all() as Row[]).map((row) => storedReconciliation<R>(row)),
   };
 }

@@ -10,6 +10,10 @@
  *   a day out and adds a request Tollgate never sent, and the CLI on the
  *   replica config finds exactly those, counting both nodes' requests;
  *   PostgreSQL unreachable is a clear CLI error, not one node's share.
+ * - The proxy's scheduled run (TOLLGATE_RECONCILE_EVERY) on both nodes at
+ *   once: one node runs the interval, reading PostgreSQL's ledger (both
+ *   nodes' requests), and stores one result where both nodes' dashboards and
+ *   /metrics read it.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/index.js';
@@ -83,6 +87,10 @@ describe('tollgate reconcile on two whole nodes', () => {
           TOLLGATE_UPSTREAM_URL: fake.url,
           TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
           TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+          // Scheduled runs are started by hand below (the timer's fall on UTC midnights).
+          TOLLGATE_RECONCILE_EVERY: '24h',
+          TOLLGATE_PROVIDER_ADMIN_KEY: ADMIN_KEY,
+          TOLLGATE_PROVIDER_API_URL: fake.url,
         }),
         {
           logger: captureLogs('silent').logger,
@@ -181,6 +189,24 @@ describe('tollgate reconcile on two whole nodes', () => {
     const one = (await reconcile({ db: files[0]!.path })).json<ReconcileResult>();
     expect(one.rows.map((row) => row.ledger?.requests)).toEqual([1, 1]);
   }, 60_000);
+
+  it('runs a scheduled interval on one node only, over both nodes’ requests, stored for both', async () => {
+    const storedBefore = (await pg.pool.query<{ n: number }>('SELECT count(*) AS n FROM reconciliations')).rows[0]!.n;
+    const runs = await Promise.all(nodes.map((tollgate) => tollgate.reconciler!.runOnce()));
+    expect(runs.map((run) => run.ran).sort()).toEqual([false, true]);
+    const result = runs.find((run) => run.ran)!.results[0]!;
+    expect(result.rows.map((row) => `${row.day} ${row.model}: ${row.status} ${row.ledger?.requests ?? '-'}/${row.provider?.requests ?? '-'}`)).toEqual([
+      '2026-11-18 gpt-4o-mini: missing_at_provider 3/-',
+      '2026-11-19 gpt-4o-mini: differs 3/4',
+    ]);
+    expect((await pg.pool.query<{ n: number }>('SELECT count(*) AS n FROM reconciliations')).rows[0]!.n).toBe(storedBefore + 1);
+    for (const file of files) expect(file.database.sqlite.prepare('SELECT count(*) FROM reconciliations').pluck().get()).toBe(0);
+    for (const tollgate of nodes) {
+      const metrics = await (await tollgate.app.request('/metrics')).text();
+      const drift = (result.totals.provider.costMicros - result.totals.ledger.costMicros) / 1e6;
+      expect(metrics).toContain(`tollgate_reconcile_drift_usd{provider="openai"} ${drift}`);
+    }
+  }, 30_000);
 
   it('fails clearly while PostgreSQL does not answer', async () => {
     const down = await reconcile({ env: { TOLLGATE_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' } });

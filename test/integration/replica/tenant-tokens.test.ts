@@ -257,14 +257,16 @@ describe('reconciliation results on two nodes', () => {
     expect(result.totals.ledger.requests).toBe(1);
     for (const tollgate of nodes) {
       const overview = (await (await tollgate.app.request('/admin/api/dashboard/overview', { headers: admin })).json()) as OverviewView;
-      expect(overview.reconciliation).toMatchObject({
-        ranAt: result.generatedAt,
-        provider: result.provider,
-        since: result.since,
-        until: result.until,
-        differences: result.differences,
-        ledgerCostMicros: result.totals.ledger.costMicros,
-      });
+      expect(overview.reconciliations).toMatchObject([
+        {
+          ranAt: result.generatedAt,
+          provider: result.provider,
+          since: result.since,
+          until: result.until,
+          differences: result.differences,
+          ledgerCostMicros: result.totals.ledger.costMicros,
+        },
+      ]);
     }
     // Stored once, in PostgreSQL: neither node's file has it.
     expect((await pg.pool.query<{ n: number }>('SELECT count(*) AS n FROM reconciliations')).rows[0]!.n).toBe(1);

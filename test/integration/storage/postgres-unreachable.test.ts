@@ -61,5 +61,5 @@ it('every dashboard token operation is a 503 ledger_unavailable that names Postg
 it('reading and saving reconciliation results is a 503 ledger_unavailable that names PostgreSQL', async () => {
   const results = openReconciliations({ kind: 'postgres', pool });
   const report = { provider: 'openai', since: '2026-11-12', until: '2026-11-18', generatedAt: NOW, differences: 0, priceFlags: [] };
-  await expectUnavailable([results.latest(), results.save(report)]);
+  await expectUnavailable([results.latest(), results.latest('openai'), results.latestPerProvider(), results.save(report)]);
 });

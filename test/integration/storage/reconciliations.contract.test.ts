@@ -1,7 +1,8 @@
 /**
  * The reconciliation result store's contract (src/storage/reconciliations.ts),
  * over the SQLite file and PostgreSQL — nothing before the first run, the
- * newest result is the one shown, exactly the last 50 are kept — and on
+ * newest result is the one shown, the newest of each provider (the
+ * dashboard's panel, /metrics), exactly the last 50 are kept — and on
  * PostgreSQL, 50 still when identity values skip numbers. (Unreachable:
  * postgres-unreachable.test.ts.)
  */
@@ -13,10 +14,10 @@ import { describeBackends } from '../../support/backends.js';
 
 const NOW = Date.parse('2026-11-18T15:00:00Z');
 
-function report(n: number): ReconciliationReport {
+function report(n: number, provider = 'openai'): ReconciliationReport {
   const side = { requests: n, inputTokens: 10 * n, cachedInputTokens: 0, outputTokens: n, costMicros: 1_000 * n };
   return {
-    provider: 'openai',
+    provider,
     since: '2026-11-12',
     until: '2026-11-18',
     generatedAt: NOW + n,
@@ -49,6 +50,22 @@ describeBackends('reconciliation store', (fixture) => {
     expect(await results.latest()).toBeUndefined();
     const id = await results.save(report(1));
     expect(await results.latest()).toEqual({ id, createdAt: NOW + 1, report: report(1) });
+  });
+
+  it('answers the newest result of each provider, whichever ran last', async () => {
+    expect(await results.latestPerProvider()).toEqual([]);
+    expect(await results.latest('anthropic')).toBeUndefined();
+    const first = await results.save(report(1, 'openai'));
+    const second = await results.save(report(2, 'anthropic'));
+    const third = await results.save(report(3, 'openai'));
+    expect(await results.latestPerProvider()).toEqual([
+      { id: second, createdAt: NOW + 2, report: report(2, 'anthropic') },
+      { id: third, createdAt: NOW + 3, report: report(3, 'openai') },
+    ]);
+    expect((await results.latest('anthropic'))?.id).toBe(second);
+    expect((await results.latest('openai'))?.id).toBe(third);
+    expect((await results.latest())?.id).toBe(third);
+    expect(first).toBeLessThan(second);
   });
 
   it('keeps exactly the last 50', async () => {

@@ -20,7 +20,7 @@ describe('alerts config', () => {
   it('applies the documented defaults and reads the secret from the named variable', () => {
     const config = configWith({ webhooks: [hook] }, { OPS_HOOK_SECRET: 'whsec-0123456789abcdef' });
     expect(config.alerts).toEqual({
-      webhooks: [{ name: 'ops', url: hook.url, secret: 'whsec-0123456789abcdef', events: ['budget.threshold', 'spend.velocity'] }],
+      webhooks: [{ name: 'ops', url: hook.url, secret: 'whsec-0123456789abcdef', events: ['budget.threshold', 'spend.velocity', 'reconcile.drift'] }],
       thresholds: [50, 80, 100],
       velocity: { enabled: true, factor: 3, trailingHours: 24, minimumMicros: 1_000_000 },
       runaway: undefined,

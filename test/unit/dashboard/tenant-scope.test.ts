@@ -124,7 +124,7 @@ describe('the JSON the pages poll', () => {
       topKeys: Array<{ name: string }>;
       budgets: Array<{ name: string }>;
       tenant: { name: string };
-      reconciliation: unknown;
+      reconciliations: unknown;
       charts: Record<'hourly' | 'daily', { series: Array<{ label: string; values: number[] }> }>;
     };
     expect(view.totals.today.costMicros).toBe(3_000);
@@ -133,7 +133,7 @@ describe('the JSON the pages poll', () => {
     expect(view.topKeys.map((k) => k.name).sort()).toEqual(['acme-chat', 'acme-search']);
     expect(view.budgets.map((b) => b.name).sort()).toEqual(['acme-chat', 'acme-search']);
     expect(view.tenant.name).toBe('acme');
-    expect(view.reconciliation).toBeNull();
+    expect(view.reconciliations).toBeNull();
     expectNoForeign(JSON.stringify(view));
     // The charts sum the tenant's keys too (over every key they would hold 543,000 µUSD).
     for (const chart of [view.charts.hourly, view.charts.daily]) {

@@ -1,4 +1,4 @@
-/** Reconcile's settings: the admin key, the API URL, the tolerance and the project mapping, with clear messages for bad values. */
+/** Reconcile's settings: the admin key, the API URL, the tolerance, the project mapping and the schedule, with clear messages for bad values. */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +18,7 @@ function withConfigFile<T>(json: unknown, fn: (path: string) => T): T {
 }
 
 describe('reconcile settings', () => {
-  it('default to no key, the upstream URL, 1% and no mapping', () => {
+  it('default to no key, the upstream URL, 1%, no mapping and no schedule', () => {
     const config = loadConfig({ TOLLGATE_UPSTREAM_URL: 'http://127.0.0.1:9/v1/' });
     expect(config.reconcile).toEqual({
       adminKey: undefined,
@@ -26,6 +26,7 @@ describe('reconcile settings', () => {
       anthropic: { adminKey: undefined, apiUrl: 'https://api.anthropic.com' },
       projects: undefined,
       tolerancePercent: 1,
+      schedule: { everyMs: undefined, days: 7, today: true },
     });
   });
 
@@ -51,8 +52,18 @@ describe('reconcile settings', () => {
         anthropic: { adminKey: undefined, apiUrl: 'https://api.anthropic.com' },
         projects,
         tolerancePercent: 0.5,
+        schedule: { everyMs: undefined, days: 7, today: true },
       });
     });
+  });
+
+  it('read the schedule: how often, how many whole days before today, and whether today', () => {
+    const config = loadConfig({ TOLLGATE_RECONCILE_EVERY: '6h', TOLLGATE_RECONCILE_DAYS: '3', TOLLGATE_RECONCILE_TODAY: 'false' });
+    expect(config.reconcile.schedule).toEqual({ everyMs: 6 * 3_600_000, days: 3, today: false });
+    expect(() => loadConfig({ TOLLGATE_RECONCILE_EVERY: '500ms' })).toThrow(/TOLLGATE_RECONCILE_EVERY: must be at least 1s/);
+    expect(() => loadConfig({ TOLLGATE_RECONCILE_EVERY: '200h' })).toThrow(/TOLLGATE_RECONCILE_EVERY: must be at most 168h/);
+    expect(() => loadConfig({ TOLLGATE_RECONCILE_DAYS: '0' })).toThrow(/TOLLGATE_RECONCILE_DAYS/);
+    expect(() => loadConfig({ TOLLGATE_RECONCILE_TODAY: 'maybe' })).toThrow(/TOLLGATE_RECONCILE_TODAY/);
   });
 
   it('refuse a bad tolerance or mapping with a message naming it', () => {

@@ -270,7 +270,7 @@ describe('lease protocol model', () => {
     expect(runLeaseModel(hash, { ...base, nodeId: 'b', seq: 1, want: 4 }, 3000).granted).toBe(2);
   });
 
-  it('discounts refund credit by the refill Redis may have granted while it waited', () => {
+  it('credits a refund that waited only the least room since: nothing once Redis refilled to full', () => {
     // Burst 7 at 100/s. Node a spends its whole lease and reports it at t=0,
     // then a refund of 5 arrives; Redis refills to 7 anyway and node b takes
     // all 7 at t=100 and spends them. When a's credit finally lands it must add nothing: a
