@@ -74,6 +74,23 @@ describeBackends('audit trail', (fixture) => {
     for (const secret of [issued.key, rotated.key, hashKey(issued.key), hashKey(rotated.key)]) expect(text).not.toContain(secret);
   });
 
+  it("records the runaway stop's pause and release of one owner, and nothing for a release with no pause", async () => {
+    const s = await open();
+    await s.keys.createKey({ name: 'agent', policy: { limits: [] } }, ALICE);
+    const stop: Actor = { kind: 'system', name: 'runaway-stop' };
+    await s.keys.pauseOwner('agent', { level: 'session', name: 's-1' }, clock.now, 'looping', stop);
+    await s.keys.releaseOwner('agent', { level: 'session', name: 's-1' }, ALICE);
+    await s.keys.releaseOwner('agent', { level: 'session', name: 's-2' }, ALICE);
+    const rows = await s.rows();
+    expect(rows.map((r) => `${r.action} by ${r.actor.kind}:${r.actor.name}`)).toEqual([
+      'key.create by admin:alice',
+      'key.pause by system:runaway-stop',
+      'key.release by admin:alice',
+    ]);
+    expect(rows[1]!.before).not.toHaveProperty('pauses');
+    expect(rows[1]!.after).toMatchObject({ pauses: [{ level: 'session', name: 's-1', reason: 'looping' }] });
+  });
+
   it('appends nothing for a write that changes nothing or fails', async () => {
     const s = await open();
     await s.keys.createKey({ name: 'one', policy: { limits: [] } }, ALICE);
