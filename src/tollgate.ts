@@ -300,12 +300,14 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     logger,
     metrics,
     admin: {
-      ops: storeAdminOps(shared.keys, {
+      ops: storeAdminOps(shared, {
         // The node that made a change sees it before answering (a replica: once its copy has pulled it).
         onChange: () => (replica === undefined ? keys.refresh() : replica.keySync.kick()),
         readSpend: (query, at) => shared.spend.spend(query, at),
+        now,
       }),
       token: config.adminToken,
+      admins: shared.admins,
     },
     database,
     // Tenants' dashboard tokens and reconciliations where every node sees them.

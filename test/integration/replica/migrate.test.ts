@@ -20,8 +20,10 @@ it('applies every migration exactly once when five processes migrate together', 
     expect(applied.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(2);
     const tables = await db.pool.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`);
     expect(tables.rows.map((r) => r.t)).toEqual([
+      'admins',
       'alert_claims',
       'api_keys',
+      'audit_log',
       'batch_files',
       'batch_jobs',
       'dashboard_tokens',
