@@ -8,12 +8,12 @@
 import { budgetsOf, formatLimit, type BudgetPeriod, type Policy } from '../domain/policy.js';
 import { formatMicrosExact } from '../domain/money.js';
 import { describeAttributedPolicy } from '../domain/policy-options.js';
-import { describeBudget, describeLimits } from '../cli/format.js';
+import { describeBudget, describeLimits } from '../domain/policy-options.js';
 import type { ViewContext } from './view-context.js';
 import { spentInBudgetPeriod } from './budget-view.js';
 import { usd } from './format.js';
 
-export interface ChangeRow {
+interface ChangeRow {
   readonly label: string;
   readonly before: string;
   readonly after: string;

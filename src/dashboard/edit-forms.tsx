@@ -19,7 +19,7 @@ export interface Writer {
 }
 
 /** The hidden CSRF field every write form carries. */
-export const CsrfField: FC<{ writer: Writer }> = ({ writer }) => <input type="hidden" name={CSRF_FIELD} value={writer.csrf} />;
+const CsrfField: FC<{ writer: Writer }> = ({ writer }) => <input type="hidden" name={CSRF_FIELD} value={writer.csrf} />;
 
 /** A one-button form posting to `action` (rotate, revoke, resume). */
 export const ActionButton: FC<{ writer: Writer; action: string; label: string; confirm?: string; danger?: boolean }> = ({
@@ -128,7 +128,7 @@ const PolicyFieldset: FC<{ fields: PolicyFields; owner: 'key' | 'tenant' }> = ({
 );
 
 /** Before and after, and the budget sentences. */
-export const ChangePanel: FC<{ change: ChangeView; title: string }> = ({ change, title }) => (
+const ChangePanel: FC<{ change: ChangeView; title: string }> = ({ change, title }) => (
   <section class="panel change" data-change="">
     <h2>{title}</h2>
     {change.sentences.map((sentence) => (

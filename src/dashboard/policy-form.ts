@@ -10,7 +10,7 @@
 import { budgetsOf, formatLimit, PolicyError, type Budget, type EndUserPolicy, type LimitSpec, type Policy, type TagBudget } from '../domain/policy.js';
 import { endUserPolicyFrom, sessionPolicyFrom, tagBudgetsFrom } from '../domain/policy-options.js';
 import { formatMicrosExact } from '../domain/money.js';
-import { budgetFrom, extraBudgetsFrom, limitsFrom, maxInFlightFrom, modelsFrom } from '../cli/key-options.js';
+import { budgetFrom, extraBudgetsFrom, limitsFrom, maxInFlightFrom, modelsFrom } from '../domain/policy-options.js';
 
 /** The fields of the form, as typed (names are the form's `name`s). */
 export interface PolicyFields {
@@ -30,7 +30,7 @@ export interface PolicyFields {
   readonly tagBudgets: string;
 }
 
-export const POLICY_FIELD_NAMES: ReadonlyArray<keyof PolicyFields> = [
+const POLICY_FIELD_NAMES: ReadonlyArray<keyof PolicyFields> = [
   'limits',
   'budgetUsd',
   'budgetPeriod',

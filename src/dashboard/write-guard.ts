@@ -24,7 +24,7 @@ export const CSRF_FIELD = '_csrf';
 const KEY_LABEL = 'tollgate dashboard csrf key v1';
 
 /** The CSRF token of a session cookie value (what the pages put in every write form). */
-export function csrfTokenOf(adminToken: string, sessionValue: string): string {
+function csrfTokenOf(adminToken: string, sessionValue: string): string {
   const key = createHmac('sha256', adminToken).update(KEY_LABEL).digest();
   return createHmac('sha256', key).update(sessionValue).digest('base64url');
 }

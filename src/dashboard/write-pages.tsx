@@ -7,7 +7,7 @@
  */
 import type { FC } from 'hono/jsx';
 import type { KeyView, TenantView } from '../domain/keys.js';
-import { describeBudget, describeLimits } from '../cli/format.js';
+import { describeBudget, describeLimits } from '../domain/policy-options.js';
 import { activePauses } from '../domain/owner-pauses.js';
 import { ActionButton, type Writer } from './edit-forms.js';
 import { Layout } from './layout.js';

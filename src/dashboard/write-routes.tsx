@@ -44,7 +44,7 @@ export interface WriteEnv {
 }
 
 /** Whether a viewer may change keys and tenants: the one place the dashboard decides it. */
-export function canWrite(viewer: Viewer): boolean {
+function canWrite(viewer: Viewer): boolean {
   return viewer.kind === 'admin';
 }
 
@@ -55,7 +55,7 @@ function opsFor(env: WriteEnv, viewer: Viewer): AdminOps {
 }
 
 /** The writer of a request (its CSRF token for the forms), when its session may write. */
-export function writerOf(env: WriteEnv, c: Context<AppEnv>): Writer | undefined {
+function writerOf(env: WriteEnv, c: Context<AppEnv>): Writer | undefined {
   return env.ops !== undefined && canWrite(env.viewer(c)) ? { csrf: csrfTokenFor(c, env.adminToken) } : undefined;
 }
 
