@@ -5,6 +5,7 @@
  * mounts them.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Actor } from './domain/admins.js';
 
 /** The Node request and response behind a Hono context (present when served by @hono/node-server). */
 export interface NodeBindings {
@@ -13,7 +14,8 @@ export interface NodeBindings {
 }
 
 export interface AppEnv {
-  Variables: { requestId: string };
+  /** `actor`: who an admin API or dashboard request acts as, once its token or session is checked (src/admin/routes.ts, src/dashboard/routes.tsx). */
+  Variables: { requestId: string; actor?: Actor };
   /** Present when served by @hono/node-server; absent under `app.request`. */
   Bindings: Partial<NodeBindings> | undefined;
 }

@@ -5,10 +5,11 @@
  * composition root (tollgate.ts) builds it, `main.ts` serves it.
  */
 import { Hono } from 'hono';
-import type { AdminOps } from './admin/ops.js';
+import type { ActingAdminOps } from './admin/ops.js';
 import { createAdminRoutes, tokenMatches } from './admin/routes.js';
+import type { AdminStore } from './storage/admins.js';
 import type { AppEnv } from './app-env.js';
-import { createDashboardApiRoutes, createDashboardRoutes, isDashboardSession, type LimitSnapshot } from './dashboard/index.js';
+import { createDashboardApiRoutes, createDashboardRoutes, resolveSessionActor, type LimitSnapshot } from './dashboard/index.js';
 import type { DashboardReads } from './storage/dashboard-reads.js';
 import type { LedgerExportSource } from './storage/ledger-export.js';
 import type { TollgateDatabase } from './storage/sqlite/open.js';
@@ -29,14 +30,18 @@ import { newRequestId } from './request-id.js';
 import { sendDeferred } from './http/stream-sinks.js';
 import { bearerOf, checkPresentedSecret, ownSecretGuard, tooManyAttempts, type SecretGuard } from './http/secret-check.js';
 import { SecretThrottle } from './http/secret-throttle.js';
+import { sqliteAdmins } from './storage/sqlite/admins.js';
 
 export interface AppDeps {
   /** Everything the request path needs. */
   readonly pipeline: PipelineDeps;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** The admin API's operations and token (disabled without a token). */
-  readonly admin: { readonly ops: AdminOps; readonly token: string | undefined };
+  /**
+   * The admin API's operations (taken for each request's actor), its bootstrap token (disabled
+   * without one) and the named admins whose tokens open it too (the node's file's without).
+   */
+  readonly admin: { readonly ops: ActingAdminOps; readonly token: string | undefined; readonly admins?: AdminStore | undefined };
   /** The node's own database (tenants' dashboard tokens and reconciliations without `shared`). */
   readonly database: TollgateDatabase;
   /** What the dashboard reads: the node's file or, on a replica, every node's rows in PostgreSQL (src/storage/dashboard-reads.ts). */
@@ -119,12 +124,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   if (deps.metricsAccess?.ownPort !== true) app.route('/', createMetricsRoutes(metrics, deps.pipeline.ledger, deps.metricsAccess?.token, guard));
 
   const tokens = deps.shared.dashboardTokens;
+  const admins = deps.admin.admins ?? sqliteAdmins(deps.database);
   const reconciliations = deps.shared.reconciliations;
   const dashboard = {
     database: deps.database,
     tokens,
     reads: deps.dashboardReads,
     adminToken: deps.admin.token,
+    admins,
     limitSnapshot: deps.limitSnapshot,
     ...(deps.now ? { now: deps.now } : {}),
     guard,
@@ -152,8 +159,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     createAdminRoutes({
       ops: deps.admin.ops,
       adminToken: deps.admin.token,
-      // The dashboard's session cookie opens the admin API's reads (not its writes).
-      isAuthorized: (c) => isDashboardSession(c, deps.admin.token, (deps.now ?? Date.now)()),
+      admins,
+      // An operator's dashboard session opens the admin API's reads (not its writes).
+      sessionActor: (c) => resolveSessionActor(c, deps.admin.token, admins, (deps.now ?? Date.now)()),
       exportLedger,
       guard,
       ...(deps.now ? { now: deps.now } : {}),
@@ -161,7 +169,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   );
   // After the admin API: its token check runs first for /admin/api/dashboard too.
   app.route('/admin/api/dashboard', createDashboardApiRoutes(dashboard));
-  app.route('/admin/api/dashboard-tokens', createDashboardTokenRoutes({ tokens, ...(deps.now ? { now: deps.now } : {}) }));
+  app.route('/admin/api/dashboard-tokens', createDashboardTokenRoutes({ ops: deps.admin.ops }));
   app.route('/dashboard', createDashboardRoutes(dashboard));
   app.route('/', createProxyRoutes(deps.pipeline, deps.logger));
   const requests = deps.shared.requests;

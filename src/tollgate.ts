@@ -293,12 +293,17 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     logger,
     metrics,
     admin: {
-      ops: storeAdminOps(shared.keys, {
-        // The node that made a change sees it before answering (a replica: once its copy has pulled it).
-        onChange: () => (replica === undefined ? keys.refresh() : replica.keySync.kick()),
-        readSpend: (query, at) => shared.spend.spend(query, at),
-      }),
+      ops: storeAdminOps(
+        { keys: shared.keys, admins: shared.admins, audit: shared.audit, tenantTokens: shared.dashboardTokens },
+        {
+          // The node that made a change sees it before answering (a replica: once its copy has pulled it).
+          onChange: () => (replica === undefined ? keys.refresh() : replica.keySync.kick()),
+          readSpend: (query, at) => shared.spend.spend(query, at),
+          now,
+        },
+      ),
       token: config.adminToken,
+      admins: shared.admins,
     },
     database,
     // Tenants' dashboard tokens and reconciliations where every node sees them.

@@ -7,6 +7,9 @@ import { TollgateError, type ErrorCode } from '../domain/errors.js';
 import type { SpendReport } from '../storage/spend-reads.js';
 import type { IssuedKey, KeyView, TenantView } from '../domain/keys.js';
 import type { AdminOps } from './ops.js';
+import type { AdminView } from '../storage/admins.js';
+import type { AuditPage } from '../storage/audit.js';
+import type { DashboardTokenView } from '../storage/tenant-tokens.js';
 
 export function remoteAdminOps(baseUrl: string, adminToken: string | undefined): AdminOps {
   const root = `${baseUrl.replace(/\/+$/, '')}/admin/api`;
@@ -77,6 +80,33 @@ export function remoteAdminOps(baseUrl: string, adminToken: string | undefined):
           since: request.since,
           until: request.until,
           by: request.by,
+          limit: request.limit === undefined ? undefined : String(request.limit),
+          cursor: request.cursor,
+        })}`,
+      ),
+    createAdmin: async (input) => {
+      const { token, ...view } = await call<AdminView & { token: string }>('POST', '/admins', input);
+      return { token, view };
+    },
+    listAdmins: async () => (await call<{ data: AdminView[] }>('GET', '/admins')).data,
+    revokeAdmin: (r) => call('POST', `/admins/${ref(r)}/revoke`),
+    createTenantToken: async (input) => {
+      const { token, ...view } = await call<DashboardTokenView & { token: string }>('POST', '/dashboard-tokens', input);
+      return { token, view };
+    },
+    listTenantTokens: async (opts) => (await call<{ data: DashboardTokenView[] }>('GET', `/dashboard-tokens${q({ tenant: opts.tenant })}`)).data,
+    revokeTenantToken: (r) => call('POST', `/dashboard-tokens/${ref(r)}/revoke`),
+    audit: (request) =>
+      call<AuditPage>(
+        'GET',
+        `/audit${q({
+          key: request.key,
+          tenant: request.tenant,
+          target: request.targetKind,
+          since: request.since,
+          until: request.until,
+          actor: request.actor,
+          action: request.action,
           limit: request.limit === undefined ? undefined : String(request.limit),
           cursor: request.cursor,
         })}`,

@@ -22,6 +22,10 @@ import { ruleForKey, runawayVerdict, type RunawayVerdict } from './runaway.js';
 import { PolicyError } from '../domain/policy.js';
 import type { RunawaySettings } from './settings.js';
 import type { AlertSpendReads } from './spend-reads.js';
+import type { Actor } from '../domain/admins.js';
+
+/** Who the audit trail names for the runaway stop's pauses and resumes (docs/admins.md). */
+const RUNAWAY_STOP: Actor = Object.freeze({ kind: 'system', name: 'runaway-stop' });
 
 /** Sessions and end users of one key judged per look, at most (the ones that spent the most). */
 const OWNERS_PER_LEVEL = 20;
@@ -102,14 +106,14 @@ export async function checkRunaway(deps: RunawayDeps, known: AuthKey, now: numbe
         excluded += spent;
         continue;
       }
-      const view = await deps.keys.releaseOwner(key.id, owner);
+      const view = await deps.keys.releaseOwner(key.id, owner, RUNAWAY_STOP);
       const minutes = Math.round(rule.windowMs / 60_000);
       const summary = `${who} is no longer paused: its spend over the last ${minutes} min fell to ${formatMicrosExact(verdict.microUsdPerHour)}/hour`;
       alert('runaway-released', owner, pauseOf(view.pauses, owner)?.at ?? now, summary, verdict);
     } else if (entry !== undefined && wasPaused.has(ownerId(owner))) {
       alert('runaway-released', owner, entry.at, `${who} is no longer paused: an operator resumed it`, verdict);
     } else if (verdict.over) {
-      const view = await deps.keys.pauseOwner(key.id, owner, now, runawayMessage(key, owner, rule, verdict));
+      const view = await deps.keys.pauseOwner(key.id, owner, now, runawayMessage(key, owner, rule, verdict), RUNAWAY_STOP);
       const pause = pauseOf(view.pauses, owner);
       // Not paused: the key holds as many pauses as it may, so the key's own check judges this spend.
       if (pause?.reason === undefined) continue;
@@ -127,7 +131,7 @@ export async function checkRunaway(deps: RunawayDeps, known: AuthKey, now: numbe
       // An operator lifted it (`tollgate keys resume`): the release alert says so.
       alert('runaway-released', undefined, key.resumedAt, `key "${key.name}" is no longer paused: an operator resumed it`, verdict);
     } else if (verdict.over) {
-      const view = await deps.keys.throttleKey(key.id, now, runawayMessage(key, undefined, rule, verdict));
+      const view = await deps.keys.throttleKey(key.id, now, runawayMessage(key, undefined, rule, verdict), RUNAWAY_STOP);
       if (view.throttle !== undefined) {
         paused.add('key');
         alert('runaway', undefined, view.throttle.at, view.throttle.reason, verdict);
@@ -139,7 +143,7 @@ export async function checkRunaway(deps: RunawayDeps, known: AuthKey, now: numbe
     paused.add('key');
     return { alerts, paused };
   }
-  const view = await deps.keys.resumeKey(key.id);
+  const view = await deps.keys.resumeKey(key.id, RUNAWAY_STOP);
   const minutes = Math.round(rule.windowMs / 60_000);
   const summary = `key "${key.name}" is no longer paused: its spend over the last ${minutes} min fell to ${formatMicrosExact(verdict.microUsdPerHour)}/hour`;
   alert('runaway-released', undefined, view.resumedAt ?? now, summary, verdict);

@@ -10,7 +10,9 @@ import { pgUnavailable, TollgateError } from '../domain/errors.js';
 import { openDatabase } from '../storage/sqlite/open.js';
 import { PolicyError } from '../domain/policy.js';
 import { storeAdminOps, type AdminOps, type SpendReader } from '../admin/ops.js';
-import { openKeyStore } from '../storage/index.js';
+import { openAdmins, openAuditReads, openDashboardTokens, openKeyStore } from '../storage/index.js';
+import { cliActor } from '../domain/admins.js';
+import { userInfo } from 'node:os';
 import { closeBackend, type SharedBackend } from '../storage/backend.js';
 import { openSpendReads } from '../storage/index.js';
 import { openLedgerExport } from '../storage/index.js';
@@ -86,7 +88,24 @@ async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger:
     return { ops: remoteAdminOps(global.url, token), exportLedger: undefined };
   }
   const opened = await openCliBackend(loadConfig(), global);
-  return { ops: storeAdminOps(openKeyStore(opened.backend), { readSpend: opened.readSpend, close: () => opened.close() }), exportLedger: opened.exportLedger };
+  const stores = {
+    keys: openKeyStore(opened.backend),
+    admins: openAdmins(opened.backend),
+    audit: openAuditReads(opened.backend),
+    tenantTokens: openDashboardTokens(opened.backend),
+  };
+  // On the database itself the CLI acts as the OS user running it (docs/admins.md); through --url, as the token's admin.
+  const ops = storeAdminOps(stores, { readSpend: opened.readSpend, close: () => opened.close() }).as(cliActor(osUser()));
+  return { ops, exportLedger: opened.exportLedger };
+}
+
+/** The OS user running the CLI, as the audit trail names it (`unknown` where the system has no entry for it). */
+export function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
 }
 
 /**

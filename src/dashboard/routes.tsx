@@ -3,8 +3,10 @@
  * The dashboard's HTTP side: pages under /dashboard (login, overview, keys,
  * key) and the JSON they poll under /admin/api/dashboard.
  *
- * Access: the admin token, presented once in the login form (POST, never in a
- * URL), buys a signed session cookie (see session.ts). The JSON endpoints take
+ * Access: the admin token, a named admin's token (docs/admins.md) or a
+ * tenant's dashboard token, presented once in the login form (POST, never in
+ * a URL), buys a signed session cookie (see session.ts); each request's
+ * operator session resolves to an Actor with a role (`sessionActor(c)`). The JSON endpoints take
  * that cookie or the admin API's bearer token. With no token configured the
  * pages say the dashboard is disabled and the JSON answers `admin_disabled`.
  * Every presented token goes through the app's per-address throttle
@@ -16,11 +18,14 @@ import type { JSX } from 'hono/jsx/jsx-runtime';
 import { TollgateError } from '../domain/errors.js';
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { readBodyBytes } from '../http/body.js';
-import { tokenMatches } from '../admin/routes.js';
+import { bearerActor, tokenActor } from '../admin/identify.js';
+import { isAdminTokenText } from '../storage/admin-rules.js';
+import type { AdminStore } from '../storage/admins.js';
+import type { Actor } from '../domain/admins.js';
 import type { AppEnv } from '../app-env.js';
 import type { StoredReconciliation } from '../reconcile/store.js';
 import { loadAssets, type AssetName } from './assets.js';
-import { bearerOf, checkPresentedSecret, ownSecretGuard, retryAfterSeconds, tooManyAttempts, type SecretGuard } from '../http/secret-check.js';
+import { checkPresentedSecret, ownSecretGuard, retryAfterSeconds, type SecretGuard } from '../http/secret-check.js';
 import { KeyPage } from './key-page.js';
 import { buildKeyPage } from './key-view.js';
 import { readKeyList, type KeyList } from './key-lists.js';
@@ -29,9 +34,18 @@ import { parseKeysQuery } from './keys-query.js';
 import { DisabledPage, LoginPage, NotFoundPage, renderDocument } from './layout.js';
 import { buildOverview, OverviewPage } from './overview.js';
 import type { DashboardReads } from '../storage/dashboard-reads.js';
-import { clearedCookieHeader, createSessionValue, createTenantSessionValue, hasValidSession, isHttps, sessionCookieHeader } from './session.js';
+import {
+  clearedCookieHeader,
+  createAdminSessionValue,
+  createSessionValue,
+  createTenantSessionValue,
+  isHttps,
+  resolveSessionActor,
+  sessionCookieHeader,
+} from './session.js';
 import { isDashboardTokenText } from './tenant-tokens.js';
 import { sqliteDashboardTokens } from '../storage/sqlite/tenant-tokens.js';
+import { sqliteAdmins } from '../storage/sqlite/admins.js';
 import type { DashboardTokenStore } from '../storage/tenant-tokens.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';
 import { viewContextFor, viewerOf, type Viewer } from './viewer.js';
@@ -53,6 +67,8 @@ export interface DashboardDeps {
   readonly trustedProxies?: ReadonlySet<string>;
   /** Where tenants' dashboard tokens are kept: PostgreSQL on a replica; SQLite's of `database` without. */
   readonly tokens?: DashboardTokenStore | undefined;
+  /** Named admins (docs/admins.md): PostgreSQL on a replica; SQLite's of `database` without. */
+  readonly admins?: AdminStore | undefined;
   /** The newest `tollgate reconcile` result, for the overview's panel (operators only). */
   readonly reconciliation?: () => Promise<StoredReconciliation | undefined>;
   /** The admin API's operations, through which the dashboard writes (write-routes.tsx); read-only without them. */
@@ -105,6 +121,8 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
   const assets = loadAssets();
   const adminToken = deps.adminToken;
   const tokens = deps.tokens ?? sqliteDashboardTokens(deps.database);
+  const admins = deps.admins ?? sqliteAdmins(deps.database);
+  const stores = { tokens, admins };
 
   // Static code and styles, no secrets: served without a session (the login page needs them).
   app.get('/assets/:name', (c) => {
@@ -124,7 +142,7 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
 
   app.get('/login', async (c) => {
     const next = safeNext(c.req.query('next'));
-    if ((await viewerOf(c, tokens, adminToken, now())) !== undefined) return redirect(c, next);
+    if ((await viewerOf(c, stores, adminToken, now())) !== undefined) return redirect(c, next);
     return page(c, <LoginPage next={next} info={c.req.query('loggedOut') === undefined ? undefined : 'You are logged out.'} />);
   });
 
@@ -134,10 +152,12 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
     const next = safeNext(body.get('next'));
     const presented = body.get('token') ?? '';
     const tenantLike = isDashboardTokenText(presented.trim());
-    // The operator's token or a tenant's read-only one (tenant-tokens.ts), compared only while
-    // this address has checks left: a throttled address learns nothing, whichever token it sends.
+    const namedLike = isAdminTokenText(presented.trim());
+    // The bootstrap token, a named admin's, or a tenant's read-only one (tenant-tokens.ts), compared only
+    // while this address has checks left: a throttled address learns nothing, whichever token it sends.
     const outcome = await checkPresentedSecret(c, guard, async (): Promise<Viewer | undefined> => {
-      if (tokenMatches(presented, token)) return { kind: 'admin' };
+      const actor = await tokenActor(presented, token, admins);
+      if (actor !== undefined) return { kind: 'admin', actor };
       if (!tenantLike) return undefined;
       const tenant = await tokens.activeViewer({ secret: presented.trim() }, now());
       return tenant === undefined ? undefined : { kind: 'tenant', tenant };
@@ -150,12 +170,18 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
     if (outcome.kind === 'wrong') {
       const error = tenantLike
         ? 'That dashboard token is unknown, revoked or expired. Ask your operator for a new one.'
-        : 'That is not the admin token. Check TOLLGATE_ADMIN_TOKEN and try again.';
+        : namedLike
+          ? 'That admin token is unknown or revoked. Ask an admin for a new one.'
+          : 'That is not the admin token. Check TOLLGATE_ADMIN_TOKEN and try again.';
       return page(c, <LoginPage next={next} error={error} />, 401);
     }
     const viewer = outcome.value;
     const value =
-      viewer.kind === 'admin' ? createSessionValue(token, now()) : createTenantSessionValue(token, viewer.tenant.tokenId, now(), viewer.tenant.expiresAt);
+      viewer.kind === 'tenant'
+        ? createTenantSessionValue(token, viewer.tenant.tokenId, now(), viewer.tenant.expiresAt)
+        : viewer.actor.kind === 'admin'
+          ? createAdminSessionValue(token, viewer.actor.id, now())
+          : createSessionValue(token, now());
     return redirect(c, next, { 'set-cookie': sessionCookieHeader(value, isHttps(c)) });
   });
 
@@ -165,9 +191,11 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
   const viewers = new WeakMap<Request, Viewer>();
   const viewer = (c: Context<AppEnv>): Viewer => viewers.get(c.req.raw)!;
   app.use('*', async function requireSession(c, next) {
-    const found = await viewerOf(c, tokens, adminToken, now());
+    const found = await viewerOf(c, stores, adminToken, now());
     if (found === undefined) return redirect(c, `/dashboard/login?next=${encodeURIComponent(pathWithQuery(c))}`);
     viewers.set(c.req.raw, found);
+    // Who the page's writes act as (session.ts, sessionActor); a tenant's session has none and writes nothing.
+    if (found.kind === 'admin') c.set('actor', found.actor);
     await next();
   });
 
@@ -205,18 +233,12 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
 }
 
 /**
- * Whether a request is an admin: the bearer token (compared only while the
- * address has checks left; a throttled one is a 429), or (for the dashboard's
- * own reads) a valid session cookie.
+ * The operator a request is: a bearer token, the bootstrap's or a named
+ * admin's (compared only while the address has checks left; a throttled one
+ * is a 429), or (for the dashboard's own reads) an operator's session.
  */
-async function isAdminRequest(c: Context<AppEnv>, adminToken: string, guard: SecretGuard): Promise<boolean> {
-  const bearer = bearerOf(c);
-  if (bearer !== undefined) {
-    const outcome = await checkPresentedSecret(c, guard, () => (tokenMatches(bearer, adminToken) ? true : undefined));
-    if (outcome.kind === 'throttled') throw tooManyAttempts(outcome.retryAfterMs);
-    if (outcome.kind === 'right') return true;
-  }
-  return hasValidSession(c, adminToken, guard.now());
+async function operatorOf(c: Context<AppEnv>, adminToken: string, admins: AdminStore, guard: SecretGuard): Promise<Actor | undefined> {
+  return (await bearerActor(c, adminToken, admins, guard)) ?? (await resolveSessionActor(c, adminToken, admins, guard.now()));
 }
 
 /** The JSON the pages poll, to mount at /admin/api/dashboard. */
@@ -224,30 +246,34 @@ export function createDashboardApiRoutes(deps: DashboardDeps): Hono<AppEnv> {
   const api = new Hono<AppEnv>();
   const now = deps.now ?? Date.now;
   const guard = deps.guard ?? ownSecretGuard({ trustedProxies: deps.trustedProxies, now });
+  const admins = deps.admins ?? sqliteAdmins(deps.database);
 
   api.use('*', async function requireAdminOrSession(c, next) {
     if (deps.adminToken === undefined) {
       throw new TollgateError('admin_disabled', 'The admin API is disabled: start Tollgate with TOLLGATE_ADMIN_TOKEN set.');
     }
-    if (!(await isAdminRequest(c, deps.adminToken, guard))) {
+    const actor = await operatorOf(c, deps.adminToken, admins, guard);
+    if (actor === undefined) {
       throw new TollgateError('invalid_admin_token', 'A valid admin token (Authorization: Bearer …) or dashboard session is required.');
     }
+    // Reads only, which every role may do.
+    c.set('actor', actor);
     await next();
     c.header('cache-control', 'no-store');
     c.header('x-content-type-options', 'nosniff');
   });
 
-  const admin: Viewer = { kind: 'admin' };
-  api.get('/overview', async (c) => c.json(await buildOverview(contextOf(deps, now, admin), await deps.reconciliation?.())));
-  api.get('/keys', async (c) => c.json(await buildKeys(contextOf(deps, now, admin), parseKeysQuery(c.req.query(), true))));
+  const admin = (c: Context<AppEnv>): Viewer => ({ kind: 'admin', actor: c.get('actor')! });
+  api.get('/overview', async (c) => c.json(await buildOverview(contextOf(deps, now, admin(c)), await deps.reconciliation?.())));
+  api.get('/keys', async (c) => c.json(await buildKeys(contextOf(deps, now, admin(c)), parseKeysQuery(c.req.query(), true))));
   api.get('/keys/:id', async (c) => {
-    const view = await buildKeyPage(contextOf(deps, now, admin), c.req.param('id'));
+    const view = await buildKeyPage(contextOf(deps, now, admin(c)), c.req.param('id'));
     if (view === undefined) throw new TollgateError('not_found', `no key with id "${c.req.param('id')}"`, { param: 'id' });
     return c.json(view);
   });
   // A key's lists in pages (key-lists.ts).
   api.get('/keys/:id/:list{users|tags|sessions|requests}', async (c) => {
-    const page = await readKeyList(contextOf(deps, now, admin), c.req.param('id'), c.req.param('list') as KeyList, c.req.query());
+    const page = await readKeyList(contextOf(deps, now, admin(c)), c.req.param('id'), c.req.param('list') as KeyList, c.req.query());
     if (page === undefined) throw new TollgateError('not_found', `no key with id "${c.req.param('id')}"`, { param: 'id' });
     return c.json(page);
   });

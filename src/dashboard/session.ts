@@ -11,10 +11,18 @@
  * - a session ends by itself after {@link SESSION_TTL_MS}.
  * Logging out clears the browser's cookie; a stolen cookie stays valid until
  * it expires or the token changes.
+ *
+ * A named admin's session (docs/admins.md) is `a1.<admin id>.<expiry>.<nonce>.<mac>`,
+ * signed under another label: it names the admin, never its token, and every
+ * request looks the admin up, so revoking it ends its sessions at their next
+ * request on every node. Each request's session resolves to an Actor with a
+ * role ({@link resolveSessionActor}); the routes read it with {@link sessionActor}.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'hono';
 import { getCookie } from 'hono/cookie';
+import { BOOTSTRAP_ACTOR, type Actor } from '../domain/admins.js';
+import type { AdminStore } from '../storage/admins.js';
 
 export const SESSION_COOKIE = 'tollgate_session';
 /** How long a login lasts. */
@@ -80,17 +88,6 @@ export function hasValidSession(c: Context, adminToken: string | undefined, now:
   return checkSessionValue(getCookie(c, SESSION_COOKIE), adminToken, now) === 'valid';
 }
 
-/**
- * For the admin API's `isAuthorized` hook: true for a valid dashboard session
- * on a read (GET/HEAD). The dashboard never writes, so its cookie does not
- * open the admin API's writes (creating or revoking keys needs the bearer
- * token), whatever a page in the browser might try.
- */
-export function isDashboardSession(c: Context, adminToken: string | undefined, now: number = Date.now()): boolean {
-  const method = c.req.method;
-  return (method === 'GET' || method === 'HEAD') && hasValidSession(c, adminToken, now);
-}
-
 /*
  * Tenant sessions (a read-only dashboard token of one tenant, see
  * tenant-tokens.ts): `t1.<token id>.<expiry>.<nonce>.<mac>`, signed with a key
@@ -139,4 +136,76 @@ function checkTenantSessionValue(value: string | undefined, adminToken: string, 
 export function tenantSessionTokenId(c: Context, adminToken: string | undefined, now: number): string | undefined {
   if (adminToken === undefined) return undefined;
   return checkTenantSessionValue(getCookie(c, SESSION_COOKIE), adminToken, now);
+}
+
+/*
+ * Named admins' sessions: `a1.<admin id>.<expiry>.<nonce>.<mac>`, keyed under
+ * their own label, so they can pass neither as the bootstrap's session nor as
+ * a tenant's.
+ */
+const ADMIN_VERSION = 'a1';
+const ADMIN_KEY_LABEL = 'tollgate named admin session key v1';
+
+function adminMac(adminToken: string, payload: string): Buffer {
+  const key = createHmac('sha256', adminToken).update(ADMIN_KEY_LABEL).digest();
+  return createHmac('sha256', key).update(payload).digest();
+}
+
+/** A signed session for named admin `adminId`, valid for one TTL. */
+export function createAdminSessionValue(adminToken: string, adminId: string, now: number): string {
+  const payload = `${ADMIN_VERSION}.${adminId}.${(now + SESSION_TTL_MS).toString(36)}.${randomBytes(12).toString('base64url')}`;
+  return `${payload}.${adminMac(adminToken, payload).toString('base64url')}`;
+}
+
+/** The admin id a named admin's session value names, when it is well-formed, signed and unexpired. */
+function checkAdminSessionValue(value: string | undefined, adminToken: string, now: number): string | undefined {
+  if (value === undefined) return undefined;
+  const parts = value.split('.');
+  if (parts.length !== 5 || parts[0] !== ADMIN_VERSION) return undefined;
+  const [, adminId = '', expiryText = '', nonce = '', signature = ''] = parts;
+  if (
+    !/^adm_[A-Za-z0-9_-]{8,32}$/.test(adminId) ||
+    !/^[0-9a-z]{1,12}$/.test(expiryText) ||
+    !/^[A-Za-z0-9_-]{8,64}$/.test(nonce) ||
+    !/^[A-Za-z0-9_-]{43}$/.test(signature)
+  )
+    return undefined;
+  const expected = adminMac(adminToken, `${ADMIN_VERSION}.${adminId}.${expiryText}.${nonce}`);
+  const presented = Buffer.from(signature, 'base64url');
+  if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return undefined;
+  const expiry = parseInt(expiryText, 36);
+  if (!(expiry > now) || expiry > now + SESSION_TTL_MS) return undefined;
+  return adminId;
+}
+
+/** Whether the request carries a signed, unexpired operator session: the bootstrap's or a named admin's (whose admin may since be revoked). */
+export function hasOperatorSession(c: Context, adminToken: string | undefined, now: number): boolean {
+  if (adminToken === undefined) return false;
+  return hasValidSession(c, adminToken, now) || checkAdminSessionValue(getCookie(c, SESSION_COOKIE), adminToken, now) !== undefined;
+}
+
+/**
+ * The actor of the request's operator session: the bootstrap admin, or a
+ * named admin while it is active (read from `admins` on every request, so a
+ * revocation ends the session at once). Undefined: no session, a tenant's,
+ * or a revoked admin's.
+ */
+export async function resolveSessionActor(c: Context, adminToken: string | undefined, admins: AdminStore | undefined, now: number): Promise<Actor | undefined> {
+  if (adminToken === undefined) return undefined;
+  const value = getCookie(c, SESSION_COOKIE);
+  if (checkSessionValue(value, adminToken, now) === 'valid') return BOOTSTRAP_ACTOR;
+  const adminId = checkAdminSessionValue(value, adminToken, now);
+  if (adminId === undefined || admins === undefined) return undefined;
+  return admins.activeAdmin({ adminId });
+}
+
+/**
+ * Who the request acts as, once the dashboard's session check (routes.tsx) or
+ * the admin API's token check (src/admin/routes.ts) let it in: an operator's
+ * Actor with its role (src/domain/admins.ts), or undefined for a tenant's
+ * read-only session. Writes call `ops.as(actor)` with it (src/admin/ops.ts),
+ * which refuses what the role does not allow.
+ */
+export function sessionActor(c: Context<{ Variables: { actor?: Actor } }>): Actor | undefined {
+  return c.get('actor');
 }

@@ -18,7 +18,8 @@
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { z } from 'zod';
-import type { AdminOps } from '../admin/ops.js';
+import { actorOf, type ActingAdminOps, type AdminOps } from '../admin/ops.js';
+import type { Actor } from '../domain/admins.js';
 import { createAdminRoutes } from '../admin/routes.js';
 import type { AppEnv } from '../app-env.js';
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
@@ -30,7 +31,7 @@ import { readKeyList, type KeyList } from './key-lists.js';
 import { buildKeys } from './keys-page.js';
 import { parseKeysQuery } from './keys-query.js';
 import { buildOverview } from './overview.js';
-import { hasValidSession, tenantSessionTokenId } from './session.js';
+import { hasOperatorSession, tenantSessionTokenId } from './session.js';
 import type { DashboardTokenStore } from '../storage/tenant-tokens.js';
 import type { DashboardReads } from '../storage/dashboard-reads.js';
 import type { LimitSnapshot } from './view-context.js';
@@ -43,12 +44,15 @@ export interface TenantGateDeps {
   /** The dashboard's reads (src/storage/dashboard-reads.ts). */
   readonly reads: DashboardReads;
   readonly adminToken: string | undefined;
-  readonly ops: AdminOps;
+  readonly ops: ActingAdminOps;
   readonly now?: () => number;
   readonly limitSnapshot?: LimitSnapshot | undefined;
   /** What a tenant's ledger export reads (the admin API's, with the tenant forced). */
   readonly exportLedger?: LedgerExporter | undefined;
 }
+
+/** What a tenant's session reads as: a viewer, so nothing it reaches can write (it is never in the audit trail). */
+const TENANT_READER: Actor = Object.freeze({ kind: 'admin', id: 'tenant-session', name: 'tenant-session', role: 'viewer' });
 
 /** Paths a tenant may read through the admin API's own handlers, with its tenant forced. */
 const SCOPED_EXPORTS = new Set(['/spend', '/spend.csv', '/ledger.csv', '/ledger.ndjson']);
@@ -78,14 +82,15 @@ export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv
     c.set('requestId', requestIds.get(c.req.raw) ?? '');
     await next();
   });
-  inner.route('/admin/api', createAdminRoutes({ ops: deps.ops, adminToken, isAuthorized: () => true, exportLedger: deps.exportLedger, now }));
+  inner.route('/admin/api', createAdminRoutes({ ops: deps.ops, adminToken, presetActor: TENANT_READER, exportLedger: deps.exportLedger, now }));
+  const ops: AdminOps = deps.ops.as(TENANT_READER);
   inner.onError((error, c) => {
     const rendered = renderError(error instanceof TollgateError ? error : new TollgateError('internal_error', 'Tollgate hit an internal error.'));
     return c.json(rendered.body, rendered.status as 400, { 'x-request-id': c.get('requestId') });
   });
 
   return async function tenantGate(c, next) {
-    if (adminToken === undefined || c.req.header('authorization') !== undefined || hasValidSession(c, adminToken, now())) return next();
+    if (adminToken === undefined || c.req.header('authorization') !== undefined || hasOperatorSession(c, adminToken, now())) return next();
     const tokenId = tenantSessionTokenId(c, adminToken, now());
     if (tokenId === undefined) return next();
     const tenantFound = await deps.tokens.activeViewer({ tokenId }, now());
@@ -114,7 +119,7 @@ export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv
       if (page === undefined) throw notFound('key');
       return c.json(page);
     }
-    const ownKeys = async (): Promise<KeyView[]> => deps.ops.listKeys({ tenant: tenant.tenantId, includeRevoked: true });
+    const ownKeys = async (): Promise<KeyView[]> => ops.listKeys({ tenant: tenant.tenantId, includeRevoked: true });
     const ownKey = async (ref: string): Promise<KeyView> => {
       const keys = await ownKeys();
       const found =
@@ -129,11 +134,11 @@ export function createTenantGate(deps: TenantGateDeps): MiddlewareHandler<AppEnv
     const keyRef = /^\/keys\/([^/]+)$/.exec(path);
     if (keyRef) return c.json(await ownKey(decoded(keyRef[1]!) ?? ''));
     const isOwnTenant = (ref: string) => ref === tenant.tenantId || ref === tenant.tenant;
-    if (path === '/tenants') return c.json({ data: [await deps.ops.getTenant(tenant.tenantId)] });
+    if (path === '/tenants') return c.json({ data: [await ops.getTenant(tenant.tenantId)] });
     const tenantRef = /^\/tenants\/([^/]+)$/.exec(path);
     if (tenantRef) {
       if (!isOwnTenant(decoded(tenantRef[1]!) ?? '')) throw notFound('tenant');
-      return c.json(await deps.ops.getTenant(tenant.tenantId));
+      return c.json(await ops.getTenant(tenant.tenantId));
     }
     if (SCOPED_EXPORTS.has(path)) {
       const url = new URL(c.req.url);
@@ -160,11 +165,14 @@ const createBody = z.strictObject({
   expiresAt: z.number().int().positive().nullable().optional(),
 });
 
-/** The operator's API for dashboard tokens, at /admin/api/dashboard-tokens (behind the admin API's own check). */
-export function createDashboardTokenRoutes(deps: { readonly tokens: DashboardTokenStore; readonly now?: () => number }): Hono<AppEnv> {
+/**
+ * The operator's API for dashboard tokens, at /admin/api/dashboard-tokens
+ * (behind the admin API's own check, which sets the actor and its role):
+ * issuing and revoking are audited under the actor.
+ */
+export function createDashboardTokenRoutes(deps: { readonly ops: ActingAdminOps }): Hono<AppEnv> {
   const api = new Hono<AppEnv>();
-  const now = deps.now ?? Date.now;
-  api.get('/', async (c) => c.json({ data: await deps.tokens.list({ tenant: c.req.query('tenant') }, now()) }));
+  api.get('/', async (c) => c.json({ data: await deps.ops.as(actorOf(c)).listTenantTokens({ tenant: c.req.query('tenant') }) }));
   api.post('/', async (c: Context<AppEnv>) => {
     let json: unknown;
     try {
@@ -178,9 +186,9 @@ export function createDashboardTokenRoutes(deps: { readonly tokens: DashboardTok
       const param = issue?.path.join('.') ?? null;
       throw new TollgateError('invalid_request', `${param ? `${param}: ` : ''}${issue?.message ?? 'invalid body'}`, { param });
     }
-    const issued = await deps.tokens.create(parsed.data, now());
+    const issued = await deps.ops.as(actorOf(c)).createTenantToken(parsed.data);
     return c.json({ token: issued.token, ...issued.view }, 201);
   });
-  api.post('/:ref/revoke', async (c) => c.json(await deps.tokens.revoke(c.req.param('ref'), now())));
+  api.post('/:ref/revoke', async (c) => c.json(await deps.ops.as(actorOf(c)).revokeTenantToken(c.req.param('ref'))));
   return api;
 }

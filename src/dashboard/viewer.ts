@@ -7,23 +7,31 @@
  */
 import type { Context } from 'hono';
 import type { DashboardReads } from '../storage/dashboard-reads.js';
-import { hasValidSession, tenantSessionTokenId } from './session.js';
+import { resolveSessionActor, tenantSessionTokenId } from './session.js';
+import type { Actor } from '../domain/admins.js';
+import type { AdminStore } from '../storage/admins.js';
 import { TenantScopedReads } from './tenant-scope.js';
 import type { DashboardTokenStore, TenantViewer } from '../storage/tenant-tokens.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';
 
-export type Viewer = { readonly kind: 'admin' } | { readonly kind: 'tenant'; readonly tenant: TenantViewer };
-
-const ADMIN: Viewer = Object.freeze({ kind: 'admin' });
+/** An operator (the bootstrap admin or a named one, `actor` with its role) or one tenant. */
+export type Viewer = { readonly kind: 'admin'; readonly actor: Actor } | { readonly kind: 'tenant'; readonly tenant: TenantViewer };
 
 /**
  * The viewer of a request's session cookie, if it carries a valid one (a
  * tenant's only while its token is active: the store is read every time, so a
  * revocation on any node ends the session at its next request).
  */
-export async function viewerOf(c: Context, tokens: DashboardTokenStore, adminToken: string | undefined, now: number): Promise<Viewer | undefined> {
+export async function viewerOf(
+  c: Context,
+  stores: { readonly tokens: DashboardTokenStore; readonly admins: AdminStore | undefined },
+  adminToken: string | undefined,
+  now: number,
+): Promise<Viewer | undefined> {
   if (adminToken === undefined) return undefined;
-  if (hasValidSession(c, adminToken, now)) return ADMIN;
+  const actor = await resolveSessionActor(c, adminToken, stores.admins, now);
+  if (actor !== undefined) return { kind: 'admin', actor };
+  const tokens = stores.tokens;
   const tokenId = tenantSessionTokenId(c, adminToken, now);
   if (tokenId === undefined) return undefined;
   const tenant = await tokens.activeViewer({ tokenId }, now);

@@ -38,6 +38,7 @@ export type ErrorCode =
   | 'admin_disabled'
   | 'invalid_admin_token'
   | 'invalid_metrics_token'
+  | 'insufficient_role'
   | 'too_many_attempts'
   // the admin API and CLI
   | 'not_found'
@@ -107,6 +108,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'invalid_metrics_token':
       return { status: 401, type: 'authentication_error' };
     case 'model_not_allowed':
+    case 'insufficient_role':
       return { status: 403, type: 'permission_error' };
     case 'admin_disabled':
     case 'not_found':

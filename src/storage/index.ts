@@ -10,6 +10,8 @@
  * replica ships to PostgreSQL), so the ledger writer and the node's copy of
  * the keys are opened apart from what the nodes share, which is gathered here.
  */
+import type { AdminStore } from './admins.js';
+import type { AuditReads } from './audit.js';
 import type { Backend } from './backend.js';
 import type { DashboardReads } from './dashboard-reads.js';
 import type { KeyStore } from './keys.js';
@@ -21,6 +23,8 @@ import type { RequestReads } from './request-reads.js';
 import type { SpendReads } from './spend-reads.js';
 import type { DashboardTokenStore } from './tenant-tokens.js';
 import {
+  openAdmins,
+  openAuditReads,
   openDashboardReads,
   openDashboardTokens,
   openKeyStore,
@@ -44,6 +48,10 @@ export interface SharedStorage<R extends ReconciliationSummary = ReconciliationS
   /** None for an in-memory SQLite database (the export routes are then 404). */
   readonly ledgerExport: LedgerExportSource | undefined;
   readonly dashboardTokens: DashboardTokenStore;
+  /** Named admins (docs/admins.md). */
+  readonly admins: AdminStore;
+  /** The audit trail of every change, as it is read. */
+  readonly audit: AuditReads;
   /** Reconciliation results, stored as the reconciliation reports them (`R`). */
   readonly reconciliations: ReconciliationStore<R>;
   /** The thread a SQLite file's reports and dashboard reads run on, off the event loop the requests share; none on PostgreSQL or in memory. */
@@ -61,6 +69,8 @@ export function openSharedStorage<R extends ReconciliationSummary>(backend: Back
     requests: openRequestReads(backend),
     ledgerExport: openLedgerExport(backend),
     dashboardTokens: openDashboardTokens(backend),
+    admins: openAdmins(backend),
+    audit: openAuditReads(backend),
     reconciliations: openReconciliations<R>(backend),
     readWorker,
     close: async () => readWorker?.close(),

@@ -9,6 +9,7 @@
  * node's own SQLite copy through its key cache (src/keys/cache.ts), which a
  * replica keeps current from PostgreSQL (src/storage/postgres/key-sync.ts).
  */
+import type { Actor } from '../domain/admins.js';
 import type { Policy } from '../domain/policy.js';
 import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyView, NewKey, PauseOwner, TenantPatch, TenantView } from '../domain/keys.js';
 
@@ -29,30 +30,34 @@ export interface KeyListOptions {
  * name; a tenant by its id or name. Errors are TollgateErrors (`not_found`,
  * `conflict`, `ambiguous_reference`, `invalid_request`, `invalid_policy`);
  * a PostgreSQL that does not answer is `ledger_unavailable`.
+ *
+ * Every write that changes something appends one audit row (src/domain/audit.ts)
+ * in its own transaction, naming `actor` (Tollgate itself when none is given:
+ * the runaway stop, tests); a write that changes nothing appends none.
  */
 export interface KeyStore {
   /** Issues a key (the secret is returned once, only its hash is kept); a tenant it names is created if new. */
-  createKey(input: NewKey): Promise<IssuedKey>;
+  createKey(input: NewKey, actor?: Actor): Promise<IssuedKey>;
   listKeys(options?: KeyListOptions): Promise<KeyView[]>;
   getKey(ref: string): Promise<KeyView>;
   /** Changes what the patch names; `null` clears. A revoked key cannot be changed. */
-  updateKey(ref: string, patch: KeyPatch): Promise<KeyView>;
+  updateKey(ref: string, patch: KeyPatch, actor?: Actor): Promise<KeyView>;
   /** Revokes at once (again: no change). */
-  revokeKey(ref: string): Promise<KeyView>;
+  revokeKey(ref: string, actor?: Actor): Promise<KeyView>;
   /** The runaway stop refuses the key from `at` with `reason` (already throttled or revoked: no change). */
-  throttleKey(ref: string, at: number, reason: string): Promise<KeyView>;
+  throttleKey(ref: string, at: number, reason: string, actor?: Actor): Promise<KeyView>;
   /** Lifts the key's throttle and every pause of its sessions and end users (none: no change). */
-  resumeKey(ref: string): Promise<KeyView>;
+  resumeKey(ref: string, actor?: Actor): Promise<KeyView>;
   /** The runaway stop refuses one session or end user of the key from `at` (already paused, revoked, or MAX_ACTIVE_PAUSES reached: no change). */
-  pauseOwner(ref: string, owner: PauseOwner, at: number, reason: string): Promise<KeyView>;
+  pauseOwner(ref: string, owner: PauseOwner, at: number, reason: string, actor?: Actor): Promise<KeyView>;
   /** Lifts one session's or end user's pause (none: no change). */
-  releaseOwner(ref: string, owner: PauseOwner): Promise<KeyView>;
+  releaseOwner(ref: string, owner: PauseOwner, actor?: Actor): Promise<KeyView>;
   /** A new secret for the same key (id, name, policy, history); the old one stops working. */
-  rotateKey(ref: string): Promise<IssuedKey>;
-  createTenant(name: string, policy?: NewTenantPolicy): Promise<TenantView>;
+  rotateKey(ref: string, actor?: Actor): Promise<IssuedKey>;
+  createTenant(name: string, policy?: NewTenantPolicy, actor?: Actor): Promise<TenantView>;
   listTenants(): Promise<TenantView[]>;
   getTenant(ref: string): Promise<TenantView>;
-  updateTenant(ref: string, patch: TenantPatch): Promise<TenantView>;
+  updateTenant(ref: string, patch: TenantPatch, actor?: Actor): Promise<TenantView>;
 }
 
 /**

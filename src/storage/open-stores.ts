@@ -6,7 +6,9 @@
  * interface's types never imports the factory that imports it.
  */
 import type Database from 'better-sqlite3';
+import type { AdminStore } from './admins.js';
 import type { AlertClaims } from './alert-claims.js';
+import type { AuditReads } from './audit.js';
 import type { Backend, SharedBackend } from './backend.js';
 import type { BatchStore } from './batches.js';
 import type { DashboardReads } from './dashboard-reads.js';
@@ -28,6 +30,8 @@ import { SqliteKeyStore } from './sqlite/keys.js';
 import { SqliteLedgerWriter, type LedgerWriterOptions } from './sqlite/ledger-writer.js';
 import { WorkerDashboardReads, type ReadWorker } from './sqlite/read-worker.js';
 import { disableOutbox, enableOutbox } from './sqlite/outbox.js';
+import { pgAdmins } from './postgres/admins.js';
+import { pgAuditReads } from './postgres/audit.js';
 import { pgClaims } from './postgres/alert-claims.js';
 import { pgDashboardTokens } from './postgres/tenant-tokens.js';
 import { pgReconciliations } from './postgres/reconciliations.js';
@@ -36,6 +40,8 @@ import { postgresLedgerCells } from './postgres/ledger-cells.js';
 import { postgresLedgerExport } from './postgres/ledger-export.js';
 import { postgresRequestReads } from './postgres/request-reads.js';
 import { postgresSpendReads } from './postgres/spend-reads.js';
+import { sqliteAdmins } from './sqlite/admins.js';
+import { sqliteAuditReads } from './sqlite/audit.js';
 import { sqliteClaims } from './sqlite/alert-claims.js';
 import { sqliteDashboardTokens } from './sqlite/tenant-tokens.js';
 import { sqliteLedgerCells } from './sqlite/ledger-cells.js';
@@ -114,4 +120,14 @@ export function openSpendReads(backend: SharedBackend, options: { readonly readW
 /** The tenants' dashboard tokens where every node reads them. */
 export function openDashboardTokens(backend: SharedBackend): DashboardTokenStore {
   return backend.kind === 'sqlite' ? sqliteDashboardTokens(backend.database) : pgDashboardTokens(backend.pool);
+}
+
+/** Named admins where every node reads them (PostgreSQL on a replica). */
+export function openAdmins(backend: SharedBackend): AdminStore {
+  return backend.kind === 'sqlite' ? sqliteAdmins(backend.database) : pgAdmins(backend.pool);
+}
+
+/** The audit trail where every node's changes are written. */
+export function openAuditReads(backend: SharedBackend): AuditReads {
+  return backend.kind === 'sqlite' ? sqliteAuditReads(backend.database) : pgAuditReads(backend.pool);
 }

@@ -9,8 +9,11 @@
  * (src/storage/sqlite/tenant-tokens.ts), or PostgreSQL on replicas
  * (src/storage/postgres/tenant-tokens.ts), where every node reads the same
  * tokens. What a token is, what a valid input is and what a row means live
- * once, in src/storage/token-rules.ts.
+ * once, in src/storage/token-rules.ts. Issuing and revoking append their
+ * audit row in the same transaction (src/domain/audit.ts).
  */
+
+import type { Actor } from '../domain/admins.js';
 
 /** A token as people see it (never its hash). */
 export interface DashboardTokenView {
@@ -46,12 +49,12 @@ type ViewerLookup = { readonly secret: string } | { readonly tokenId: string };
 
 /** Where dashboard tokens are kept: every method answers the same on SQLite and PostgreSQL. */
 export interface DashboardTokenStore {
-  /** Issues a token for a tenant; the secret is in the answer and nowhere else. */
-  create(input: NewDashboardToken, now: number): Promise<{ token: string; view: DashboardTokenView }>;
+  /** Issues a token for a tenant; the secret is in the answer and nowhere else. Audited (in the same transaction) under `actor`. */
+  create(input: NewDashboardToken, now: number, actor?: Actor): Promise<{ token: string; view: DashboardTokenView }>;
   /** Tokens, newest first; of one tenant if given. */
   list(options: { readonly tenant?: string | undefined }, now: number): Promise<DashboardTokenView[]>;
   /** Revokes a token by its id or visible prefix: its sessions end with their next request. Revoking twice changes nothing. */
-  revoke(ref: string, now: number): Promise<DashboardTokenView>;
+  revoke(ref: string, now: number, actor?: Actor): Promise<DashboardTokenView>;
   /** The tenant an active token opens (undefined when unknown, revoked or expired). */
   activeViewer(by: ViewerLookup, now: number): Promise<TenantViewer | undefined>;
 }

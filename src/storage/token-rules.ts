@@ -3,6 +3,8 @@
  * means, once for both stores (src/storage/tenant-tokens.ts). Pure.
  */
 import { randomBytes } from 'node:crypto';
+import type { Actor } from '../domain/admins.js';
+import { tenantTokenState, type AuditChange } from '../domain/audit.js';
 import { TollgateError } from '../domain/errors.js';
 import { generateKey, hashKey } from './key-format.js';
 import type { DashboardTokenView, NewDashboardToken, TenantViewer } from './tenant-tokens.js';
@@ -80,4 +82,20 @@ export function onlyToken(rows: readonly DashboardTokenRow[], ref: string): Dash
   if (rows.length === 0) throw new TollgateError('not_found', `no dashboard token "${ref}"`, { param: 'token' });
   if (rows.length > 1) throw new TollgateError('ambiguous_reference', `"${ref}" names ${rows.length} dashboard tokens: use the id`, { param: 'token' });
   return rows[0]!;
+}
+
+/** The audit row of a token's issue or revocation (never its secret or hash). */
+export function tokenChange(
+  actor: Actor,
+  action: 'tenant-token.create' | 'tenant-token.revoke',
+  before: DashboardTokenView | null,
+  after: DashboardTokenView,
+): AuditChange {
+  return {
+    actor,
+    action,
+    target: { kind: 'tenant-token', id: after.id, name: `${after.tenant}/${after.prefix}` },
+    before: before === null ? null : tenantTokenState(before),
+    after: tenantTokenState(after),
+  };
 }

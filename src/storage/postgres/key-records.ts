@@ -1,4 +1,10 @@
-/** The rows of PostgreSQL's key tables as the key store (keys.ts) reads and writes them. */
+/** The rows of PostgreSQL's key tables as the key store (keys.ts) reads and writes them, and the views made of them. */
+import type pg from 'pg';
+import type { KeyStatus, KeyView, TenantView } from '../../domain/keys.js';
+import { runawayFields } from '../../domain/owner-pauses.js';
+import { storedPolicy } from '../key-rules.js';
+
+type Queryable = Pick<pg.PoolClient, 'query'>;
 
 export interface TenantRecord {
   id: string;
@@ -45,4 +51,39 @@ export function keyParams(row: KeyRecord): unknown[] {
     row.metadata,
     row.version,
   ];
+}
+
+/** A key as people see it (its tenant's name read with `client`). */
+export async function keyView(now: number, client: Queryable, row: KeyRecord): Promise<KeyView> {
+  const tenant = row.tenant_id === null ? undefined : (await client.query<{ name: string }>('SELECT name FROM tenants WHERE id = $1', [row.tenant_id])).rows[0];
+  const status: KeyStatus = row.revoked_at !== null ? 'revoked' : row.expires_at !== null && row.expires_at <= now ? 'expired' : 'active';
+  return {
+    id: row.id,
+    name: row.name,
+    tenantId: row.tenant_id,
+    tenant: tenant?.name ?? null,
+    prefix: row.prefix,
+    status,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    revokedAt: row.revoked_at,
+    expiresAt: row.expires_at,
+    rotatedAt: row.rotated_at,
+    policy: storedPolicy(row.policy, `key ${row.name}`),
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    ...runawayFields(row.throttled_at, row.throttle_reason, row.paused_owners),
+  };
+}
+
+/** A tenant as people see it, with its count of active keys. */
+export async function tenantView(client: Queryable, row: TenantRecord): Promise<TenantView> {
+  const count = await client.query<{ n: number }>('SELECT count(*)::bigint AS n FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL', [row.id]);
+  return {
+    id: row.id,
+    name: row.name,
+    policy: storedPolicy(row.policy, `tenant ${row.name}`),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    keys: count.rows[0]?.n ?? 0,
+  };
 }

@@ -16,9 +16,12 @@ import { generateKey, hashKey, newId, visiblePrefix } from '../key-format.js';
 import { checkName, checkPolicy, mergePolicy, storedPolicy, tenantPolicy } from '../key-rules.js';
 import type { Policy } from '../../domain/policy.js';
 import type { KeyListOptions, KeyStore, NewTenantPolicy } from '../keys.js';
-import type { IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, PauseOwner, TenantPatch, TenantView } from '../../domain/keys.js';
-import { changeRunaway, runawayFields, type RunawayChange } from '../../domain/owner-pauses.js';
-import { keyParams, type KeyRecord, type TenantRecord } from './key-records.js';
+import type { IssuedKey, KeyPatch, KeyView, NewKey, PauseOwner, TenantPatch, TenantView } from '../../domain/keys.js';
+import { changeRunaway, type RunawayChange } from '../../domain/owner-pauses.js';
+import { keyParams, keyView, tenantView, type KeyRecord, type TenantRecord } from './key-records.js';
+import { SYSTEM_ACTOR, type Actor } from '../../domain/admins.js';
+import { keyChange, RUNAWAY_ACTIONS, tenantChange, type AuditChange } from '../../domain/audit.js';
+import { appendAudit } from './audit.js';
 
 /** "tollgate-keys" as a lock id (distinct from the migration lock in src/storage/postgres/open.ts). */
 const KEYS_LOCK = '7813575385137752000';
@@ -64,6 +67,18 @@ export class PostgresKeyStore implements KeyStore {
     }
   }
 
+  /** Appends the change's audit row in the write's transaction. */
+  private async audit(client: Queryable, change: AuditChange): Promise<void> {
+    await appendAudit(client, change, this.now());
+  }
+
+  /** The view of a key just written, after appending its audit row (`before`: the row it replaced; none when created). */
+  private async audited(client: Queryable, actor: Actor, action: AuditChange['action'], before: KeyRecord | undefined, after: KeyRecord): Promise<KeyView> {
+    const view = await keyView(this.now(), client, after);
+    await this.audit(client, keyChange(actor, action, before === undefined ? null : await keyView(this.now(), client, before), view));
+    return view;
+  }
+
   private async nextVersion(client: Queryable, table: 'api_keys' | 'tenants'): Promise<number> {
     const result = await client.query<{ v: number }>(`SELECT coalesce(max(version), 0)::bigint AS v FROM ${table}`);
     return (result.rows[0]?.v ?? 0) + 1;
@@ -71,11 +86,11 @@ export class PostgresKeyStore implements KeyStore {
 
   // ---- tenants -------------------------------------------------------------
 
-  async createTenant(name: string, policy: NewTenantPolicy = {}): Promise<TenantView> {
-    return this.write((client) => this.createTenantIn(client, name, tenantPolicy(policy)));
+  async createTenant(name: string, policy: NewTenantPolicy = {}, actor: Actor = SYSTEM_ACTOR): Promise<TenantView> {
+    return this.write((client) => this.createTenantIn(client, name, tenantPolicy(policy), actor));
   }
 
-  private async createTenantIn(client: Queryable, name: string, policy: Policy): Promise<TenantView> {
+  private async createTenantIn(client: Queryable, name: string, policy: Policy, actor: Actor): Promise<TenantView> {
     const cleanName = checkName(name, 'tenant');
     checkPolicy(policy);
     if ((await this.findTenant(client, cleanName)) !== undefined) throw new TollgateError('conflict', `a tenant named "${cleanName}" already exists`);
@@ -96,28 +111,30 @@ export class PostgresKeyStore implements KeyStore {
       row.updated_at,
       row.version,
     ]);
-    return this.tenantView(client, row);
+    const view = await tenantView(client, row);
+    await this.audit(client, tenantChange(actor, 'tenant.create', null, view));
+    return view;
   }
 
-  private async ensureTenant(client: Queryable, name: string): Promise<TenantRecord> {
+  private async ensureTenant(client: Queryable, name: string, actor: Actor): Promise<TenantRecord> {
     const existing = await this.findTenant(client, name.trim());
     if (existing !== undefined) return existing;
-    const created = await this.createTenantIn(client, name, tenantPolicy({}));
+    const created = await this.createTenantIn(client, name, tenantPolicy({}), actor);
     return (await this.findTenant(client, created.id))!;
   }
 
   async listTenants(): Promise<TenantView[]> {
     return this.answered(async () => {
       const rows = (await this.pool.query<TenantRecord>('SELECT * FROM tenants ORDER BY name')).rows;
-      return Promise.all(rows.map((row) => this.tenantView(this.pool, row)));
+      return Promise.all(rows.map((row) => tenantView(this.pool, row)));
     });
   }
 
   async getTenant(ref: string): Promise<TenantView> {
-    return this.answered(async () => this.tenantView(this.pool, await this.requireTenant(this.pool, ref)));
+    return this.answered(async () => tenantView(this.pool, await this.requireTenant(this.pool, ref)));
   }
 
-  async updateTenant(ref: string, patch: TenantPatch): Promise<TenantView> {
+  async updateTenant(ref: string, patch: TenantPatch, actor: Actor = SYSTEM_ACTOR): Promise<TenantView> {
     return this.write(async (client) => {
       const row = await this.requireTenant(client, ref);
       const policy = checkPolicy(mergePolicy(storedPolicy(row.policy, `tenant ${row.name}`), patch));
@@ -139,7 +156,9 @@ export class PostgresKeyStore implements KeyStore {
         updated.updated_at,
         updated.version,
       ]);
-      return this.tenantView(client, updated);
+      const after = await tenantView(client, updated);
+      await this.audit(client, tenantChange(actor, 'tenant.update', await tenantView(client, row), after));
+      return after;
     });
   }
 
@@ -153,26 +172,14 @@ export class PostgresKeyStore implements KeyStore {
     return row;
   }
 
-  private async tenantView(client: Queryable, row: TenantRecord): Promise<TenantView> {
-    const count = await client.query<{ n: number }>('SELECT count(*)::bigint AS n FROM api_keys WHERE tenant_id = $1 AND revoked_at IS NULL', [row.id]);
-    return {
-      id: row.id,
-      name: row.name,
-      policy: storedPolicy(row.policy, `tenant ${row.name}`),
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-      keys: count.rows[0]?.n ?? 0,
-    };
-  }
-
   // ---- keys ----------------------------------------------------------------
 
-  async createKey(input: NewKey): Promise<IssuedKey> {
+  async createKey(input: NewKey, actor: Actor = SYSTEM_ACTOR): Promise<IssuedKey> {
     const name = checkName(input.name, 'key');
     const policy = checkPolicy(input.policy);
     return this.write(async (client) => {
       if ((await this.liveKeyNamed(client, name)) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
-      const tenant = input.tenant === undefined ? undefined : await this.ensureTenant(client, input.tenant);
+      const tenant = input.tenant === undefined ? undefined : await this.ensureTenant(client, input.tenant, actor);
       const key = generateKey();
       const now = this.now();
       const row: KeyRecord = {
@@ -198,7 +205,7 @@ export class PostgresKeyStore implements KeyStore {
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
         keyParams(row),
       );
-      return { key, view: await this.keyView(client, row) };
+      return { key, view: await this.audited(client, actor, 'key.create', undefined, row) };
     });
   }
 
@@ -211,15 +218,15 @@ export class PostgresKeyStore implements KeyStore {
           [tenantId, options.includeRevoked ?? false],
         )
       ).rows;
-      return Promise.all(rows.map((row) => this.keyView(this.pool, row)));
+      return Promise.all(rows.map((row) => keyView(this.now(), this.pool, row)));
     });
   }
 
   async getKey(ref: string): Promise<KeyView> {
-    return this.answered(async () => this.keyView(this.pool, await this.requireKey(this.pool, ref)));
+    return this.answered(async () => keyView(this.now(), this.pool, await this.requireKey(this.pool, ref)));
   }
 
-  async updateKey(ref: string, patch: KeyPatch): Promise<KeyView> {
+  async updateKey(ref: string, patch: KeyPatch, actor: Actor = SYSTEM_ACTOR): Promise<KeyView> {
     return this.write(async (client) => {
       const row = await this.requireKey(client, ref);
       if (row.revoked_at !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked and cannot be changed`);
@@ -229,7 +236,7 @@ export class PostgresKeyStore implements KeyStore {
         throw new TollgateError('conflict', `a key named "${name}" already exists`);
       let tenantId = row.tenant_id;
       if (patch.tenant === null) tenantId = null;
-      else if (patch.tenant !== undefined) tenantId = (await this.ensureTenant(client, patch.tenant)).id;
+      else if (patch.tenant !== undefined) tenantId = (await this.ensureTenant(client, patch.tenant, actor)).id;
       const metadata: Record<string, string> = { ...(JSON.parse(row.metadata) as Record<string, string>) };
       for (const [label, value] of Object.entries(patch.metadata ?? {})) {
         if (value === null) delete metadata[label];
@@ -246,22 +253,22 @@ export class PostgresKeyStore implements KeyStore {
         version: await this.nextVersion(client, 'api_keys'),
       };
       await this.saveKey(client, updated);
-      return this.keyView(client, updated);
+      return this.audited(client, actor, 'key.update', row, updated);
     });
   }
 
-  async revokeKey(ref: string): Promise<KeyView> {
+  async revokeKey(ref: string, actor: Actor = SYSTEM_ACTOR): Promise<KeyView> {
     return this.write(async (client) => {
       const row = await this.requireKey(client, ref);
-      if (row.revoked_at !== null) return this.keyView(client, row);
+      if (row.revoked_at !== null) return keyView(this.now(), client, row);
       const now = this.now();
       const updated: KeyRecord = { ...row, revoked_at: now, updated_at: now, version: await this.nextVersion(client, 'api_keys') };
       await this.saveKey(client, updated);
-      return this.keyView(client, updated);
+      return this.audited(client, actor, 'key.revoke', row, updated);
     });
   }
 
-  async rotateKey(ref: string): Promise<IssuedKey> {
+  async rotateKey(ref: string, actor: Actor = SYSTEM_ACTOR): Promise<IssuedKey> {
     return this.write(async (client) => {
       const row = await this.requireKey(client, ref);
       if (row.revoked_at !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked; create a new one instead`);
@@ -276,7 +283,7 @@ export class PostgresKeyStore implements KeyStore {
         version: await this.nextVersion(client, 'api_keys'),
       };
       await this.saveKey(client, updated);
-      return { key, view: await this.keyView(client, updated) };
+      return { key, view: await this.audited(client, actor, 'key.rotate', row, updated) };
     });
   }
 
@@ -288,14 +295,16 @@ export class PostgresKeyStore implements KeyStore {
     );
   }
 
-  readonly throttleKey = (ref: string, at: number, reason: string): Promise<KeyView> => this.changeRunaway(ref, { kind: 'throttle', at, reason });
-  readonly resumeKey = (ref: string): Promise<KeyView> => this.changeRunaway(ref, { kind: 'resume', at: this.now() });
-  readonly pauseOwner = (ref: string, owner: PauseOwner, at: number, reason: string): Promise<KeyView> =>
-    this.changeRunaway(ref, { kind: 'pause', owner, at, reason });
-  readonly releaseOwner = (ref: string, owner: PauseOwner): Promise<KeyView> => this.changeRunaway(ref, { kind: 'release', owner, at: this.now() });
+  readonly throttleKey = (ref: string, at: number, reason: string, actor?: Actor): Promise<KeyView> =>
+    this.changeRunaway(ref, { kind: 'throttle', at, reason }, actor);
+  readonly resumeKey = (ref: string, actor?: Actor): Promise<KeyView> => this.changeRunaway(ref, { kind: 'resume', at: this.now() }, actor);
+  readonly pauseOwner = (ref: string, owner: PauseOwner, at: number, reason: string, actor?: Actor): Promise<KeyView> =>
+    this.changeRunaway(ref, { kind: 'pause', owner, at, reason }, actor);
+  readonly releaseOwner = (ref: string, owner: PauseOwner, actor?: Actor): Promise<KeyView> =>
+    this.changeRunaway(ref, { kind: 'release', owner, at: this.now() }, actor);
 
   /** Pauses or resumes the key or one of its owners (a revoked key, or no change, keeps its version). */
-  private async changeRunaway(ref: string, change: RunawayChange): Promise<KeyView> {
+  private async changeRunaway(ref: string, change: RunawayChange, actor: Actor = SYSTEM_ACTOR): Promise<KeyView> {
     return this.write(async (client) => {
       const row = await this.requireKey(client, ref);
       const stored = {
@@ -304,7 +313,7 @@ export class PostgresKeyStore implements KeyStore {
         pausedOwners: row.paused_owners,
       };
       const columns = row.revoked_at === null ? changeRunaway(stored, change) : undefined;
-      if (columns === undefined) return this.keyView(client, row);
+      if (columns === undefined) return keyView(this.now(), client, row);
       const version = await this.nextVersion(client, 'api_keys');
       const updated: KeyRecord = {
         ...row,
@@ -314,7 +323,7 @@ export class PostgresKeyStore implements KeyStore {
         version,
       };
       await this.saveKey(client, updated);
-      return this.keyView(client, updated);
+      return this.audited(client, actor, RUNAWAY_ACTIONS[change.kind], row, updated);
     });
   }
 
@@ -340,27 +349,5 @@ export class PostgresKeyStore implements KeyStore {
 
   private async liveKeyNamed(client: Queryable, name: string): Promise<KeyRecord | undefined> {
     return (await client.query<KeyRecord>('SELECT * FROM api_keys WHERE name = $1 AND revoked_at IS NULL', [name])).rows[0];
-  }
-
-  private async keyView(client: Queryable, row: KeyRecord): Promise<KeyView> {
-    const tenant =
-      row.tenant_id === null ? undefined : (await client.query<{ name: string }>('SELECT name FROM tenants WHERE id = $1', [row.tenant_id])).rows[0];
-    const status: KeyStatus = row.revoked_at !== null ? 'revoked' : row.expires_at !== null && row.expires_at <= this.now() ? 'expired' : 'active';
-    return {
-      id: row.id,
-      name: row.name,
-      tenantId: row.tenant_id,
-      tenant: tenant?.name ?? null,
-      prefix: row.prefix,
-      status,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-      revokedAt: row.revoked_at,
-      expiresAt: row.expires_at,
-      rotatedAt: row.rotated_at,
-      policy: storedPolicy(row.policy, `key ${row.name}`),
-      metadata: JSON.parse(row.metadata) as Record<string, string>,
-      ...runawayFields(row.throttled_at, row.throttle_reason, row.paused_owners),
-    };
   }
 }

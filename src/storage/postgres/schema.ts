@@ -380,3 +380,5 @@ export const batchJobs = pgTable(
       .where(sql`settled_at IS NULL`),
   ],
 );
+
+export * from './schema-admins.js';

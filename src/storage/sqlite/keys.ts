@@ -19,6 +19,9 @@ import { changeRunaway, runawayFields, type RunawayChange } from '../../domain/o
 import { checkName, checkPolicy, mergePolicy, storedPolicy, tenantPolicy } from '../key-rules.js';
 import type { KeyListOptions, KeyLookups, KeyStore } from '../keys.js';
 import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../../domain/keys.js';
+import { SYSTEM_ACTOR, type Actor } from '../../domain/admins.js';
+import { keyChange, RUNAWAY_ACTIONS, tenantChange, type AuditChange } from '../../domain/audit.js';
+import { appendAudit } from './audit.js';
 
 export class SqliteKeyStore implements KeyLookups {
   private readonly database: TollgateDatabase;
@@ -36,6 +39,11 @@ export class SqliteKeyStore implements KeyLookups {
   /** Runs `fn` in a write transaction taken up front (no upgrade deadlocks between processes). */
   private write<T>(fn: () => T): T {
     return this.database.sqlite.transaction(fn).immediate();
+  }
+
+  /** Appends the change's audit row (inside the caller's transaction). */
+  private audit(change: AuditChange): void {
+    appendAudit(this.database.sqlite, change, this.now());
   }
 
   private nextKeyVersion(): number {
@@ -57,26 +65,26 @@ export class SqliteKeyStore implements KeyLookups {
   /** The same operations as the KeyStore the CLI and the admin API use (src/storage/keys.ts). */
   async(): KeyStore {
     return {
-      createKey: async (input) => this.createKey(input),
+      createKey: async (input, actor) => this.createKey(input, actor),
       listKeys: async (options) => this.listKeys(options),
       getKey: async (ref) => this.getKey(ref),
-      updateKey: async (ref, patch) => this.updateKey(ref, patch),
-      revokeKey: async (ref) => this.revokeKey(ref),
-      rotateKey: async (ref) => this.rotateKey(ref),
-      throttleKey: async (ref, at, reason) => this.changeRunaway(ref, { kind: 'throttle', at, reason }),
-      resumeKey: async (ref) => this.changeRunaway(ref, { kind: 'resume', at: this.now() }),
-      pauseOwner: async (ref, owner, at, reason) => this.changeRunaway(ref, { kind: 'pause', owner, at, reason }),
-      releaseOwner: async (ref, owner) => this.changeRunaway(ref, { kind: 'release', owner, at: this.now() }),
-      createTenant: async (name, policy = {}) => this.createTenant(name, tenantPolicy(policy)),
+      updateKey: async (ref, patch, actor) => this.updateKey(ref, patch, actor),
+      revokeKey: async (ref, actor) => this.revokeKey(ref, actor),
+      rotateKey: async (ref, actor) => this.rotateKey(ref, actor),
+      throttleKey: async (ref, at, reason, actor) => this.changeRunaway(ref, { kind: 'throttle', at, reason }, actor),
+      resumeKey: async (ref, actor) => this.changeRunaway(ref, { kind: 'resume', at: this.now() }, actor),
+      pauseOwner: async (ref, owner, at, reason, actor) => this.changeRunaway(ref, { kind: 'pause', owner, at, reason }, actor),
+      releaseOwner: async (ref, owner, actor) => this.changeRunaway(ref, { kind: 'release', owner, at: this.now() }, actor),
+      createTenant: async (name, policy = {}, actor) => this.createTenant(name, tenantPolicy(policy), actor),
       listTenants: async () => this.listTenants(),
       getTenant: async (ref) => this.getTenant(ref),
-      updateTenant: async (ref, patch) => this.updateTenant(ref, patch),
+      updateTenant: async (ref, patch, actor) => this.updateTenant(ref, patch, actor),
     };
   }
 
   // ---- tenants -------------------------------------------------------------
 
-  createTenant(name: string, policy: Policy = { limits: [] }): TenantView {
+  createTenant(name: string, policy: Policy = { limits: [] }, actor: Actor = SYSTEM_ACTOR): TenantView {
     const cleanName = checkName(name, 'tenant');
     checkPolicy(policy);
     return this.write(() => {
@@ -93,14 +101,16 @@ export class SqliteKeyStore implements KeyLookups {
         version: this.nextTenantVersion(),
       };
       this.db.insert(tenants).values(row).run();
-      return this.tenantView(row);
+      const view = this.tenantView(row);
+      this.audit(tenantChange(actor, 'tenant.create', null, view));
+      return view;
     });
   }
 
   /** The tenant named `name`, created with no limits if it does not exist. */
-  ensureTenant(name: string): TenantView {
+  ensureTenant(name: string, actor: Actor = SYSTEM_ACTOR): TenantView {
     const existing = this.findTenantRow(name.trim());
-    return existing === undefined ? this.createTenant(name) : this.tenantView(existing);
+    return existing === undefined ? this.createTenant(name, undefined, actor) : this.tenantView(existing);
   }
 
   listTenants(): TenantView[] {
@@ -116,7 +126,7 @@ export class SqliteKeyStore implements KeyLookups {
     return this.tenantView(this.requireTenantRow(ref));
   }
 
-  updateTenant(ref: string, patch: TenantPatch): TenantView {
+  updateTenant(ref: string, patch: TenantPatch, actor: Actor = SYSTEM_ACTOR): TenantView {
     return this.write(() => {
       const row = this.requireTenantRow(ref);
       const current = storedPolicy(row.policy, `tenant ${row.name}`);
@@ -126,8 +136,11 @@ export class SqliteKeyStore implements KeyLookups {
         throw new TollgateError('conflict', `a tenant named "${name}" already exists`);
       }
       const updated: TenantRow = { ...row, name, policy: JSON.stringify(policy), updatedAt: this.now(), version: this.nextTenantVersion() };
+      const before = this.tenantView(row);
       this.db.update(tenants).set(updated).where(eq(tenants.id, row.id)).run();
-      return this.tenantView(updated);
+      const after = this.tenantView(updated);
+      this.audit(tenantChange(actor, 'tenant.update', before, after));
+      return after;
     });
   }
 
@@ -163,12 +176,12 @@ export class SqliteKeyStore implements KeyLookups {
 
   // ---- keys ----------------------------------------------------------------
 
-  createKey(input: NewKey): IssuedKey {
+  createKey(input: NewKey, actor: Actor = SYSTEM_ACTOR): IssuedKey {
     const name = checkName(input.name, 'key');
     const policy = checkPolicy(input.policy);
     return this.write(() => {
       if (this.liveKeyNamed(name) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
-      const tenant = input.tenant === undefined ? undefined : this.ensureTenant(input.tenant);
+      const tenant = input.tenant === undefined ? undefined : this.ensureTenant(input.tenant, actor);
       const key = generateKey();
       const now = this.now();
       const row: ApiKeyRow = {
@@ -190,7 +203,7 @@ export class SqliteKeyStore implements KeyLookups {
         version: this.nextKeyVersion(),
       };
       this.db.insert(apiKeys).values(row).run();
-      return { key, view: this.keyView(row) };
+      return { key, view: this.audited(actor, 'key.create', undefined, row) };
     });
   }
 
@@ -209,7 +222,7 @@ export class SqliteKeyStore implements KeyLookups {
     return this.keyView(this.requireKeyRow(ref));
   }
 
-  updateKey(ref: string, patch: KeyPatch): KeyView {
+  updateKey(ref: string, patch: KeyPatch, actor: Actor = SYSTEM_ACTOR): KeyView {
     return this.write(() => {
       const row = this.requireKeyRow(ref);
       if (row.revokedAt !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked and cannot be changed`);
@@ -218,7 +231,7 @@ export class SqliteKeyStore implements KeyLookups {
       if (name !== row.name && this.liveKeyNamed(name) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
       let tenantId = row.tenantId;
       if (patch.tenant === null) tenantId = null;
-      else if (patch.tenant !== undefined) tenantId = this.ensureTenant(patch.tenant).id;
+      else if (patch.tenant !== undefined) tenantId = this.ensureTenant(patch.tenant, actor).id;
       const metadata: Record<string, string> = { ...(JSON.parse(row.metadata) as Record<string, string>) };
       for (const [label, value] of Object.entries(patch.metadata ?? {})) {
         if (value === null) delete metadata[label];
@@ -235,23 +248,23 @@ export class SqliteKeyStore implements KeyLookups {
         version: this.nextKeyVersion(),
       };
       this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
-      return this.keyView(updated);
+      return this.audited(actor, 'key.update', row, updated);
     });
   }
 
-  revokeKey(ref: string): KeyView {
+  revokeKey(ref: string, actor: Actor = SYSTEM_ACTOR): KeyView {
     return this.write(() => {
       const row = this.requireKeyRow(ref);
       if (row.revokedAt !== null) return this.keyView(row);
       const now = this.now();
       const updated: ApiKeyRow = { ...row, revokedAt: now, updatedAt: now, version: this.nextKeyVersion() };
       this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
-      return this.keyView(updated);
+      return this.audited(actor, 'key.revoke', row, updated);
     });
   }
 
   /** A new secret for the same key (id, name, policy, ledger history); the old secret stops working at once. */
-  rotateKey(ref: string): IssuedKey {
+  rotateKey(ref: string, actor: Actor = SYSTEM_ACTOR): IssuedKey {
     return this.write(() => {
       const row = this.requireKeyRow(ref);
       if (row.revokedAt !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked; create a new one instead`);
@@ -259,7 +272,7 @@ export class SqliteKeyStore implements KeyLookups {
       const now = this.now();
       const updated: ApiKeyRow = { ...row, keyHash: hashKey(key), prefix: visiblePrefix(key), rotatedAt: now, updatedAt: now, version: this.nextKeyVersion() };
       this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
-      return { key, view: this.keyView(updated) };
+      return { key, view: this.audited(actor, 'key.rotate', row, updated) };
     });
   }
 
@@ -312,15 +325,22 @@ export class SqliteKeyStore implements KeyLookups {
     };
   }
 
+  /** The view of a key just written, after appending its audit row (`before`: the row it replaced; none when created). */
+  private audited(actor: Actor, action: AuditChange['action'], before: ApiKeyRow | undefined, after: ApiKeyRow): KeyView {
+    const view = this.keyView(after);
+    this.audit(keyChange(actor, action, before === undefined ? null : this.keyView(before), view));
+    return view;
+  }
+
   /** Pauses or resumes the key or one of its owners (a revoked key, or no change, keeps its version). */
-  private changeRunaway(ref: string, change: RunawayChange): KeyView {
+  private changeRunaway(ref: string, change: RunawayChange, actor: Actor = SYSTEM_ACTOR): KeyView {
     return this.write(() => {
       const row = this.requireKeyRow(ref);
       const columns = row.revokedAt === null ? changeRunaway(row, change) : undefined;
       if (columns === undefined) return this.keyView(row);
       const updated: ApiKeyRow = { ...row, ...columns, version: this.nextKeyVersion() };
       this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
-      return this.keyView(updated);
+      return this.audited(actor, RUNAWAY_ACTIONS[change.kind], row, updated);
     });
   }
 

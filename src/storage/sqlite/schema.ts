@@ -368,3 +368,5 @@ export const batchJobs = sqliteTable(
       .where(sql`settled_at IS NULL`),
   ],
 );
+
+export * from './schema-admins.js';

@@ -4,10 +4,10 @@
  * or PostgreSQL — and from a remote proxy through its admin API (`--url`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storeAdminOps, type AdminOps } from '../../../src/admin/ops.js';
+import type { AdminOps } from '../../../src/admin/ops.js';
+import { cliActor } from '../../../src/domain/admins.js';
+import { backendAdminOps } from '../../support/admin-ops.js';
 import { remoteAdminOps } from '../../../src/admin/client.js';
-import { openKeyStore } from '../../../src/storage/index.js';
-import { openSpendReads } from '../../../src/storage/index.js';
 import { parseLimit } from '../../../src/domain/policy.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
@@ -26,16 +26,10 @@ describe.each(['sqlite', 'postgres', 'remote'] as const)('admin operations (%s)'
     const onChange = () => (changes += 1);
     if (kind === 'sqlite') {
       const database = (file = openTempDatabase()).database;
-      ops = storeAdminOps(openKeyStore({ kind: 'sqlite', database }), {
-        readSpend: (query, now) => openSpendReads({ kind: 'sqlite', database }).spend(query, now),
-        onChange,
-      });
+      ops = backendAdminOps({ kind: 'sqlite', database }, { onChange }).as(cliActor('ops-test'));
     } else if (kind === 'postgres') {
       const pool = (pg = await createTempPostgres()).pool;
-      ops = storeAdminOps(openKeyStore({ kind: 'postgres', pool }), {
-        readSpend: (query, now) => openSpendReads({ kind: 'postgres', pool }).spend(query, now),
-        onChange,
-      });
+      ops = backendAdminOps({ kind: 'postgres', pool }, { onChange }).as(cliActor('ops-test'));
     } else {
       proxy = await startTestProxy({ TOLLGATE_ADMIN_TOKEN: ADMIN });
       ops = remoteAdminOps(proxy.server.url, ADMIN);
