@@ -49,7 +49,7 @@ import { sqliteAdmins } from '../storage/sqlite/admins.js';
 import type { DashboardTokenStore } from '../storage/tenant-tokens.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';
 import { viewContextFor, viewerOf, type Viewer } from './viewer.js';
-import type { AdminOps } from '../admin/ops.js';
+import type { ActingAdminOps } from '../admin/ops.js';
 import { keyPageActions, keysToolbar, registerWriteRoutes, type WriteEnv } from './write-routes.js';
 
 export interface DashboardDeps {
@@ -71,8 +71,8 @@ export interface DashboardDeps {
   readonly admins?: AdminStore | undefined;
   /** The newest `tollgate reconcile` result, for the overview's panel (operators only). */
   readonly reconciliation?: () => Promise<StoredReconciliation | undefined>;
-  /** The admin API's operations, through which the dashboard writes (write-routes.tsx); read-only without them. */
-  readonly ops?: AdminOps | undefined;
+  /** The admin API's operations, taken for the session's actor: the dashboard's writes and the audit page (write-routes.tsx); read-only without them. */
+  readonly ops?: ActingAdminOps | undefined;
 }
 
 /** Every page's security headers: nothing inline, nothing from elsewhere, never framed or cached. */

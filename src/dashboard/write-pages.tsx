@@ -36,14 +36,19 @@ export const DoneNotice: FC<{ text: string | undefined; sentences?: readonly str
     </div>
   );
 
-/** Above the keys table: make a key, manage tenants. */
-export const KeysToolbar: FC = () => (
+/** Above the keys table: make a key (an operator), the tenants, the audit trail. */
+export const KeysToolbar: FC<{ canWrite: boolean }> = ({ canWrite }) => (
   <p class="toolbar">
-    <a class="button primary" href="/dashboard/keys/new">
-      New key
-    </a>
+    {canWrite ? (
+      <a class="button primary" href="/dashboard/keys/new">
+        New key
+      </a>
+    ) : null}
     <a class="button" href="/dashboard/tenants">
       Tenants
+    </a>
+    <a class="button" href="/dashboard/audit">
+      Audit trail
     </a>
   </p>
 );

@@ -14,7 +14,8 @@
 import type { Context, Hono } from 'hono';
 import type { Child } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
-import type { AdminOps } from '../admin/ops.js';
+import type { ActingAdminOps, AdminOps } from '../admin/ops.js';
+import { actorRole, roleAllows } from '../domain/admins.js';
 import type { AppEnv } from '../app-env.js';
 import { TollgateError } from '../domain/errors.js';
 import type { KeyPatch, TenantPatch } from '../domain/keys.js';
@@ -27,6 +28,7 @@ import { NotFoundPage } from './layout.js';
 import { fieldsOfForm, fieldsOfPolicy, partsOfFields, policyOfParts, type PolicyFields, type PolicyParts } from './policy-form.js';
 import type { ViewContext } from './view-context.js';
 import type { Viewer } from './viewer.js';
+import { AuditPage, auditFiltersOf, auditRequestOfFilters } from './audit-page.js';
 import { doneText, DoneNotice, KeyActions, KeysToolbar, TenantsPage } from './write-pages.js';
 import { csrfTokenFor, CSRF_FIELD, writeRefusal } from './write-guard.js';
 
@@ -34,8 +36,8 @@ import { csrfTokenFor, CSRF_FIELD, writeRefusal } from './write-guard.js';
 const MAX_FORM_BODY = 64 * 1024;
 
 export interface WriteEnv {
-  /** The admin API's operations; without them the dashboard stays read-only. */
-  readonly ops: AdminOps | undefined;
+  /** The admin API's operations, taken for each session's actor; without them the dashboard stays read-only. */
+  readonly ops: ActingAdminOps | undefined;
   readonly adminToken: string;
   readonly viewer: (c: Context<AppEnv>) => Viewer;
   readonly context: (c: Context<AppEnv>) => ViewContext;
@@ -43,15 +45,15 @@ export interface WriteEnv {
   readonly redirect: (c: Context<AppEnv>, location: string) => Response;
 }
 
-/** Whether a viewer may change keys and tenants: the one place the dashboard decides it. */
+/** Whether a viewer may change keys and tenants (an operator or admin, not a viewer nor a tenant): the one place the dashboard decides it. */
 function canWrite(viewer: Viewer): boolean {
-  return viewer.kind === 'admin';
+  return viewer.kind === 'admin' && roleAllows(actorRole(viewer.actor), 'operate');
 }
 
-/** The operations a viewer's changes go through. */
+/** The operations as the viewer's actor: its changes are audited under its name, and its role is checked again inside. */
 function opsFor(env: WriteEnv, viewer: Viewer): AdminOps {
-  if (env.ops === undefined || !canWrite(viewer)) throw new Error('opsFor: this session may not write');
-  return env.ops;
+  if (env.ops === undefined || viewer.kind !== 'admin') throw new Error('opsFor: a tenant session has no operations');
+  return env.ops.as(viewer.actor);
 }
 
 /** The writer of a request (its CSRF token for the forms), when its session may write. */
@@ -59,9 +61,10 @@ function writerOf(env: WriteEnv, c: Context<AppEnv>): Writer | undefined {
   return env.ops !== undefined && canWrite(env.viewer(c)) ? { csrf: csrfTokenFor(c, env.adminToken) } : undefined;
 }
 
-/** The keys table's toolbar, for a session that may write. */
+/** The keys table's toolbar, for an operator's session (New key only for one that may write). */
 export function keysToolbar(env: WriteEnv, c: Context<AppEnv>): Child {
-  return writerOf(env, c) === undefined ? null : <KeysToolbar />;
+  if (env.ops === undefined || env.viewer(c).kind !== 'admin') return null;
+  return <KeysToolbar canWrite={writerOf(env, c) !== undefined} />;
 }
 
 /** Above a key's facts: the notice after a change, with what it means, and the key's buttons (for a session that may write). */
@@ -232,10 +235,24 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
     }),
   );
 
+  // The audit trail: any operator session reads it (viewers too), a tenant's does not exist for it.
+  app.get('/audit', async (c) => {
+    if (env.ops === undefined || env.viewer(c).kind !== 'admin')
+      return env.page(c, <NotFoundPage message={`Nothing here: ${c.req.path}`} signedIn={true} />, 404);
+    const filters = auditFiltersOf((name) => c.req.query(name));
+    try {
+      const page = await ops(c).audit(auditRequestOfFilters(filters, c.req.query('cursor')));
+      return env.page(c, <AuditPage view={{ filters, entries: page.data, nextCursor: page.hasMore ? page.nextCursor : null }} />);
+    } catch (error) {
+      return env.page(c, <AuditPage view={{ filters, entries: [], nextCursor: null, error: formError(error) }} />, 400);
+    }
+  });
+
   const tenantForm = { owner: 'tenant' as const, title: 'New tenant', action: '/dashboard/tenants/new', back: '/dashboard/tenants', submit: 'Create tenant' };
   const tenantsPage = async (c: Context<AppEnv>) => {
-    if (env.viewer(c).kind !== 'admin') return env.page(c, <NotFoundPage message={`Nothing here: ${c.req.path}`} signedIn={true} />, 404);
-    const tenants = await opsOfReader(env).listTenants();
+    if (env.ops === undefined || env.viewer(c).kind !== 'admin')
+      return env.page(c, <NotFoundPage message={`Nothing here: ${c.req.path}`} signedIn={true} />, 404);
+    const tenants = await opsFor(env, env.viewer(c)).listTenants();
     const text = doneText(c.req.query('done'));
     const named = tenants.find((t) => t.id === c.req.query('tenant'));
     const sentences =
@@ -301,10 +318,4 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
 function tenantPolicyOf(parts: PolicyParts): NewTenantPolicy {
   const { limits, budget, budgets, maxInFlight, session } = policyOfParts(parts);
   return { limits, budget, budgets, maxInFlight, session };
-}
-
-/** The operations the tenants page reads through (any operator session). */
-function opsOfReader(env: WriteEnv): AdminOps {
-  if (env.ops === undefined) throw new TollgateError('not_found', 'The tenants page needs the admin operations.');
-  return env.ops;
 }
