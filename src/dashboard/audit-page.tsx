@@ -9,6 +9,8 @@
 import type { FC } from 'hono/jsx';
 import type { AuditRequest } from '../admin/ops.js';
 import { AUDIT_ACTIONS, type AuditEntry, type AuditState } from '../domain/audit.js';
+import { formatMicrosExact } from '../domain/money.js';
+import { formatLimit, type Budget, type LimitSpec } from '../domain/policy.js';
 import { timestamp } from './format.js';
 import { Layout } from './layout.js';
 
@@ -49,10 +51,17 @@ function queryOf(filters: AuditFilters, extra: Record<string, string> = {}): str
   return text === '' ? '' : `?${text}`;
 }
 
-/** A state's value as one short line. */
-function shown(value: unknown): string {
-  if (value === undefined) return '-';
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
+const isBudget = (value: unknown): value is Budget => typeof value === 'object' && value !== null && 'microUsd' in value && 'period' in value;
+const budgetText = (budget: Budget) => `${formatMicrosExact(budget.microUsd)} ${budget.period === 'total' ? 'in total' : `per ${budget.period}`}`;
+
+/** A state's value as one short line: budgets in dollars, limits in the CLI's syntax, the rest as JSON. */
+function shown(name: string, value: unknown): string {
+  if (value === undefined || value === null) return '-';
+  let text: string;
+  if (isBudget(value)) text = budgetText(value);
+  else if (name === 'budgets' && Array.isArray(value) && value.every(isBudget)) text = value.map(budgetText).join(', ') || 'none';
+  else if (name === 'limits' && Array.isArray(value)) text = (value as LimitSpec[]).map(formatLimit).join(', ') || 'none';
+  else text = typeof value === 'string' ? value : JSON.stringify(value);
   return text.length > 160 ? `${text.slice(0, 157)}...` : text;
 }
 
@@ -68,7 +77,7 @@ export function changedFields(before: AuditState | null, after: AuditState | nul
       if (JSON.stringify(was) === JSON.stringify(now)) continue;
       if (name === 'policy' && typeof was === 'object' && was !== null && typeof now === 'object' && now !== null) {
         compare('', was as Record<string, unknown>, now as Record<string, unknown>);
-      } else lines.push(`${prefix}${name}: ${shown(was)} → ${shown(now)}`);
+      } else lines.push(`${prefix}${name}: ${shown(name, was)} → ${shown(name, now)}`);
     }
   };
   compare('', before, after);

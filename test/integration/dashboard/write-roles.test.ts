@@ -79,6 +79,8 @@ describe('a named operator', () => {
     const update = rows[1]!;
     expect((update.before!.policy as { budget: unknown }).budget).toEqual({ microUsd: 10_000_000, period: 'month' });
     expect((update.after!.policy as { budget: unknown }).budget).toEqual({ microUsd: 50_000_000, period: 'month' });
+    const audit = await (await t.request(`/dashboard/audit?key=${id}&action=key.update`, { cookie })).text();
+    expect(audit).toContain('budget: $10.00 per month → $50.00 per month');
     // No secret in any row.
     expect(JSON.stringify(rows)).not.toMatch(/tg-[A-Za-z0-9]{20,}/);
   });

@@ -1,11 +1,12 @@
 /**
  * The dashboard's writes in a real browser (the system Chromium, headless,
- * playwright-core) against the real server and its proxy: an operator logs
- * in, creates a key, copies its secret with the copy button, uses it, sets a
+ * playwright-core) against the real server and its proxy: a named operator
+ * logs in with its token, creates a key, copies its secret with the copy button, uses it, sets a
  * tiny budget (previewed first) and the proxy refuses the key's next request
- * within a second, then revokes it and the key is refused. A read-only
- * session sees no write buttons and its direct posts are refused; a form of
- * another site cannot change anything. Screenshots go to
+ * within a second, then revokes it and the key is refused; the audit page
+ * shows each change under the operator's name. A viewer (and a tenant) sees
+ * no write buttons and its direct posts are refused; a form of another site
+ * cannot change anything. Screenshots go to
  * test-artifacts/dashboard/.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +17,8 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
+import { sqliteAdmins } from '../../../src/storage/sqlite/admins.js';
+import { SYSTEM_ACTOR, type AdminRole } from '../../../src/domain/admins.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { cli } from '../../support/cli.js';
 import { waitFor } from '../../support/wait.js';
@@ -31,12 +34,26 @@ let evil: Server;
 let evilUrl: string;
 let evilTarget = '';
 const problems: string[] = [];
+/** Named admins' tokens (docs/admins.md). */
+let operatorToken: string;
+let viewerToken: string;
+
+async function createAdmin(name: string, role: AdminRole): Promise<string> {
+  const db = openDatabase(proxy.dbPath);
+  try {
+    return (await sqliteAdmins(db).create({ name, role }, Date.now(), SYSTEM_ACTOR)).token;
+  } finally {
+    db.close();
+  }
+}
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`The dashboard's browser tests need Chromium at ${CHROMIUM}; it is missing, so they fail rather than skip.`);
   mkdirSync(ARTIFACTS, { recursive: true });
   proxy = await startTestProxy({ TOLLGATE_ADMIN_TOKEN: ADMIN });
   proxy.issueKey('acme-key', { limits: [] }, 'acme');
+  operatorToken = await createAdmin('alice', 'operator');
+  viewerToken = await createAdmin('victor', 'viewer');
   evil = createServer((_request, response) => {
     response.writeHead(200, { 'content-type': 'text/html' });
     response.end(`<!DOCTYPE html><form id="f" method="post" action="${evilTarget}"><input name="_csrf" value="guess"><button>Win a prize</button></form>`);
@@ -100,7 +117,7 @@ function keyId(name: string): string {
 describe('an operator in the dashboard', () => {
   it('creates a key, copies its secret, sets its budget and revokes it, each seen by the proxy within a second', async () => {
     const { context, page } = await newPage();
-    await login(page, ADMIN);
+    await login(page, operatorToken);
     await page.goto(`${proxy.server.url}/dashboard/keys`);
     await page.click('a:has-text("New key")');
     await page.fill('input[name="name"]', 'browser-made');
@@ -152,6 +169,20 @@ describe('an operator in the dashboard', () => {
     expect(await page.locator('[data-bind="key.status"]').innerText()).toBe('revoked');
     expect(await page.locator('[data-actions]').count()).toBe(0);
     await page.screenshot({ path: `${ARTIFACTS}write-revoked.png`, fullPage: true });
+
+    // The audit trail names alice for each change, newest first.
+    await page.goto(`${proxy.server.url}/dashboard/keys`);
+    await page.click('a:has-text("Audit trail")');
+    await page.fill('input[name="key"]', keyId('browser-made'));
+    await page.click('button:has-text("Apply")');
+    await page.waitForURL(/\/dashboard\/audit\?key=/);
+    const rows = await page
+      .locator('tr[data-audit-row]')
+      .evaluateAll((trs) => trs.map((tr) => `${tr.querySelector('[data-actor]')?.textContent} ${tr.getAttribute('data-audit-row')}`));
+    expect(rows).toEqual(['alice key.revoke', 'alice key.update', 'alice key.create']);
+    expect(await page.locator('tr[data-audit-row="key.update"]').innerText()).toContain('budget: - → $0.000001 per month');
+    expect(await page.locator('a:has-text("CSV")').getAttribute('href')).toMatch(/^\/admin\/api\/audit\?key=key_[^&]+&format=csv$/);
+    await page.screenshot({ path: `${ARTIFACTS}write-audit.png`, fullPage: true });
     expect(problems).toEqual([]);
     await context.close();
   });
@@ -159,7 +190,7 @@ describe('an operator in the dashboard', () => {
   it('is not moved by a form of another site, nor by a post with another origin', async () => {
     const id = keyId('acme-key');
     const { context, page } = await newPage();
-    await login(page, ADMIN);
+    await login(page, operatorToken);
     // The page's own CSRF token, in a post that says it comes from elsewhere (a browser ignoring SameSite).
     await page.goto(`${proxy.server.url}/dashboard/keys/${id}`);
     const csrf = await page.locator('form[action$="/revoke"] input[name="_csrf"]').inputValue();
@@ -181,8 +212,30 @@ describe('an operator in the dashboard', () => {
   });
 });
 
-describe('a read-only session', () => {
-  it('sees no write buttons, and a direct post is refused', async () => {
+describe('read-only sessions', () => {
+  it('a viewer sees no write buttons, and its direct post is refused', async () => {
+    const id = keyId('acme-key');
+    const { context, page } = await newPage();
+    await login(page, viewerToken);
+    await page.goto(`${proxy.server.url}/dashboard/keys`);
+    expect(await page.locator('a:has-text("New key")').count()).toBe(0);
+    expect(await page.locator('a:has-text("Audit trail")').count()).toBe(1);
+    await page.goto(`${proxy.server.url}/dashboard/keys/${id}`);
+    expect(await page.locator('[data-actions], form[action$="/revoke"], input[name="_csrf"]').count()).toBe(0);
+    await page.screenshot({ path: `${ARTIFACTS}write-viewer.png`, fullPage: true });
+    const direct = await page.request.post(`${proxy.server.url}/dashboard/keys/${id}/revoke`, {
+      form: { _csrf: 'anything' },
+      headers: { origin: proxy.server.url },
+      maxRedirects: 0,
+    });
+    expect(direct.status()).toBe(403);
+    expect((await page.goto(`${proxy.server.url}/dashboard/keys/${id}/edit`))?.status()).toBe(403);
+    await page.goto(`${proxy.server.url}/dashboard/keys/${id}`);
+    expect(await page.locator('[data-bind="key.status"]').innerText()).toBe('active');
+    await context.close();
+  });
+
+  it('a tenant sees no write buttons, and its direct post is refused', async () => {
     const id = keyId('acme-key');
     const issued = await cli('--db', proxy.dbPath, 'dashboard-token', 'create', '--tenant', 'acme', '--json');
     expect(issued.code, issued.stderr).toBe(0);
@@ -192,7 +245,7 @@ describe('a read-only session', () => {
     expect(await page.locator('a:has-text("New key")').count()).toBe(0);
     await page.goto(`${proxy.server.url}/dashboard/keys/${id}`);
     expect(await page.locator('[data-actions], form[action$="/revoke"], input[name="_csrf"]').count()).toBe(0);
-    await page.screenshot({ path: `${ARTIFACTS}write-read-only.png`, fullPage: true });
+    await page.screenshot({ path: `${ARTIFACTS}write-tenant.png`, fullPage: true });
     const direct = await page.request.post(`${proxy.server.url}/dashboard/keys/${id}/revoke`, {
       form: { _csrf: 'anything' },
       headers: { origin: proxy.server.url },
