@@ -7,7 +7,6 @@
  * Any operator session reads it, viewers too; a tenant's gets 404.
  */
 import type { FC } from 'hono/jsx';
-import type { AuditRequest } from '../admin/ops.js';
 import { AUDIT_ACTIONS, type AuditEntry, type AuditState } from '../domain/audit.js';
 import { formatMicrosExact } from '../domain/money.js';
 import { formatLimit, type Budget, type LimitSpec } from '../domain/policy.js';
@@ -28,19 +27,6 @@ const FILTER_NAMES = ['key', 'actor', 'action', 'since'] as const;
 export function auditFiltersOf(query: (name: string) => string | undefined): AuditFilters {
   const value = (name: (typeof FILTER_NAMES)[number]) => (query(name) ?? '').trim();
   return { key: value('key'), actor: value('actor'), action: value('action'), since: value('since') };
-}
-
-/** The filters as the admin operations' request (a page of 50). */
-export function auditRequestOfFilters(filters: AuditFilters, cursor: string | undefined): AuditRequest {
-  const given = (text: string) => (text === '' ? undefined : text);
-  return {
-    key: given(filters.key),
-    actor: given(filters.actor),
-    action: given(filters.action) as AuditRequest['action'],
-    since: given(filters.since),
-    limit: 50,
-    cursor,
-  };
 }
 
 function queryOf(filters: AuditFilters, extra: Record<string, string> = {}): string {
@@ -66,7 +52,7 @@ function shown(name: string, value: unknown): string {
 }
 
 /** What a change did, field by field (a policy part by part): `budget: {…} → {…}`. */
-export function changedFields(before: AuditState | null, after: AuditState | null): string[] {
+function changedFields(before: AuditState | null, after: AuditState | null): string[] {
   if (before === null) return after === null ? [] : ['created'];
   if (after === null) return ['removed'];
   const lines: string[] = [];

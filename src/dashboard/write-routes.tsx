@@ -28,7 +28,8 @@ import { NotFoundPage } from './layout.js';
 import { fieldsOfForm, fieldsOfPolicy, partsOfFields, policyOfParts, type PolicyFields, type PolicyParts } from './policy-form.js';
 import type { ViewContext } from './view-context.js';
 import type { Viewer } from './viewer.js';
-import { AuditPage, auditFiltersOf, auditRequestOfFilters } from './audit-page.js';
+import { AuditPage, auditFiltersOf } from './audit-page.js';
+import { auditRequestOf } from '../admin/access-routes.js';
 import { doneText, DoneNotice, KeyActions, KeysToolbar, TenantsPage } from './write-pages.js';
 import { csrfTokenFor, CSRF_FIELD, writeRefusal } from './write-guard.js';
 
@@ -50,8 +51,9 @@ function canWrite(viewer: Viewer): boolean {
   return viewer.kind === 'admin' && roleAllows(actorRole(viewer.actor), 'operate');
 }
 
-/** The operations as the viewer's actor: its changes are audited under its name, and its role is checked again inside. */
-function opsFor(env: WriteEnv, viewer: Viewer): AdminOps {
+/** The operations as the session's actor: its changes are audited under its name, and its role is checked again inside. */
+function opsFor(env: WriteEnv, c: Context<AppEnv>): AdminOps {
+  const viewer = env.viewer(c);
   if (env.ops === undefined || viewer.kind !== 'admin') throw new Error('opsFor: a tenant session has no operations');
   return env.ops.as(viewer.actor);
 }
@@ -71,7 +73,7 @@ export function keysToolbar(env: WriteEnv, c: Context<AppEnv>): Child {
 export async function keyPageActions(env: WriteEnv, c: Context<AppEnv>, keyId: string): Promise<Child> {
   const writer = writerOf(env, c);
   if (writer === undefined) return null;
-  const key = await opsFor(env, env.viewer(c)).getKey(keyId);
+  const key = await opsFor(env, c).getKey(keyId);
   const text = doneText(c.req.query('done'));
   const sentences = text === undefined ? [] : budgetSentences('key', key.policy, await spentOf(env.context(c), { key: key.id }), 'may now spend');
   return (
@@ -101,7 +103,7 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
   const form = (c: Context<AppEnv>): URLSearchParams => forms.get(c.req.raw) ?? new URLSearchParams();
   const refuse = (c: Context<AppEnv>, message: string, status = 403) => env.page(c, <RefusedPage message={message} />, status);
   const writer = (c: Context<AppEnv>): Writer => writerOf(env, c)!;
-  const ops = (c: Context<AppEnv>): AdminOps => opsFor(env, env.viewer(c));
+  const ops = (c: Context<AppEnv>): AdminOps => opsFor(env, c);
   const readOnly = 'Your session can only read: changing keys and tenants needs an operator.';
   const writeRoute = /^\/(keys\/new|keys\/[^/]+\/(edit|rotate|revoke|resume)|tenants\/new|tenants\/[^/]+\/edit)$/;
 
@@ -241,7 +243,9 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
       return env.page(c, <NotFoundPage message={`Nothing here: ${c.req.path}`} signedIn={true} />, 404);
     const filters = auditFiltersOf((name) => c.req.query(name));
     try {
-      const page = await ops(c).audit(auditRequestOfFilters(filters, c.req.query('cursor')));
+      // The admin API's reading of the same parameters (an empty field of the form is no filter); a page of 50.
+      const request = auditRequestOf((name) => c.req.query(name)?.trim() || undefined);
+      const page = await ops(c).audit({ ...request, limit: 50 });
       return env.page(c, <AuditPage view={{ filters, entries: page.data, nextCursor: page.hasMore ? page.nextCursor : null }} />);
     } catch (error) {
       return env.page(c, <AuditPage view={{ filters, entries: [], nextCursor: null, error: formError(error) }} />, 400);
@@ -252,7 +256,7 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
   const tenantsPage = async (c: Context<AppEnv>) => {
     if (env.ops === undefined || env.viewer(c).kind !== 'admin')
       return env.page(c, <NotFoundPage message={`Nothing here: ${c.req.path}`} signedIn={true} />, 404);
-    const tenants = await opsFor(env, env.viewer(c)).listTenants();
+    const tenants = await opsFor(env, c).listTenants();
     const text = doneText(c.req.query('done'));
     const named = tenants.find((t) => t.id === c.req.query('tenant'));
     const sentences =
