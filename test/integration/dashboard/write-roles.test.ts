@@ -86,6 +86,27 @@ describe('a named operator', () => {
   });
 });
 
+describe('a paused key', () => {
+  it('shows Resume while the runaway stop pauses it, and resumes it under the operator name', async () => {
+    t.issueKey('runaway', { limits: [] });
+    const id = t.store.getKey('runaway').id;
+    await t.store.async().throttleKey(id, NOW, 'spend rate over 20x its usual rate');
+    const cookie = await loginAs('rita', 'operator');
+    const html = await (await t.request(`/dashboard/keys/${id}`, { cookie })).text();
+    expect(html).toContain(`action="/dashboard/keys/${id}/resume"`);
+    const csrf = await csrfOf(`/dashboard/keys/${id}`, cookie);
+    const resumed = await post(`/dashboard/keys/${id}/resume`, cookie, { _csrf: csrf });
+    expect(resumed.status).toBe(303);
+    expect(resumed.headers.get('location')).toBe(`/dashboard/keys/${id}?done=resumed`);
+    expect(t.store.getKey(id).throttle).toBeUndefined();
+    const after = await (await t.request(resumed.headers.get('location')!, { cookie })).text();
+    expect(after).toContain('Resumed. Its requests pass again within a second.');
+    expect(after).not.toContain(`/dashboard/keys/${id}/resume"`);
+    const rows = (await trail()).filter((row) => row.action === 'key.resume');
+    expect(rows.map((row) => [row.actor.name, row.target.name])).toEqual([['rita', 'runaway']]);
+  });
+});
+
 describe('a viewer', () => {
   it('sees the pages and the audit trail but no write button, and every write route refuses it', async () => {
     t.issueKey('watched', { limits: [] });
