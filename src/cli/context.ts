@@ -61,7 +61,7 @@ interface CliBackend {
  * alone: keys, spend and every node's ledger live there, and the file
  * TOLLGATE_DB names is not opened. --db still opens a local file on purpose.
  */
-export async function openCliBackend(config: Config, global: GlobalOptions): Promise<CliBackend> {
+async function openCliBackend(config: Config, global: GlobalOptions): Promise<CliBackend> {
   const backend: SharedBackend =
     global.db === undefined && config.databaseUrl !== undefined
       ? { kind: 'postgres', pool: await openMigratedPg(config.databaseUrl) }
@@ -100,7 +100,7 @@ async function openOps(command: Command): Promise<{ ops: AdminOps; exportLedger:
 }
 
 /** The OS user running the CLI, as the audit trail names it (`unknown` where the system has no entry for it). */
-export function osUser(): string {
+function osUser(): string {
   try {
     return userInfo().username;
   } catch {

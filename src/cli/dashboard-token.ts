@@ -1,70 +1,17 @@
 /**
  * `tollgate dashboard-token create|list|revoke`: read-only dashboard tokens
- * of one tenant (src/storage/tenant-tokens.ts). On PostgreSQL with
- * TOLLGATE_DATABASE_URL (replicas: every node reads them there), else on the
- * local SQLite file (`--db` opens one on purpose), or on a running proxy with
- * --url (its /admin/api/dashboard-tokens).
+ * of one tenant (src/storage/tenant-tokens.ts), through the admin operations
+ * (src/admin/ops.ts) like every other change, so each issue and revocation is
+ * in the audit trail: on PostgreSQL with TOLLGATE_DATABASE_URL (replicas:
+ * every node reads them there), else on the local SQLite file (`--db` opens
+ * one on purpose), or on a running proxy with --url (its
+ * /admin/api/dashboard-tokens).
  */
 import type { Command } from 'commander';
-import { loadConfig } from '../config/index.js';
-import { TollgateError, type ErrorCode } from '../domain/errors.js';
-import type { DashboardTokenStore, DashboardTokenView } from '../storage/tenant-tokens.js';
-import { openDashboardTokens } from '../storage/index.js';
-import { openCliBackend, print, printJson, type GlobalOptions } from './context.js';
+import type { DashboardTokenView } from '../storage/tenant-tokens.js';
+import { print, printJson, withOps } from './context.js';
 import { table, when } from './format.js';
 import { parseExpiry } from './key-options.js';
-
-interface TokenOps {
-  create(input: { tenant: string; label?: string | undefined; expiresAt: number | null }): Promise<{ token: string; view: DashboardTokenView }>;
-  list(tenant: string | undefined): Promise<DashboardTokenView[]>;
-  revoke(ref: string): Promise<DashboardTokenView>;
-}
-
-async function remoteCall<T>(base: string, token: string | undefined, method: string, path: string, body?: unknown): Promise<T> {
-  let response: Response;
-  try {
-    response = await fetch(`${base.replace(/\/+$/, '')}/admin/api/dashboard-tokens${path}`, {
-      method,
-      headers: { ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-  } catch (error) {
-    throw new TollgateError('upstream_unreachable', `cannot reach ${base}: ${(error as Error).message}`);
-  }
-  const json = (await response.json().catch(() => undefined)) as { error?: { code?: string; message?: string } } | undefined;
-  if (!response.ok)
-    throw new TollgateError((json?.error?.code ?? 'internal_error') as ErrorCode, json?.error?.message ?? `${base} answered ${response.status}`);
-  return json as T;
-}
-
-async function withTokenOps<T>(command: Command, fn: (ops: TokenOps) => Promise<T>): Promise<T> {
-  const global = command.optsWithGlobals<GlobalOptions>();
-  const config = loadConfig();
-  if (global.url !== undefined) {
-    const base = global.url;
-    const admin = global.adminToken ?? config.adminToken;
-    return fn({
-      create: async (input) => {
-        const { token, ...view } = await remoteCall<DashboardTokenView & { token: string }>(base, admin, 'POST', '', input);
-        return { token, view };
-      },
-      list: async (tenant) =>
-        (await remoteCall<{ data: DashboardTokenView[] }>(base, admin, 'GET', tenant === undefined ? '' : `?tenant=${encodeURIComponent(tenant)}`)).data,
-      revoke: (ref) => remoteCall(base, admin, 'POST', `/${encodeURIComponent(ref)}/revoke`),
-    });
-  }
-  const onStore = (store: DashboardTokenStore): TokenOps => ({
-    create: (input) => store.create(input, Date.now()),
-    list: (tenant) => store.list({ tenant }, Date.now()),
-    revoke: (ref) => store.revoke(ref, Date.now()),
-  });
-  const opened = await openCliBackend(config, global);
-  try {
-    return await fn(onStore(openDashboardTokens(opened.backend)));
-  } finally {
-    await opened.close();
-  }
-}
 
 function rows(views: readonly DashboardTokenView[]): string {
   return table(
@@ -84,7 +31,7 @@ export function registerDashboardTokenCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (options: { tenant: string; label?: string; expires?: string; json?: boolean }, command: Command) => {
       const expiresAt = options.expires === undefined ? null : parseExpiry(options.expires);
-      const issued = await withTokenOps(command, (ops) => ops.create({ tenant: options.tenant, label: options.label, expiresAt }));
+      const issued = await withOps(command, (ops) => ops.createTenantToken({ tenant: options.tenant, label: options.label, expiresAt }));
       if (options.json) {
         printJson({ token: issued.token, ...issued.view });
         return;
@@ -100,7 +47,7 @@ export function registerDashboardTokenCommands(program: Command): void {
     .option('--tenant <tenant>', 'of one tenant')
     .option('--json', 'print JSON')
     .action(async (options: { tenant?: string; json?: boolean }, command: Command) => {
-      const views = await withTokenOps(command, (ops) => ops.list(options.tenant));
+      const views = await withOps(command, (ops) => ops.listTenantTokens({ tenant: options.tenant }));
       if (options.json) printJson(views);
       else print(views.length === 0 ? 'No dashboard tokens.' : rows(views));
     });
@@ -109,7 +56,7 @@ export function registerDashboardTokenCommands(program: Command): void {
     .description('revoke a token (its id or prefix); its sessions end at their next request')
     .option('--json', 'print JSON')
     .action(async (ref: string, options: { json?: boolean }, command: Command) => {
-      const view = await withTokenOps(command, (ops) => ops.revoke(ref));
+      const view = await withOps(command, (ops) => ops.revokeTenantToken(ref));
       if (options.json) printJson(view);
       else print(`Revoked dashboard token ${view.id} (${view.prefix}) of tenant ${view.tenant}.`);
     });

@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { EXIT_USAGE, setOutput, toCliError, type Output } from './context.js';
+import { registerAdminCommands } from './admins.js';
 import { registerAlertCommands } from './alerts.js';
 import { registerKeyCommands } from './keys.js';
 import { registerTenantCommands } from './tenants.js';
@@ -40,6 +41,7 @@ function buildProgram(output: Output): Command {
   registerAlertCommands(program);
   registerReconcileCommand(program);
   registerDashboardTokenCommands(program);
+  registerAdminCommands(program);
   configureEverywhere(program, output);
   return program;
 }

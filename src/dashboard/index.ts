@@ -5,7 +5,7 @@
  * for what each page shows.
  */
 export { createDashboardApiRoutes, createDashboardRoutes } from './routes.js';
-export { createSessionValue, checkSessionValue, resolveSessionActor, sessionActor, SESSION_COOKIE, SESSION_TTL_MS } from './session.js';
+export { createSessionValue, checkSessionValue, resolveSessionActor, SESSION_COOKIE, SESSION_TTL_MS } from './session.js';
 export type { LimitSnapshot } from './view-context.js';
 export type { OverviewView } from './overview.js';
 export type { KeysView } from './keys-page.js';

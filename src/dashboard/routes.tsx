@@ -41,6 +41,7 @@ import {
   createTenantSessionValue,
   isHttps,
   resolveSessionActor,
+  sessionActor,
   sessionCookieHeader,
 } from './session.js';
 import { isDashboardTokenText } from './tenant-tokens.js';
@@ -263,7 +264,7 @@ export function createDashboardApiRoutes(deps: DashboardDeps): Hono<AppEnv> {
     c.header('x-content-type-options', 'nosniff');
   });
 
-  const admin = (c: Context<AppEnv>): Viewer => ({ kind: 'admin', actor: c.get('actor')! });
+  const admin = (c: Context<AppEnv>): Viewer => ({ kind: 'admin', actor: sessionActor(c)! });
   api.get('/overview', async (c) => c.json(await buildOverview(contextOf(deps, now, admin(c)), await deps.reconciliation?.())));
   api.get('/keys', async (c) => c.json(await buildKeys(contextOf(deps, now, admin(c)), parseKeysQuery(c.req.query(), true))));
   api.get('/keys/:id', async (c) => {

@@ -23,6 +23,7 @@ import type { Context } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { BOOTSTRAP_ACTOR, type Actor } from '../domain/admins.js';
 import type { AdminStore } from '../storage/admins.js';
+import type { AppEnv } from '../app-env.js';
 
 export const SESSION_COOKIE = 'tollgate_session';
 /** How long a login lasts. */
@@ -83,7 +84,7 @@ export function isHttps(c: Context): boolean {
 }
 
 /** Whether the request carries a valid dashboard session for this admin token. */
-export function hasValidSession(c: Context, adminToken: string | undefined, now: number): boolean {
+function hasValidSession(c: Context, adminToken: string | undefined, now: number): boolean {
   if (adminToken === undefined) return false;
   return checkSessionValue(getCookie(c, SESSION_COOKIE), adminToken, now) === 'valid';
 }
@@ -206,6 +207,6 @@ export async function resolveSessionActor(c: Context, adminToken: string | undef
  * read-only session. Writes call `ops.as(actor)` with it (src/admin/ops.ts),
  * which refuses what the role does not allow.
  */
-export function sessionActor(c: Context<{ Variables: { actor?: Actor } }>): Actor | undefined {
+export function sessionActor(c: Context<AppEnv>): Actor | undefined {
   return c.get('actor');
 }

@@ -29,7 +29,7 @@ export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export type AuditTargetKind = 'key' | 'tenant' | 'admin' | 'tenant-token';
 
-export interface AuditTarget {
+interface AuditTarget {
   readonly kind: AuditTargetKind;
   readonly id: string;
   /** Its name when the change was made. */
@@ -91,7 +91,7 @@ export function auditRecord(change: AuditChange, at: number): AuditRecord {
 }
 
 /** What the trail keeps of a key: its name, tenant, status, policy and metadata, the runaway stop's marks, and the visible prefix. */
-export function keyState(view: KeyView): AuditState {
+function keyState(view: KeyView): AuditState {
   return {
     name: view.name,
     tenant: view.tenant,
@@ -105,7 +105,7 @@ export function keyState(view: KeyView): AuditState {
   };
 }
 
-export function tenantState(view: TenantView): AuditState {
+function tenantState(view: TenantView): AuditState {
   return { name: view.name, policy: view.policy };
 }
 

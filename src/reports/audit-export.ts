@@ -9,10 +9,10 @@ import { csvLine } from './export.js';
 
 export type AuditFormat = 'csv' | 'ndjson';
 
-export const AUDIT_CSV_COLUMNS = ['id', 'at', 'actor_kind', 'actor', 'action', 'target_kind', 'target_id', 'target_name', 'before', 'after'] as const;
+const AUDIT_CSV_COLUMNS = ['id', 'at', 'actor_kind', 'actor', 'action', 'target_kind', 'target_id', 'target_name', 'before', 'after'] as const;
 
 /** One row as the exports write it: times as ISO instants, states as JSON text. */
-export function auditRecordOf(entry: AuditEntry): Record<(typeof AUDIT_CSV_COLUMNS)[number], string | number | null> {
+function auditRecordOf(entry: AuditEntry): Record<(typeof AUDIT_CSV_COLUMNS)[number], string | number | null> {
   return {
     id: entry.id,
     at: new Date(entry.at).toISOString(),

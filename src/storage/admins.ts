@@ -33,7 +33,7 @@ export interface NewAdmin {
 }
 
 /** A login or bearer token (by the secret), or a session's request (by the admin id its cookie names). */
-export type AdminLookup = { readonly secret: string } | { readonly adminId: string };
+type AdminLookup = { readonly secret: string } | { readonly adminId: string };
 
 export interface AdminStore {
   /** Creates an admin; the token is in the answer and nowhere else. A name is unique among active admins. */

@@ -3,7 +3,7 @@ import { storeAdminOps, type ActingAdminOps, type AdminStores } from '../../src/
 import type { SharedBackend } from '../../src/storage/backend.js';
 import { openAdmins, openAuditReads, openDashboardTokens, openKeyStore, openSpendReads } from '../../src/storage/index.js';
 
-export function adminStoresOf(backend: SharedBackend, now?: () => number): AdminStores {
+function adminStoresOf(backend: SharedBackend, now?: () => number): AdminStores {
   return {
     keys: openKeyStore(backend, now === undefined ? {} : { now }),
     admins: openAdmins(backend),
