@@ -22,6 +22,7 @@ import { SYSTEM_ACTOR, type AdminRole } from '../../../src/domain/admins.js';
 import { startTestProxy, type TestProxy } from '../../support/proxy.js';
 import { cli } from '../../support/cli.js';
 import { waitFor } from '../../support/wait.js';
+import { expectFits } from './fit.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ADMIN = 'writes-browser-admin-token-0123456789';
@@ -149,6 +150,8 @@ describe('an operator in the dashboard', () => {
     const sentence = await page.locator('[data-change] .sentence').first().innerText();
     expect(sentence).toMatch(/^This key may now spend \$0\.000001 per month; \$0\.0\d+ spent this month\.$/);
     await page.screenshot({ path: `${ARTIFACTS}write-preview.png`, fullPage: true });
+    await expectFits(page, ARTIFACTS, 'write-preview');
+    await page.setViewportSize({ width: 1400, height: 1000 });
     await page.click('button[value="save"]');
     await page.waitForSelector('[data-done]');
     const saved = Date.now();
@@ -183,6 +186,7 @@ describe('an operator in the dashboard', () => {
     expect(await page.locator('tr[data-audit-row="key.update"]').innerText()).toContain('budget: - → $0.000001 per month');
     expect(await page.locator('a:has-text("CSV")').getAttribute('href')).toMatch(/^\/admin\/api\/audit\?key=key_[^&]+&format=csv$/);
     await page.screenshot({ path: `${ARTIFACTS}write-audit.png`, fullPage: true });
+    await expectFits(page, ARTIFACTS, 'write-audit');
     expect(problems).toEqual([]);
     await context.close();
   });
