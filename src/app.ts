@@ -136,6 +136,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     ...(deps.now ? { now: deps.now } : {}),
     guard,
     reconciliations: () => reconciliations.latestPerProvider(),
+    // The dashboard's writes go through the admin API's operations (src/dashboard/write-routes.tsx).
+    ops: deps.admin.ops,
   };
   const exportLedger = deps.ledgerExport === undefined ? undefined : ledgerExporter(deps.ledgerExport);
   // A tenant's read-only dashboard session is answered (scoped to its tenant) before the admin API sees it.

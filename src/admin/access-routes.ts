@@ -19,7 +19,7 @@ const createAdminBody = z.strictObject({ name: z.string().min(1).max(64), role: 
 const TARGET_KINDS: readonly AuditTargetKind[] = ['key', 'tenant', 'admin', 'tenant-token'];
 
 /** The audit query of a request's parameters (bad values are 400s naming the parameter). */
-function auditRequestOf(query: (name: string) => string | undefined): AuditRequest {
+export function auditRequestOf(query: (name: string) => string | undefined): AuditRequest {
   const action = query('action');
   if (action !== undefined && !(AUDIT_ACTIONS as readonly string[]).includes(action))
     throw new TollgateError('invalid_value', `action must be one of ${AUDIT_ACTIONS.join(', ')}`, { param: 'action' });

@@ -1,6 +1,4 @@
 /** Output for people: aligned tables, dollars, dates, counts. */
-import { budgetsOf, formatLimit, type Policy } from '../domain/policy.js';
-import { formatMicrosExact } from '../domain/money.js';
 
 /**
  * A cell as a terminal should show it: control characters (C0, DEL, C1 —
@@ -39,12 +37,4 @@ export function when(ms: number | null | undefined): string {
   return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
-export function describeLimits(policy: Policy): string {
-  return policy.limits.length === 0 ? 'none' : policy.limits.map(formatLimit).join(', ');
-}
-
-export function describeBudget(policy: Policy): string {
-  const budgets = budgetsOf(policy);
-  if (budgets.length === 0) return 'none';
-  return budgets.map((budget) => `${formatMicrosExact(budget.microUsd)} ${budget.period === 'total' ? 'in total' : `per ${budget.period}`}`).join(', ');
-}
+export { describeBudget, describeLimits } from '../domain/policy-options.js';

@@ -4,62 +4,12 @@
  * an expiry and metadata. Every bad value is a PolicyError naming its option (exit code 2).
  */
 import { Option, type Command } from 'commander';
-import { BUDGET_PERIODS, parseLimit, parseUsdToMicros, PolicyError, type Budget, type BudgetPeriod, type LimitSpec, type Policy } from '../domain/policy.js';
+import { BUDGET_PERIODS, parseUsdToMicros, PolicyError, type Policy } from '../domain/policy.js';
 
 export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
-export interface LimitOptions {
-  limit?: string[];
-  rpm?: string;
-  tpm?: string;
-  maxInFlight?: string;
-}
-
-/** `--max-in-flight N` as a policy field (set at creation), or nothing. */
-export function maxInFlightFrom(options: LimitOptions): { maxInFlight?: number } {
-  if (options.maxInFlight === undefined) return {};
-  const n = Number(options.maxInFlight);
-  if (!/^\d+$/.test(options.maxInFlight.trim()) || !Number.isSafeInteger(n) || n < 1) {
-    throw new PolicyError(`--max-in-flight "${options.maxInFlight}" is not a whole number of requests above zero`);
-  }
-  return { maxInFlight: n };
-}
-
-/** Limits from --limit/--rpm/--tpm, or undefined when none was given. */
-export function limitsFrom(options: LimitOptions): LimitSpec[] | undefined {
-  const texts = [...(options.limit ?? [])];
-  if (options.rpm !== undefined) texts.push(`requests:${options.rpm}/min`);
-  if (options.tpm !== undefined) texts.push(`tokens:${options.tpm}/min`);
-  return texts.length === 0 ? undefined : texts.map(parseLimit);
-}
-
-export function budgetFrom(usdText: string | undefined, periodText: string | undefined, current?: Budget): Budget | undefined {
-  if (periodText !== undefined && !(BUDGET_PERIODS as readonly string[]).includes(periodText)) {
-    throw new PolicyError(`--budget-period must be one of ${BUDGET_PERIODS.join(', ')} (got "${periodText}")`);
-  }
-  if (usdText === undefined) {
-    if (periodText === undefined) return undefined;
-    if (current === undefined) throw new PolicyError('--budget-period needs --budget-usd (the key has no budget yet)');
-    return { microUsd: current.microUsd, period: periodText as BudgetPeriod };
-  }
-  const microUsd = parseUsdToMicros(usdText);
-  if (microUsd <= 0) throw new PolicyError('--budget-usd must be greater than zero');
-  return { microUsd, period: (periodText ?? current?.period ?? 'month') as BudgetPeriod };
-}
-
-/** Budgets from repeated `--extra-budget 100/month`, or undefined when none was given. */
-export function extraBudgetsFrom(texts: readonly string[] | undefined): Budget[] | undefined {
-  if (texts === undefined) return undefined;
-  return texts.map((text) => {
-    const [usd = '', period = ''] = text.split('/');
-    if (!(BUDGET_PERIODS as readonly string[]).includes(period)) {
-      throw new PolicyError(`--extra-budget takes DOLLARS/PERIOD with PERIOD one of ${BUDGET_PERIODS.join(', ')} (got "${text}")`);
-    }
-    const microUsd = parseUsdToMicros(usd);
-    if (microUsd <= 0) throw new PolicyError('--extra-budget must be greater than zero');
-    return { microUsd, period: period as BudgetPeriod };
-  });
-}
+// The pure parsers of the limit and budget options live in the domain, where the dashboard's form uses them too.
+export { budgetFrom, extraBudgetsFrom, limitsFrom, maxInFlightFrom, modelsFrom, type LimitOptions } from '../domain/policy-options.js';
 
 /**
  * `--downgrade gpt-4o=gpt-4o-mini,o3=o4-mini [--downgrade-at 80]`: once a budget of the key (or
@@ -128,16 +78,6 @@ export function runawayFrom(options: RunawayOptions, current?: Policy['runaway']
   if (factor !== undefined && !(factor >= 1 && factor <= 1000)) throw new PolicyError('--runaway-factor takes a number from 1 to 1000, e.g. 20');
   const microUsdPerHour = runawayUsdPerHour === undefined ? current?.microUsdPerHour : parseUsdToMicros(runawayUsdPerHour);
   return { ...(factor === undefined ? {} : { factor }), ...(microUsdPerHour === undefined ? {} : { microUsdPerHour }) };
-}
-
-export function modelsFrom(text: string | undefined): string[] | undefined {
-  if (text === undefined) return undefined;
-  const models = text
-    .split(',')
-    .map((m) => m.trim())
-    .filter((m) => m !== '');
-  if (models.length === 0) throw new PolicyError('--models needs at least one model name');
-  return models;
 }
 
 /** `30d`, `12h`, `90m`, or a date/time (`2026-12-31`, ISO 8601) → epoch ms. */

@@ -13,7 +13,9 @@
  *   `data-empty-for` (the "nothing yet" line of a list);
  * - draws `data-chart` containers with uPlot (money as bars on the left
  *   axis, counts as lines on the right, times in UTC like the rollups);
- * - submits a filter form when one of its `data-autosubmit` fields changes.
+ * - submits a filter form when one of its `data-autosubmit` fields changes;
+ * - copies a new key's secret (`data-copy` names the element holding it) and
+ *   asks before a `data-confirm` form is posted (the forms work without it).
  * Values only ever reach the page as text or attributes (never as HTML), and
  * the numbers arrive formatted by the server; only chart axes format here.
  */
@@ -22,6 +24,31 @@ export const CLIENT_SCRIPT = String.raw`(function () {
 
   document.querySelectorAll('[data-autosubmit]').forEach(function (field) {
     field.addEventListener('change', function () { if (field.form) field.form.submit(); });
+  });
+
+  document.querySelectorAll('form[data-confirm]').forEach(function (form) {
+    form.addEventListener('submit', function (event) {
+      if (!window.confirm(form.getAttribute('data-confirm'))) event.preventDefault();
+    });
+  });
+
+  document.querySelectorAll('button[data-copy]').forEach(function (button) {
+    button.addEventListener('click', function () {
+      var source = document.getElementById(button.getAttribute('data-copy'));
+      if (!source) return;
+      var value = source.textContent;
+      function done() { button.textContent = 'Copied'; button.setAttribute('data-copied', ''); }
+      function fallback() {
+        var range = document.createRange();
+        range.selectNodeContents(source);
+        var selection = window.getSelection();
+        selection.removeAllRanges();
+        selection.addRange(range);
+        if (document.execCommand('copy')) done(); else button.textContent = 'Selected: press Ctrl+C';
+      }
+      if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(value).then(done, fallback);
+      else fallback();
+    });
   });
 
   var main = document.querySelector('main[data-poll]');

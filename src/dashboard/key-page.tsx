@@ -4,7 +4,7 @@
  * key-panels.tsx. The data comes from buildKeyPage (key-view.ts), which the page's
  * polling fetches again from GET /admin/api/dashboard/keys/:id.
  */
-import type { FC } from 'hono/jsx';
+import type { Child, FC } from 'hono/jsx';
 import { Card, Chart } from './components.js';
 import { BudgetAndLimitsPanel, ModelsPanel, RequestsPanel, SessionsTable, TopTable } from './key-panels.js';
 import type { KeyPageView } from './key-view.js';
@@ -84,7 +84,7 @@ const KeyCards: FC<{ view: KeyPageView }> = ({ view }) => (
 );
 
 /** One key: facts, totals, charts, budget and limits, models, 429s and latest requests. */
-export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
+export const KeyPage: FC<{ view: KeyPageView; actions?: Child }> = ({ view, actions }) => {
   const key = view.key;
   return (
     <Layout title={key.name} section="keys" poll={`/admin/api/dashboard/keys/${encodeURIComponent(key.id)}`} signedIn={true}>
@@ -97,6 +97,7 @@ export const KeyPage: FC<{ view: KeyPageView }> = ({ view }) => {
           {key.status}
         </span>
       </h1>
+      {actions}
       <KeyFacts view={view} />
       <KeyCards view={view} />
       <div class="grid2">

@@ -4,7 +4,7 @@
  * key filtered by tenant, status and text, sorted, 50 a page, with its spend,
  * budget use and last use.
  */
-import type { FC } from 'hono/jsx';
+import type { Child, FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { formatLimit } from '../domain/policy.js';
 import type { KeyStatus } from '../domain/keys.js';
@@ -227,12 +227,13 @@ function keyRow(item: KeyRowItem | undefined): JSX.Element {
 }
 
 /** The keys table with its filters, sort links and pages. */
-export const KeysPage: FC<{ view: KeysView }> = ({ view }) => {
+export const KeysPage: FC<{ view: KeysView; toolbar?: Child }> = ({ view, toolbar }) => {
   const query = view.query;
   const link = (page: number) => `/dashboard/keys${keysQueryString(query, { page })}`;
   return (
     <Layout title="Keys" section="keys" poll={`/admin/api/dashboard/keys${keysQueryString(query)}`} signedIn={true}>
       <h1>Keys</h1>
+      {toolbar}
       <p class="subtitle">Spend is in UTC days; "this month" is the month to date. The key itself is never shown, only its prefix.</p>
       <form class="filters" method="get" action="/dashboard/keys">
         <label>

@@ -30,7 +30,7 @@ export const Layout: FC<{ title: string; section: Section; poll?: string | undef
     <head>
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
-      <meta name="referrer" content="no-referrer" />
+      <meta name="referrer" content="same-origin" />
       {/* No favicon request (it would be a 404 on every page). */}
       <link rel="icon" href="data:," />
       <title>{`${title} · Tollgate`}</title>

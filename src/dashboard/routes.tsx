@@ -50,6 +50,8 @@ import { sqliteAdmins } from '../storage/sqlite/admins.js';
 import type { DashboardTokenStore } from '../storage/tenant-tokens.js';
 import type { LimitSnapshot, ViewContext } from './view-context.js';
 import { viewContextFor, viewerOf, type Viewer } from './viewer.js';
+import type { ActingAdminOps } from '../admin/ops.js';
+import { keyPageActions, keysToolbar, registerWriteRoutes, type WriteEnv } from './write-routes.js';
 
 export interface DashboardDeps {
   readonly database: TollgateDatabase;
@@ -70,6 +72,8 @@ export interface DashboardDeps {
   readonly admins?: AdminStore | undefined;
   /** The newest reconciliation result of each provider, for the overview's panel (operators only). */
   readonly reconciliations?: () => Promise<StoredReconciliation[]>;
+  /** The admin API's operations, taken for the session's actor: the dashboard's writes and the audit page (write-routes.tsx); read-only without them. */
+  readonly ops?: ActingAdminOps | undefined;
 }
 
 /** Every page's security headers: nothing inline, nothing from elsewhere, never framed or cached. */
@@ -78,7 +82,8 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
+  // Same-origin: our own form posts carry their Origin (write-guard.ts checks it); other sites get nothing.
+  'referrer-policy': 'same-origin',
   'cache-control': 'no-store',
 };
 
@@ -195,17 +200,29 @@ export function createDashboardRoutes(deps: DashboardDeps): Hono<AppEnv> {
     await next();
   });
 
+  const writes: WriteEnv = {
+    ops: deps.ops,
+    adminToken: adminToken!,
+    viewer,
+    context: (c) => contextOf(deps, now, viewer(c)),
+    page: (c, element, status) => page(c, element, status),
+    redirect: (c, location) => redirect(c, location),
+  };
+  registerWriteRoutes(app, writes);
+
   const overview = async (c: Context<AppEnv>) =>
     page(
       c,
       <OverviewPage view={await buildOverview(contextOf(deps, now, viewer(c)), viewer(c).kind === 'admin' ? await deps.reconciliations?.() : undefined)} />,
     );
   app.get('/', overview);
-  app.get('/keys', async (c) => page(c, <KeysPage view={await buildKeys(contextOf(deps, now, viewer(c)), parseKeysQuery(c.req.query(), false))} />));
+  app.get('/keys', async (c) =>
+    page(c, <KeysPage view={await buildKeys(contextOf(deps, now, viewer(c)), parseKeysQuery(c.req.query(), false))} toolbar={keysToolbar(writes, c)} />),
+  );
   app.get('/keys/:id', async (c) => {
     const view = await buildKeyPage(contextOf(deps, now, viewer(c)), c.req.param('id'));
     if (view === undefined) return page(c, <NotFoundPage message={`There is no key with id "${c.req.param('id')}".`} signedIn={true} />, 404);
-    return page(c, <KeyPage view={view} />);
+    return page(c, <KeyPage view={view} actions={await keyPageActions(writes, c, view.key.id)} />);
   });
   app.all('*', (c) => {
     // `/dashboard/` and `/dashboard/keys/` are what people type: send them to the page.

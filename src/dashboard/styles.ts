@@ -91,4 +91,24 @@ dl.facts dd { margin: 0; }
   .card .value { font-size: 18px; overflow-wrap: anywhere; }
 }
 .notice.info { background: rgba(47, 111, 223, .1); color: var(--accent); }
+.notice p { margin: 0; }
+.notice p + p { margin-top: 4px; }
+.toolbar { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 8px 0 16px; }
+form.inline { display: inline; margin: 0; }
+a.button { display: inline-block; padding: 5px 10px; border: 1px solid var(--line); border-radius: 6px; background: var(--panel); }
+a.button:hover { text-decoration: none; border-color: var(--accent); }
+a.button.primary { background: var(--accent); border-color: var(--accent); color: #fff; }
+button.danger { border-color: var(--over); color: var(--over); }
+form.edit fieldset { border: 1px solid var(--line); border-radius: 8px; margin: 12px 0; padding: 8px 12px 12px; }
+form.edit legend { color: var(--muted); font-size: 12px; padding: 0 4px; }
+form.edit .row { display: flex; flex-wrap: wrap; gap: 12px; }
+form.edit .field { display: flex; flex-direction: column; gap: 2px; margin: 6px 0; flex: 1 1 200px; }
+form.edit .field-label { font-weight: 600; font-size: 13px; }
+form.edit .hint { font-size: 12px; }
+form.edit .buttons { display: flex; gap: 8px; margin-top: 12px; }
+textarea { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; padding: 5px 8px; border: 1px solid var(--line); border-radius: 6px; background: var(--panel); color: var(--text); width: 100%; }
+.secret-row { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 12px 0; }
+code.secret { padding: 6px 10px; border: 1px dashed var(--accent); border-radius: 6px; overflow-wrap: anywhere; user-select: all; }
+.sentence { font-weight: 600; }
+.change tr[data-changed="true"] td { background: rgba(201, 138, 0, .08); }
 `;

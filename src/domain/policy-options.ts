@@ -1,10 +1,12 @@
 /**
- * The command line's per-end-user, per-session and per-tag policy options
- * (`tollgate keys|tenants create|update`), parsed into the policy's `endUser`,
- * `session` and `tagBudgets`. Pure;
- * errors are PolicyErrors with the option's name (exit code 2).
+ * The command line's policy options (`tollgate keys|tenants create|update`:
+ * limits, budgets, models, in flight, per end user, per session and per tag),
+ * parsed into the policy's parts, and a policy described in the same words.
+ * Pure; errors are PolicyErrors with the option's name (exit code 2). The
+ * dashboard's policy form reads its fields through the same parsers.
  */
 import {
+  budgetsOf,
   BUDGET_PERIODS,
   formatLimit,
   parseLimit,
@@ -14,6 +16,7 @@ import {
   type Budget,
   type BudgetPeriod,
   type EndUserPolicy,
+  type LimitSpec,
   type Policy,
   type SessionPolicy,
   type TagBudget,
@@ -145,4 +148,77 @@ export function describeAttributedPolicy(policy: Policy): Array<[string, string]
     rows.push(['tag budgets', policy.tagBudgets!.map((b) => `${b.tag} ${formatMicrosExact(b.microUsd)}/${b.period}`).join(', ')]);
   }
   return rows;
+}
+
+export interface LimitOptions {
+  limit?: string[];
+  rpm?: string;
+  tpm?: string;
+  maxInFlight?: string;
+}
+
+/** `--max-in-flight N` as a policy field (set at creation), or nothing. */
+export function maxInFlightFrom(options: LimitOptions): { maxInFlight?: number } {
+  if (options.maxInFlight === undefined) return {};
+  const n = Number(options.maxInFlight);
+  if (!/^\d+$/.test(options.maxInFlight.trim()) || !Number.isSafeInteger(n) || n < 1) {
+    throw new PolicyError(`--max-in-flight "${options.maxInFlight}" is not a whole number of requests above zero`);
+  }
+  return { maxInFlight: n };
+}
+
+/** Limits from --limit/--rpm/--tpm, or undefined when none was given. */
+export function limitsFrom(options: LimitOptions): LimitSpec[] | undefined {
+  const texts = [...(options.limit ?? [])];
+  if (options.rpm !== undefined) texts.push(`requests:${options.rpm}/min`);
+  if (options.tpm !== undefined) texts.push(`tokens:${options.tpm}/min`);
+  return texts.length === 0 ? undefined : texts.map(parseLimit);
+}
+
+export function budgetFrom(usdText: string | undefined, periodText: string | undefined, current?: Budget): Budget | undefined {
+  if (periodText !== undefined && !(BUDGET_PERIODS as readonly string[]).includes(periodText)) {
+    throw new PolicyError(`--budget-period must be one of ${BUDGET_PERIODS.join(', ')} (got "${periodText}")`);
+  }
+  if (usdText === undefined) {
+    if (periodText === undefined) return undefined;
+    if (current === undefined) throw new PolicyError('--budget-period needs --budget-usd (the key has no budget yet)');
+    return { microUsd: current.microUsd, period: periodText as BudgetPeriod };
+  }
+  const microUsd = parseUsdToMicros(usdText);
+  if (microUsd <= 0) throw new PolicyError('--budget-usd must be greater than zero');
+  return { microUsd, period: (periodText ?? current?.period ?? 'month') as BudgetPeriod };
+}
+
+/** Budgets from repeated `--extra-budget 100/month`, or undefined when none was given. */
+export function extraBudgetsFrom(texts: readonly string[] | undefined): Budget[] | undefined {
+  if (texts === undefined) return undefined;
+  return texts.map((text) => {
+    const [usd = '', period = ''] = text.split('/');
+    if (!(BUDGET_PERIODS as readonly string[]).includes(period)) {
+      throw new PolicyError(`--extra-budget takes DOLLARS/PERIOD with PERIOD one of ${BUDGET_PERIODS.join(', ')} (got "${text}")`);
+    }
+    const microUsd = parseUsdToMicros(usd);
+    if (microUsd <= 0) throw new PolicyError('--extra-budget must be greater than zero');
+    return { microUsd, period: period as BudgetPeriod };
+  });
+}
+
+export function modelsFrom(text: string | undefined): string[] | undefined {
+  if (text === undefined) return undefined;
+  const models = text
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => m !== '');
+  if (models.length === 0) throw new PolicyError('--models needs at least one model name');
+  return models;
+}
+
+export function describeLimits(policy: Policy): string {
+  return policy.limits.length === 0 ? 'none' : policy.limits.map(formatLimit).join(', ');
+}
+
+export function describeBudget(policy: Policy): string {
+  const budgets = budgetsOf(policy);
+  if (budgets.length === 0) return 'none';
+  return budgets.map((budget) => `${formatMicrosExact(budget.microUsd)} ${budget.period === 'total' ? 'in total' : `per ${budget.period}`}`).join(', ');
 }
