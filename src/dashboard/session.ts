@@ -89,6 +89,13 @@ function hasValidSession(c: Context, adminToken: string | undefined, now: number
   return checkSessionValue(getCookie(c, SESSION_COOKIE), adminToken, now) === 'valid';
 }
 
+/** A session naming one id (a tenant token's or a named admin's), each kind under its own version and key label. */
+interface NamedSession {
+  readonly version: string;
+  readonly label: string;
+  readonly id: RegExp;
+}
+
 /*
  * Tenant sessions (a read-only dashboard token of one tenant, see
  * tenant-tokens.ts): `t1.<token id>.<expiry>.<nonce>.<mac>`, signed with a key
@@ -97,46 +104,43 @@ function hasValidSession(c: Context, adminToken: string | undefined, now: number
  * cookie names the token, not its secret; each request looks the token up,
  * so revoking it or its expiry ends the session at once.
  */
-const TENANT_VERSION = 't1';
-const TENANT_KEY_LABEL = 'tollgate tenant dashboard session key v1';
+const TENANT_SESSION: NamedSession = { version: 't1', label: 'tollgate tenant dashboard session key v1', id: /^dtk_[A-Za-z0-9_-]{8,32}$/ };
 
-function tenantMac(adminToken: string, payload: string): Buffer {
-  const key = createHmac('sha256', adminToken).update(TENANT_KEY_LABEL).digest();
+function namedMac(kind: NamedSession, adminToken: string, payload: string): Buffer {
+  const key = createHmac('sha256', adminToken).update(kind.label).digest();
   return createHmac('sha256', key).update(payload).digest();
 }
 
-/** A signed tenant session for token `tokenId`, valid for one TTL (never past the token's own expiry). */
-export function createTenantSessionValue(adminToken: string, tokenId: string, now: number, tokenExpiresAt: number | null): string {
-  const expiry = Math.min(now + SESSION_TTL_MS, tokenExpiresAt ?? Number.POSITIVE_INFINITY);
-  const payload = `${TENANT_VERSION}.${tokenId}.${expiry.toString(36)}.${randomBytes(12).toString('base64url')}`;
-  return `${payload}.${tenantMac(adminToken, payload).toString('base64url')}`;
+function createNamedSessionValue(kind: NamedSession, adminToken: string, id: string, expiry: number): string {
+  const payload = `${kind.version}.${id}.${expiry.toString(36)}.${randomBytes(12).toString('base64url')}`;
+  return `${payload}.${namedMac(kind, adminToken, payload).toString('base64url')}`;
 }
 
-/** The token id a tenant session value names, when it is well-formed, signed and unexpired. */
-function checkTenantSessionValue(value: string | undefined, adminToken: string, now: number): string | undefined {
+/** The id a session value of `kind` names, when it is well-formed, signed and unexpired. */
+function checkNamedSessionValue(kind: NamedSession, value: string | undefined, adminToken: string, now: number): string | undefined {
   if (value === undefined) return undefined;
   const parts = value.split('.');
-  if (parts.length !== 5 || parts[0] !== TENANT_VERSION) return undefined;
-  const [, tokenId = '', expiryText = '', nonce = '', signature = ''] = parts;
-  if (
-    !/^dtk_[A-Za-z0-9_-]{8,32}$/.test(tokenId) ||
-    !/^[0-9a-z]{1,12}$/.test(expiryText) ||
-    !/^[A-Za-z0-9_-]{8,64}$/.test(nonce) ||
-    !/^[A-Za-z0-9_-]{43}$/.test(signature)
-  )
+  if (parts.length !== 5 || parts[0] !== kind.version) return undefined;
+  const [, id = '', expiryText = '', nonce = '', signature = ''] = parts;
+  if (!kind.id.test(id) || !/^[0-9a-z]{1,12}$/.test(expiryText) || !/^[A-Za-z0-9_-]{8,64}$/.test(nonce) || !/^[A-Za-z0-9_-]{43}$/.test(signature))
     return undefined;
-  const expected = tenantMac(adminToken, `${TENANT_VERSION}.${tokenId}.${expiryText}.${nonce}`);
+  const expected = namedMac(kind, adminToken, `${kind.version}.${id}.${expiryText}.${nonce}`);
   const presented = Buffer.from(signature, 'base64url');
   if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return undefined;
   const expiry = parseInt(expiryText, 36);
   if (!(expiry > now) || expiry > now + SESSION_TTL_MS) return undefined;
-  return tokenId;
+  return id;
+}
+
+/** A signed tenant session for token `tokenId`, valid for one TTL (never past the token's own expiry). */
+export function createTenantSessionValue(adminToken: string, tokenId: string, now: number, tokenExpiresAt: number | null): string {
+  return createNamedSessionValue(TENANT_SESSION, adminToken, tokenId, Math.min(now + SESSION_TTL_MS, tokenExpiresAt ?? Number.POSITIVE_INFINITY));
 }
 
 /** The tenant token id of the request's session cookie, if it carries a valid tenant session. */
 export function tenantSessionTokenId(c: Context, adminToken: string | undefined, now: number): string | undefined {
   if (adminToken === undefined) return undefined;
-  return checkTenantSessionValue(getCookie(c, SESSION_COOKIE), adminToken, now);
+  return checkNamedSessionValue(TENANT_SESSION, getCookie(c, SESSION_COOKIE), adminToken, now);
 }
 
 /*
@@ -144,45 +148,17 @@ export function tenantSessionTokenId(c: Context, adminToken: string | undefined,
  * their own label, so they can pass neither as the bootstrap's session nor as
  * a tenant's.
  */
-const ADMIN_VERSION = 'a1';
-const ADMIN_KEY_LABEL = 'tollgate named admin session key v1';
-
-function adminMac(adminToken: string, payload: string): Buffer {
-  const key = createHmac('sha256', adminToken).update(ADMIN_KEY_LABEL).digest();
-  return createHmac('sha256', key).update(payload).digest();
-}
+const ADMIN_SESSION: NamedSession = { version: 'a1', label: 'tollgate named admin session key v1', id: /^adm_[A-Za-z0-9_-]{8,32}$/ };
 
 /** A signed session for named admin `adminId`, valid for one TTL. */
 export function createAdminSessionValue(adminToken: string, adminId: string, now: number): string {
-  const payload = `${ADMIN_VERSION}.${adminId}.${(now + SESSION_TTL_MS).toString(36)}.${randomBytes(12).toString('base64url')}`;
-  return `${payload}.${adminMac(adminToken, payload).toString('base64url')}`;
-}
-
-/** The admin id a named admin's session value names, when it is well-formed, signed and unexpired. */
-function checkAdminSessionValue(value: string | undefined, adminToken: string, now: number): string | undefined {
-  if (value === undefined) return undefined;
-  const parts = value.split('.');
-  if (parts.length !== 5 || parts[0] !== ADMIN_VERSION) return undefined;
-  const [, adminId = '', expiryText = '', nonce = '', signature = ''] = parts;
-  if (
-    !/^adm_[A-Za-z0-9_-]{8,32}$/.test(adminId) ||
-    !/^[0-9a-z]{1,12}$/.test(expiryText) ||
-    !/^[A-Za-z0-9_-]{8,64}$/.test(nonce) ||
-    !/^[A-Za-z0-9_-]{43}$/.test(signature)
-  )
-    return undefined;
-  const expected = adminMac(adminToken, `${ADMIN_VERSION}.${adminId}.${expiryText}.${nonce}`);
-  const presented = Buffer.from(signature, 'base64url');
-  if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return undefined;
-  const expiry = parseInt(expiryText, 36);
-  if (!(expiry > now) || expiry > now + SESSION_TTL_MS) return undefined;
-  return adminId;
+  return createNamedSessionValue(ADMIN_SESSION, adminToken, adminId, now + SESSION_TTL_MS);
 }
 
 /** Whether the request carries a signed, unexpired operator session: the bootstrap's or a named admin's (whose admin may since be revoked). */
 export function hasOperatorSession(c: Context, adminToken: string | undefined, now: number): boolean {
   if (adminToken === undefined) return false;
-  return hasValidSession(c, adminToken, now) || checkAdminSessionValue(getCookie(c, SESSION_COOKIE), adminToken, now) !== undefined;
+  return hasValidSession(c, adminToken, now) || checkNamedSessionValue(ADMIN_SESSION, getCookie(c, SESSION_COOKIE), adminToken, now) !== undefined;
 }
 
 /**
@@ -195,7 +171,7 @@ export async function resolveSessionActor(c: Context, adminToken: string | undef
   if (adminToken === undefined) return undefined;
   const value = getCookie(c, SESSION_COOKIE);
   if (checkSessionValue(value, adminToken, now) === 'valid') return BOOTSTRAP_ACTOR;
-  const adminId = checkAdminSessionValue(value, adminToken, now);
+  const adminId = checkNamedSessionValue(ADMIN_SESSION, value, adminToken, now);
   if (adminId === undefined || admins === undefined) return undefined;
   return admins.activeAdmin({ adminId });
 }
