@@ -7,8 +7,7 @@
  */
 import type pg from 'pg';
 import type { PgPool } from './open.js';
-import { isPgUnreachable } from './open.js';
-import { pgUnavailable } from '../../domain/errors.js';
+import { answeredByPg, lockedWrite } from './locked-write.js';
 import type { AdminStore } from '../admins.js';
 import { adminActor, adminChange, adminView, hashAdminToken, nameTaken, newAdminRecord, onlyAdmin, type AdminRow } from '../admin-rules.js';
 import { appendAudit } from './audit.js';
@@ -20,30 +19,8 @@ const ADMINS_LOCK = '7813575385137752001';
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
 export function pgAdmins(pool: PgPool): AdminStore {
-  const answered = async <T>(fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await fn();
-    } catch (error) {
-      if (!isPgUnreachable(error)) throw error;
-      throw pgUnavailable('Admins are kept in', error);
-    }
-  };
-  const write = <T>(fn: (client: Queryable) => Promise<T>): Promise<T> =>
-    answered(async () => {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [ADMINS_LOCK]);
-        const result = await fn(client);
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      } finally {
-        client.release();
-      }
-    });
+  const answered = <T>(fn: () => Promise<T>): Promise<T> => answeredByPg('Admins are kept in', fn);
+  const write = <T>(fn: (client: Queryable) => Promise<T>): Promise<T> => lockedWrite(pool, ADMINS_LOCK, 'Admins are kept in', fn);
   return {
     create: async (input, now, actor) => {
       const { token, record } = newAdminRecord(input, now, actor);

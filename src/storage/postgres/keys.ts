@@ -10,8 +10,9 @@
  * have" never skips a change committed late with a smaller number.
  */
 import type pg from 'pg';
-import { pgUnavailable, TollgateError } from '../../domain/errors.js';
-import { isPgUnreachable, type PgPool } from './open.js';
+import { TollgateError } from '../../domain/errors.js';
+import type { PgPool } from './open.js';
+import { answeredByPg, lockedWrite } from './locked-write.js';
 import { generateKey, hashKey, newId, visiblePrefix } from '../key-format.js';
 import { checkName, checkPolicy, mergePolicy, storedPolicy, tenantPolicy } from '../key-rules.js';
 import type { Policy } from '../../domain/policy.js';
@@ -37,34 +38,12 @@ export class PostgresKeyStore implements KeyStore {
     this.now = now;
   }
 
-  private async write<T>(fn: (client: Queryable) => Promise<T>): Promise<T> {
-    return this.answered(async () => this.transaction(fn));
+  private write<T>(fn: (client: Queryable) => Promise<T>): Promise<T> {
+    return lockedWrite(this.pool, KEYS_LOCK, 'Keys and tenants live in', fn);
   }
 
-  /** `fn`'s answer, or "PostgreSQL did not answer" as a 503 (the driver's error stays the cause, for the log). */
-  private async answered<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (error) {
-      if (!isPgUnreachable(error)) throw error;
-      throw pgUnavailable('Keys and tenants live in', error);
-    }
-  }
-
-  private async transaction<T>(fn: (client: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [KEYS_LOCK]);
-      const result = await fn(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+  private answered<T>(fn: () => Promise<T>): Promise<T> {
+    return answeredByPg('Keys and tenants live in', fn);
   }
 
   /** Appends the change's audit row in the write's transaction. */
