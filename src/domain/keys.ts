@@ -1,7 +1,7 @@
 /** Keys and tenants as the CLI, the admin API and the proxy's key cache see them. */
 import type { Budget, EndUserPolicy, LimitSpec, Policy, PolicyError, SessionPolicy, TagBudget } from './policy.js';
 
-/** `suspended`: an operator refuses the key until they lift it (docs/admins.md); revoked and expired come first. */
+/** `suspended`: an operator refuses the key until they lift it (docs/admins.md); a revoked key shows revoked, a suspended one suspended even past its expiry. */
 export type KeyStatus = 'active' | 'suspended' | 'revoked' | 'expired';
 
 /** An operator's suspension of a key: since when, and who (the actor's name). */
@@ -130,9 +130,9 @@ export interface AuthKey {
   readonly suspendedAt?: number | undefined;
 }
 
-/** The suspension fields of a view and an auth key, from a row's two columns (PostgreSQL's bigints may come as text). */
-export function suspensionFields(at: number | string | null, by: string | null): { suspended?: KeySuspension } {
-  return at === null ? {} : { suspended: { at: Number(at), by: by ?? '' } };
+/** A view's suspension, from a key row's two columns (both stores keep them alike). */
+export function suspensionFields(at: number | null, by: string | null): { suspended?: KeySuspension } {
+  return at === null ? {} : { suspended: { at, by: by ?? '' } };
 }
 
 /** The status people see for a key at `now`. */

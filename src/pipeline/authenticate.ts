@@ -2,8 +2,9 @@
  * Stage 1, authenticate: who is asking. The tenant key comes from
  * `Authorization: Bearer`, `api-key` or `x-api-key` and is checked against
  * the key cache. Failures are 401 (403 for a key an operator suspended, 500
- * for a corrupt stored policy) in OpenAI's shape; no message ever repeats the key. Nothing is recorded for a
- * request that fails here: the ledger is per key.
+ * for a corrupt stored policy) in OpenAI's shape; no message ever repeats the
+ * key. Nothing is recorded for a request that fails here: the ledger is per
+ * key, and the audit trail has the suspension.
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
@@ -34,7 +35,7 @@ function suspended(since: number): TollgateError {
   });
 }
 
-/** The caller behind a request's headers, or a 401 (500 for a key whose stored policy is corrupt). */
+/** The caller behind a request's headers, or a 401 (403 for a suspended key, 500 for a key whose stored policy is corrupt). */
 export function authenticateHeaders(headers: HeaderRecord, cache: KeyCache, now: number): Caller {
   const presented = presentedKey(headers);
   if (presented === undefined) {
