@@ -67,6 +67,8 @@ export function remoteAdminOps(baseUrl: string, adminToken: string | undefined):
     resumeKey: (r, owner) =>
       call('POST', `/keys/${ref(r)}/resume`, owner === undefined ? undefined : owner.level === 'session' ? { session: owner.name } : { endUser: owner.name }),
     rotateKey: async (r) => issued(await call('POST', `/keys/${ref(r)}/rotate`)),
+    suspendKey: (r) => call('POST', `/keys/${ref(r)}/suspend`),
+    unsuspendKey: (r) => call('POST', `/keys/${ref(r)}/unsuspend`),
     createTenant: (name, policy) => call<TenantView>('POST', '/tenants', { name, ...policy }),
     listTenants: async () => (await call<{ data: TenantView[] }>('GET', '/tenants')).data,
     getTenant: (r) => call('GET', `/tenants/${ref(r)}`),

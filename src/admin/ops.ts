@@ -65,6 +65,9 @@ export interface AdminOps {
   /** Lifts the runaway stop's pause: of one session or end user, or of the key and everything paused on it. */
   resumeKey(ref: string, owner?: PauseOwner): Promise<KeyView>;
   rotateKey(ref: string): Promise<IssuedKey>;
+  /** An operator's suspension of the key, until lifted (src/storage/keys.ts): not the runaway stop's pause, which `resumeKey` lifts. */
+  suspendKey(ref: string): Promise<KeyView>;
+  unsuspendKey(ref: string): Promise<KeyView>;
   createTenant(name: string, policy: NewTenantPolicy): Promise<TenantView>;
   listTenants(): Promise<TenantView[]>;
   getTenant(ref: string): Promise<TenantView>;
@@ -155,6 +158,8 @@ export function storeAdminOps(
       revokeKey: operate((ref: string) => keys.revokeKey(ref, actor)),
       resumeKey: operate((ref: string, owner?: PauseOwner) => (owner === undefined ? keys.resumeKey(ref, actor) : keys.releaseOwner(ref, owner, actor))),
       rotateKey: operate((ref: string) => keys.rotateKey(ref, actor)),
+      suspendKey: operate((ref: string) => keys.suspendKey(ref, actor)),
+      unsuspendKey: operate((ref: string) => keys.unsuspendKey(ref, actor)),
       createTenant: operate((name: string, policy: NewTenantPolicy) => keys.createTenant(name, policy, actor)),
       listTenants: () => keys.listTenants(),
       getTenant: (ref) => keys.getTenant(ref),

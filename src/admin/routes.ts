@@ -99,6 +99,8 @@ export function createAdminRoutes(deps: AdminRouteDeps): Hono<AppEnv> {
     const owner = (await c.req.raw.clone().text()).trim() === '' ? undefined : resumedOwner(await body(c, resumeKeyBody));
     return c.json(await opsOf(c).resumeKey(id(c), owner));
   });
+  api.post('/keys/:ref/suspend', async (c) => c.json(await opsOf(c).suspendKey(id(c))));
+  api.post('/keys/:ref/unsuspend', async (c) => c.json(await opsOf(c).unsuspendKey(id(c))));
   api.post('/keys/:ref/rotate', async (c) => {
     const issued = await opsOf(c).rotateKey(id(c));
     return c.json({ key: issued.key, ...issued.view });

@@ -1,5 +1,5 @@
 /**
- * `tollgate keys …`: issue, list, show, update, revoke, resume and rotate keys, and how a key is printed.
+ * `tollgate keys …`: issue, list, show, update, revoke, resume, suspend, unsuspend and rotate keys, and how a key is printed.
  * The options they share with tenants are in key-options.ts.
  */
 import type { Command } from 'commander';
@@ -64,6 +64,7 @@ function describeKey(view: KeyView): string {
     ['expires', when(view.expiresAt)],
     ...(view.rotatedAt !== null ? ([['rotated', when(view.rotatedAt)]] as Array<[string, string]>) : []),
     ...(view.revokedAt !== null ? ([['revoked', when(view.revokedAt)]] as Array<[string, string]>) : []),
+    ...(view.suspended !== undefined ? ([['suspended', `${when(view.suspended.at)} by ${view.suspended.by}`]] as Array<[string, string]>) : []),
     ...(view.throttle !== undefined ? ([['paused', `${when(view.throttle.at)}: ${view.throttle.reason}`]] as Array<[string, string]>) : []),
     ...activePauses(view.pauses).map((pause): [string, string] => [
       `paused ${pause.level === 'session' ? 'session' : 'end user'}`,
@@ -329,6 +330,28 @@ export function registerKeyCommands(program: Command): void {
       if (options.json) printJson(view);
       else if (owner === undefined) print(`Resumed key "${view.name}" (${view.id})`);
       else print(`Resumed ${owner.level === 'session' ? 'session' : 'end user'} "${owner.name}" of key "${view.name}" (${view.id})`);
+    });
+
+  keys
+    .command('suspend')
+    .description('suspend a key until you unsuspend it (its requests get 403 key_suspended within a second; the runaway stop never lifts it)')
+    .argument('<key>', 'key id, name or visible prefix')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, options: { json?: boolean }, command: Command) => {
+      const view = await withOps(command, (ops) => ops.suspendKey(ref));
+      if (options.json) printJson(view);
+      else print(`Suspended key "${view.name}" (${view.id}); status ${view.status}`);
+    });
+
+  keys
+    .command('unsuspend')
+    .description("lift a key's suspension: its requests pass again within a second")
+    .argument('<key>', 'key id, name or visible prefix')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, options: { json?: boolean }, command: Command) => {
+      const view = await withOps(command, (ops) => ops.unsuspendKey(ref));
+      if (options.json) printJson(view);
+      else print(`Unsuspended key "${view.name}" (${view.id}); status ${view.status}`);
     });
 
   keys

@@ -58,7 +58,7 @@ export interface KeysView {
   readonly text: { readonly showing: string; readonly updated: string };
 }
 
-const STATUS_ORDER: Record<KeyStatus, number> = { active: 0, expired: 1, revoked: 2 };
+const STATUS_ORDER: Record<KeyStatus, number> = { active: 0, suspended: 1, expired: 2, revoked: 3 };
 
 /** The keys table: filter, sort and one page, with each key's spend. */
 export async function buildKeys(ctx: ViewContext, query: KeysQuery): Promise<KeysView> {
@@ -260,6 +260,9 @@ export const KeysPage: FC<{ view: KeysView; toolbar?: Child }> = ({ view, toolba
             </option>
             <option value="active" selected={query.status === 'active'}>
               active
+            </option>
+            <option value="suspended" selected={query.status === 'suspended'}>
+              suspended
             </option>
             <option value="expired" selected={query.status === 'expired'}>
               expired

@@ -5,7 +5,7 @@ import { TollgateError } from '../domain/errors.js';
 const SORT_KEYS = ['name', 'tenant', 'status', 'today', 'month', 'requests', 'budget', 'last_used'] as const;
 export type SortKey = (typeof SORT_KEYS)[number];
 /** Statuses the keys table filters by. */
-const STATUS_FILTERS = ['active', 'expired', 'revoked'] as const;
+const STATUS_FILTERS = ['active', 'suspended', 'expired', 'revoked'] as const;
 type StatusFilter = (typeof STATUS_FILTERS)[number];
 /** Keys per page of the keys table. */
 export const PAGE_SIZE = 50;

@@ -60,7 +60,7 @@ td meter { width: clamp(40px, 6vw, 110px); }
 .budget-cell meter { flex: none; }
 .status, .tone { display: inline-block; padding: 0 7px; border-radius: 9px; font-size: 12px; border: 1px solid var(--line); }
 .status[data-state="active"], .tone[data-state="ok"] { color: var(--ok); }
-.status[data-state="expired"], .tone[data-state="pending"] { color: var(--pending); }
+.status[data-state="expired"], .status[data-state="suspended"], .tone[data-state="pending"] { color: var(--pending); }
 .status[data-state="revoked"], .tone[data-state="error"], .tone[data-state="rejected"] { color: var(--over); }
 .level[data-state="warn"] { color: var(--warn); font-weight: 600; }
 .level[data-state="over"] { color: var(--over); font-weight: 600; }

@@ -17,6 +17,8 @@ const DONE_TEXT: Readonly<Record<string, string>> = {
   saved: 'Saved. The proxy applies it within a second.',
   revoked: 'Revoked. Its requests are refused within a second.',
   resumed: 'Resumed. Its requests pass again within a second.',
+  suspended: 'Suspended. Its requests are refused within a second, until you unsuspend it.',
+  unsuspended: 'Unsuspended. Its requests pass again within a second.',
   created: 'Created.',
 };
 
@@ -53,7 +55,10 @@ export const KeysToolbar: FC<{ canWrite: boolean }> = ({ canWrite }) => (
   </p>
 );
 
-/** A key's buttons: edit, rotate, revoke, and resume while the runaway stop pauses it (or part of it). */
+/**
+ * A key's buttons: edit, rotate, suspend (or unsuspend while an operator suspends it), revoke, and
+ * resume while the runaway stop pauses it (or part of it): two different stops (docs/admins.md).
+ */
 export const KeyActions: FC<{ writer: Writer; keyView: KeyView }> = ({ writer, keyView: key }) => {
   if (key.status === 'revoked') return null;
   const base = `/dashboard/keys/${encodeURIComponent(key.id)}`;
@@ -65,6 +70,16 @@ export const KeyActions: FC<{ writer: Writer; keyView: KeyView }> = ({ writer, k
       </a>
       <ActionButton writer={writer} action={`${base}/rotate`} label="Rotate secret" confirm={`Give ${key.name} a new secret? The old one stops working.`} />
       {paused ? <ActionButton writer={writer} action={`${base}/resume`} label="Resume" /> : null}
+      {key.suspended !== undefined ? (
+        <ActionButton writer={writer} action={`${base}/unsuspend`} label="Unsuspend" />
+      ) : key.status === 'active' ? (
+        <ActionButton
+          writer={writer}
+          action={`${base}/suspend`}
+          label="Suspend"
+          confirm={`Suspend ${key.name}? Its requests are refused within a second, until you unsuspend it.`}
+        />
+      ) : null}
       <ActionButton
         writer={writer}
         action={`${base}/revoke`}

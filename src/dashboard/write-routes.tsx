@@ -1,6 +1,6 @@
 /** @jsxRuntime automatic @jsxImportSource hono/jsx */
 /**
- * The dashboard's writes: create, edit, rotate, revoke and resume keys;
+ * The dashboard's writes: create, edit, rotate, revoke, resume, suspend and unsuspend keys;
  * create and edit tenants. Server-rendered forms, POST then redirect (a new
  * secret is the one page a POST answers itself: it is shown once). Every
  * change goes through the AdminOps the admin API serves (src/admin/ops.ts),
@@ -105,7 +105,7 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
   const writer = (c: Context<AppEnv>): Writer => writerOf(env, c)!;
   const ops = (c: Context<AppEnv>): AdminOps => opsFor(env, c);
   const readOnly = 'Your session can only read: changing keys and tenants needs an operator.';
-  const writeRoute = /^\/(keys\/new|keys\/[^/]+\/(edit|rotate|revoke|resume)|tenants\/new|tenants\/[^/]+\/edit)$/;
+  const writeRoute = /^\/(keys\/new|keys\/[^/]+\/(edit|rotate|revoke|resume|suspend|unsuspend)|tenants\/new|tenants\/[^/]+\/edit)$/;
 
   app.use('*', async function guardWrites(c, next) {
     const path = c.req.path.replace(/^\/dashboard/, '');
@@ -234,6 +234,20 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
     keyAction(async (c, o, id) => {
       await o.resumeKey(id);
       return env.redirect(c, `${keyPath(id)}?done=resumed`);
+    }),
+  );
+  app.post(
+    '/keys/:id/suspend',
+    keyAction(async (c, o, id) => {
+      await o.suspendKey(id);
+      return env.redirect(c, `${keyPath(id)}?done=suspended`);
+    }),
+  );
+  app.post(
+    '/keys/:id/unsuspend',
+    keyAction(async (c, o, id) => {
+      await o.unsuspendKey(id);
+      return env.redirect(c, `${keyPath(id)}?done=unsuspended`);
     }),
   );
 

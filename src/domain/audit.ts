@@ -17,6 +17,8 @@ export const AUDIT_ACTIONS = [
   'key.throttle',
   'key.pause',
   'key.release',
+  'key.suspend',
+  'key.unsuspend',
   'tenant.create',
   'tenant.update',
   'admin.create',
@@ -102,6 +104,7 @@ function keyState(view: KeyView): AuditState {
     metadata: view.metadata,
     ...(view.throttle === undefined ? {} : { throttle: view.throttle }),
     ...(view.pauses === undefined ? {} : { pauses: view.pauses }),
+    ...(view.suspended === undefined ? {} : { suspended: view.suspended }),
   };
 }
 

@@ -33,6 +33,7 @@ export type ErrorCode =
   | 'invalid_api_key'
   | 'key_revoked'
   | 'key_expired'
+  | 'key_suspended'
   | 'model_not_allowed'
   | 'key_misconfigured'
   | 'admin_disabled'
@@ -107,6 +108,7 @@ function describeCode(code: ErrorCode): { status: number; type: ErrorType } {
     case 'invalid_admin_token':
     case 'invalid_metrics_token':
       return { status: 401, type: 'authentication_error' };
+    case 'key_suspended':
     case 'model_not_allowed':
     case 'insufficient_role':
       return { status: 403, type: 'permission_error' };

@@ -1,7 +1,14 @@
 /** Keys and tenants as the CLI, the admin API and the proxy's key cache see them. */
 import type { Budget, EndUserPolicy, LimitSpec, Policy, PolicyError, SessionPolicy, TagBudget } from './policy.js';
 
-export type KeyStatus = 'active' | 'revoked' | 'expired';
+/** `suspended`: an operator refuses the key until they lift it (docs/admins.md); a revoked key shows revoked, a suspended one suspended even past its expiry. */
+export type KeyStatus = 'active' | 'suspended' | 'revoked' | 'expired';
+
+/** An operator's suspension of a key: since when, and who (the actor's name). */
+export interface KeySuspension {
+  readonly at: number;
+  readonly by: string;
+}
 
 /** A key as people and the admin API see it: never its hash, never the key. */
 export interface KeyView {
@@ -24,6 +31,8 @@ export interface KeyView {
   readonly resumedAt?: number | undefined;
   /** The key's sessions and end users the runaway stop paused, and those it released since (owner-pauses.ts). */
   readonly pauses?: readonly OwnerPause[] | undefined;
+  /** Set while an operator suspends the key; the runaway stop never lifts it. */
+  readonly suspended?: KeySuspension | undefined;
 }
 
 /** A runaway key's throttle: since when, and the message its refusals carry. */
@@ -117,6 +126,24 @@ export interface AuthKey {
   readonly throttle?: KeyThrottle | undefined;
   readonly resumedAt?: number | undefined;
   readonly pauses?: readonly OwnerPause[] | undefined;
+  /** When an operator suspended the key (refused with 403 key_suspended until lifted). */
+  readonly suspendedAt?: number | undefined;
+}
+
+/** A view's suspension, from a key row's two columns (both stores keep them alike). */
+export function suspensionFields(at: number | null, by: string | null): { suspended?: KeySuspension } {
+  return at === null ? {} : { suspended: { at, by: by ?? '' } };
+}
+
+/** The status people see for a key at `now`. */
+export function keyStatusOf(
+  key: { readonly revokedAt: number | null; readonly expiresAt: number | null; readonly suspendedAt?: number | null | undefined },
+  now: number,
+): KeyStatus {
+  if (key.revokedAt !== null) return 'revoked';
+  if (key.suspendedAt !== null && key.suspendedAt !== undefined) return 'suspended';
+  if (key.expiresAt !== null && key.expiresAt <= now) return 'expired';
+  return 'active';
 }
 
 export interface AuthTenant {

@@ -1,9 +1,10 @@
 /**
  * Stage 1, authenticate: who is asking. The tenant key comes from
  * `Authorization: Bearer`, `api-key` or `x-api-key` and is checked against
- * the key cache. Failures are 401 (or 500 for a corrupt stored policy) in
- * OpenAI's shape; no message ever repeats the key. Nothing is recorded for a
- * request that fails here: the ledger is per key.
+ * the key cache. Failures are 401 (403 for a key an operator suspended, 500
+ * for a corrupt stored policy) in OpenAI's shape; no message ever repeats the
+ * key. Nothing is recorded for a request that fails here: the ledger is per
+ * key, and the audit trail has the suspension.
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../app-env.js';
@@ -26,7 +27,15 @@ function presentedKey(headers: HeaderRecord): string | undefined {
   return apiKey === undefined || apiKey.trim() === '' ? undefined : apiKey.trim();
 }
 
-/** The caller behind a request's headers, or a 401 (500 for a key whose stored policy is corrupt). */
+/** 403 key_suspended (docs/errors.md): until an operator lifts it, which no retry can hasten. */
+function suspended(since: number): TollgateError {
+  const at = new Date(since).toISOString();
+  return new TollgateError('key_suspended', `This API key is suspended by an operator since ${at}; ask them to lift the suspension.`, {
+    headers: { 'x-should-retry': 'false', 'x-tollgate-suspended-since': at },
+  });
+}
+
+/** The caller behind a request's headers, or a 401 (403 for a suspended key, 500 for a key whose stored policy is corrupt). */
 export function authenticateHeaders(headers: HeaderRecord, cache: KeyCache, now: number): Caller {
   const presented = presentedKey(headers);
   if (presented === undefined) {
@@ -38,6 +47,7 @@ export function authenticateHeaders(headers: HeaderRecord, cache: KeyCache, now:
   const key = cache.lookup(presented);
   if (key === undefined) throw new TollgateError('invalid_api_key', 'Incorrect API key provided.');
   if (key.revokedAt !== null) throw new TollgateError('key_revoked', 'This API key has been revoked.');
+  if (key.suspendedAt !== undefined) throw suspended(key.suspendedAt);
   if (key.expiresAt !== null && key.expiresAt <= now) throw new TollgateError('key_expired', 'This API key has expired.');
   return callerFor(key, cache);
 }

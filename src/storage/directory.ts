@@ -5,7 +5,6 @@
  */
 import { PolicyError, type Policy } from '../domain/policy.js';
 import { readStoredPolicy } from '../domain/policy-json.js';
-import type { KeyStatus } from '../domain/keys.js';
 
 /** A key as the dashboard lists it (never its hash or secret). */
 export interface KeyRecord {
@@ -17,6 +16,7 @@ export interface KeyRecord {
   readonly createdAt: number;
   readonly revokedAt: number | null;
   readonly expiresAt: number | null;
+  readonly suspendedAt: number | null;
   /** Undefined when the stored policy is corrupt (the key then fails closed). */
   readonly policy: Policy | undefined;
   readonly policyError: string | undefined;
@@ -37,12 +37,7 @@ export interface Directory {
   readonly tenantsById: ReadonlyMap<string, TenantRecord>;
 }
 
-/** The status people see for a key at `now`. */
-export function keyStatusOf(key: Pick<KeyRecord, 'revokedAt' | 'expiresAt'>, now: number): KeyStatus {
-  if (key.revokedAt !== null) return 'revoked';
-  if (key.expiresAt !== null && key.expiresAt <= now) return 'expired';
-  return 'active';
-}
+export { keyStatusOf } from '../domain/keys.js';
 
 type ParsedPolicy = { readonly policy: Policy | undefined; readonly error: string | undefined };
 

@@ -52,6 +52,10 @@ export interface KeyStore {
   pauseOwner(ref: string, owner: PauseOwner, at: number, reason: string, actor?: Actor): Promise<KeyView>;
   /** Lifts one session's or end user's pause (none: no change). */
   releaseOwner(ref: string, owner: PauseOwner, actor?: Actor): Promise<KeyView>;
+  /** An operator refuses the key until they lift it, as `actor` (already suspended or revoked: no change). The runaway stop never lifts it. */
+  suspendKey(ref: string, actor?: Actor): Promise<KeyView>;
+  /** Lifts an operator's suspension (none, or revoked: no change). */
+  unsuspendKey(ref: string, actor?: Actor): Promise<KeyView>;
   /** A new secret for the same key (id, name, policy, history); the old one stops working. */
   rotateKey(ref: string, actor?: Actor): Promise<IssuedKey>;
   createTenant(name: string, policy?: NewTenantPolicy, actor?: Actor): Promise<TenantView>;

@@ -93,7 +93,7 @@ export class PostgresDashboardReads implements DashboardReads {
     const [keys, tenants] = await Promise.all([
       this.rows<StoredKeyRow>(
         `SELECT k.id, k.name, k.tenant_id AS "tenantId", t.name AS tenant, k.prefix, k.created_at AS "createdAt",
-           k.revoked_at AS "revokedAt", k.expires_at AS "expiresAt", k.policy
+           k.revoked_at AS "revokedAt", k.expires_at AS "expiresAt", k.suspended_at AS "suspendedAt", k.policy
          FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id ORDER BY k.name COLLATE "C", k.created_at`,
         [],
       ),

@@ -1,6 +1,6 @@
 /** The rows of PostgreSQL's key tables as the key store (keys.ts) reads and writes them, and the views made of them. */
 import type pg from 'pg';
-import type { KeyStatus, KeyView, TenantView } from '../../domain/keys.js';
+import { keyStatusOf, suspensionFields, type KeyView, type TenantView } from '../../domain/keys.js';
 import { runawayFields } from '../../domain/owner-pauses.js';
 import { storedPolicy } from '../key-rules.js';
 
@@ -29,6 +29,8 @@ export interface KeyRecord {
   throttled_at: number | null;
   throttle_reason: string | null;
   paused_owners: string | null;
+  suspended_at: number | null;
+  suspended_by: string | null;
   policy: string;
   metadata: string;
   version: number;
@@ -56,14 +58,13 @@ export function keyParams(row: KeyRecord): unknown[] {
 /** A key as people see it (its tenant's name read with `client`). */
 export async function keyView(now: number, client: Queryable, row: KeyRecord): Promise<KeyView> {
   const tenant = row.tenant_id === null ? undefined : (await client.query<{ name: string }>('SELECT name FROM tenants WHERE id = $1', [row.tenant_id])).rows[0];
-  const status: KeyStatus = row.revoked_at !== null ? 'revoked' : row.expires_at !== null && row.expires_at <= now ? 'expired' : 'active';
   return {
     id: row.id,
     name: row.name,
     tenantId: row.tenant_id,
     tenant: tenant?.name ?? null,
     prefix: row.prefix,
-    status,
+    status: keyStatusOf({ revokedAt: row.revoked_at, expiresAt: row.expires_at, suspendedAt: row.suspended_at }, now),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     revokedAt: row.revoked_at,
@@ -72,6 +73,7 @@ export async function keyView(now: number, client: Queryable, row: KeyRecord): P
     policy: storedPolicy(row.policy, `key ${row.name}`),
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     ...runawayFields(row.throttled_at, row.throttle_reason, row.paused_owners),
+    ...suspensionFields(row.suspended_at, row.suspended_by),
   };
 }
 

@@ -45,6 +45,8 @@ const KEY_COLUMNS = [
   'throttled_at',
   'throttle_reason',
   'paused_owners',
+  'suspended_at',
+  'suspended_by',
   'policy',
   'metadata',
 ] as const;

@@ -20,7 +20,7 @@ import type { KeyListOptions, KeyStore, NewTenantPolicy } from '../keys.js';
 import type { IssuedKey, KeyPatch, KeyView, NewKey, PauseOwner, TenantPatch, TenantView } from '../../domain/keys.js';
 import { changeRunaway, type RunawayChange } from '../../domain/owner-pauses.js';
 import { keyParams, keyView, tenantView, type KeyRecord, type TenantRecord } from './key-records.js';
-import { SYSTEM_ACTOR, type Actor } from '../../domain/admins.js';
+import { actorName, SYSTEM_ACTOR, type Actor } from '../../domain/admins.js';
 import { keyChange, RUNAWAY_ACTIONS, tenantChange, type AuditChange } from '../../domain/audit.js';
 import { appendAudit } from './audit.js';
 
@@ -175,6 +175,8 @@ export class PostgresKeyStore implements KeyStore {
         throttled_at: null,
         throttle_reason: null,
         paused_owners: null,
+        suspended_at: null,
+        suspended_by: null,
         policy: JSON.stringify(policy),
         metadata: JSON.stringify(input.metadata ?? {}),
         version: await this.nextVersion(client, 'api_keys'),
@@ -269,8 +271,9 @@ export class PostgresKeyStore implements KeyStore {
   private async saveKey(client: Queryable, row: KeyRecord): Promise<void> {
     await client.query(
       `UPDATE api_keys SET name = $2, tenant_id = $3, key_hash = $4, prefix = $5, created_at = $6, updated_at = $7, revoked_at = $8,
-         expires_at = $9, rotated_at = $10, policy = $11, metadata = $12, version = $13, throttled_at = $14, throttle_reason = $15, paused_owners = $16 WHERE id = $1`,
-      [...keyParams(row), row.throttled_at, row.throttle_reason, row.paused_owners],
+         expires_at = $9, rotated_at = $10, policy = $11, metadata = $12, version = $13, throttled_at = $14, throttle_reason = $15, paused_owners = $16,
+         suspended_at = $17, suspended_by = $18 WHERE id = $1`,
+      [...keyParams(row), row.throttled_at, row.throttle_reason, row.paused_owners, row.suspended_at, row.suspended_by],
     );
   }
 
@@ -281,6 +284,23 @@ export class PostgresKeyStore implements KeyStore {
     this.changeRunaway(ref, { kind: 'pause', owner, at, reason }, actor);
   readonly releaseOwner = (ref: string, owner: PauseOwner, actor?: Actor): Promise<KeyView> =>
     this.changeRunaway(ref, { kind: 'release', owner, at: this.now() }, actor);
+
+  readonly suspendKey = (ref: string, actor?: Actor): Promise<KeyView> => this.changeSuspension(ref, true, actor);
+  readonly unsuspendKey = (ref: string, actor?: Actor): Promise<KeyView> => this.changeSuspension(ref, false, actor);
+
+  /** Suspends the key, or lifts its suspension (revoked, or already so: no change, no row). */
+  private async changeSuspension(ref: string, suspend: boolean, actor: Actor = SYSTEM_ACTOR): Promise<KeyView> {
+    return this.write(async (client) => {
+      const row = await this.requireKey(client, ref);
+      if (row.revoked_at !== null || (row.suspended_at !== null) === suspend) return keyView(this.now(), client, row);
+      const now = this.now();
+      const by = suspend ? actorName(actor) : null;
+      const version = await this.nextVersion(client, 'api_keys');
+      const updated: KeyRecord = { ...row, suspended_at: suspend ? now : null, suspended_by: by, updated_at: now, version };
+      await this.saveKey(client, updated);
+      return this.audited(client, actor, suspend ? 'key.suspend' : 'key.unsuspend', row, updated);
+    });
+  }
 
   /** Pauses or resumes the key or one of its owners (a revoked key, or no change, keeps its version). */
   private async changeRunaway(ref: string, change: RunawayChange, actor: Actor = SYSTEM_ACTOR): Promise<KeyView> {

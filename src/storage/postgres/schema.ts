@@ -49,6 +49,8 @@ export const apiKeys = pgTable(
     throttledAt: big('throttled_at'),
     throttleReason: text('throttle_reason'),
     pausedOwners: text('paused_owners'),
+    suspendedAt: big('suspended_at'),
+    suspendedBy: text('suspended_by'),
     policy: text('policy').notNull().default('{"limits":[]}'),
     metadata: text('metadata').notNull().default('{}'),
     version: big('version').notNull().default(0),

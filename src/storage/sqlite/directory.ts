@@ -12,7 +12,7 @@ export class DirectoryReader {
       versions: sqlite.prepare('SELECT (SELECT coalesce(max(version), 0) FROM api_keys) AS keys, (SELECT coalesce(max(version), 0) FROM tenants) AS tenants'),
       keys: sqlite.prepare(
         `SELECT k.id, k.name, k.tenant_id AS tenantId, t.name AS tenant, k.prefix, k.created_at AS createdAt,
-           k.revoked_at AS revokedAt, k.expires_at AS expiresAt, k.policy
+           k.revoked_at AS revokedAt, k.expires_at AS expiresAt, k.suspended_at AS suspendedAt, k.policy
          FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id ORDER BY k.name, k.created_at`,
       ),
       tenants: sqlite.prepare('SELECT id, name, policy FROM tenants ORDER BY name'),

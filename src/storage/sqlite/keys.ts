@@ -18,8 +18,20 @@ import { readStoredPolicy } from '../../domain/policy-json.js';
 import { changeRunaway, runawayFields, type RunawayChange } from '../../domain/owner-pauses.js';
 import { checkName, checkPolicy, mergePolicy, storedPolicy, tenantPolicy } from '../key-rules.js';
 import type { KeyListOptions, KeyLookups, KeyStore } from '../keys.js';
-import type { AuthKey, AuthTenant, IssuedKey, KeyPatch, KeyStatus, KeyView, NewKey, TenantPatch, TenantView } from '../../domain/keys.js';
-import { SYSTEM_ACTOR, type Actor } from '../../domain/admins.js';
+import {
+  keyStatusOf,
+  suspensionFields,
+  type AuthKey,
+  type AuthTenant,
+  type IssuedKey,
+  type KeyPatch,
+  type KeyView,
+  type NewKey,
+  type TenantPatch,
+  type TenantView,
+} from '../../domain/keys.js';
+import { liveKeyNamed, requireKeyRow, toAuthKey } from './key-rows.js';
+import { actorName, SYSTEM_ACTOR, type Actor } from '../../domain/admins.js';
 import { keyChange, RUNAWAY_ACTIONS, tenantChange, type AuditChange } from '../../domain/audit.js';
 import { appendAudit } from './audit.js';
 
@@ -75,6 +87,8 @@ export class SqliteKeyStore implements KeyLookups {
       resumeKey: async (ref, actor) => this.changeRunaway(ref, { kind: 'resume', at: this.now() }, actor),
       pauseOwner: async (ref, owner, at, reason, actor) => this.changeRunaway(ref, { kind: 'pause', owner, at, reason }, actor),
       releaseOwner: async (ref, owner, actor) => this.changeRunaway(ref, { kind: 'release', owner, at: this.now() }, actor),
+      suspendKey: async (ref, actor) => this.changeSuspension(ref, true, actor),
+      unsuspendKey: async (ref, actor) => this.changeSuspension(ref, false, actor),
       createTenant: async (name, policy = {}, actor) => this.createTenant(name, tenantPolicy(policy), actor),
       listTenants: async () => this.listTenants(),
       getTenant: async (ref) => this.getTenant(ref),
@@ -180,7 +194,7 @@ export class SqliteKeyStore implements KeyLookups {
     const name = checkName(input.name, 'key');
     const policy = checkPolicy(input.policy);
     return this.write(() => {
-      if (this.liveKeyNamed(name) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
+      if (liveKeyNamed(this.db, name) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
       const tenant = input.tenant === undefined ? undefined : this.ensureTenant(input.tenant, actor);
       const key = generateKey();
       const now = this.now();
@@ -198,6 +212,8 @@ export class SqliteKeyStore implements KeyLookups {
         throttledAt: null,
         throttleReason: null,
         pausedOwners: null,
+        suspendedAt: null,
+        suspendedBy: null,
         policy: JSON.stringify(policy),
         metadata: JSON.stringify(input.metadata ?? {}),
         version: this.nextKeyVersion(),
@@ -219,16 +235,16 @@ export class SqliteKeyStore implements KeyLookups {
   }
 
   getKey(ref: string): KeyView {
-    return this.keyView(this.requireKeyRow(ref));
+    return this.keyView(requireKeyRow(this.db, ref));
   }
 
   updateKey(ref: string, patch: KeyPatch, actor: Actor = SYSTEM_ACTOR): KeyView {
     return this.write(() => {
-      const row = this.requireKeyRow(ref);
+      const row = requireKeyRow(this.db, ref);
       if (row.revokedAt !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked and cannot be changed`);
       const policy = checkPolicy(mergePolicy(storedPolicy(row.policy, `key ${row.name}`), patch));
       const name = patch.name === undefined ? row.name : checkName(patch.name, 'key');
-      if (name !== row.name && this.liveKeyNamed(name) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
+      if (name !== row.name && liveKeyNamed(this.db, name) !== undefined) throw new TollgateError('conflict', `a key named "${name}" already exists`);
       let tenantId = row.tenantId;
       if (patch.tenant === null) tenantId = null;
       else if (patch.tenant !== undefined) tenantId = this.ensureTenant(patch.tenant, actor).id;
@@ -254,7 +270,7 @@ export class SqliteKeyStore implements KeyLookups {
 
   revokeKey(ref: string, actor: Actor = SYSTEM_ACTOR): KeyView {
     return this.write(() => {
-      const row = this.requireKeyRow(ref);
+      const row = requireKeyRow(this.db, ref);
       if (row.revokedAt !== null) return this.keyView(row);
       const now = this.now();
       const updated: ApiKeyRow = { ...row, revokedAt: now, updatedAt: now, version: this.nextKeyVersion() };
@@ -266,7 +282,7 @@ export class SqliteKeyStore implements KeyLookups {
   /** A new secret for the same key (id, name, policy, ledger history); the old secret stops working at once. */
   rotateKey(ref: string, actor: Actor = SYSTEM_ACTOR): IssuedKey {
     return this.write(() => {
-      const row = this.requireKeyRow(ref);
+      const row = requireKeyRow(this.db, ref);
       if (row.revokedAt !== null) throw new TollgateError('invalid_request', `key ${row.name} (${row.id}) is revoked; create a new one instead`);
       const key = generateKey();
       const now = this.now();
@@ -276,44 +292,15 @@ export class SqliteKeyStore implements KeyLookups {
     });
   }
 
-  /** Resolves a reference (id, visible prefix, or name) to one key, or explains why not. */
-  private requireKeyRow(ref: string): ApiKeyRow {
-    const text = ref.trim();
-    const byId = this.db.select().from(apiKeys).where(eq(apiKeys.id, text)).get();
-    if (byId !== undefined) return byId;
-    const byPrefix = this.db.select().from(apiKeys).where(eq(apiKeys.prefix, text)).all();
-    if (byPrefix.length === 1) return byPrefix[0]!;
-    if (byPrefix.length > 1) {
-      throw new TollgateError('ambiguous_reference', `prefix ${text} matches several keys (${byPrefix.map((r) => r.id).join(', ')}); use an id`);
-    }
-    const live = this.liveKeyNamed(text);
-    if (live !== undefined) return live;
-    const revoked = this.db.select().from(apiKeys).where(eq(apiKeys.name, text)).all();
-    if (revoked.length === 1) return revoked[0]!;
-    if (revoked.length > 1) {
-      throw new TollgateError('ambiguous_reference', `several revoked keys are named "${text}" (${revoked.map((r) => r.id).join(', ')}); use an id`);
-    }
-    throw new TollgateError('not_found', `no key "${text}" (give its id, name or prefix)`);
-  }
-
-  private liveKeyNamed(name: string): ApiKeyRow | undefined {
-    return this.db
-      .select()
-      .from(apiKeys)
-      .where(and(eq(apiKeys.name, name), isNull(apiKeys.revokedAt)))
-      .get();
-  }
-
   private keyView(row: ApiKeyRow): KeyView {
     const tenant = row.tenantId === null ? undefined : this.db.select({ name: tenants.name }).from(tenants).where(eq(tenants.id, row.tenantId)).get();
-    const status: KeyStatus = row.revokedAt !== null ? 'revoked' : row.expiresAt !== null && row.expiresAt <= this.now() ? 'expired' : 'active';
     return {
       id: row.id,
       name: row.name,
       tenantId: row.tenantId,
       tenant: tenant?.name ?? null,
       prefix: row.prefix,
-      status,
+      status: keyStatusOf(row, this.now()),
       createdAt: row.createdAt,
       updatedAt: row.updatedAt,
       revokedAt: row.revokedAt,
@@ -322,6 +309,7 @@ export class SqliteKeyStore implements KeyLookups {
       policy: storedPolicy(row.policy, `key ${row.name}`),
       metadata: JSON.parse(row.metadata) as Record<string, string>,
       ...runawayFields(row.throttledAt, row.throttleReason, row.pausedOwners),
+      ...suspensionFields(row.suspendedAt, row.suspendedBy),
     };
   }
 
@@ -335,12 +323,25 @@ export class SqliteKeyStore implements KeyLookups {
   /** Pauses or resumes the key or one of its owners (a revoked key, or no change, keeps its version). */
   private changeRunaway(ref: string, change: RunawayChange, actor: Actor = SYSTEM_ACTOR): KeyView {
     return this.write(() => {
-      const row = this.requireKeyRow(ref);
+      const row = requireKeyRow(this.db, ref);
       const columns = row.revokedAt === null ? changeRunaway(row, change) : undefined;
       if (columns === undefined) return this.keyView(row);
       const updated: ApiKeyRow = { ...row, ...columns, version: this.nextKeyVersion() };
       this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
       return this.audited(actor, RUNAWAY_ACTIONS[change.kind], row, updated);
+    });
+  }
+
+  /** Suspends the key, or lifts its suspension (revoked, or already so: no change, no row). */
+  private changeSuspension(ref: string, suspend: boolean, actor: Actor = SYSTEM_ACTOR): KeyView {
+    return this.write(() => {
+      const row = requireKeyRow(this.db, ref);
+      if (row.revokedAt !== null || (row.suspendedAt !== null) === suspend) return this.keyView(row);
+      const now = this.now();
+      const by = suspend ? actorName(actor) : null;
+      const updated: ApiKeyRow = { ...row, suspendedAt: suspend ? now : null, suspendedBy: by, updatedAt: now, version: this.nextKeyVersion() };
+      this.db.update(apiKeys).set(updated).where(eq(apiKeys.id, row.id)).run();
+      return this.audited(actor, suspend ? 'key.suspend' : 'key.unsuspend', row, updated);
     });
   }
 
@@ -382,18 +383,4 @@ export class SqliteKeyStore implements KeyLookups {
       .all()
       .map((row) => ({ id: row.id, name: row.name, policy: readStoredPolicy(row.policy), version: row.version }));
   }
-}
-
-function toAuthKey(row: ApiKeyRow): AuthKey {
-  return {
-    id: row.id,
-    name: row.name,
-    keyHash: row.keyHash,
-    tenantId: row.tenantId,
-    revokedAt: row.revokedAt,
-    expiresAt: row.expiresAt,
-    policy: readStoredPolicy(row.policy),
-    version: row.version,
-    ...runawayFields(row.throttledAt, row.throttleReason, row.pausedOwners),
-  };
 }

@@ -55,6 +55,9 @@ export const apiKeys = sqliteTable(
     throttleReason: text('throttle_reason'),
     /** JSON list of the key's sessions and end users the runaway stop paused (src/domain/owner-pauses.ts), null when none. */
     pausedOwners: text('paused_owners'),
+    /** While an operator suspends the key (docs/admins.md): since when, and who (an admin's name, `cli:<user>`). */
+    suspendedAt: integer('suspended_at'),
+    suspendedBy: text('suspended_by'),
     /** JSON Policy: limits, budget, allowed models. */
     policy: text('policy').notNull().default('{"limits":[]}'),
     /** JSON object of string labels, for the operator's own bookkeeping. */

@@ -2,7 +2,8 @@
  * The runaway stop (docs/alerts.md "Runaway stop"): a key whose spend over the last minutes runs far
  * over its usual rate is paused — its requests get a 429 that says why and how to lift it, another
  * key is untouched, and the velocity alert says so — until its rate falls (the window passes) or an
- * operator runs `tollgate keys resume`. A hand-moved clock; the monitor is ticked by hand.
+ * operator runs `tollgate keys resume`; an operator's suspension outlasts the release. A hand-moved
+ * clock; the monitor is ticked by hand.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startAlertsHarness, type AlertsHarness } from '../../support/alerts.js';
@@ -81,12 +82,18 @@ it('pauses a runaway key within its window, leaves the others alone, and lets it
   await h.tollgate.alerts!.monitor.tick();
   expect((await statusOnce(loop, 429)).error?.code).toBe('runaway_throttled');
 
+  // An operator suspends it meanwhile (docs/admins.md): the stop's own release below lifts its pause, not the suspension.
+  expect((await cli('keys', 'suspend', 'loop', '--db', h.db.path)).code).toBe(0);
+
   // The window has passed with nothing spent: released, and the alert says so.
   h.clock = loopAt + 6 * MINUTE;
   await h.tollgate.alerts!.monitor.tick();
-  await statusOnce(loop, 200);
   await waitFor(() => runawayAlerts().length >= 2, 'the release alert');
   expect(runawayAlerts()[1]).toMatchObject({ owner: { name: 'loop' }, runaway: { action: 'released' } });
+  expect((await statusOnce(loop, 403)).error?.code).toBe('key_suspended');
+  expect((await cli('keys', 'show', 'loop', '--db', h.db.path)).stdout).toMatch(/status\s+suspended/);
+  expect((await cli('keys', 'unsuspend', 'loop', '--db', h.db.path)).code).toBe(0);
+  await statusOnce(loop, 200);
 
   // Running away again, then lifted by an operator before the window passes.
   await spendAt(loopAt + 10 * MINUTE, loop, 3);

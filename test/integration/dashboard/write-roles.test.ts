@@ -107,6 +107,40 @@ describe('a paused key', () => {
   });
 });
 
+describe('a suspended key', () => {
+  it('is suspended and unsuspended from its page by an operator, one audit row each, and listed as suspended', async () => {
+    t.issueKey('leaky', { limits: [] });
+    const id = t.store.getKey('leaky').id;
+    const cookie = await loginAs('sam', 'operator');
+    const page = await (await t.request(`/dashboard/keys/${id}`, { cookie })).text();
+    expect(page).toContain(`action="/dashboard/keys/${id}/suspend"`);
+    expect(page).not.toContain(`/dashboard/keys/${id}/unsuspend"`);
+    const csrf = await csrfOf(`/dashboard/keys/${id}`, cookie);
+
+    const suspended = await post(`/dashboard/keys/${id}/suspend`, cookie, { _csrf: csrf });
+    expect(suspended.status).toBe(303);
+    expect(suspended.headers.get('location')).toBe(`/dashboard/keys/${id}?done=suspended`);
+    expect(t.store.getKey(id)).toMatchObject({ status: 'suspended', suspended: { by: 'sam' } });
+    const after = await (await t.request(suspended.headers.get('location')!, { cookie })).text();
+    expect(after).toContain('Suspended. Its requests are refused within a second, until you unsuspend it.');
+    expect(after).toContain(`action="/dashboard/keys/${id}/unsuspend"`);
+    expect(after).not.toContain(`/dashboard/keys/${id}/suspend"`);
+    expect(after).toMatch(/data-state="suspended"[^>]*>\s*suspended/);
+    const list = await (await t.request('/dashboard/keys?status=suspended', { cookie })).text();
+    expect(list).toContain('leaky');
+    expect(list).toContain('data-state="suspended"');
+
+    const lifted = await post(`/dashboard/keys/${id}/unsuspend`, cookie, { _csrf: csrf });
+    expect(lifted.headers.get('location')).toBe(`/dashboard/keys/${id}?done=unsuspended`);
+    expect(t.store.getKey(id).status).toBe('active');
+    const rows = (await trail()).filter((row) => row.action === 'key.suspend' || row.action === 'key.unsuspend');
+    expect(rows.map((row) => [row.actor.name, row.action, row.before?.status, row.after?.status])).toEqual([
+      ['sam', 'key.suspend', 'active', 'suspended'],
+      ['sam', 'key.unsuspend', 'suspended', 'active'],
+    ]);
+  });
+});
+
 describe('a viewer', () => {
   it('sees the pages and the audit trail but no write button, and every write route refuses it', async () => {
     t.issueKey('watched', { limits: [] });
@@ -119,7 +153,7 @@ describe('a viewer', () => {
     expect(keyPage.status).toBe(200);
     const html = await keyPage.text();
     expect(html).not.toContain('_csrf');
-    expect(html).not.toMatch(/Revoke|Rotate secret|Edit limits/);
+    expect(html).not.toMatch(/Revoke|Rotate secret|Edit limits|Suspend/);
     const keys = await (await t.request('/dashboard/keys', { cookie: viewer })).text();
     expect(keys).not.toContain('New key');
     expect(keys).toContain('Audit trail');
@@ -135,6 +169,8 @@ describe('a viewer', () => {
     for (const path of [
       `/dashboard/keys/${id}/revoke`,
       `/dashboard/keys/${id}/rotate`,
+      `/dashboard/keys/${id}/suspend`,
+      `/dashboard/keys/${id}/unsuspend`,
       `/dashboard/keys/${id}/edit`,
       '/dashboard/keys/new',
       '/dashboard/tenants/new',

@@ -4,7 +4,8 @@
  * logs in with its token, creates a key, copies its secret with the copy button, uses it, sets a
  * tiny budget (previewed first) and the proxy refuses the key's next request
  * within a second, then revokes it and the key is refused; the audit page
- * shows each change under the operator's name. A viewer (and a tenant) sees
+ * shows each change under the operator's name. Another key is suspended and
+ * unsuspended from its page, each seen by the proxy within a second. A viewer (and a tenant) sees
  * no write buttons and its direct posts are refused; a form of another site
  * cannot change anything. Screenshots go to
  * test-artifacts/dashboard/.
@@ -187,6 +188,35 @@ describe('an operator in the dashboard', () => {
     expect(await page.locator('a:has-text("CSV")').getAttribute('href')).toMatch(/^\/admin\/api\/audit\?key=key_[^&]+&format=csv$/);
     await page.screenshot({ path: `${ARTIFACTS}write-audit.png`, fullPage: true });
     await expectFits(page, ARTIFACTS, 'write-audit');
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it('suspends a key from its page and unsuspends it, each seen by the proxy within a second', async () => {
+    const secret = proxy.issueKey('browser-suspended');
+    const id = keyId('browser-suspended');
+    expect((await chat(secret)).status).toBe(200);
+    const { context, page } = await newPage();
+    await login(page, operatorToken);
+    await page.goto(`${proxy.server.url}/dashboard/keys/${id}`);
+    expect(await page.locator('form[action$="/unsuspend"]').count()).toBe(0);
+
+    await page.click('form[action$="/suspend"] button');
+    await page.waitForURL(/done=suspended/);
+    const suspended = Date.now();
+    let answer = await chat(secret);
+    while (answer.status !== 403 && Date.now() - suspended < 1000) answer = await chat(secret);
+    expect(answer).toEqual({ status: 403, code: 'key_suspended' });
+    expect(await page.locator('[data-bind="key.status"]').innerText()).toBe('suspended');
+    await page.screenshot({ path: `${ARTIFACTS}write-suspended.png`, fullPage: true });
+
+    await page.click('form[action$="/unsuspend"] button');
+    await page.waitForURL(/done=unsuspended/);
+    const lifted = Date.now();
+    answer = await chat(secret);
+    while (answer.status !== 200 && Date.now() - lifted < 1000) answer = await chat(secret);
+    expect(answer.status).toBe(200);
+    expect(await page.locator('[data-bind="key.status"]').innerText()).toBe('active');
     expect(problems).toEqual([]);
     await context.close();
   });

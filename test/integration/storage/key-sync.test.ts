@@ -84,3 +84,24 @@ it("carries a runaway pause and its resume to the node's cache, as it carries a 
   cache.refresh();
   expect(cache.lookup(loop.key)?.pauses).toEqual([{ level: 'session', name: 'agent-1', at: 6000, reason: 'session paused' }]);
 });
+
+it("carries an operator's suspension and its lifting to the node's cache and copy", async () => {
+  const store = new PostgresKeyStore(pg.pool, () => 7000);
+  const sync = new KeySync(pg.pool, local.database, { url: pg.url });
+  const leaky = await store.createKey({ name: 'leaky', policy: { limits: [] } });
+  await sync.pull();
+  const cache = new KeyCache(new SqliteKeyStore(local.database));
+  expect(cache.lookup(leaky.key)?.suspendedAt).toBeUndefined();
+
+  await store.suspendKey('leaky', { kind: 'admin', id: 'adm_alice0000000', name: 'alice', role: 'operator' });
+  expect(await sync.pull()).toBe(1);
+  cache.refresh();
+  expect(cache.lookup(leaky.key)?.suspendedAt).toBe(7000);
+  expect(new SqliteKeyStore(local.database).getKey('leaky')).toMatchObject({ status: 'suspended', suspended: { at: 7000, by: 'alice' } });
+
+  await store.unsuspendKey('leaky');
+  expect(await sync.pull()).toBe(1);
+  cache.refresh();
+  expect(cache.lookup(leaky.key)?.suspendedAt).toBeUndefined();
+  expect(new SqliteKeyStore(local.database).getKey('leaky').status).toBe('active');
+});

@@ -1,4 +1,4 @@
-/** Authentication on every route: the three headers, every way a key can be refused, and model allowlists. */
+/** Authentication on every route: the three headers, every way a key can be refused (a suspended one too), and model allowlists. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUpstream, type Upstream } from '../../../src/upstreams/pool.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
@@ -79,6 +79,27 @@ describe.each(ROUTES)('%s %s', (method, path, body) => {
     const expired = await call(method, path, body, { authorization: `Bearer ${expiredKey}` });
     expect(expired.status).toBe(401);
     expect(await code(expired)).toBe('key_expired');
+  });
+
+  it("refuses a key an operator suspended with 403 key_suspended, and passes it once it's lifted", async () => {
+    const name = `suspended-${slug(method, path)}`;
+    const key = test.issueKey(name);
+    const view = await test.store.async().suspendKey(name);
+    test.keys.refresh();
+    const refused = await call(method, path, body, { authorization: `Bearer ${key}` });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('x-should-retry')).toBe('false');
+    const since = new Date(view.suspended!.at).toISOString();
+    expect(refused.headers.get('x-tollgate-suspended-since')).toBe(since);
+    expect(((await refused.json()) as { error: unknown }).error).toEqual({
+      code: 'key_suspended',
+      type: 'permission_error',
+      param: null,
+      message: `This API key is suspended by an operator since ${since}; ask them to lift the suspension.`,
+    });
+    await test.store.async().unsuspendKey(name);
+    test.keys.refresh();
+    expect((await call(method, path, body, { authorization: `Bearer ${key}` })).status).toBe(200);
   });
 });
 
