@@ -157,7 +157,8 @@ function serialResults(serial: Record<'direct' | 'bare' | 'tollgate', number[][]
       name: `c=1 p${p} added over direct, tollgate`,
       value: addedTollgate,
       unit: 'ms',
-      note: `${(addedTollgate / addedBare).toFixed(2)}× the bare hop's`,
+      // The load side's own tail is in both; a bare hop that measured below direct added nothing to compare with.
+      note: addedBare > 0 ? `${(addedTollgate / addedBare).toFixed(2)}× the bare hop's` : 'the bare hop added nothing measurable in this run',
     });
   }
   return results;
