@@ -4,14 +4,24 @@
  * that commit runs on the event loop: measured, a 20–30 ms stall every few
  * thousand requests. Instead the writer's connection turns automatic
  * checkpoints off and a worker thread, with its own connection to the same
- * file, checkpoints every half second (PASSIVE: it never blocks writers),
- * truncating the WAL when it has grown large.
+ * file, checkpoints every half second (PASSIVE: it never blocks writers).
  *
- * A TRUNCATE checkpoint holds the write lock while it waits for readers, so
- * with a busy timeout it could hold every commit up for that long
- * (`database is locked` under sustained load). The worker's connection has no
- * busy timeout: a TRUNCATE that would have to wait gives up at once and is
- * tried again on a later tick, and the commits it would have blocked go on.
+ * The WAL only starts again from its beginning when a writer finds it fully
+ * checkpointed, and under steady load a commit almost always lands while a
+ * PASSIVE checkpoint runs, so the WAL keeps growing. Once it holds more than
+ * `restartPages` frames and a PASSIVE pass copied them all, a RESTART
+ * checkpoint makes the next writer start over. RESTART holds the write lock
+ * only while it copies what was committed since that pass (1–4 ms measured).
+ * TRUNCATE would also shrink the file, but the truncation holds the write lock
+ * for 35–50 ms (measured at c=1: every commit in that window waited, the
+ * slowest requests of the run); so the file is truncated only once it has
+ * grown past `truncateBytes` (a burst) and the WAL is nearly empty again.
+ * Between those, the file stays at the most frames written between two
+ * restarts (docs/operations.md).
+ *
+ * The worker's connection has no busy timeout: a RESTART or TRUNCATE that
+ * would have to wait for a reader or a writer gives up at once and is tried
+ * again on a later tick, and the commits it would have blocked go on.
  */
 import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
@@ -19,17 +29,24 @@ import type Database from 'better-sqlite3';
 // Plain JS evaluated in the worker, so it runs the same from src/ (tsx) and dist/.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
+const { statSync } = require('node:fs');
 const Database = require(workerData.driver);
 const db = new Database(workerData.path);
 db.pragma('busy_timeout = 0');
+const walFile = workerData.path + '-wal';
 let stopping = false;
+function walBytes() {
+  try { return statSync(walFile).size; } catch { return 0; }
+}
 function tick() {
   if (stopping) return;
   try {
     const [result] = db.pragma('wal_checkpoint(PASSIVE)');
-    // Once the WAL is large and fully copied, restart it so the file stops growing.
-    // (A busy TRUNCATE returns busy = 1 rather than throwing; the next tick tries again.)
-    if (result && result.log > workerData.truncatePages && result.checkpointed === result.log) db.pragma('wal_checkpoint(TRUNCATE)');
+    // A busy RESTART or TRUNCATE returns busy = 1 rather than throwing; the next tick tries again.
+    if (result && result.checkpointed === result.log) {
+      if (result.log > workerData.restartPages) db.pragma('wal_checkpoint(RESTART)');
+      else if (result.log < workerData.restartPages / 8 && walBytes() > workerData.truncateBytes) db.pragma('wal_checkpoint(TRUNCATE)');
+    }
     parentPort.postMessage({ ok: true, log: result ? result.log : 0 });
   } catch (error) {
     parentPort.postMessage({ ok: false, message: String(error && error.message || error) });
@@ -54,8 +71,10 @@ export interface Checkpointer {
 
 export interface CheckpointerOptions {
   readonly intervalMs?: number;
-  /** WAL size (pages) past which a fully copied WAL is truncated. */
-  readonly truncatePages?: number;
+  /** WAL frames past which a fully copied WAL is restarted from its beginning. Default 4096 (16 MB of 4 KB pages). */
+  readonly restartPages?: number;
+  /** WAL file size past which the file is truncated once the WAL is nearly empty again. Default 64 MB. */
+  readonly truncateBytes?: number;
   readonly onError?: (message: string) => void;
 }
 
@@ -67,7 +86,8 @@ export function startCheckpointer(path: string, writer: Database.Database, optio
       path,
       driver: import.meta.resolve('better-sqlite3').replace(/^file:\/\//, ''),
       intervalMs: options.intervalMs ?? 500,
-      truncatePages: options.truncatePages ?? 16_384,
+      restartPages: options.restartPages ?? 4096,
+      truncateBytes: options.truncateBytes ?? 64 * 1024 * 1024,
     },
   });
   worker.unref();
