@@ -21,6 +21,7 @@ import { ConnectionGuard, type ConnectionLimits } from './http/connection-guard.
 import type { IpcClient } from './coordination/ipc-client.js';
 import { LimitsPrimary } from './coordination/ipc-primary.js';
 import { buildTollgate } from './tollgate.js';
+import { loadTracing } from './tracing/index.js';
 import { redactUrl } from './redact-url.js';
 import { assertPortsFree, listenFailure } from './listen-failure.js';
 
@@ -44,7 +45,13 @@ const METRICS_TIMEOUT_MS = 6000;
 
 /** Starts the proxy on `config.host:config.port` (port 0 picks a free one). */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const tollgate = buildTollgate(config, { ...(options.logger ? { logger: options.logger } : {}), ...(options.ipc ? { ipc: options.ipc } : {}) });
+  // The OpenTelemetry SDK is read only when an endpoint is set (src/tracing/index.ts).
+  const tracingSdk = await loadTracing(config.tracing);
+  const tollgate = buildTollgate(config, {
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.ipc ? { ipc: options.ipc } : {}),
+    ...(tracingSdk ? { tracingSdk } : {}),
+  });
   const { app, logger, lifecycle } = tollgate;
   const ipc = options.ipc;
   if (ipc === undefined) reportWarnings(config.warnings, (message) => logger.warn(message));

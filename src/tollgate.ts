@@ -1,12 +1,11 @@
 /**
- * The composition root: every part of Tollgate built from the configuration,
- * in one place. `main.ts` serves what this builds; the tests and the
- * benchmarks build it the same way, overriding only what they must (a temp
- * database, a fake upstream, a hand-moved clock).
+ * The composition root: every part of Tollgate built from the configuration, in one place.
+ * `main.ts` serves what this builds; the tests and the benchmarks build it the same way,
+ * overriding only what they must (a temp database, a fake upstream, a hand-moved clock).
  *
- * Building opens the database and touches no network; `start()` connects
- * Redis, loads the tokenizer and starts the background work; `close()` stops
- * everything in order once the HTTP server has stopped taking requests.
+ * Building opens the database and touches no network; `start()` connects Redis, loads the
+ * tokenizer and starts the background work; `close()` stops everything in order once the HTTP
+ * server has stopped taking requests.
  */
 import type { BudgetCheck } from './budgets/check.js';
 import type { Hono } from 'hono';
@@ -29,11 +28,10 @@ import { KeyCache } from './keys/cache.js';
 import { callerFor } from './keys/caller.js';
 import { PolicyError } from './domain/policy.js';
 import { SqliteKeyStore } from './storage/sqlite/keys.js';
-import { openBatchStore, openKeyStore, openSharedStorage, type Backend } from './storage/index.js';
+import { openBatchStore, openKeyStore, openLedgerWriter, openSharedStorage, type Backend } from './storage/index.js';
 import type { ReconciliationReport } from './reconcile/store.js';
 import { buildReconciliation, type ReconcileSchedule } from './reconcile/from-config.js';
 import type { LedgerWriter } from './storage/ledger.js';
-import { openLedgerWriter } from './storage/index.js';
 import { createLimiter, IPC_TIMEOUT_MS, type CreatedLimiter } from './coordination/create-limiter.js';
 import type { IpcClient } from './coordination/ipc-client.js';
 import { ipcBudgetCounters } from './coordination/ipc-store.js';
@@ -52,7 +50,7 @@ import { createRouter, type Router } from './upstreams/router.js';
 import { createAnthropicUpstream } from './upstreams/anthropic-upstream.js';
 import { createUpstreamProbe, probeTargetsOf, type UpstreamProbe } from './upstreams/probe.js';
 import { SecretThrottle } from './http/secret-throttle.js';
-import { startTracing } from './tracing/index.js';
+import { tracingStarter, type TracingSdk } from './tracing/index.js';
 
 /** Parts a caller supplies instead of building them from the config. */
 export interface TollgateOverrides {
@@ -71,6 +69,8 @@ export interface TollgateOverrides {
   readonly limitSnapshot?: LimitSnapshot | undefined;
   /** A worker of `serve --workers N`: without Redis, limits and budgets are kept by the primary (main.ts). */
   readonly ipc?: IpcClient;
+  /** Required when the config sets tracing: the SDK, `await loadTracing(config.tracing)` (src/tracing/index.ts), as main.ts does. */
+  readonly tracingSdk?: TracingSdk;
 }
 
 export interface Tollgate {
@@ -117,6 +117,7 @@ export interface Tollgate {
 }
 
 export function buildTollgate(config: Config, overrides: TollgateOverrides = {}): Tollgate {
+  const startTracing = tracingStarter(config.tracing, overrides.tracingSdk);
   const logger = overrides.logger ?? createLogger(config.logLevel);
   const now = overrides.now ?? Date.now;
   const database = overrides.database ?? openDatabase(config.dbPath);
@@ -202,14 +203,13 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
   const probedAnthropic =
     overrides.anthropicUpstream !== undefined || config.anthropic.apiKey !== undefined ? { upstream: anthropic, url: config.anthropic.url } : undefined;
   const upstreamProbe = createUpstreamProbe(probeTargetsOf(router, probedAnthropic), { logger, now: Date.now });
-
   const events = new RequestEvents((error) => logger.error({ err: error }, 'a request observer failed'));
   const liveLimits = new LiveLimits(limiter.limiter, config.globalLimits, keys, (id) => keyStore.authKeyById(id));
   events.subscribe(recordMetrics(metrics, limiter.store));
   events.subscribe(logRequests(logger));
   events.subscribe(warnAssumedPrices(logger));
   events.subscribe((event) => liveLimits.noteCaller(event.caller));
-  const tracing = config.tracing === undefined ? undefined : startTracing(config.tracing, logger, events);
+  const tracing = startTracing?.(logger, events);
   metrics.sampleBucketsWith(() => liveLimits.samples((key) => metrics.keyLabel(key)));
   const alerts =
     config.alerts === undefined
