@@ -35,22 +35,15 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
+import { nowMicros, openStream, streamRequest } from './stamped-stream.js';
 import { findFreePort, issueBenchKey, median, plainJs, printTable, REPO_ROOT, shuffled, tollgateEntry, type BenchResult } from './support.js';
 
 const INTERVAL_MS = 50;
 const CHUNKS = 200; // 10 s per stream
-const MARKER = '"content":" @';
-
-/** Monotonic microseconds, the clock bench/slow-upstream.ts stamps chunks with. */
-function nowMicros(): number {
-  const [s, ns] = process.hrtime();
-  return s * 1e6 + Math.floor(ns / 1e3);
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -214,10 +207,7 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
       { role: 'user', content: 'Tell me a long story about a fox.' },
     ],
   });
-  const request = Buffer.from(
-    `POST ${url.pathname.replace(/\/+$/, '')}/chat/completions HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\n` +
-      `authorization: ${target.authorization}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
+  const request = streamRequest(url, target.authorization, body);
   let delays = new Float64Array(1 << 20);
   let count = 0;
   let measuring = false;
@@ -236,62 +226,36 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
   };
 
   /** One stream over a fresh connection; resolves when the server closes it. */
-  const stream = (): Promise<void> =>
-    new Promise((resolve) => {
-      const socket = connect(Number(url.port), url.hostname);
-      socket.setNoDelay(true);
-      let carry = '';
-      let status = '';
-      let chunks = 0;
-      let done = false;
-      let failed = false;
-      const opened = nowMicros();
-      const counted = phase !== 'drain';
-      open += 1;
-      socket.on('data', (buffer: Buffer) => {
-        const at = nowMicros();
-        const text = carry + buffer.toString('latin1');
-        if (status === '') {
-          active += 1;
-          status = text.slice(9, 12);
-          if (counted) starts.push((at - opened) / 1000);
+  const stream = async (): Promise<void> => {
+    const opened = nowMicros();
+    const counted = phase !== 'drain';
+    let began = false;
+    open += 1;
+    const outcome = await openStream(url, request, {
+      firstByte: (at) => {
+        began = true;
+        active += 1;
+        if (counted) starts.push((at - opened) / 1000);
+      },
+      chunk: (at, stamp) => {
+        if (!measuring) return;
+        if (count === delays.length) {
+          const bigger = new Float64Array(delays.length * 2);
+          bigger.set(delays);
+          delays = bigger;
         }
-        let processed = 0;
-        for (let i = text.indexOf(MARKER); i !== -1; i = text.indexOf(MARKER, processed)) {
-          const end = text.indexOf('"', i + MARKER.length);
-          if (end === -1) break;
-          chunks += 1;
-          if (measuring) {
-            if (count === delays.length) {
-              const bigger = new Float64Array(delays.length * 2);
-              bigger.set(delays);
-              delays = bigger;
-            }
-            delays[count++] = (at - Number(text.slice(i + MARKER.length, end))) / 1000;
-          }
-          processed = end + 1;
-        }
-        if (!done && text.includes('[DONE]')) done = true;
-        carry = text.slice(Math.max(processed, text.length - 40));
-      });
-      socket.on('error', (error: NodeJS.ErrnoException) => {
-        failed = true;
-        fail(
-          `socket ${error.code ?? error.message} ${status === '' ? 'before any response' : done ? 'after [DONE]' : chunks < CHUNKS ? 'mid-stream' : 'before [DONE]'}`,
-        );
-      });
-      socket.on('close', () => {
-        open -= 1;
-        if (status !== '') active -= 1;
-        streamsDone += 1;
-        if (!failed) {
-          if (status !== '200') fail(`status ${status || 'none'}`);
-          else if (!done || chunks !== CHUNKS) fail(`incomplete (${chunks} chunks${done ? '' : ', no [DONE]'})`);
-        }
-        resolve();
-      });
-      socket.write(request);
+        delays[count++] = (at - stamp) / 1000;
+      },
     });
+    open -= 1;
+    if (began) active -= 1;
+    streamsDone += 1;
+    const { status, chunks, done, error } = outcome;
+    if (error !== undefined) {
+      fail(`socket ${error} ${status === '' ? 'before any response' : done ? 'after [DONE]' : chunks < CHUNKS ? 'mid-stream' : 'before [DONE]'}`);
+    } else if (status !== '200') fail(`status ${status || 'none'}`);
+    else if (!done || chunks !== CHUNKS) fail(`incomplete (${chunks} chunks${done ? '' : ', no [DONE]'})`);
+  };
 
   // Idle: the last round's streams have closed; let their settlement finish before the collection.
   if (target.gcFile !== undefined) await sleep(2000);

@@ -177,6 +177,12 @@ export function issueBenchKey(dbPath: string): string {
   }
 }
 
+/** Pins every thread of `pid` (and the threads it starts later) to `core`. */
+export function pin(pid: number, core: number): void {
+  const result = spawnSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
+  if (result.status !== 0) throw new Error(`taskset could not pin ${pid} to core ${core}`);
+}
+
 /** CPU time (user + system) the main thread (the event loop) of `pid` has used, in µs, from /proc. */
 export function cpuMicros(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');

@@ -14,13 +14,20 @@
  * - p99 latency at a fixed 500 req/s, open loop: each request's latency runs
  *   from when it was due, so a slow proxy cannot hide behind a slowed load;
  * - SSE streams/s at 16 connections (the same body with `stream: true`);
+ * - with `--sse-streams` streams open at once (default 64) from a slow upstream
+ *   that stamps its chunks (bench/sse-gap.ts, which starts its own upstream,
+ *   bare hop and Tollgate): time to first byte, the gap between a stream's
+ *   chunks and each chunk's relay delay, p50 / p99 directly, through the bare
+ *   hop and through Tollgate, and what each adds (target: Tollgate's added
+ *   chunk gap at p99 ≤ 1 ms over the bare hop's);
  * - a stall run: Tollgate at half its measured maximum for `--stall-minutes`
  *   (default 5), with bench/stall-probe.ts loaded, reporting every event-loop
  *   stall over 10 ms, the worst, and whether a GC pause overlapped it.
  *
  * Run: npm run bench -- targets [--quick] [--stall-minutes N]
+ *   or npx tsx bench/targets.ts [--quick] [--stall-minutes N] [--sse-streams N] [--only sse-gap]
+ *   (`--only sse-gap`: that section alone, a minute or so)
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +40,7 @@ import {
   measureLatency,
   measureThroughput,
   percentile,
+  pin,
   plainJs,
   printTable,
   shuffled,
@@ -41,26 +49,21 @@ import {
   type BenchResult,
   type LoadTarget,
 } from './support.js';
+import { startSseGap } from './sse-gap.js';
 
 const UPSTREAM_KEY = 'sk-bench-upstream';
 const FILLER = 'The quick brown fox jumps over the lazy dog near the riverbank at dawn. ';
 let serial = 0;
 
 /** A 1 KB chat body that no earlier request shares a prefix with (its first words are a serial number). */
-function uniqueBody(stream: boolean): string {
+function uniqueBody(stream: boolean, maxTokens = 64): string {
   serial += 1;
   return JSON.stringify({
     model: 'gpt-4o-mini',
-    max_tokens: 64,
+    max_tokens: maxTokens,
     ...(stream ? { stream: true } : {}),
     messages: [{ role: 'user', content: `Request ${serial} of the bench. ${FILLER.repeat(13).trim()}` }],
   });
-}
-
-/** Pins every thread of `pid` (and the threads it starts later) to `core`. */
-function pin(pid: number, core: number): void {
-  const result = spawnSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
-  if (result.status !== 0) throw new Error(`taskset could not pin ${pid} to core ${core}`);
 }
 
 /** User + system CPU of a whole process (every thread), µs. */
@@ -164,13 +167,22 @@ function serialResults(serial: Record<'direct' | 'bare' | 'tollgate', number[][]
   return results;
 }
 
-export async function runTargetsBench(options: { quick: boolean; stallMinutes?: number }): Promise<BenchResult[]> {
+export async function runTargetsBench(options: {
+  quick: boolean;
+  stallMinutes?: number;
+  /** Concurrent streams in the SSE gap section (default 64). */
+  sseStreams?: number;
+  /** 'sse-gap': that section alone (the processes of the others still start, idle, as in a whole run). */
+  only?: string;
+}): Promise<BenchResult[]> {
+  if (options.only !== undefined && options.only !== 'sse-gap') throw new Error(`--only takes sse-gap, not "${options.only}"`);
+  const all = options.only === undefined;
   const rounds = 3;
   const throughputMs = options.quick ? 1500 : 3000;
   const fixedMs = options.quick ? 4000 : 10_000;
   // p99.9 needs a few thousand samples per round to mean anything.
   const serialCount = options.quick ? 600 : 3000;
-  const stallMs = (options.stallMinutes ?? (options.quick ? 0.5 : 5)) * 60_000;
+  const stallMs = all ? (options.stallMinutes ?? (options.quick ? 0.5 : 5)) * 60_000 : 0;
   const scratch = mkdtempSync(join(tmpdir(), 'tollgate-targets-'));
   pin(process.pid, 0);
   const fake = await startChild(['bench/fake-upstream-server.ts', UPSTREAM_KEY]);
@@ -192,6 +204,14 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
     ['bench/stall-probe.ts'],
   );
   pin(tollgate.process.pid!, 1);
+  // Its own upstream, bare hop and Tollgate (bench/sse-gap.ts says why); 1 KB bodies as the rest. Tollgate ends a stream
+  // at max_tokens, and 50 stamped chunks count ~200 tokens (with 64 it cut them after 16): room for all.
+  const sseGap = await startSseGap({ streams: options.sseStreams ?? 64, quick: options.quick, body: () => uniqueBody(true, 512) }).catch(
+    async (error: unknown) => {
+      await Promise.all([tollgate.stop(), bare.stop(), fake.stop()]);
+      throw error;
+    },
+  );
   const json = { 'content-type': 'application/json' };
   const servers = {
     direct: { url: fake.url, pid: fake.process.pid!, headers: { ...json, authorization: `Bearer ${UPSTREAM_KEY}` } },
@@ -222,8 +242,11 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
   let stallErrors = 0;
   const stallWindow = { fromUs: 0, toUs: 0 };
   try {
-    for (const name of names) await measureThroughput(target(name, false), 16, 1000); // JIT, pools, tokenizer
+    if (all) for (const name of names) await measureThroughput(target(name, false), 16, 1000); // JIT, pools, tokenizer
+    await sseGap.warmUp();
     for (let round = 0; round < rounds; round += 1) {
+      await sseGap.round();
+      if (!all) continue;
       for (const name of shuffled(['direct', ...names] as Server[])) serial[name].push(await measureLatency(target(name, false), serialCount));
       for (const [connections, rps, cpu] of [
         [16, rps16, cpu16],
@@ -243,6 +266,8 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
         p99[name].push(percentile(result.latencies, 99));
       }
     }
+    // Idle as they are, they would still share the stall run's core.
+    await sseGap.stop();
     if (stallMs > 0) {
       stallRate = Math.round(median(rps16.tollgate) / 2);
       process.stderr.write(`targets: stall run, ${stallRate} req/s for ${stallMs / 60_000} min\n`);
@@ -253,11 +278,12 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
       stallP99 = percentile(result.latencies, 99);
     }
   } finally {
-    await Promise.all([tollgate.stop(), bare.stop(), fake.stop()]);
+    await Promise.all([tollgate.stop(), bare.stop(), fake.stop(), sseGap.stop()]);
   }
   if (stallMs > 0) stall = worstStall(JSON.parse(readFileSync(stallFile, 'utf8')) as StallReport, stallWindow.fromUs, stallWindow.toUs);
   rmSync(scratch, { recursive: true, force: true });
 
+  if (!all) return sseGap.results();
   const m = (values: readonly number[]) => median(values);
   const ratio = (s: { bare: number[]; tollgate: number[] }) => m(s.tollgate) / m(s.bare);
   const results: BenchResult[] = [];
@@ -272,7 +298,7 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
     results.push({ name: `${label}, bare hop`, value: m(s.bare), unit, note: `median of ${rounds} rounds` });
     results.push({ name: `${label}, tollgate`, value: m(s.tollgate), unit, note: `${ratio(s).toFixed(2)}× the bare hop` });
   }
-  results.push(...serialResults(serial));
+  results.push(...serialResults(serial), ...sseGap.results());
   results.push({ name: 'fixed-rate errors', value: fixedErrors, unit: 'requests', note: 'non-200 or failed at 500 req/s' });
   if (stall !== undefined) {
     results.push({ name: 'stall run rate', value: stallRate, unit: 'req/s', note: `half of tollgate's 16-connection median, ${stallMs / 60_000} min` });
@@ -284,7 +310,17 @@ export async function runTargetsBench(options: { quick: boolean; stallMinutes?: 
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const minutesIndex = process.argv.indexOf('--stall-minutes');
-  const stallMinutes = minutesIndex === -1 ? undefined : Number(process.argv[minutesIndex + 1]);
-  printTable(await runTargetsBench({ quick: process.argv.includes('--quick'), ...(stallMinutes === undefined ? {} : { stallMinutes }) }));
+  const arg = (name: string): string | undefined => {
+    const i = process.argv.indexOf(name);
+    return i === -1 ? undefined : process.argv[i + 1];
+  };
+  const [stallMinutes, sseStreams, only] = [arg('--stall-minutes'), arg('--sse-streams'), arg('--only')];
+  printTable(
+    await runTargetsBench({
+      quick: process.argv.includes('--quick'),
+      ...(stallMinutes === undefined ? {} : { stallMinutes: Number(stallMinutes) }),
+      ...(sseStreams === undefined ? {} : { sseStreams: Number(sseStreams) }),
+      ...(only === undefined ? {} : { only }),
+    }),
+  );
 }
