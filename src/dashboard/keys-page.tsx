@@ -7,10 +7,10 @@
 import type { Child, FC } from 'hono/jsx';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import { formatLimit } from '../domain/policy.js';
-import type { KeyStatus } from '../domain/keys.js';
 import { keyBudget, type BudgetItem, type Level } from './budget-view.js';
 import { EmptyNote, listBody } from './components.js';
-import { keyStatusOf, type KeyRecord } from '../storage/directory.js';
+import { keyStatusOf, type KeyStatus } from '../domain/keys.js';
+import type { KeyRecord } from '../storage/directory.js';
 import { count, relativeTime, timestamp, usd } from './format.js';
 import { keysQueryString, PAGE_SIZE, type KeysQuery, type SortKey } from './keys-query.js';
 import { Layout } from './layout.js';

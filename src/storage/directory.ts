@@ -37,8 +37,6 @@ export interface Directory {
   readonly tenantsById: ReadonlyMap<string, TenantRecord>;
 }
 
-export { keyStatusOf } from '../domain/keys.js';
-
 type ParsedPolicy = { readonly policy: Policy | undefined; readonly error: string | undefined };
 
 /** A key row as the directory's query returns it (policy as stored text). */
