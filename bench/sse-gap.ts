@@ -95,7 +95,7 @@ export interface SseGap {
 }
 
 /** Starts the slow upstream, a bare hop and a Tollgate in front of it, pinned as bench/targets.ts pins its own. */
-export async function startSseGap(options: { streams: number; quick: boolean; body: () => string }): Promise<SseGap> {
+export async function startSseGap(options: { streams: number; quick: boolean; body: () => string; nodeArgs?: readonly string[] }): Promise<SseGap> {
   const { streams } = options;
   // Rounds of ~3 s (quick) or ~7 s per target: 128 or 384 first bytes and ~6,000 or ~19,000 chunks a round.
   const perClient = options.quick ? 2 : 6;
@@ -120,16 +120,19 @@ export async function startSseGap(options: { streams: number; quick: boolean; bo
     const dbPath = join(scratch, 'bench.db');
     const key = issueBenchKey(dbPath);
     const tollgate = await started(
-      startTollgate({
-        TOLLGATE_DB: dbPath,
-        TOLLGATE_UPSTREAM_URL: upstream.url,
-        TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
-        TOLLGATE_LOG_LEVEL: 'info',
-        // One upstream connection per open stream (the default pool of 128 would queue the rest).
-        TOLLGATE_UPSTREAM_CONNECTIONS: room,
-        // Every stream is the one key's: the default (64 in flight per key) would refuse some with 429.
-        TOLLGATE_MAX_IN_FLIGHT: room,
-      }),
+      startTollgate(
+        {
+          TOLLGATE_DB: dbPath,
+          TOLLGATE_UPSTREAM_URL: upstream.url,
+          TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
+          TOLLGATE_LOG_LEVEL: 'info',
+          // One upstream connection per open stream (the default pool of 128 would queue the rest).
+          TOLLGATE_UPSTREAM_CONNECTIONS: room,
+          // Every stream is the one key's: the default (64 in flight per key) would refuse some with 429.
+          TOLLGATE_MAX_IN_FLIGHT: room,
+        },
+        options.nodeArgs,
+      ),
       1,
     );
     targets.push(

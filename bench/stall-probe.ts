@@ -5,23 +5,45 @@
  * writes both as JSON to TOLLGATE_BENCH_STALL_FILE when the process exits, so
  * the bench can say what the worst stall was and whether a collection caused
  * it. Inert without that variable.
+ *
+ * On Linux each stall also says how long the loop's thread ran in it and how
+ * long it was ready but waited for the core (`/proc/thread-self/schedstat`,
+ * read every tick): pinned to one core, the process's other threads (V8's
+ * collector and compiler helpers, workers) take turns with the loop, and the
+ * wait is their share of the stall (docs/performance.md).
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 
 const file = process.env.TOLLGATE_BENCH_STALL_FILE;
 if (file !== undefined && file !== '') {
   const TICK_MS = 2;
   // `hrUs`: the stall's start on the monotonic clock in µs, the clock of a `--cpu-prof` profile's samples.
-  const stalls: { at: number; ms: number; hrUs: number }[] = [];
+  const stalls: { at: number; ms: number; hrUs: number; runMs?: number; waitMs?: number }[] = [];
+  /** [ran, waited for the core] in ms since the thread started; undefined where the kernel does not say. */
+  const schedstat = (): [number, number] | undefined => {
+    try {
+      const [run, wait] = readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ').map(Number);
+      return [run! / 1e6, wait! / 1e6];
+    } catch {
+      return undefined;
+    }
+  };
+  let lastSched = schedstat();
   const gcs: { at: number; ms: number; kind: string }[] = [];
   let last = performance.now();
   let ticks = 0;
   setInterval(() => {
     const now = performance.now();
     const late = now - last - TICK_MS;
-    if (late > 10) stalls.push({ at: last + TICK_MS, ms: late, hrUs: Number(process.hrtime.bigint() / 1000n) - Math.round(late * 1000) });
+    const sched = lastSched === undefined ? undefined : schedstat();
+    if (late > 10) {
+      const hrUs = Number(process.hrtime.bigint() / 1000n) - Math.round(late * 1000);
+      const split = sched === undefined || lastSched === undefined ? {} : { runMs: sched[0] - lastSched[0], waitMs: sched[1] - lastSched[1] };
+      stalls.push({ at: last + TICK_MS, ms: late, hrUs, ...split });
+    }
     last = now;
+    lastSched = sched;
     ticks += 1;
   }, TICK_MS).unref();
   const kinds: Record<number, string> = {

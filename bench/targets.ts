@@ -26,7 +26,9 @@
  *
  * Run: npm run bench -- targets [--quick] [--stall-minutes N]
  *   or npx tsx bench/targets.ts [--quick] [--stall-minutes N] [--sse-streams N] [--only sse-gap]
- *   (`--only sse-gap`: that section alone, a minute or so)
+ *        [--tollgate-node-args "--v8-pool-size=1"]
+ *   (`--only sse-gap`: that section alone, a minute or so; `--tollgate-node-args`: Node flags for
+ *   Tollgate alone, e.g. to measure docs/operations.md's advice for one core)
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -122,7 +124,8 @@ async function fixedRate(target: LoadTarget, rps: number, durationMs: number): P
 
 interface StallReport {
   readonly ticks: number;
-  readonly stalls: { at: number; ms: number; hrUs: number }[];
+  /** `runMs` / `waitMs`: how long the loop's thread ran, and waited for the core, over the stall's tick (Linux). */
+  readonly stalls: { at: number; ms: number; hrUs: number; runMs?: number; waitMs?: number }[];
   readonly gcs: { at: number; ms: number; kind: string }[];
 }
 
@@ -130,18 +133,23 @@ interface StallReport {
 const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 /** The worst stall within [fromUs, toUs] (the stall run, not start-up or the saturating rounds) and what overlapped it. */
-function worstStall(report: StallReport, fromUs: number, toUs: number): { ms: number; cause: string; count: number } {
+function worstStall(report: StallReport, fromUs: number, toUs: number): { ms: number; cause: string; count: number; waitShare: number | undefined } {
   const inWindow = report.stalls.filter((stall) => stall.hrUs >= fromUs && stall.hrUs <= toUs);
-  let worst: { at: number; ms: number } | undefined;
+  // The share of the stalls' time the loop was ready to run but another thread had the core.
+  const split = inWindow.filter((stall) => stall.runMs !== undefined && stall.waitMs !== undefined);
+  const splitMs = split.reduce((sum, stall) => sum + stall.runMs! + stall.waitMs!, 0);
+  const waitShare = splitMs > 0 ? split.reduce((sum, stall) => sum + stall.waitMs!, 0) / splitMs : undefined;
+  let worst: StallReport['stalls'][number] | undefined;
   for (const stall of inWindow) if (worst === undefined || stall.ms > worst.ms) worst = stall;
-  if (worst === undefined) return { ms: 0, cause: 'no stall over 10 ms', count: 0 };
+  if (worst === undefined) return { ms: 0, cause: 'no stall over 10 ms', count: 0, waitShare };
   const overlapping = report.gcs.filter((gc) => gc.at < worst.at + worst.ms && gc.at + gc.ms > worst.at - 2);
   const gcMs = overlapping.reduce((sum, gc) => sum + gc.ms, 0);
   const cause =
     overlapping.length === 0
       ? 'no GC pause overlapped it (JavaScript or a synchronous call ran that long)'
       : `GC: ${overlapping.map((gc) => `${gc.kind} ${gc.ms.toFixed(1)} ms`).join(', ')} (${gcMs.toFixed(1)} of ${worst.ms.toFixed(1)} ms)`;
-  return { ms: worst.ms, cause, count: inWindow.length };
+  const waited = worst.waitMs === undefined ? '' : `; the loop waited ${worst.waitMs.toFixed(1)} ms of it for the core`;
+  return { ms: worst.ms, cause: cause + waited, count: inWindow.length, waitShare };
 }
 
 /** c=1: each percentile is the median over rounds of that round's percentile; "added" subtracts direct's. */
@@ -174,6 +182,8 @@ export async function runTargetsBench(options: {
   sseStreams?: number;
   /** 'sse-gap': that section alone (the processes of the others still start, idle, as in a whole run). */
   only?: string;
+  /** Node flags for Tollgate alone (`--tollgate-node-args`). */
+  nodeArgs?: readonly string[];
 }): Promise<BenchResult[]> {
   if (options.only !== undefined && options.only !== 'sse-gap') throw new Error(`--only takes sse-gap, not "${options.only}"`);
   const all = options.only === undefined;
@@ -200,18 +210,21 @@ export async function runTargetsBench(options: {
       TOLLGATE_LOG_LEVEL: 'info',
       TOLLGATE_BENCH_STALL_FILE: stallFile,
     },
-    [],
+    options.nodeArgs ?? [],
     ['bench/stall-probe.ts'],
   );
   pin(tollgate.process.pid!, 1);
   // Its own upstream, bare hop and Tollgate (bench/sse-gap.ts says why); 1 KB bodies as the rest. Tollgate ends a stream
   // at max_tokens, and 50 stamped chunks count ~200 tokens (with 64 it cut them after 16): room for all.
-  const sseGap = await startSseGap({ streams: options.sseStreams ?? 64, quick: options.quick, body: () => uniqueBody(true, 512) }).catch(
-    async (error: unknown) => {
-      await Promise.all([tollgate.stop(), bare.stop(), fake.stop()]);
-      throw error;
-    },
-  );
+  const sseGap = await startSseGap({
+    streams: options.sseStreams ?? 64,
+    quick: options.quick,
+    body: () => uniqueBody(true, 512),
+    nodeArgs: options.nodeArgs ?? [],
+  }).catch(async (error: unknown) => {
+    await Promise.all([tollgate.stop(), bare.stop(), fake.stop()]);
+    throw error;
+  });
   const json = { 'content-type': 'application/json' };
   const servers = {
     direct: { url: fake.url, pid: fake.process.pid!, headers: { ...json, authorization: `Bearer ${UPSTREAM_KEY}` } },
@@ -236,7 +249,7 @@ export async function runTargetsBench(options: {
   const p99 = series();
   const sse16 = series();
   let fixedErrors = 0;
-  let stall: { ms: number; cause: string; count: number } | undefined;
+  let stall: ReturnType<typeof worstStall> | undefined;
   let stallP99 = 0;
   let stallRate = 0;
   let stallErrors = 0;
@@ -305,6 +318,14 @@ export async function runTargetsBench(options: {
     results.push({ name: 'stall run p99', value: stallP99, unit: 'ms', note: `${stallErrors} errors` });
     results.push({ name: 'event-loop stalls over 10 ms', value: stall.count, unit: 'stalls', note: 'during the stall run' });
     results.push({ name: 'worst event-loop stall', value: stall.ms, unit: 'ms', note: stall.cause });
+    if (stall.waitShare !== undefined) {
+      results.push({
+        name: 'stalls: loop waiting for the core',
+        value: stall.waitShare * 100,
+        unit: '%',
+        note: "of the stalls' time, the loop was ready but another thread of the process (V8's helpers, workers) had the core",
+      });
+    }
   }
   return results;
 }
@@ -314,13 +335,14 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     const i = process.argv.indexOf(name);
     return i === -1 ? undefined : process.argv[i + 1];
   };
-  const [stallMinutes, sseStreams, only] = [arg('--stall-minutes'), arg('--sse-streams'), arg('--only')];
+  const [stallMinutes, sseStreams, only, nodeArgs] = [arg('--stall-minutes'), arg('--sse-streams'), arg('--only'), arg('--tollgate-node-args')];
   printTable(
     await runTargetsBench({
       quick: process.argv.includes('--quick'),
       ...(stallMinutes === undefined ? {} : { stallMinutes: Number(stallMinutes) }),
       ...(sseStreams === undefined ? {} : { sseStreams: Number(sseStreams) }),
       ...(only === undefined ? {} : { only }),
+      ...(nodeArgs === undefined ? {} : { nodeArgs: nodeArgs.split(/\s+/).filter((flag) => flag !== '') }),
     }),
   );
 }
