@@ -24,6 +24,7 @@ import { buildTollgate } from './tollgate.js';
 import { loadTracing } from './tracing/index.js';
 import { redactUrl } from './redact-url.js';
 import { assertPortsFree, listenFailure } from './listen-failure.js';
+import { deprioritizeHelperThreads } from './helper-threads.js';
 
 export interface RunningServer {
   readonly url: string;
@@ -131,6 +132,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   if (metricsServer !== undefined) guard.attach(metricsServer);
   const metricsUrl = metricsServer === undefined ? undefined : `http://${hostPart}:${(metricsServer.address() as AddressInfo).port}`;
   const guardReport = reportGuard(guard, logger);
+  // The loop serves every request; the helper threads wait for it on a shared core (src/helper-threads.ts).
+  const helpers = deprioritizeHelperThreads(config.helperNice);
   logger.info(
     {
       url,
@@ -153,6 +156,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   async function shutDown(): Promise<void> {
     lifecycle.shuttingDown = true;
     clearInterval(guardReport);
+    helpers.stop();
     // Requests whose client left are still read for their usage (src/pipeline/relay.ts): waited for too.
     const open = tollgate.pipeline.open!;
     logger.info({ inFlight, open: open.size }, 'shutting down: no new connections, waiting for in-flight requests');

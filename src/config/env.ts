@@ -27,6 +27,17 @@ const envSchema = z.object({
    * Node's 511 then drops handshakes (README "Many open streams").
    */
   TOLLGATE_LISTEN_BACKLOG: positiveInt.default(4096),
+  /**
+   * Nice value `serve` gives its helper threads (V8's collector and compiler
+   * helpers, libuv's pool, Tollgate's workers) so the event loop has the core
+   * first (src/helper-threads.ts); 0 leaves them alone. Linux only.
+   */
+  TOLLGATE_HELPER_NICE: z
+    .string()
+    .trim()
+    .regex(/^(1?[0-9])$/, 'must be a whole number from 0 to 19')
+    .transform(Number)
+    .default(19),
   /** Base URL of the OpenAI-compatible upstream, including its version path. */
   TOLLGATE_UPSTREAM_URL: upstreamUrl.default('https://api.openai.com/v1'),
   /** The provider key Tollgate uses upstream; falls back to OPENAI_API_KEY. */

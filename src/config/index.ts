@@ -32,6 +32,8 @@ export interface Config {
   readonly host: string;
   /** listen(2)'s backlog; the kernel caps it at net.core.somaxconn. */
   readonly listenBacklog: number;
+  /** Nice value of the serving process's helper threads (0: unchanged). */
+  readonly helperNice: number;
   /** Every upstream (the config file's list, or the one of TOLLGATE_UPSTREAM_URL), its routes and fallback settings. */
   readonly upstreams: UpstreamsConfig;
   /** The environment's one upstream (TOLLGATE_UPSTREAM_*): the shorthand, and the list's connection defaults. */
@@ -151,6 +153,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: e.TOLLGATE_PORT,
     host: e.TOLLGATE_HOST,
     listenBacklog: e.TOLLGATE_LISTEN_BACKLOG,
+    helperNice: e.TOLLGATE_HELPER_NICE,
     upstreams,
     upstream,
     anthropic: {

@@ -62,6 +62,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ TOLLGATE_LISTEN_BACKLOG: 'lots' })).toThrow(/TOLLGATE_LISTEN_BACKLOG: must be a whole number/);
   });
 
+  it('gives the helper threads a nice value of 19 unless told otherwise, 0 for none, and refuses what nice cannot be', () => {
+    expect(loadConfig({}).helperNice).toBe(19);
+    expect(loadConfig({ TOLLGATE_HELPER_NICE: '10' }).helperNice).toBe(10);
+    expect(loadConfig({ TOLLGATE_HELPER_NICE: '0' }).helperNice).toBe(0);
+    expect(loadConfig({ TOLLGATE_HELPER_NICE: '19' }).helperNice).toBe(19);
+    expect(() => loadConfig({ TOLLGATE_HELPER_NICE: '20' })).toThrow(/TOLLGATE_HELPER_NICE: must be a whole number from 0 to 19/);
+    expect(() => loadConfig({ TOLLGATE_HELPER_NICE: '-5' })).toThrow(/TOLLGATE_HELPER_NICE: must be a whole number from 0 to 19/);
+  });
+
   it('treats empty variables as unset', () => {
     expect(loadConfig({ TOLLGATE_PORT: '' }).port).toBe(8787);
   });
