@@ -4,7 +4,7 @@
  * generator and the fake upstream on core 0, a fixed rate of 1 KB chat bodies
  * (a different one each time), open loop, for `--seconds` after a warm-up;
  * rounds alternate a fresh Tollgate with its helper threads left alone
- * (nice 0) and one with the default (19). Per round: p50 / p99 / p99.9,
+ * (nice 0) and one with them at 19 (what `auto` gives on one CPU). Per round: p50 / p99 / p99.9,
  * event-loop stalls over 10 ms (bench/stall-probe.ts) and the share of their
  * time the loop was ready but waited for the core; medians of the rounds.
  *

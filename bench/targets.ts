@@ -28,7 +28,7 @@
  *   or npx tsx bench/targets.ts [--quick] [--stall-minutes N] [--sse-streams N] [--only sse-gap]
  *        [--tollgate-node-args "--v8-pool-size=1"]
  *   (`--only sse-gap`: that section alone, a minute or so; `--tollgate-node-args`: Node flags for
- *   Tollgate alone, e.g. to measure docs/operations.md's advice for one core)
+ *   Tollgate alone, such as the V8 flags docs/performance.md tried)
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

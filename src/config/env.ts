@@ -30,14 +30,15 @@ const envSchema = z.object({
   /**
    * Nice value `serve` gives its helper threads (V8's collector and compiler
    * helpers, libuv's pool, Tollgate's workers) so the event loop has the core
-   * first (src/helper-threads.ts); 0 leaves them alone. Linux only.
+   * first (src/helper-threads.ts); 0 leaves them alone; `auto`: 19 while the
+   * process may run on one CPU only, else 0. Linux only.
    */
   TOLLGATE_HELPER_NICE: z
     .string()
     .trim()
-    .regex(/^(1?[0-9])$/, 'must be a whole number from 0 to 19')
-    .transform(Number)
-    .default(19),
+    .regex(/^(auto|1?[0-9])$/, 'must be auto or a whole number from 0 to 19')
+    .transform((value) => (value === 'auto' ? 'auto' : Number(value)))
+    .default('auto'),
   /** Base URL of the OpenAI-compatible upstream, including its version path. */
   TOLLGATE_UPSTREAM_URL: upstreamUrl.default('https://api.openai.com/v1'),
   /** The provider key Tollgate uses upstream; falls back to OPENAI_API_KEY. */

@@ -16,6 +16,7 @@ import type { FailMode } from '../coordination/fail-mode.js';
 import type { KeyLabelMode } from '../metrics.js';
 import type { UpstreamsConfig } from '../upstreams/upstream-config.js';
 import { KNOWN_VARIABLES, readEnvironment, type Env, type EnvSettings } from './env.js';
+import type { HelperNice } from '../helper-threads.js';
 import { readConfigFile, type ConfigFile } from './file.js';
 import { alertSettings, parseGlobalLimits, upstreamsOf } from './sections.js';
 import { tracingSettingsOf, type TracingSettings } from './tracing.js';
@@ -32,8 +33,8 @@ export interface Config {
   readonly host: string;
   /** listen(2)'s backlog; the kernel caps it at net.core.somaxconn. */
   readonly listenBacklog: number;
-  /** Nice value of the serving process's helper threads (0: unchanged). */
-  readonly helperNice: number;
+  /** Nice value of the serving process's helper threads (0: unchanged; `auto`: src/helper-threads.ts decides). */
+  readonly helperNice: HelperNice;
   /** Every upstream (the config file's list, or the one of TOLLGATE_UPSTREAM_URL), its routes and fallback settings. */
   readonly upstreams: UpstreamsConfig;
   /** The environment's one upstream (TOLLGATE_UPSTREAM_*): the shorthand, and the list's connection defaults. */

@@ -2,11 +2,13 @@
  * The serving process gives its helper threads (V8's collector and compiler
  * helpers, libuv's pool, its workers) a higher nice value so the event loop
  * has a shared core first (src/helper-threads.ts, TOLLGATE_HELPER_NICE). What
- * an operator would check: `/proc/<pid>/task/*` of a running `tollgate serve`.
+ * an operator would check: `/proc/<pid>/task/*` of a running `tollgate serve`
+ * (`ps -L -o tid,ni`); `taskset` confines it to one CPU as a one-CPU VM would.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
-import { getPriority } from 'node:os';
+import { availableParallelism, getPriority } from 'node:os';
 import { dirname } from 'node:path';
 import { tempDatabasePath } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
@@ -60,6 +62,24 @@ describe.runIf(process.platform === 'linux')('helper threads', () => {
     expect(values.get(pid)).toBe(inherited);
     // V8's helpers alone are four; Tollgate's workers (the checkpointer among them) add more.
     expect(helpers(values, pid).filter((nice) => nice === 7).length).toBeGreaterThanOrEqual(4);
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+  }, 60_000);
+
+  it('auto (the default): left alone while the process may use several CPUs, at 19 once it is confined to one', async () => {
+    const inherited = getPriority();
+    const proc = await spawnServe(env({}));
+    running.push(proc);
+    const pid = proc.child.pid!;
+    expect((await fetch(`${proc.url}/healthz`)).status).toBe(200);
+    if (availableParallelism() > 1) {
+      // Two rescans' time: nothing moves while the helpers have other cores to run on.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect(helpers(niceValues(pid), pid).filter((nice) => nice === inherited).length).toBeGreaterThanOrEqual(4);
+    }
+    execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
+    await waitFor(() => helpers(niceValues(pid), pid).every((nice) => nice >= 19), 'every helper thread at nice 19', 15_000);
+    expect(niceValues(pid).get(pid)).toBe(inherited);
     proc.child.kill('SIGTERM');
     await proc.exited;
   }, 60_000);

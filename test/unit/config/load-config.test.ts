@@ -62,13 +62,14 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ TOLLGATE_LISTEN_BACKLOG: 'lots' })).toThrow(/TOLLGATE_LISTEN_BACKLOG: must be a whole number/);
   });
 
-  it('gives the helper threads a nice value of 19 unless told otherwise, 0 for none, and refuses what nice cannot be', () => {
-    expect(loadConfig({}).helperNice).toBe(19);
-    expect(loadConfig({ TOLLGATE_HELPER_NICE: '10' }).helperNice).toBe(10);
+  it("decides the helper threads' nice value by the CPUs (auto) unless told a number, 0 for none, and refuses what nice cannot be", () => {
+    expect(loadConfig({}).helperNice).toBe('auto');
+    expect(loadConfig({ TOLLGATE_HELPER_NICE: 'auto' }).helperNice).toBe('auto');
     expect(loadConfig({ TOLLGATE_HELPER_NICE: '0' }).helperNice).toBe(0);
     expect(loadConfig({ TOLLGATE_HELPER_NICE: '19' }).helperNice).toBe(19);
-    expect(() => loadConfig({ TOLLGATE_HELPER_NICE: '20' })).toThrow(/TOLLGATE_HELPER_NICE: must be a whole number from 0 to 19/);
-    expect(() => loadConfig({ TOLLGATE_HELPER_NICE: '-5' })).toThrow(/TOLLGATE_HELPER_NICE: must be a whole number from 0 to 19/);
+    for (const bad of ['20', '-5', 'high']) {
+      expect(() => loadConfig({ TOLLGATE_HELPER_NICE: bad })).toThrow(/TOLLGATE_HELPER_NICE: must be auto or a whole number from 0 to 19/);
+    }
   });
 
   it('treats empty variables as unset', () => {
