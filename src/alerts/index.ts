@@ -78,7 +78,9 @@ export function createAlerts(deps: AlertsDeps): Alerts {
   const tick = async () => {
     try {
       await monitor.tick();
-      const now = Date.now();
+      // The clock the claims and the outbox rows were stamped with (the reconciler's run claims too):
+      // pruned by another, a claim could lapse early and its interval run twice.
+      const now = deps.now();
       if (now - lastPrune >= PRUNE_EVERY_MS) {
         lastPrune = now;
         outbox.prune(now);
