@@ -15,23 +15,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Pool } from 'undici';
-import { issueBenchKey, median, percentile, pin, printTable, startChild, startTollgate, type BenchResult } from './support.js';
+import { fixedRate, issueBenchKey, median, percentile, pin, printTable, startChild, startTollgate, uniqueBody, type BenchResult } from './support.js';
 
 const UPSTREAM_KEY = 'sk-bench-upstream';
-const FILLER = 'The quick brown fox jumps over the lazy dog near the riverbank at dawn. ';
 const WARM_UP_SECONDS = 4;
-let serial = 0;
-
-/** A 1 KB chat body no earlier request shares a prefix with. */
-function uniqueBody(): string {
-  serial += 1;
-  return JSON.stringify({
-    model: 'gpt-4o-mini',
-    max_tokens: 64,
-    messages: [{ role: 'user', content: `Request ${serial} of the bench. ${FILLER.repeat(13).trim()}` }],
-  });
-}
 
 interface Stall {
   readonly ms: number;
@@ -45,33 +32,6 @@ interface Round {
   readonly errors: number;
   readonly stalls: number;
   readonly waitShare: number;
-}
-
-/** `rate` requests a second for `seconds`, each sent when due; latency counts from when it was due. */
-async function fixedRate(pool: Pool, headers: Record<string, string>, rate: number, seconds: number): Promise<{ latencies: number[]; errors: number }> {
-  const latencies: number[] = [];
-  let errors = 0;
-  const sent: Promise<void>[] = [];
-  const start = performance.now();
-  for (let i = 0; i < rate * seconds; i += 1) {
-    const due = start + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait >= 1) await new Promise((resolve) => setTimeout(resolve, wait));
-    sent.push(
-      pool.request({ method: 'POST', path: '/v1/chat/completions', headers, body: uniqueBody() }).then(
-        async (res) => {
-          await res.body.arrayBuffer();
-          if (res.statusCode === 200) latencies.push(performance.now() - due);
-          else errors += 1;
-        },
-        () => {
-          errors += 1;
-        },
-      ),
-    );
-  }
-  await Promise.all(sent);
-  return { latencies, errors };
 }
 
 async function round(upstreamUrl: string, nice: number, rate: number, seconds: number): Promise<Round> {
@@ -93,20 +53,24 @@ async function round(upstreamUrl: string, nice: number, rate: number, seconds: n
   );
   try {
     pin(tollgate.process.pid!, 1);
-    const pool = new Pool(new URL(tollgate.url).origin, { connections: 256 });
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
-    await fixedRate(pool, headers, rate, WARM_UP_SECONDS);
+    const target = {
+      baseUrl: tollgate.url,
+      path: '/chat/completions',
+      body: () => uniqueBody(false),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    };
+    await fixedRate(target, rate, WARM_UP_SECONDS * 1000);
     const fromUs = Number(process.hrtime.bigint() / 1000n);
-    const measured = await fixedRate(pool, headers, rate, seconds);
+    const measured = await fixedRate(target, rate, seconds * 1000);
     const toUs = Number(process.hrtime.bigint() / 1000n);
-    await pool.close();
+    // The probe writes its file as the process exits.
     await tollgate.stop();
     const stalls = (JSON.parse(readFileSync(stallFile, 'utf8')) as { stalls: Stall[] }).stalls.filter((s) => s.hrUs >= fromUs && s.hrUs <= toUs);
     const run = stalls.reduce((sum, s) => sum + (s.runMs ?? 0), 0);
     const waited = stalls.reduce((sum, s) => sum + (s.waitMs ?? 0), 0);
     return { ...measured, stalls: stalls.length, waitShare: run + waited > 0 ? waited / (run + waited) : 0 };
   } finally {
-    await tollgate.stop();
+    await tollgate.stop(); // a no-op once stopped; here for a round that failed
     rmSync(scratch, { recursive: true, force: true });
   }
 }

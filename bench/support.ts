@@ -284,3 +284,65 @@ function formatValue(value: number): string {
   if (Math.abs(value) >= 10) return value.toFixed(1);
   return value.toPrecision(3);
 }
+
+const FILLER = 'The quick brown fox jumps over the lazy dog near the riverbank at dawn. ';
+let serial = 0;
+
+/** A 1 KB chat body that no earlier request shares a prefix with (its first words are a serial number). */
+export function uniqueBody(stream: boolean, maxTokens = 64): string {
+  serial += 1;
+  return JSON.stringify({
+    model: 'gpt-4o-mini',
+    max_tokens: maxTokens,
+    ...(stream ? { stream: true } : {}),
+    messages: [{ role: 'user', content: `Request ${serial} of the bench. ${FILLER.repeat(13).trim()}` }],
+  });
+}
+
+export interface FixedRateResult {
+  readonly latencies: number[];
+  readonly errors: number;
+}
+
+/**
+ * `rps` requests a second for `durationMs`, each sent when due whatever the
+ * others are doing (open loop); latency is measured from when it was due.
+ */
+export async function fixedRate(target: LoadTarget, rps: number, durationMs: number): Promise<FixedRateResult> {
+  const url = new URL(target.baseUrl);
+  const pool = new Pool(url.origin, { connections: 256, pipelining: 1 });
+  const path = url.pathname.replace(/\/+$/, '') + target.path;
+  const total = Math.floor((durationMs / 1000) * rps);
+  const latencies: number[] = [];
+  let errors = 0;
+  let outstanding = 0;
+  let allSent = false;
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  const start = performance.now();
+  for (let i = 0; i < total; i += 1) {
+    const due = start + (i * 1000) / rps;
+    const wait = due - performance.now();
+    if (wait >= 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    outstanding += 1;
+    pool
+      .request({ method: 'POST', path, headers: target.headers, body: bodyOf(target) })
+      .then(async (res) => {
+        await res.body.arrayBuffer();
+        if (res.statusCode === 200) latencies.push(performance.now() - due);
+        else errors += 1;
+      })
+      .catch(() => {
+        errors += 1;
+      })
+      .finally(() => {
+        outstanding -= 1;
+        if (allSent && outstanding === 0) finish();
+      });
+  }
+  allSent = true;
+  if (outstanding === 0) finish();
+  await finished;
+  await pool.close();
+  return { latencies, errors };
+}

@@ -51,7 +51,7 @@ export interface HelperThreads {
  * thread: its thread id is the process id.
  */
 export function deprioritizeHelperThreads(setting: HelperNice, cpus: () => number = availableParallelism): HelperThreads {
-  if (setting === 0 || !threadsVisible()) return { stop() {} };
+  if (setting === 0 || process.platform !== 'linux') return { stop() {} };
   const done = new Set<number>();
   const scan = (): void => {
     const nice = helperNiceFor(setting, cpus());
@@ -81,14 +81,4 @@ export function deprioritizeHelperThreads(setting: HelperNice, cpus: () => numbe
   const timer = setInterval(scan, RESCAN_MS);
   timer.unref();
   return { stop: () => clearInterval(timer) };
-}
-
-function threadsVisible(): boolean {
-  if (process.platform !== 'linux') return false;
-  try {
-    readdirSync('/proc/self/task');
-    return true;
-  } catch {
-    return false;
-  }
 }
