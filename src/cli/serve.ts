@@ -82,7 +82,8 @@ export function registerServeCommands(program: Command): void {
       const adminToken = randomBytes(18).toString('base64url');
       const signals = exitOnSignals();
       const [{ startServer }, { startFakeUpstream }] = await Promise.all([loadServer(), loadFakeUpstream()]);
-      const fake = await startFakeUpstream({ apiKey: 'sk-demo-upstream' });
+      // The demo shares the proxy's process: bounded records keep its heap (and collections) from growing with every request.
+      const fake = await startFakeUpstream({ apiKey: 'sk-demo-upstream', maxRecords: 1000 });
       const config = loadConfig({
         TOLLGATE_PORT: options.port,
         TOLLGATE_UPSTREAM_URL: fake.url,

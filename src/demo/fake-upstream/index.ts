@@ -103,13 +103,21 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   const probes: RecordedRequest[] = [];
   /** Where a request's record goes: Tollgate's upstream checks apart from the requests it serves. */
   const recordsOf = (req: IncomingMessage): RecordedRequest[] => (req.headers['x-tollgate-probe'] === undefined ? requests : probes);
+  const maxRecords = options.maxRecords ?? Infinity;
+  if (!(maxRecords >= 0)) throw new RangeError(`maxRecords must be 0 or more, not ${maxRecords}`);
+  /** Keeps a record, dropping the oldest past `maxRecords` (shift on a V8 array trims its start in place). */
+  const keep = (records: RecordedRequest[], record: RecordedRequest): void => {
+    if (maxRecords === 0) return;
+    records.push(record);
+    while (records.length > maxRecords) records.shift();
+  };
   const pending = new Set<Promise<void>>();
   let defaultScenario: Scenario = {};
   const stored = new StoredResponses();
   // Batches: their lines' records go to `requests` as they are processed.
   const files = new FileStore(options.batchLimits, options.now);
-  const openAIBatches = new OpenAIBatches(files, (line) => requests.push(line), options.batchLimits, options.now);
-  const anthropicBatches = new AnthropicBatches((line) => requests.push(line), options.batchLimits, options.now);
+  const openAIBatches = new OpenAIBatches(files, (line) => keep(requests, line), options.batchLimits, options.now);
+  const anthropicBatches = new AnthropicBatches((line) => keep(requests, line), options.batchLimits, options.now);
   const kind = fakeKind(options);
 
   const server: Server = createServer((req, res) => {
@@ -166,7 +174,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       closedEarly: false,
       finished: false,
     };
-    recordsOf(req).push(record);
+    keep(recordsOf(req), record);
     res.on('close', () => {
       if (!record.finished) record.closedEarly = true;
     });
@@ -290,7 +298,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       closedEarly: false,
       finished: false,
     };
-    recordsOf(req).push(record);
+    keep(recordsOf(req), record);
     res.on('close', () => {
       if (!record.finished) record.closedEarly = true;
     });

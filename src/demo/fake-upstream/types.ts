@@ -84,6 +84,13 @@ export interface FakeUpstreamOptions {
   readonly now?: () => number;
   /** What the Files and Batch APIs keep in memory (openai-batches.ts, anthropic-batches.ts). */
   readonly batchLimits?: BatchLimits;
+  /**
+   * Records kept in `requests` and in `probes`, the newest (the billing reports are built from
+   * them). Default: all, as tests read them. A long-running fake (`tollgate demo`, the benches'
+   * upstream) bounds them: every record holds its request's body, and a heap of them makes the
+   * fake's collections long enough to show in every latency measured through it.
+   */
+  readonly maxRecords?: number;
 }
 
 /** Bounds on the fake's Files and Batch stores: the oldest entry goes when one more arrives. */
