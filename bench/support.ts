@@ -302,6 +302,8 @@ export function uniqueBody(stream: boolean, maxTokens = 64): string {
 export interface FixedRateResult {
   readonly latencies: number[];
   readonly errors: number;
+  /** How late each request left the load generator (ms after it was due): its own delays, in every latency. */
+  readonly sendLate: number[];
 }
 
 /**
@@ -314,6 +316,7 @@ export async function fixedRate(target: LoadTarget, rps: number, durationMs: num
   const path = url.pathname.replace(/\/+$/, '') + target.path;
   const total = Math.floor((durationMs / 1000) * rps);
   const latencies: number[] = [];
+  const sendLate: number[] = [];
   let errors = 0;
   let outstanding = 0;
   let allSent = false;
@@ -324,6 +327,7 @@ export async function fixedRate(target: LoadTarget, rps: number, durationMs: num
     const due = start + (i * 1000) / rps;
     const wait = due - performance.now();
     if (wait >= 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    sendLate.push(Math.max(0, performance.now() - due));
     outstanding += 1;
     pool
       .request({ method: 'POST', path, headers: target.headers, body: bodyOf(target) })
@@ -344,5 +348,5 @@ export async function fixedRate(target: LoadTarget, rps: number, durationMs: num
   if (outstanding === 0) finish();
   await finished;
   await pool.close();
-  return { latencies, errors };
+  return { latencies, errors, sendLate };
 }

@@ -31,6 +31,7 @@
  *   Tollgate alone, such as the V8 flags docs/performance.md tried)
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -191,6 +192,7 @@ export async function runTargetsBench(options: {
   let stallP99 = 0;
   let stallRate = 0;
   let stallErrors = 0;
+  let loadSide: { sendLateP99: number; loopP99: number; loopMax: number } | undefined;
   const stallWindow = { fromUs: 0, toUs: 0 };
   try {
     if (all) for (const name of names) await measureThroughput(target(name, false), 16, 1000); // JIT, pools, tokenizer
@@ -222,11 +224,15 @@ export async function runTargetsBench(options: {
     if (stallMs > 0) {
       stallRate = Math.round(median(rps16.tollgate) / 2);
       process.stderr.write(`targets: stall run, ${stallRate} req/s for ${stallMs / 60_000} min\n`);
+      const ownLoop = monitorEventLoopDelay({ resolution: 2 });
+      ownLoop.enable();
       stallWindow.fromUs = monotonicUs();
       const result = await fixedRate(target('tollgate', false), stallRate, stallMs);
       stallWindow.toUs = monotonicUs();
+      ownLoop.disable();
       stallErrors = result.errors;
       stallP99 = percentile(result.latencies, 99);
+      loadSide = { sendLateP99: percentile(result.sendLate, 99), loopP99: ownLoop.percentile(99) / 1e6, loopMax: ownLoop.max / 1e6 };
     }
   } finally {
     await Promise.all([tollgate.stop(), bare.stop(), fake.stop(), sseGap.stop()]);
@@ -264,6 +270,21 @@ export async function runTargetsBench(options: {
         note: "of the stalls' time, the loop was ready but another thread of the process (V8's helpers, workers) had the core",
       });
     }
+  }
+  if (loadSide !== undefined) {
+    // Open-loop latency counts from when a request was due, so the load generator's own delays are in the stall run's p99 too.
+    results.push({
+      name: 'stall run: requests sent late, p99',
+      value: loadSide.sendLateP99,
+      unit: 'ms',
+      note: "the load generator's own delay, in every latency",
+    });
+    results.push({
+      name: "stall run: load generator's event-loop delay p99 / max",
+      value: loadSide.loopP99,
+      unit: 'ms',
+      note: `max ${loadSide.loopMax.toFixed(1)} ms`,
+    });
   }
   return results;
 }
