@@ -125,6 +125,16 @@ describe('counting equals js-tiktoken encoding', () => {
     expect(countTextTokens('a'.repeat(1_000_000), loaded)).toBe(125_000);
   });
 
+  // tiktoken's own patterns match every character; a pattern that skips some must count only its pieces, as exec did.
+  it('counts only the pieces of a pattern that skips text', () => {
+    const loaded = loadEncodingSync('o200k_base');
+    const lettersOnly = { ...loaded, pattern: /[a-z]+/gu, sticky: /[a-z]+/uy };
+    const pieces = ['hello', 'world', 'tokens'];
+    const expected = pieces.reduce((sum, piece) => sum + referenceCount(piece, 'o200k_base'), 0);
+    expect(countTextTokens('  hello, WORLD world!! 42 tokens', lettersOnly)).toBe(expected);
+    expect(countTextTokens('!!! ???', lettersOnly)).toBe(0);
+  });
+
   it('loads asynchronously to the same encoding instance', async () => {
     expect(await loadEncoding('cl100k_base')).toBe(loadEncodingSync('cl100k_base'));
   });
