@@ -9,8 +9,8 @@
  * there). Under tsx, esbuild's keepNames wraps every closure made at run time
  * (support.ts), which charges a build per closure it makes per request.
  *
- * Run: npx tsx bench/ab.ts /path/to/other/checkout [--this /path/to/checkout] [--quick]
- * (`--this` defaults to this working tree).
+ * Run: npx tsx bench/ab.ts /path/to/other/checkout [--this /path/to/checkout] [--quick] [--unique]
+ * (`--this` defaults to this working tree; `--unique` sends a different 1 KB body each time).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -28,6 +28,7 @@ import {
   printTable,
   REPO_ROOT,
   shuffled,
+  uniqueBody,
   startChild,
   tollgateEntry,
   type BenchResult,
@@ -37,6 +38,7 @@ import {
 const other = process.argv[2];
 if (other === undefined || other.startsWith('--')) throw new Error('usage: npx tsx bench/ab.ts /path/to/other/checkout [--quick]');
 const quick = process.argv.includes('--quick');
+const unique = process.argv.includes('--unique');
 const thisIndex = process.argv.indexOf('--this');
 const thisRoot = thisIndex === -1 ? REPO_ROOT : process.argv[thisIndex + 1]!;
 const UPSTREAM_KEY = 'sk-bench-upstream';
@@ -82,7 +84,8 @@ for (const [name, root] of [
   targets[name] = {
     baseUrl: servers[name]!.url,
     path: '/chat/completions',
-    body: chatBody1k(),
+    // `--unique`: a different body each time, so no estimate cache helps (what the targets send).
+    body: unique ? () => uniqueBody(false) : chatBody1k(),
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
   };
 }
