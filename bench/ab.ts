@@ -28,15 +28,15 @@ import {
   printTable,
   REPO_ROOT,
   shuffled,
-  uniqueBody,
   startChild,
   tollgateEntry,
+  uniqueBody,
   type BenchResult,
   type LoadTarget,
 } from './support.js';
 
 const other = process.argv[2];
-if (other === undefined || other.startsWith('--')) throw new Error('usage: npx tsx bench/ab.ts /path/to/other/checkout [--quick]');
+if (other === undefined || other.startsWith('--')) throw new Error('usage: npx tsx bench/ab.ts /path/to/other/checkout [--quick] [--unique]');
 const quick = process.argv.includes('--quick');
 const unique = process.argv.includes('--unique');
 const thisIndex = process.argv.indexOf('--this');
