@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
+import type { RecordedRequest } from '../../../src/demo/fake-upstream/index.js';
 
 const KEY = 'sk-fake-records-0123456789';
 let fake: FakeUpstream | undefined;
@@ -13,6 +14,9 @@ afterEach(async () => {
   await fake?.close();
   fake = undefined;
 });
+
+/** The one message a request of {@link chat} sent. */
+const contentOf = (record: RecordedRequest): string => (record.body as { messages: { content: string }[] }).messages[0]!.content;
 
 async function chat(upstream: FakeUpstream, content: string, probe = false): Promise<void> {
   const res = await fetch(`${upstream.url}/chat/completions`, {
@@ -28,15 +32,15 @@ describe('fake upstream records', () => {
   it('keeps every request by default', async () => {
     fake = await startFakeUpstream({ apiKey: KEY });
     for (const n of [1, 2, 3, 4]) await chat(fake, `question ${n}`);
-    expect(fake.requests.map((r) => (r.body.messages as { content: string }[])[0]!.content)).toEqual(['question 1', 'question 2', 'question 3', 'question 4']);
+    expect(fake.requests.map(contentOf)).toEqual(['question 1', 'question 2', 'question 3', 'question 4']);
   });
 
   it('keeps only the newest maxRecords requests and probes', async () => {
     fake = await startFakeUpstream({ apiKey: KEY, maxRecords: 2 });
     for (const n of [1, 2, 3, 4, 5]) await chat(fake, `question ${n}`);
     for (const n of [1, 2, 3]) await chat(fake, `probe ${n}`, true);
-    expect(fake.requests.map((r) => (r.body.messages as { content: string }[])[0]!.content)).toEqual(['question 4', 'question 5']);
-    expect(fake.probes.map((r) => (r.body.messages as { content: string }[])[0]!.content)).toEqual(['probe 2', 'probe 3']);
+    expect(fake.requests.map(contentOf)).toEqual(['question 4', 'question 5']);
+    expect(fake.probes.map(contentOf)).toEqual(['probe 2', 'probe 3']);
   });
 
   it('keeps none with maxRecords 0 and still answers', async () => {
