@@ -4,6 +4,7 @@
  * beside the node's own SQLite file. A backend that cannot keep a promise the
  * other keeps fails here, not in a user's replica.
  */
+import type { PgPool } from '../../src/storage/postgres/open.js';
 import { afterAll, beforeAll, describe } from 'vitest';
 import type { Backend } from '../../src/storage/backend.js';
 import { openTempDatabase, type TempDatabase } from './db.js';
@@ -38,9 +39,30 @@ export function describeBackends(title: string, body: (fixture: BackendFixture) 
         const { rows } = await pool.query<{ tablename: string }>(
           "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename NOT LIKE '%migrations%'",
         );
-        if (rows.length > 0) await pool.query(`TRUNCATE ${rows.map((r) => `"${r.tablename}"`).join(', ')} RESTART IDENTITY CASCADE`);
+        if (rows.length > 0)
+          await truncateAll(
+            pool,
+            rows.map((r) => r.tablename),
+          );
         return { kind: 'postgres', database: file.database, pool };
       },
     });
   });
+}
+
+/**
+ * Empties the tables. A previous test's spend reads may still be answering (the PostgreSQL spend
+ * source refreshes in the background, src/storage/postgres/spend-source.ts): one that holds one
+ * rollup table and wants another can deadlock with the TRUNCATE, which PostgreSQL then aborts
+ * (40P01). The read finishes either way, so the TRUNCATE is tried again.
+ */
+async function truncateAll(pool: PgPool, tables: readonly string[]): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await pool.query(`TRUNCATE ${tables.map((table) => `"${table}"`).join(', ')} RESTART IDENTITY CASCADE`);
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== '40P01' || attempt === 3) throw error;
+    }
+  }
 }
