@@ -11,21 +11,28 @@
  * Run: npm run bench -- helper-nice
  *   or npx tsx bench/helper-nice.ts [--quick] [--rate N] [--seconds N] [--rounds N]
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { fixedRate, issueBenchKey, median, percentile, pin, printTable, startChild, startTollgate, uniqueBody, type BenchResult } from './support.js';
+import {
+  fixedRate,
+  issueBenchKey,
+  median,
+  monotonicUs,
+  percentile,
+  pin,
+  printTable,
+  readStalls,
+  startChild,
+  startTollgate,
+  uniqueBody,
+  waitShareOf,
+  type BenchResult,
+} from './support.js';
 
 const UPSTREAM_KEY = 'sk-bench-upstream';
 const WARM_UP_SECONDS = 4;
-
-interface Stall {
-  readonly ms: number;
-  readonly hrUs: number;
-  readonly runMs?: number;
-  readonly waitMs?: number;
-}
 
 interface Round {
   readonly latencies: number[];
@@ -60,15 +67,13 @@ async function round(upstreamUrl: string, nice: number, rate: number, seconds: n
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
     };
     await fixedRate(target, rate, WARM_UP_SECONDS * 1000);
-    const fromUs = Number(process.hrtime.bigint() / 1000n);
+    const fromUs = monotonicUs();
     const measured = await fixedRate(target, rate, seconds * 1000);
-    const toUs = Number(process.hrtime.bigint() / 1000n);
+    const toUs = monotonicUs();
     // The probe writes its file as the process exits.
     await tollgate.stop();
-    const stalls = (JSON.parse(readFileSync(stallFile, 'utf8')) as { stalls: Stall[] }).stalls.filter((s) => s.hrUs >= fromUs && s.hrUs <= toUs);
-    const run = stalls.reduce((sum, s) => sum + (s.runMs ?? 0), 0);
-    const waited = stalls.reduce((sum, s) => sum + (s.waitMs ?? 0), 0);
-    return { ...measured, stalls: stalls.length, waitShare: run + waited > 0 ? waited / (run + waited) : 0 };
+    const { stalls } = readStalls(stallFile, fromUs, toUs);
+    return { ...measured, stalls: stalls.length, waitShare: waitShareOf(stalls) ?? 0 };
   } finally {
     await tollgate.stop(); // a no-op once stopped; here for a round that failed
     rmSync(scratch, { recursive: true, force: true });

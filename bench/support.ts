@@ -350,3 +350,27 @@ export async function fixedRate(target: LoadTarget, rps: number, durationMs: num
   await pool.close();
   return { latencies, errors, sendLate };
 }
+
+/** What bench/stall-probe.ts writes as the process exits: event-loop stalls over 10 ms and GC pauses. */
+export interface StallReport {
+  readonly ticks: number;
+  /** `hrUs`: start on the monotonic clock; `runMs` / `waitMs`: how long the loop's thread ran, and waited for the core, over the stall's tick (Linux). */
+  readonly stalls: { at: number; ms: number; hrUs: number; runMs?: number; waitMs?: number }[];
+  readonly gcs: { at: number; ms: number; kind: string }[];
+}
+
+/** Now on the machine's monotonic clock, µs (the probe's `hrUs`). */
+export const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+/** The probe's report in `file`, with only the stalls that started within [fromUs, toUs]. */
+export function readStalls(file: string, fromUs: number, toUs: number): StallReport {
+  const report = JSON.parse(readFileSync(file, 'utf8')) as StallReport;
+  return { ...report, stalls: report.stalls.filter((stall) => stall.hrUs >= fromUs && stall.hrUs <= toUs) };
+}
+
+/** The share of the stalls' time the loop was ready to run but another thread had the core; undefined where the kernel did not say. */
+export function waitShareOf(stalls: StallReport['stalls']): number | undefined {
+  const split = stalls.filter((stall) => stall.runMs !== undefined && stall.waitMs !== undefined);
+  const splitMs = split.reduce((sum, stall) => sum + stall.runMs! + stall.waitMs!, 0);
+  return splitMs > 0 ? split.reduce((sum, stall) => sum + stall.waitMs!, 0) / splitMs : undefined;
+}

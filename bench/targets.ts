@@ -41,16 +41,20 @@ import {
   median,
   measureLatency,
   measureThroughput,
+  monotonicUs,
   percentile,
   pin,
   plainJs,
   printTable,
+  readStalls,
   shuffled,
   startChild,
   startTollgate,
   type BenchResult,
   type LoadTarget,
+  type StallReport,
   uniqueBody,
+  waitShareOf,
 } from './support.js';
 import { startSseGap } from './sse-gap.js';
 
@@ -61,25 +65,11 @@ function processCpuMicros(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6; // clock ticks at 100 Hz
 }
 
-interface StallReport {
-  readonly ticks: number;
-  /** `runMs` / `waitMs`: how long the loop's thread ran, and waited for the core, over the stall's tick (Linux). */
-  readonly stalls: { at: number; ms: number; hrUs: number; runMs?: number; waitMs?: number }[];
-  readonly gcs: { at: number; ms: number; kind: string }[];
-}
-
-/** Now on the machine's monotonic clock, µs (the probe's `hrUs`). */
-const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
-
-/** The worst stall within [fromUs, toUs] (the stall run, not start-up or the saturating rounds) and what overlapped it. */
-function worstStall(report: StallReport, fromUs: number, toUs: number): { ms: number; cause: string; count: number; waitShare: number | undefined } {
-  const inWindow = report.stalls.filter((stall) => stall.hrUs >= fromUs && stall.hrUs <= toUs);
-  // The share of the stalls' time the loop was ready to run but another thread had the core.
-  const split = inWindow.filter((stall) => stall.runMs !== undefined && stall.waitMs !== undefined);
-  const splitMs = split.reduce((sum, stall) => sum + stall.runMs! + stall.waitMs!, 0);
-  const waitShare = splitMs > 0 ? split.reduce((sum, stall) => sum + stall.waitMs!, 0) / splitMs : undefined;
+/** The worst of a report's stalls (those of the stall run, not start-up or the saturating rounds) and what overlapped it. */
+function worstStall(report: StallReport): { ms: number; cause: string; count: number; waitShare: number | undefined } {
+  const waitShare = waitShareOf(report.stalls);
   let worst: StallReport['stalls'][number] | undefined;
-  for (const stall of inWindow) if (worst === undefined || stall.ms > worst.ms) worst = stall;
+  for (const stall of report.stalls) if (worst === undefined || stall.ms > worst.ms) worst = stall;
   if (worst === undefined) return { ms: 0, cause: 'no stall over 10 ms', count: 0, waitShare };
   const overlapping = report.gcs.filter((gc) => gc.at < worst.at + worst.ms && gc.at + gc.ms > worst.at - 2);
   const gcMs = overlapping.reduce((sum, gc) => sum + gc.ms, 0);
@@ -88,7 +78,7 @@ function worstStall(report: StallReport, fromUs: number, toUs: number): { ms: nu
       ? 'no GC pause overlapped it (JavaScript or a synchronous call ran that long)'
       : `GC: ${overlapping.map((gc) => `${gc.kind} ${gc.ms.toFixed(1)} ms`).join(', ')} (${gcMs.toFixed(1)} of ${worst.ms.toFixed(1)} ms)`;
   const waited = worst.waitMs === undefined ? '' : `; the loop waited ${worst.waitMs.toFixed(1)} ms of it for the core`;
-  return { ms: worst.ms, cause: cause + waited, count: inWindow.length, waitShare };
+  return { ms: worst.ms, cause: cause + waited, count: report.stalls.length, waitShare };
 }
 
 /** c=1: each percentile is the median over rounds of that round's percentile; "added" subtracts direct's. */
@@ -237,7 +227,7 @@ export async function runTargetsBench(options: {
   } finally {
     await Promise.all([tollgate.stop(), bare.stop(), fake.stop(), sseGap.stop()]);
   }
-  if (stallMs > 0) stall = worstStall(JSON.parse(readFileSync(stallFile, 'utf8')) as StallReport, stallWindow.fromUs, stallWindow.toUs);
+  if (stallMs > 0) stall = worstStall(readStalls(stallFile, stallWindow.fromUs, stallWindow.toUs));
   rmSync(scratch, { recursive: true, force: true });
 
   if (!all) return sseGap.results();
