@@ -8,11 +8,12 @@
  * We only need counts, so we read the same rank files that js-tiktoken ships
  * (`js-tiktoken/ranks/*`), pre-tokenize with the same pattern, and run the same byte-pair merge
  * (lowest rank first, leftmost on ties) with a heap: O(n log n) per piece, exact for every input,
- * ~17 MB of heap per encoding and a few hundred ms to load. Tests compare every count with
- * js-tiktoken's own `encode` on fuzzed and realistic text.
+ * ~2 MB of heap per encoding (the ranks live in typed arrays, rank-table.ts) and ~100 ms to load.
+ * Tests compare every count with js-tiktoken's own `encode` on fuzzed and realistic text.
  */
 import { Buffer } from 'node:buffer';
 import { createRequire } from 'node:module';
+import { RankTable } from './rank-table.js';
 
 /** The encodings we count with. */
 export type EncodingName = 'o200k_base' | 'cl100k_base';
@@ -20,7 +21,7 @@ export type EncodingName = 'o200k_base' | 'cl100k_base';
 /** A loaded encoding: rank lookup by UTF-8 bytes (as a latin1 string) and the pre-tokenizer. */
 export interface LoadedEncoding {
   readonly name: EncodingName;
-  readonly ranks: ReadonlyMap<string, number>;
+  readonly ranks: RankTable;
   readonly pattern: RegExp;
   /** The same pattern, sticky: `test` at a position builds no match array (countTextTokens). */
   readonly sticky: RegExp;
@@ -57,13 +58,13 @@ function readRankFile(name: EncodingName): RankFile {
   return candidate as RankFile;
 }
 
-/** Parses the rank file into `ranks`, yielding every 2048 tokens so the async loader can slice it. */
-function* parseRanks(file: RankFile, ranks: Map<string, number>): Generator<void, number, void> {
-  // Format (shared with js-tiktoken): lines of "<ignored> <offset> <base64 token> <base64 token> …".
+/**
+ * The rank file's tokens with their ranks. Format (shared with js-tiktoken): lines of
+ * "<ignored> <first rank> <base64 token> <base64 token> …", ranks counting up along a line.
+ */
+function* rankFileTokens(file: RankFile): Generator<readonly [Uint8Array, number], void, void> {
   const text = file.bpe_ranks;
-  let maxTokenBytes = 0;
   let lineStart = 0;
-  let sinceYield = 0;
   while (lineStart < text.length) {
     let lineEnd = text.indexOf('\n', lineStart);
     if (lineEnd === -1) lineEnd = text.length;
@@ -76,24 +77,28 @@ function* parseRanks(file: RankFile, ranks: Map<string, number>): Generator<void
       while (pos < lineEnd) {
         let next = text.indexOf(' ', pos);
         if (next === -1 || next > lineEnd) next = lineEnd;
-        const bytes = Buffer.from(text.slice(pos, next), 'base64').toString('latin1');
-        if (bytes.length > maxTokenBytes) maxTokenBytes = bytes.length;
-        ranks.set(bytes, rank);
+        yield [Buffer.from(text.slice(pos, next), 'base64'), rank];
         rank += 1;
         pos = next + 1;
-        sinceYield += 1;
-        if (sinceYield >= 2048) {
-          sinceYield = 0;
-          yield;
-        }
       }
     }
     lineStart = lineEnd + 1;
   }
-  return maxTokenBytes;
 }
 
-function buildEncoding(name: EncodingName, file: RankFile, ranks: Map<string, number>, maxTokenBytes: number): LoadedEncoding {
+/** Builds an encoding from its rank file, yielding every 2048 tokens so the async loader can slice it. */
+function* buildEncoding(name: EncodingName, file: RankFile): Generator<void, LoadedEncoding, void> {
+  let maxTokenBytes = 0;
+  const tokens = (function* () {
+    for (const token of rankFileTokens(file)) {
+      if (token[0].length > maxTokenBytes) maxTokenBytes = token[0].length;
+      yield token;
+    }
+  })();
+  // Base64 never decodes to more bytes than it has chars, and a token takes at least 4 chars and a
+  // separator, so the file's length bounds both the bytes and the number of tokens.
+  const text = file.bpe_ranks;
+  const ranks = yield* RankTable.build(tokens, text.length, Math.ceil(text.length / 5) + 1);
   return {
     name,
     ranks,
@@ -108,12 +113,10 @@ function buildEncoding(name: EncodingName, file: RankFile, ranks: Map<string, nu
 export function loadEncodingSync(name: EncodingName): LoadedEncoding {
   const existing = loaded.get(name);
   if (existing) return existing;
-  const file = readRankFile(name);
-  const ranks = new Map<string, number>();
-  const steps = parseRanks(file, ranks);
+  const steps = buildEncoding(name, readRankFile(name));
   let step = steps.next();
   while (!step.done) step = steps.next();
-  const encoding = buildEncoding(name, file, ranks, step.value);
+  const encoding = step.value;
   loaded.set(name, encoding);
   return encoding;
 }
@@ -128,9 +131,7 @@ export function loadEncoding(name: EncodingName): Promise<LoadedEncoding> {
   const pending = loading.get(name);
   if (pending) return pending;
   const promise = (async () => {
-    const file = readRankFile(name);
-    const ranks = new Map<string, number>();
-    const steps = parseRanks(file, ranks);
+    const steps = buildEncoding(name, readRankFile(name));
     let sliceStart = performance.now();
     let step = steps.next();
     while (!step.done) {
@@ -145,7 +146,7 @@ export function loadEncoding(name: EncodingName): Promise<LoadedEncoding> {
     }
     const raced = loaded.get(name);
     if (raced) return raced;
-    const encoding = buildEncoding(name, file, ranks, step.value);
+    const encoding = step.value;
     loaded.set(name, encoding);
     return encoding;
   })().finally(() => loading.delete(name));
@@ -167,15 +168,15 @@ function toByteString(piece: string): string {
 }
 
 /** Quadratic merge for short pieces: the same rule as tiktoken, fewer allocations than the heap. */
-function countSmallPiece(bytes: string, ranks: ReadonlyMap<string, number>): number {
+function countSmallPiece(bytes: string, ranks: RankTable): number {
   const bounds: number[] = [];
   for (let i = 0; i <= bytes.length; i++) bounds.push(i);
   for (;;) {
     let bestRank = Infinity;
     let bestIndex = -1;
     for (let i = 0; i < bounds.length - 2; i++) {
-      const rank = ranks.get(bytes.slice(bounds[i] as number, bounds[i + 2] as number));
-      if (rank !== undefined && rank < bestRank) {
+      const rank = ranks.rank(bytes, bounds[i] as number, bounds[i + 2] as number);
+      if (rank >= 0 && rank < bestRank) {
         bestRank = rank;
         bestIndex = i;
       }
@@ -224,7 +225,7 @@ function popHeap(heap: number[]): number {
  * recomputing the pair's rank: ranks are unique per byte string, so an equal rank means the same
  * bytes and the same merge.
  */
-function countLargePiece(bytes: string, ranks: ReadonlyMap<string, number>, maxTokenBytes: number): number {
+function countLargePiece(bytes: string, ranks: RankTable, maxTokenBytes: number): number {
   const n = bytes.length;
   const ends = new Int32Array(n);
   const prevs = new Int32Array(n);
@@ -240,8 +241,7 @@ function countLargePiece(bytes: string, ranks: ReadonlyMap<string, number>, maxT
     if (mid >= n) return -1;
     const end = ends[mid] as number;
     if (end - start > maxTokenBytes) return -1;
-    const rank = ranks.get(bytes.slice(start, end));
-    return rank === undefined ? -1 : rank;
+    return ranks.rank(bytes, start, end);
   };
   const heap: number[] = [];
   for (let start = 0; start < n - 1; start++) {
@@ -276,7 +276,7 @@ function countPiece(piece: string, encoding: LoadedEncoding): number {
   if (cached !== undefined) return cached;
   const bytes = toByteString(piece);
   let count: number;
-  if (encoding.ranks.has(bytes)) count = 1;
+  if (encoding.ranks.rank(bytes, 0, bytes.length) >= 0) count = 1;
   else if (bytes.length <= SMALL_PIECE_BYTES) count = countSmallPiece(bytes, encoding.ranks);
   else count = countLargePiece(bytes, encoding.ranks, encoding.maxTokenBytes);
   if (piece.length <= PIECE_CACHE_MAX_CHARS) {
