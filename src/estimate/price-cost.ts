@@ -61,18 +61,20 @@ export function assumedFor(usage: TokenUsage, price: ResolvedPrice): PriceAssump
  * must always get a number.
  */
 export function costMicroUsd(usage: TokenUsage, modelPrice: ModelPrice, toolRates: ToolRates = BUILTIN_TOOL_RATES): number {
-  const { perMillion, perUnit } = pricedParts(usage, modelPrice, toolRates);
+  pricedParts(usage, modelPrice, toolRates);
   let tokenTotal = 0;
-  for (const [count, micros] of perMillion) tokenTotal += count * micros;
+  for (let i = 0; i < TOKEN_PARTS; i++) tokenTotal += (partCounts[i] as number) * (partPrices[i] as number);
   let unitTotal = 0;
-  for (const [count, micros] of perUnit) unitTotal += count * micros;
+  for (let i = TOKEN_PARTS; i < ALL_PARTS; i++) unitTotal += (partCounts[i] as number) * (partPrices[i] as number);
   // Tool units are whole µUSD: × 1e6 so the single division below leaves them whole.
   const total = tokenTotal + unitTotal * USD;
   if (Number.isSafeInteger(tokenTotal) && Number.isSafeInteger(unitTotal) && Number.isSafeInteger(total)) return Math.ceil(total / USD);
   const million = BigInt(USD);
   let exact = 0n;
-  for (const [count, micros] of perMillion) exact += BigInt(count) * BigInt(micros);
-  for (const [count, micros] of perUnit) exact += BigInt(count) * BigInt(micros) * million;
+  for (let i = 0; i < ALL_PARTS; i++) {
+    const part = BigInt(partCounts[i] as number) * BigInt(partPrices[i] as number);
+    exact += i < TOKEN_PARTS ? part : part * million;
+  }
   const rounded = (exact + million - 1n) / million;
   return rounded > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(rounded);
 }
@@ -88,15 +90,28 @@ export function toolCostMicroUsd(calls: ToolCalls | undefined, toolRates: ToolRa
   return Math.min(total, Number.MAX_SAFE_INTEGER);
 }
 
-/** A usage's priced parts: tokens at µUSD per 1M, tool units at whole µUSD each. */
-interface PricedParts {
-  /** Text input, cached input, 5-minute and 1-hour cache writes, audio input, text output, audio output. */
-  readonly perMillion: ReadonlyArray<readonly [number, number]>;
-  /** Web search, file search, code interpreter containers, image generation calls. */
-  readonly perUnit: ReadonlyArray<readonly [number, number]>;
+/**
+ * A usage's priced parts, as counts and prices at the same index: first the tokens, at µUSD per 1M
+ * (text input, cached input, 5-minute and 1-hour cache writes, audio input, text output, audio
+ * output), then the tool units, at whole µUSD each (web search, file search, code interpreter
+ * containers, image generation calls). Written by {@link pricedParts} and read right after it,
+ * within one synchronous call: a cost is computed 4–5 times a request, and arrays of pairs were
+ * the largest single allocation of a request (docs/performance.md, "What a request allocates").
+ * Float64Array holds every count and price exactly, as a number does.
+ */
+const TOKEN_PARTS = 7;
+const ALL_PARTS = TOKEN_PARTS + 4;
+const partCounts = new Float64Array(ALL_PARTS);
+const partPrices = new Float64Array(ALL_PARTS);
+
+const NO_CALLS: ToolCalls = {};
+
+function setPart(index: number, count: number, price: number): void {
+  partCounts[index] = count;
+  partPrices[index] = price;
 }
 
-function pricedParts(usage: TokenUsage, modelPrice: ModelPrice, toolRates: ToolRates): PricedParts {
+function pricedParts(usage: TokenUsage, modelPrice: ModelPrice, toolRates: ToolRates): void {
   const prompt = sanitizeCount(usage.promptTokens);
   const cached = Math.min(sanitizeCount(usage.cachedTokens), prompt);
   const write1h = Math.min(sanitizeCount(usage.cacheWrite1hTokens), prompt - cached);
@@ -109,23 +124,18 @@ function pricedParts(usage: TokenUsage, modelPrice: ModelPrice, toolRates: ToolR
   const long = modelPrice.longContext;
   const tier = long !== undefined && prompt > long.aboveTokens ? long.prices : tierPrices(modelPrice, usage.serviceTier);
   const audio = modelPrice.audio ?? BUILTIN_HIGHEST_AUDIO;
-  const calls: ToolCalls = usage.toolCalls ?? {};
-  const perMillion: Array<readonly [number, number]> = [
-    [textIn, tier.inputMicroUsdPer1M],
-    [cached, tier.cachedInputMicroUsdPer1M],
-    [write5m, cacheWrite5mPrice(tier)],
-    [write1h, cacheWrite1hPrice(tier)],
-    [audioIn, audio.inputMicroUsdPer1M],
-    [textOut, tier.outputMicroUsdPer1M],
-    [audioOut, audio.outputMicroUsdPer1M],
-  ];
-  const perUnit: Array<readonly [number, number]> = [
-    [sanitizeCount(calls.webSearch), toolRates.webSearchCall],
-    [sanitizeCount(calls.fileSearch), toolRates.fileSearchCall],
-    [sanitizeCount(calls.codeInterpreter), toolRates.codeInterpreterContainer],
-    [sanitizeCount(calls.imageGeneration), toolRates.imageGenerationCall],
-  ];
-  return { perMillion, perUnit };
+  const calls: ToolCalls = usage.toolCalls ?? NO_CALLS;
+  setPart(0, textIn, tier.inputMicroUsdPer1M);
+  setPart(1, cached, tier.cachedInputMicroUsdPer1M);
+  setPart(2, write5m, cacheWrite5mPrice(tier));
+  setPart(3, write1h, cacheWrite1hPrice(tier));
+  setPart(4, audioIn, audio.inputMicroUsdPer1M);
+  setPart(5, textOut, tier.outputMicroUsdPer1M);
+  setPart(6, audioOut, audio.outputMicroUsdPer1M);
+  setPart(7, sanitizeCount(calls.webSearch), toolRates.webSearchCall);
+  setPart(8, sanitizeCount(calls.fileSearch), toolRates.fileSearchCall);
+  setPart(9, sanitizeCount(calls.codeInterpreter), toolRates.codeInterpreterContainer);
+  setPart(10, sanitizeCount(calls.imageGeneration), toolRates.imageGenerationCall);
 }
 
 /** What each part of a usage costs on its own, µUSD rounded down (the whole, {@link costMicroUsd}, rounds up once). */
@@ -141,15 +151,14 @@ export interface CostParts {
 
 /** The parts of {@link costMicroUsd}, at the same prices (tier, long context, audio), each rounded down. */
 export function costParts(usage: TokenUsage, modelPrice: ModelPrice): CostParts {
-  const [textIn, cached, write5m, write1h, audioIn, textOut, audioOut] = pricedParts(usage, modelPrice, BUILTIN_TOOL_RATES).perMillion.map(
-    ([count, micros]) => (count * micros) / USD,
-  );
+  pricedParts(usage, modelPrice, BUILTIN_TOOL_RATES);
+  const part = (index: number): number => ((partCounts[index] as number) * (partPrices[index] as number)) / USD;
   return {
-    input: Math.floor(textIn!),
-    cachedInput: Math.floor(cached!),
-    cacheWrites: Math.floor(write5m! + write1h!),
-    audioInput: Math.floor(audioIn!),
-    output: Math.floor(textOut!),
-    audioOutput: Math.floor(audioOut!),
+    input: Math.floor(part(0)),
+    cachedInput: Math.floor(part(1)),
+    cacheWrites: Math.floor(part(2) + part(3)),
+    audioInput: Math.floor(part(4)),
+    output: Math.floor(part(5)),
+    audioOutput: Math.floor(part(6)),
   };
 }
