@@ -167,6 +167,11 @@ function toByteString(piece: string): string {
   return piece;
 }
 
+function isAsciiRange(text: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (text.charCodeAt(i) >= 0x80) return false;
+  return true;
+}
+
 /** Quadratic merge for short pieces: the same rule as tiktoken, fewer allocations than the heap. */
 function countSmallPiece(bytes: string, ranks: RankTable): number {
   const bounds: number[] = [];
@@ -302,8 +307,11 @@ export function countTextTokens(text: string, encoding: LoadedEncoding): number 
   while (at < text.length) {
     sticky.lastIndex = at;
     if (sticky.test(text) && sticky.lastIndex > at) {
-      count += countPiece(text.slice(at, sticky.lastIndex), encoding);
-      at = sticky.lastIndex;
+      const end = sticky.lastIndex;
+      // Most pieces are one token; an ASCII one is its own UTF-8 bytes, so its rank is looked up in
+      // place, with no slice and no cache entry (the cache keeps pieces that need a merge).
+      count += isAsciiRange(text, at, end) && encoding.ranks.rank(text, at, end) >= 0 ? 1 : countPiece(text.slice(at, end), encoding);
+      at = end;
       continue;
     }
     pattern.lastIndex = at;
