@@ -310,7 +310,8 @@ export function countTextTokens(text: string, encoding: LoadedEncoding): number 
       const end = sticky.lastIndex;
       // Most pieces are one token; an ASCII one is its own UTF-8 bytes, so its rank is looked up in
       // place, with no slice and no cache entry (the cache keeps pieces that need a merge).
-      count += isAsciiRange(text, at, end) && encoding.ranks.rank(text, at, end) >= 0 ? 1 : countPiece(text.slice(at, end), encoding);
+      const oneToken = end - at <= encoding.maxTokenBytes && isAsciiRange(text, at, end) && encoding.ranks.rank(text, at, end) >= 0;
+      count += oneToken ? 1 : countPiece(text.slice(at, end), encoding);
       at = end;
       continue;
     }
