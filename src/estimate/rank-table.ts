@@ -41,6 +41,8 @@ export class RankTable {
     private readonly slots: Int32Array,
     /** Number of tokens. */
     readonly size: number,
+    /** Length of the longest token, in bytes: a longer range is never one. */
+    readonly maxTokenBytes: number,
   ) {
     this.mask = slots.length - 1;
   }
@@ -82,12 +84,14 @@ export class RankTable {
     let ranks = new Int32Array(maxTokens);
     let size = 0;
     let used = 0;
+    let maxTokenBytes = 0;
     for (const [token, rank] of tokens) {
       if (size === maxTokens || used + token.length > maxBytes) {
         throw new RangeError(`rank table: more than ${maxTokens} tokens or ${maxBytes} bytes`);
       }
       bytes.set(token, used);
       ranks[size] = rank;
+      if (token.length > maxTokenBytes) maxTokenBytes = token.length;
       used += token.length;
       size += 1;
       starts[size] = used;
@@ -106,6 +110,6 @@ export class RankTable {
       slots[slot] = entry + 1;
       if ((entry + 1) % sliceEvery === 0) yield;
     }
-    return new RankTable(bytes, starts, ranks, slots, size);
+    return new RankTable(bytes, starts, ranks, slots, size, maxTokenBytes);
   }
 }

@@ -25,7 +25,6 @@ export interface LoadedEncoding {
   readonly pattern: RegExp;
   /** The same pattern, sticky: `test` at a position builds no match array (countTextTokens). */
   readonly sticky: RegExp;
-  readonly maxTokenBytes: number;
   /** Counts of short pieces already merged; cleared when full (cheap, and hit rates stay high). */
   readonly pieceCache: Map<string, number>;
 }
@@ -88,23 +87,15 @@ function* rankFileTokens(file: RankFile): Generator<readonly [Uint8Array, number
 
 /** Builds an encoding from its rank file, yielding every 2048 tokens so the async loader can slice it. */
 function* buildEncoding(name: EncodingName, file: RankFile): Generator<void, LoadedEncoding, void> {
-  let maxTokenBytes = 0;
-  const tokens = (function* () {
-    for (const token of rankFileTokens(file)) {
-      if (token[0].length > maxTokenBytes) maxTokenBytes = token[0].length;
-      yield token;
-    }
-  })();
   // Base64 never decodes to more bytes than it has chars, and a token takes at least 4 chars and a
   // separator, so the file's length bounds both the bytes and the number of tokens.
   const text = file.bpe_ranks;
-  const ranks = yield* RankTable.build(tokens, text.length, Math.ceil(text.length / 5) + 1);
+  const ranks = yield* RankTable.build(rankFileTokens(file), text.length, Math.ceil(text.length / 5) + 1);
   return {
     name,
     ranks,
     pattern: new RegExp(file.pat_str, 'gu'),
     sticky: new RegExp(file.pat_str, 'uy'),
-    maxTokenBytes,
     pieceCache: new Map(),
   };
 }
@@ -230,7 +221,7 @@ function popHeap(heap: number[]): number {
  * recomputing the pair's rank: ranks are unique per byte string, so an equal rank means the same
  * bytes and the same merge.
  */
-function countLargePiece(bytes: string, ranks: RankTable, maxTokenBytes: number): number {
+function countLargePiece(bytes: string, ranks: RankTable): number {
   const n = bytes.length;
   const ends = new Int32Array(n);
   const prevs = new Int32Array(n);
@@ -245,7 +236,7 @@ function countLargePiece(bytes: string, ranks: RankTable, maxTokenBytes: number)
     const mid = ends[start] as number;
     if (mid >= n) return -1;
     const end = ends[mid] as number;
-    if (end - start > maxTokenBytes) return -1;
+    if (end - start > ranks.maxTokenBytes) return -1;
     return ranks.rank(bytes, start, end);
   };
   const heap: number[] = [];
@@ -283,7 +274,7 @@ function countPiece(piece: string, encoding: LoadedEncoding): number {
   let count: number;
   if (encoding.ranks.rank(bytes, 0, bytes.length) >= 0) count = 1;
   else if (bytes.length <= SMALL_PIECE_BYTES) count = countSmallPiece(bytes, encoding.ranks);
-  else count = countLargePiece(bytes, encoding.ranks, encoding.maxTokenBytes);
+  else count = countLargePiece(bytes, encoding.ranks);
   if (piece.length <= PIECE_CACHE_MAX_CHARS) {
     if (encoding.pieceCache.size >= PIECE_CACHE_MAX_ENTRIES) encoding.pieceCache.clear();
     encoding.pieceCache.set(piece, count);
@@ -310,7 +301,7 @@ export function countTextTokens(text: string, encoding: LoadedEncoding): number 
       const end = sticky.lastIndex;
       // Most pieces are one token; an ASCII one is its own UTF-8 bytes, so its rank is looked up in
       // place, with no slice and no cache entry (the cache keeps pieces that need a merge).
-      const oneToken = end - at <= encoding.maxTokenBytes && isAsciiRange(text, at, end) && encoding.ranks.rank(text, at, end) >= 0;
+      const oneToken = end - at <= encoding.ranks.maxTokenBytes && isAsciiRange(text, at, end) && encoding.ranks.rank(text, at, end) >= 0;
       count += oneToken ? 1 : countPiece(text.slice(at, end), encoding);
       at = end;
       continue;
