@@ -1,6 +1,6 @@
 /** Shared pieces of the benchmark scripts: child processes, load, statistics, tables. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -38,16 +38,28 @@ export function tollgateEntry(): string {
   return built;
 }
 
-/** A bench script that imports only node: modules, as a plain .mjs file (types stripped); its path. */
-export function plainJs(script: string): string {
+/**
+ * A bench script as a plain .mjs file (types stripped); its path. One that imports packages
+ * (`besideModules`) is written under node_modules/.cache, where Node finds them.
+ */
+export function plainJs(script: string, options: { besideModules?: boolean } = {}): string {
+  if (options.besideModules === true) {
+    const dir = join(REPO_ROOT, 'node_modules', '.cache', 'tollgate-bench');
+    mkdirSync(dir, { recursive: true });
+    return writePlainJs(script, dir);
+  }
   if (plainDir === undefined) {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-js-'));
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     plainDir = dir;
   }
+  return writePlainJs(script, plainDir);
+}
+
+function writePlainJs(script: string, dir: string): string {
   const source = readFileSync(join(REPO_ROOT, script), 'utf8');
   const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
-  const out = join(plainDir, basename(script).replace(/\.ts$/, '.mjs'));
+  const out = join(dir, basename(script).replace(/\.ts$/, '.mjs'));
   writeFileSync(out, outputText);
   return out;
 }
