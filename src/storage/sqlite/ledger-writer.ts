@@ -55,6 +55,20 @@ import {
 
 export type { LedgerWriterOptions } from './ledger-writer-rows.js';
 
+/** What one commit writes, and what it decided while writing. */
+interface Batch {
+  readonly begins: readonly Waiter[];
+  readonly completions: readonly Completion[];
+  readonly rejections: readonly QueuedRejection[];
+  readonly rollups: RollupDeltas;
+  /** Request ids settled in this commit. */
+  readonly settled: string[];
+  /** What the name bound decided for each begin: its contribution, or refused (nothing written). */
+  readonly placed: Array<Contribution | undefined>;
+  foldedEndUsers: number;
+  foldedTags: number;
+}
+
 export class SqliteLedgerWriter implements LedgerWriter {
   private readonly sqlite: Database.Database;
   private readonly options: LedgerWriterOptions;
@@ -76,6 +90,11 @@ export class SqliteLedgerWriter implements LedgerWriter {
   private readonly statements: LedgerStatements;
   private readonly rollupStatements: RollupStatements;
   private readonly names: NameBound;
+  /**
+   * {@link SqliteLedgerWriter.writeRows} in a `BEGIN IMMEDIATE` transaction, built once: better-sqlite3's
+   * `transaction()` makes four wrapper functions and their properties per call, which every commit paid.
+   */
+  private readonly writeBatch: (batch: Batch) => void;
 
   constructor(database: TollgateDatabase, options: LedgerWriterOptions = {}) {
     this.sqlite = database.sqlite;
@@ -88,6 +107,7 @@ export class SqliteLedgerWriter implements LedgerWriter {
     this.statements = prepareLedgerStatements(this.sqlite);
     this.rollupStatements = prepareRollupStatements(this.sqlite);
     this.names = new NameBound(this.sqlite, options.nameBounds ?? DEFAULT_NAME_BOUNDS);
+    this.writeBatch = this.sqlite.transaction((batch: Batch) => this.writeRows(batch)).immediate;
   }
 
   /** Records a request as pending; resolves once the row is committed. */
@@ -201,100 +221,14 @@ export class SqliteLedgerWriter implements LedgerWriter {
     const rejections = this.rejections.splice(0, Math.max(0, room - completions.length));
     if (begins.length + completions.length + rejections.length === 0) return;
     const started = performance.now();
-    const rollups = new RollupDeltas();
-    const settled: string[] = [];
-    // What the name bound decided for each begin: its contribution, or refused (nothing written).
-    const placed: Array<Contribution | undefined> = [];
-    let foldedEndUsers = 0;
-    let foldedTags = 0;
+    const batch: Batch = { begins, completions, rejections, rollups: new RollupDeltas(), settled: [], placed: [], foldedEndUsers: 0, foldedTags: 0 };
+    const { settled, placed } = batch;
     // The connection's own busy timeout serves its other users (key admin);
     // this commit waits at most busyWaitMs on the event loop.
     const busyTimeout = this.sqlite.pragma('busy_timeout', { simple: true }) as number;
     if (busyTimeout > this.busyWaitMs) this.setBusyTimeout(this.busyWaitMs);
     try {
-      this.sqlite
-        .transaction(() => {
-          placed.length = 0;
-          foldedEndUsers = 0;
-          foldedTags = 0;
-          for (const { entry } of begins) {
-            const at = contributionOf(entry);
-            const exact = entry.exact === undefined ? 0 : exactMaskOf(at.endUser, at.tags, entry.exact);
-            const decision = this.names.decide(entry.keyId, at.day, at.endUser, at.tags, exact, 'add');
-            if (decision.folded === REFUSED) {
-              placed.push(undefined);
-              continue;
-            }
-            foldedEndUsers += decision.foldedEndUsers;
-            foldedTags += decision.foldedTags;
-            const contribution = decision.folded === 0 ? at : { ...at, folded: decision.folded };
-            placed.push(contribution);
-            this.statements.insertPending.run(pendingRow(entry, decision.folded, exact));
-            rollups.add(contribution, {
-              requests: 1,
-              promptTokens: entry.estPromptTokens,
-              completionTokens: entry.estCompletionTokens,
-              costMicros: entry.estCostMicros,
-              lastRequestAt: entry.createdAt,
-            });
-          }
-          for (const completion of completions) {
-            const result = this.statements.complete.run(completionRow(completion));
-            const contribution = this.contributions.get(completion.requestId) ?? loadContribution(this.statements, completion.requestId);
-            settled.push(completion.requestId);
-            if (result.changes === 0 || contribution === undefined) continue; // already settled: exactly once
-            const delta = {
-              promptTokens: completion.promptTokens - contribution.estPromptTokens,
-              cachedTokens: completion.cachedTokens,
-              completionTokens: completion.completionTokens - contribution.estCompletionTokens,
-              reasoningTokens: completion.reasoningTokens,
-              costMicros: completion.costMicros - contribution.estCostMicros,
-              errors: completion.status === 'ok' ? 0 : 1,
-            };
-            rollups.add(contribution, delta);
-          }
-          for (const rejection of rejections) {
-            let folded = 0;
-            if (rejection.raw) {
-              // A refusal cost nothing: its names count in their rows when they have one, else under (other).
-              const tags = rejection.tags ?? [];
-              const exact = rejection.exact === undefined ? 0 : exactMaskOf(rejection.endUser, tags, rejection.exact);
-              const decision = this.names.decide(rejection.keyId, calendarDay(rejection.createdAt), rejection.endUser, tags, exact, 'existing');
-              folded = decision.folded;
-              const { rollupModel: _model, raw: _raw, exact: _exact, ...row } = rejection;
-              const result = this.statements.insertRejection.run({
-                ...row,
-                stream: rejection.stream ? 1 : 0,
-                endUser: rejection.endUser ?? null,
-                tags: encodeTags(tags),
-                session: rejection.session ?? null,
-                rollupFolded: folded === 0 ? null : folded,
-                rollupExact: exact === 0 ? null : exact,
-              });
-              if (result.changes === 0) continue;
-              foldedEndUsers += decision.foldedEndUsers;
-              foldedTags += decision.foldedTags;
-            }
-            const counts = {
-              rejectedRateLimit: rejection.reason === 'rate_limit' ? 1 : 0,
-              rejectedBudget: rejection.reason === 'budget' ? 1 : 0,
-              errors: rejection.reason === 'other' ? 1 : 0,
-              lastRequestAt: rejection.createdAt,
-            };
-            // A refusal past the key's allowance adds no end-user or tag rollup row either: a flood of
-            // refusals naming a new user each must not grow the file (README, "Hostile tenants").
-            const attributed = rejection.raw ? {} : { endUser: undefined, tags: undefined };
-            rollups.add(
-              contributionOf(
-                { ...rejection, ...attributed, model: rejection.rollupModel, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 },
-                folded,
-              ),
-              counts,
-            );
-          }
-          rollups.write(this.rollupStatements);
-        })
-        .immediate();
+      this.writeBatch(batch);
     } catch (error) {
       if (busyTimeout > this.busyWaitMs) this.setBusyTimeout(busyTimeout);
       this.names.rolledBack();
@@ -354,10 +288,90 @@ export class SqliteLedgerWriter implements LedgerWriter {
     this.options.onCommit?.({
       rows: begins.length + completions.length + rejections.length,
       durationMs: performance.now() - started,
-      foldedEndUsers,
-      foldedTags,
+      foldedEndUsers: batch.foldedEndUsers,
+      foldedTags: batch.foldedTags,
       refusedEndUsers: refused.length,
     });
+  }
+
+  /** One commit's writes, in the transaction {@link SqliteLedgerWriter.writeBatch} wraps. */
+  private writeRows(batch: Batch): void {
+    batch.placed.length = 0;
+    batch.foldedEndUsers = 0;
+    batch.foldedTags = 0;
+    for (const { entry } of batch.begins) {
+      const at = contributionOf(entry);
+      const exact = entry.exact === undefined ? 0 : exactMaskOf(at.endUser, at.tags, entry.exact);
+      const decision = this.names.decide(entry.keyId, at.day, at.endUser, at.tags, exact, 'add');
+      if (decision.folded === REFUSED) {
+        batch.placed.push(undefined);
+        continue;
+      }
+      batch.foldedEndUsers += decision.foldedEndUsers;
+      batch.foldedTags += decision.foldedTags;
+      const contribution = decision.folded === 0 ? at : { ...at, folded: decision.folded };
+      batch.placed.push(contribution);
+      this.statements.insertPending.run(pendingRow(entry, decision.folded, exact));
+      batch.rollups.add(contribution, {
+        requests: 1,
+        promptTokens: entry.estPromptTokens,
+        completionTokens: entry.estCompletionTokens,
+        costMicros: entry.estCostMicros,
+        lastRequestAt: entry.createdAt,
+      });
+    }
+    for (const completion of batch.completions) {
+      const result = this.statements.complete.run(completionRow(completion));
+      const contribution = this.contributions.get(completion.requestId) ?? loadContribution(this.statements, completion.requestId);
+      batch.settled.push(completion.requestId);
+      if (result.changes === 0 || contribution === undefined) continue; // already settled: exactly once
+      const delta = {
+        promptTokens: completion.promptTokens - contribution.estPromptTokens,
+        cachedTokens: completion.cachedTokens,
+        completionTokens: completion.completionTokens - contribution.estCompletionTokens,
+        reasoningTokens: completion.reasoningTokens,
+        costMicros: completion.costMicros - contribution.estCostMicros,
+        errors: completion.status === 'ok' ? 0 : 1,
+      };
+      batch.rollups.add(contribution, delta);
+    }
+    for (const rejection of batch.rejections) {
+      let folded = 0;
+      if (rejection.raw) {
+        // A refusal cost nothing: its names count in their rows when they have one, else under (other).
+        const tags = rejection.tags ?? [];
+        const exact = rejection.exact === undefined ? 0 : exactMaskOf(rejection.endUser, tags, rejection.exact);
+        const decision = this.names.decide(rejection.keyId, calendarDay(rejection.createdAt), rejection.endUser, tags, exact, 'existing');
+        folded = decision.folded;
+        const { rollupModel: _model, raw: _raw, exact: _exact, ...row } = rejection;
+        const result = this.statements.insertRejection.run({
+          ...row,
+          stream: rejection.stream ? 1 : 0,
+          endUser: rejection.endUser ?? null,
+          tags: encodeTags(tags),
+          session: rejection.session ?? null,
+          rollupFolded: folded === 0 ? null : folded,
+          rollupExact: exact === 0 ? null : exact,
+        });
+        if (result.changes === 0) continue;
+        batch.foldedEndUsers += decision.foldedEndUsers;
+        batch.foldedTags += decision.foldedTags;
+      }
+      const counts = {
+        rejectedRateLimit: rejection.reason === 'rate_limit' ? 1 : 0,
+        rejectedBudget: rejection.reason === 'budget' ? 1 : 0,
+        errors: rejection.reason === 'other' ? 1 : 0,
+        lastRequestAt: rejection.createdAt,
+      };
+      // A refusal past the key's allowance adds no end-user or tag rollup row either: a flood of
+      // refusals naming a new user each must not grow the file (README, "Hostile tenants").
+      const attributed = rejection.raw ? {} : { endUser: undefined, tags: undefined };
+      batch.rollups.add(
+        contributionOf({ ...rejection, ...attributed, model: rejection.rollupModel, estPromptTokens: 0, estCompletionTokens: 0, estCostMicros: 0 }, folded),
+        counts,
+      );
+    }
+    batch.rollups.write(this.rollupStatements);
   }
 
   /** Refuses `begin`s whose rows could not be written: their requests are not forwarded. */
