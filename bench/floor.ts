@@ -2,7 +2,8 @@
  * The floor under the CPU-per-request target (docs/performance.md, "The floor"): the bare
  * node:http hop, the least proxies on Tollgate's stack (bench/floor-hop.ts: the stack alone, then
  * with the prompt counted, then with the pending row committed before forwarding and settled
- * after) and Tollgate as deployed, side by side in one run. Each proxy alone on core 1, the load and
+ * after, then with Tollgate's own estimate and ledger writer in their place) and Tollgate as
+ * deployed, side by side in one run. Each proxy alone on core 1, the load and
  * the fake upstream on core 0, 16 connections of unique 1 KB chat bodies, rounds interleaved in a
  * new order each time; CPU per request is the user + system time of the proxy's whole process
  * over the requests it served, and apart the event loop's own thread (the rest is V8's helpers,
@@ -23,6 +24,7 @@ import {
   pin,
   plainJs,
   printTable,
+  processCpuMicros,
   shuffled,
   startChild,
   startTollgate,
@@ -37,12 +39,6 @@ const UPSTREAM_KEY = 'sk-bench-upstream';
 const FLOOR_KEY = 'tg-floor-key';
 /** bench/floor-hop.ts's steps, least first. */
 const MODES = ['stack', 'count', 'exact', 'tollgate-estimate', 'tollgate-ledger', 'tollgate-both'] as const;
-
-/** User + system CPU time of the whole process `pid` (every thread), in µs. */
-function processCpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6; // clock ticks at 100 Hz
-}
 
 /** The process's read and write system calls so far, and the bytes it wrote to the disk (/proc/<pid>/io). */
 function processIo(pid: number): { syscalls: number; diskBytes: number } {

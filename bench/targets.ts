@@ -30,7 +30,7 @@
  *   (`--only sse-gap`: that section alone, a minute or so; `--tollgate-node-args`: Node flags for
  *   Tollgate alone, such as the V8 flags docs/performance.md tried)
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,6 +46,7 @@ import {
   pin,
   plainJs,
   printTable,
+  processCpuMicros,
   readStalls,
   shuffled,
   startChild,
@@ -59,11 +60,6 @@ import {
 import { startSseGap } from './sse-gap.js';
 
 const UPSTREAM_KEY = 'sk-bench-upstream';
-/** User + system CPU of a whole process (every thread), µs. */
-function processCpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6; // clock ticks at 100 Hz
-}
 
 /** The worst of a report's stalls (those of the stall run, not start-up or the saturating rounds) and what overlapped it. */
 function worstStall(report: StallReport): { ms: number; cause: string; count: number; waitShare: number | undefined } {
