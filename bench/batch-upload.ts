@@ -35,7 +35,19 @@ import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { Agent, request } from 'undici';
-import { median, plainJs, printTable, REPO_ROOT, shuffled, startChild, startTollgate, tollgateEntry, type BenchResult, type Child } from './support.js';
+import {
+  median,
+  plainJs,
+  printTable,
+  processCpuMicros,
+  REPO_ROOT,
+  shuffled,
+  startChild,
+  startTollgate,
+  tollgateEntry,
+  type BenchResult,
+  type Child,
+} from './support.js';
 
 const UPSTREAM_KEY = 'sk-bench-upstream';
 /** Every line's size with its newline, by default: 50,000 of them (OpenAI's most) make 102.4 MB. */
@@ -148,12 +160,6 @@ function memoryKiB(pid: number): { rss: number; hwm: number } {
   return { rss: field('VmRSS'), hwm: field('VmHWM') };
 }
 
-/** User + system CPU of a whole process (every thread), seconds. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // clock ticks at 100 Hz
-}
-
 /** Pins every thread of `pid` (and those it starts later) to `core`. */
 function pin(pid: number, core: number): void {
   const result = spawnSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
@@ -216,9 +222,9 @@ async function measure(proxy: Child & { url: string }, key: string, warmFile: st
       const at = sent.bytes <= half ? 0 : 1;
       sampled[at] = Math.max(sampled[at]!, memoryKiB(pid).rss);
     }, SAMPLE_MS);
-    const cpuBefore = cpuSeconds(pid);
+    const cpuBefore = processCpuMicros(pid) / 1e6;
     const result = await upload(dispatcher, proxy.url, key, file, sent).finally(() => clearInterval(sampler));
-    const cpuS = cpuSeconds(pid) - cpuBefore;
+    const cpuS = processCpuMicros(pid) / 1e6 - cpuBefore;
     const after = memoryKiB(pid);
     check(result, file);
     return {

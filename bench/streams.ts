@@ -40,7 +40,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { nowMicros, openStream, streamRequest } from './stamped-stream.js';
-import { findFreePort, issueBenchKey, median, plainJs, printTable, REPO_ROOT, shuffled, tollgateEntry, type BenchResult } from './support.js';
+import { findFreePort, issueBenchKey, median, plainJs, printTable, processCpuMicros, REPO_ROOT, shuffled, tollgateEntry, type BenchResult } from './support.js';
 
 const INTERVAL_MS = 50;
 const CHUNKS = 200; // 10 s per stream
@@ -104,12 +104,6 @@ async function startPinned(core: number, args: string[], env: Record<string, str
 function rssBytes(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(match?.[1] ?? 0) * 1024;
-}
-
-/** CPU time (user + system) of the whole process so far, in seconds. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** Time the main thread has spent runnable but waiting for a CPU, in seconds (the scheduler's share of any delay). */
@@ -272,7 +266,7 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
 
   await sleep(rampMs + 1000);
   if (target.metrics !== undefined) await scrape(target.metrics); // resets the event-loop histogram
-  const cpuStart = target.pid === undefined ? 0 : cpuSeconds(target.pid);
+  const cpuStart = target.pid === undefined ? 0 : processCpuMicros(target.pid) / 1e6;
   const waitStart = target.pid === undefined ? 0 : runqueueWaitSeconds(target.pid);
   measuring = true;
   phase = 'window';
@@ -290,7 +284,7 @@ async function runRound(target: Target, options: { streams: number; windowMs: nu
   }
   measuring = false;
   const windowSeconds = (performance.now() - started) / 1000;
-  const cpuUsed = target.pid === undefined ? NaN : cpuSeconds(target.pid) - cpuStart;
+  const cpuUsed = target.pid === undefined ? NaN : processCpuMicros(target.pid) / 1e6 - cpuStart;
   const cpuPerSecond = cpuUsed / windowSeconds;
   const cpuPerChunk = (cpuUsed * 1e6) / count;
   const waitPerSecond = target.pid === undefined ? NaN : (runqueueWaitSeconds(target.pid) - waitStart) / windowSeconds;

@@ -197,13 +197,17 @@ export function pin(pid: number, core: number): void {
 
 /** CPU time (user + system) the main thread (the event loop) of `pid` has used, in µs, from /proc. */
 export function cpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6; // clock ticks at 100 Hz
+  return statCpuMicros(`/proc/${pid}/task/${pid}/stat`);
 }
 
 /** User + system CPU time of the whole process `pid` (every thread), in µs, from /proc. */
 export function processCpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return statCpuMicros(`/proc/${pid}/stat`);
+}
+
+/** utime + stime of a /proc stat file, in µs. */
+function statCpuMicros(path: string): number {
+  const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(fields[11]) + Number(fields[12])) / 100) * 1e6; // clock ticks at 100 Hz
 }
 
