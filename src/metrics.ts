@@ -306,9 +306,18 @@ export class Metrics {
 
   /** The label for a request's model: the price table's name for it, or `other` for a model the table does not know. */
   modelLabel(model: string): string {
-    const price = resolvePrice(model, this.prices);
-    return price.known ? this.modelLabels.value(price.model) : OTHER_LABEL;
+    // Twice a request (its count and its usage); a name's label never changes once given.
+    let label = this.modelLabelOf.get(model);
+    if (label === undefined) {
+      const price = resolvePrice(model, this.prices);
+      label = price.known ? this.modelLabels.value(price.model) : OTHER_LABEL;
+      if (this.modelLabelOf.size >= 10_000) this.modelLabelOf.clear();
+      this.modelLabelOf.set(model, label);
+    }
+    return label;
   }
+
+  private readonly modelLabelOf = new Map<string, string>();
 
   private exposition: (() => Promise<string>) | undefined;
 

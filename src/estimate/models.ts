@@ -28,6 +28,19 @@ export function stripProviderPrefix(model: string): string {
  * legacy `davinci:ft-org-2023…` → `davinci`), or the name itself.
  */
 export function baseModelOf(model: string): string {
+  // Asked several times a request (encoding, reasoning, images, pricing) of the same name.
+  let base = baseModels.get(model);
+  if (base === undefined) {
+    base = baseModelUncached(model);
+    if (baseModels.size >= 10_000) baseModels.clear();
+    baseModels.set(model, base);
+  }
+  return base;
+}
+
+const baseModels = new Map<string, string>();
+
+function baseModelUncached(model: string): string {
   const name = stripProviderPrefix(model);
   if (name.startsWith('ft:')) {
     const base = name.slice(3).split(':')[0];

@@ -69,13 +69,21 @@ function highestImagePrice(tools: ToolPrices): number {
  * the 1 GB container, the most expensive image.
  */
 export function defaultToolRates(tools: ToolPrices): ToolRates {
-  return {
-    webSearchCall: tools.webSearchCall,
-    fileSearchCall: tools.fileSearchCall,
-    codeInterpreterContainer: tools.codeInterpreterContainer['1g'] ?? Math.max(0, ...Object.values(tools.codeInterpreterContainer)),
-    imageGenerationCall: highestImagePrice(tools),
-  };
+  // Every request asks; the answer depends on the table alone (a config's table never changes).
+  let rates = toolRatesByTable.get(tools);
+  if (rates === undefined) {
+    rates = Object.freeze({
+      webSearchCall: tools.webSearchCall,
+      fileSearchCall: tools.fileSearchCall,
+      codeInterpreterContainer: tools.codeInterpreterContainer['1g'] ?? Math.max(0, ...Object.values(tools.codeInterpreterContainer)),
+      imageGenerationCall: highestImagePrice(tools),
+    });
+    toolRatesByTable.set(tools, rates);
+  }
+  return rates;
 }
+
+const toolRatesByTable = new WeakMap<ToolPrices, ToolRates>();
 
 export const BUILTIN_TOOL_RATES = defaultToolRates(BUILTIN_TOOLS);
 

@@ -46,22 +46,23 @@ export interface ResolveOptions {
  */
 export function resolvePrice(model: string, table: PriceTable, options: ResolveOptions = {}): ResolvedPrice {
   // Every request resolves its model's price; the answer only depends on (table, model, options).
-  let memo = resolved.get(table);
-  if (memo === undefined) {
-    memo = new Map();
-    resolved.set(table, memo);
+  // One map per option, keyed by the name itself: a key built by concatenation is a new string to hash each time.
+  let memos = resolved.get(table);
+  if (memos === undefined) {
+    memos = [new Map(), new Map()];
+    resolved.set(table, memos);
   }
-  const key = `${options.highestForUnknown === true ? 1 : 0}${model}`;
-  let price = memo.get(key);
+  const memo = memos[options.highestForUnknown === true ? 1 : 0];
+  let price = memo.get(model);
   if (price === undefined) {
     price = Object.freeze(resolveUncached(model, table, options));
     if (memo.size >= 10_000) memo.clear();
-    memo.set(key, price);
+    memo.set(model, price);
   }
   return price;
 }
 
-const resolved = new WeakMap<PriceTable, Map<string, ResolvedPrice>>();
+const resolved = new WeakMap<PriceTable, [Map<string, ResolvedPrice>, Map<string, ResolvedPrice>]>();
 const highestByTable = new WeakMap<PriceTable, ModelPrice>();
 
 function highestOf(table: PriceTable): ModelPrice {
