@@ -18,7 +18,7 @@
  * Response is not read on: the poller settles it (src/responses).
  * Either way the request is settled once when its answer ends.
  */
-import type { Readable } from 'node:stream';
+import { finished, type Readable } from 'node:stream';
 import { identityOfJsonHead } from '../dialects/answer-identity.js';
 import { dialectOf, type Dialect } from '../dialects/index.js';
 import { needsUsageInjection } from '../dialects/request-edits.js';
@@ -346,10 +346,20 @@ function relayStream(relayed: RelayedStream): RelaySource {
   };
 }
 
-export async function readAll(body: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk as Buffer);
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+/**
+ * A body read whole; rejects as `for await` would (its error, or a premature close). Listeners,
+ * not an async iterator: the iterator's promises and closures were a tenth of what a relayed
+ * JSON answer allocated (docs/performance.md, "The floor").
+ */
+export function readAll(body: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    body.on('data', (chunk: Buffer) => chunks.push(chunk));
+    finished(body, (error) => {
+      if (error !== undefined && error !== null) reject(error);
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+  });
 }
 
 /** A Buffer viewed as the Uint8Array a Response body takes (no copy). */

@@ -21,12 +21,12 @@
  * the job's upstream usage. A settled job keeps its claim until its ledger
  * row is settled on disk, so a crash in between leaves it to be taken over.
  */
-import type { Readable } from 'node:stream';
 import { costMicroUsd, resolvePrice, type PriceTable } from '../estimate/prices.js';
 import type { Completion, FinalStatus, LedgerWriter } from '../storage/ledger.js';
 import type { Logger } from '../logger.js';
 import type { AdmittedRequest, Ending } from '../pipeline/context.js';
 import type { RequestEvents } from '../pipeline/finished.js';
+import { readAll } from '../pipeline/relay.js';
 import { settleForwarded } from '../pipeline/settle.js';
 import type { Upstream } from '../upstreams/pool.js';
 import { readUsage, type Usage } from '../dialects/usage.js';
@@ -319,10 +319,4 @@ export class BackgroundPoller {
 function stringField(value: unknown, name: string): string | undefined {
   const field = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[name] : undefined;
   return typeof field === 'string' ? field : undefined;
-}
-
-async function readAll(body: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
 }
