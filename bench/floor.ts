@@ -7,8 +7,9 @@
  * the fake upstream on core 0, 16 connections of unique 1 KB chat bodies, rounds interleaved in a
  * new order each time; CPU per request is the user + system time of the proxy's whole process
  * over the requests it served, and apart the event loop's own thread (the rest is V8's helpers,
- * libuv's pool and Tollgate's worker threads); with them the read and write system calls and the
- * bytes written to the disk per request, counts that do not move with the machine's speed.
+ * libuv's pool and Tollgate's worker threads); with them the read and write system calls, the
+ * bytes written to the disk and the bytes the event loop's heap allocated per request
+ * (bench/alloc-probe.ts, loaded into every proxy), counts that do not move with the machine's speed.
  *
  * Run: npm run bench -- floor   or   npx tsx bench/floor.ts [--quick] [--rounds N]
  */
@@ -17,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
+  allocatedBytes,
   cpuMicros,
   issueBenchKey,
   measureThroughput,
@@ -64,25 +66,38 @@ export async function runFloorBench(options: { quick: boolean; rounds?: number }
     const dist = join(tollgateEntry(), '..', '..');
     const hop = plainJs('bench/floor-hop.ts', { besideModules: true });
     const json = { 'content-type': 'application/json' };
-    const proxies: Array<{ name: string; child: Child & { url: string }; key: string }> = [];
-    const add = (name: string, child: Child & { url: string }, key: string): void => {
+    const proxies: Array<{ name: string; child: Child & { url: string }; key: string; allocFile: string }> = [];
+    // Every proxy counts its heap's allocations the same way (bench/alloc-probe.ts), each into its own file.
+    const probe = 'bench/alloc-probe.ts';
+    const allocFile = (): Record<string, string> => ({ TOLLGATE_BENCH_ALLOC_FILE: join(scratch, `alloc-${proxies.length}.json`) });
+    const add = (name: string, child: Child & { url: string }, key: string, env: Record<string, string>): void => {
       children.push(child);
       pin(child.process.pid!, 1);
-      proxies.push({ name, child, key });
+      proxies.push({ name, child, key, allocFile: env.TOLLGATE_BENCH_ALLOC_FILE! });
     };
-    add('bare node:http hop', await startChild([plainJs('bench/bare-proxy.ts'), fake.url]), UPSTREAM_KEY);
+    const plainChild = async (args: string[], env: Record<string, string>): Promise<Child & { url: string }> =>
+      startChild(args, env, ['--import', plainJs(probe)]);
+    let env = allocFile();
+    add('bare node:http hop', await plainChild([plainJs('bench/bare-proxy.ts'), fake.url], env), UPSTREAM_KEY, env);
     for (const mode of MODES) {
       const db = join(scratch, `${mode}.db`);
       // Tollgate's ledger writer needs its schema and a key its rows belong to.
       if (mode === 'tollgate-ledger' || mode === 'tollgate-both') issueBenchKey(db);
-      add(`floor: ${mode}`, await startChild([hop, fake.url, mode, dist, db, FLOOR_KEY]), FLOOR_KEY);
+      env = allocFile();
+      add(`floor: ${mode}`, await plainChild([hop, fake.url, mode, dist, db, FLOOR_KEY], env), FLOOR_KEY, env);
     }
     const dbPath = join(scratch, 'tollgate.db');
     const key = issueBenchKey(dbPath);
+    env = allocFile();
     add(
       'Tollgate',
-      await startTollgate({ TOLLGATE_DB: dbPath, TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY, TOLLGATE_LOG_LEVEL: 'info' }),
+      await startTollgate(
+        { TOLLGATE_DB: dbPath, TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY, TOLLGATE_LOG_LEVEL: 'info', ...env },
+        [],
+        [probe],
+      ),
       key,
+      env,
     );
     const target = (proxy: (typeof proxies)[number]): LoadTarget => ({
       baseUrl: proxy.child.url,
@@ -96,9 +111,11 @@ export async function runFloorBench(options: { quick: boolean; rounds?: number }
     const syscalls = new Map(proxies.map((proxy) => [proxy.name, [] as number[]]));
     const disk = new Map(proxies.map((proxy) => [proxy.name, [] as number[]]));
     const rate = new Map(proxies.map((proxy) => [proxy.name, [] as number[]]));
+    const allocated = new Map(proxies.map((proxy) => [proxy.name, [] as number[]]));
     for (let round = 0; round < rounds; round += 1) {
       for (const proxy of shuffled(proxies)) {
         const pid = proxy.child.process.pid!;
+        const allocBefore = await allocatedBytes(pid, proxy.allocFile);
         const [before, loopBefore, ioBefore] = [processCpuMicros(pid), cpuMicros(pid), processIo(pid)];
         const served = await measureThroughput(target(proxy), 16, durationMs);
         const requests = (served * durationMs) / 1000;
@@ -108,10 +125,12 @@ export async function runFloorBench(options: { quick: boolean; rounds?: number }
         const ioAfter = processIo(pid);
         syscalls.get(proxy.name)!.push((ioAfter.syscalls - ioBefore.syscalls) / requests);
         disk.get(proxy.name)!.push((ioAfter.diskBytes - ioBefore.diskBytes) / requests);
+        allocated.get(proxy.name)!.push(((await allocatedBytes(pid, proxy.allocFile)) - allocBefore) / requests);
       }
     }
     const bare = median(cpu.get(proxies[0]!.name)!);
     const bareLoop = median(loop.get(proxies[0]!.name)!);
+    const bareAllocated = median(allocated.get(proxies[0]!.name)!);
     return proxies.flatMap(({ name }) => {
       const perRequest = median(cpu.get(name)!);
       const spread = `${Math.round(Math.min(...cpu.get(name)!))}–${Math.round(Math.max(...cpu.get(name)!))} µs`;
@@ -125,6 +144,12 @@ export async function runFloorBench(options: { quick: boolean; rounds?: number }
         },
         { name: `floor: reads and writes per request, ${name}`, value: median(syscalls.get(name)!), unit: 'syscalls' },
         { name: `floor: bytes written to disk per request, ${name}`, value: median(disk.get(name)!), unit: 'B' },
+        {
+          name: `floor: bytes the event loop's heap allocated per request, ${name}`,
+          value: median(allocated.get(name)!),
+          unit: 'B',
+          note: `${(median(allocated.get(name)!) / bareAllocated).toFixed(2)}× the bare hop's`,
+        },
         { name: `floor: req/s at 16 connections, ${name}`, value: median(rate.get(name)!), unit: 'req/s' },
       ];
     });

@@ -83,9 +83,9 @@ export interface Child {
  * `url` (our scripts print one) or, for tollgate itself, its "tollgate
  * listening" log line.
  */
-export async function startChild(args: string[], env: Record<string, string> = {}): Promise<Child & { url: string }> {
+export async function startChild(args: string[], env: Record<string, string> = {}, nodeArgs: readonly string[] = []): Promise<Child & { url: string }> {
   const loader = args[0]?.endsWith('.mjs') ? [] : ['--import', 'tsx'];
-  const child = spawn(process.execPath, [...loader, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, ...loader, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -379,6 +379,22 @@ export interface StallReport {
   /** `hrUs`: start on the monotonic clock; `runMs` / `waitMs`: how long the loop's thread ran, and waited for the core, over the stall's tick (Linux). */
   readonly stalls: { at: number; ms: number; hrUs: number; runMs?: number; waitMs?: number }[];
   readonly gcs: { at: number; ms: number; kind: string }[];
+}
+
+/** The bytes the event loop's heap of `pid` has allocated so far, as bench/alloc-probe.ts (loaded into it) counts them in `file`. */
+export async function allocatedBytes(pid: number, file: string): Promise<number> {
+  rmSync(file, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    try {
+      return (JSON.parse(readFileSync(file, 'utf8')) as { bytes: number }).bytes;
+    } catch {
+      // not written yet (or half written)
+    }
+    if (Date.now() > deadline) throw new Error(`process ${pid} did not report its allocations (bench/alloc-probe.ts)`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 /** Now on the machine's monotonic clock, µs (the probe's `hrUs`). */

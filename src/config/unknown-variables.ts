@@ -13,6 +13,7 @@ import cluster from 'node:cluster';
 const INTERNAL_VARIABLES: readonly string[] = [
   'TOLLGATE_TEST_PG_URL',
   'TOLLGATE_BENCH_PG_URL',
+  'TOLLGATE_BENCH_ALLOC_FILE',
   'TOLLGATE_BENCH_GC_FILE',
   'TOLLGATE_BENCH_STALL_FILE',
   'TOLLGATE_KEY',

@@ -35,6 +35,7 @@ describe('unknownVariableWarnings', () => {
       TOLLGATE_PORT: '1',
       TOLLGATE_TEST_PG_URL: 'postgres://x',
       TOLLGATE_BENCH_PG_URL: 'postgres://x',
+      TOLLGATE_BENCH_ALLOC_FILE: '/tmp/c',
       TOLLGATE_BENCH_GC_FILE: '/tmp/a',
       TOLLGATE_BENCH_STALL_FILE: '/tmp/b',
       TOLLGATE_OPENROUTER_KEY: 'sk-x',
