@@ -32,11 +32,20 @@ export function baseModelOf(model: string): string {
   let base = baseModels.get(model);
   if (base === undefined) {
     base = baseModelUncached(model);
-    if (baseModels.size >= 10_000) baseModels.clear();
-    baseModels.set(model, base);
+    if (model.length <= MEMO_NAME_CHARS) {
+      if (baseModels.size >= 10_000) baseModels.clear();
+      baseModels.set(model, base);
+    }
   }
   return base;
 }
+
+/**
+ * The longest model name the per-name memos keep (here, prices.ts, metrics.ts): a request's name is
+ * at most this long (src/http/client-strings.ts); a longer one, from a batch file, is worked out
+ * each time, so 10,000 names never hold more than a few megabytes.
+ */
+export const MEMO_NAME_CHARS = 256;
 
 const baseModels = new Map<string, string>();
 

@@ -348,8 +348,8 @@ function relayStream(relayed: RelayedStream): RelaySource {
 
 /**
  * A body read whole; rejects as `for await` would (its error, or a premature close). Listeners,
- * not an async iterator: the iterator's promises and closures were a tenth of what a relayed
- * JSON answer allocated (docs/performance.md, "The floor").
+ * not an async iterator, which makes its promises and closures for every answer
+ * (docs/performance.md, "What each request allocates").
  */
 export function readAll(body: Readable): Promise<Buffer> {
   return new Promise((resolve, reject) => {

@@ -33,6 +33,14 @@ describe('prices resolve by model name', () => {
     expect(resolvePrice('ft:gpt-4o-mini-2024-07-18:acme::abc123', builtinPriceTable)).toMatchObject({ model: 'gpt-4o-mini', matchedBy: 'fine-tune-base' });
   });
 
+  it('prices a name longer than a request may send (from a batch file) the same every time, unremembered', () => {
+    const long = `ft:gpt-4o-mini:acme::${'x'.repeat(2_000)}`;
+    for (let i = 0; i < 3; i += 1) {
+      expect(resolvePrice(long, builtinPriceTable)).toMatchObject({ model: 'gpt-4o-mini', known: true, matchedBy: 'fine-tune-base' });
+      expect(resolvePrice(long, builtinPriceTable, { highestForUnknown: true })).toMatchObject({ model: 'gpt-4o-mini', known: true });
+    }
+  });
+
   it('gives unknown models the fallback price, flagged unknown', () => {
     expect(resolvePrice('llama-3-70b', builtinPriceTable)).toMatchObject({
       known: false,
