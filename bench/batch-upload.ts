@@ -37,6 +37,7 @@ import { pathToFileURL } from 'node:url';
 import { Agent, request } from 'undici';
 import {
   median,
+  pin,
   plainJs,
   printTable,
   processCpuMicros,
@@ -158,12 +159,6 @@ function memoryKiB(pid: number): { rss: number; hwm: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const field = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
   return { rss: field('VmRSS'), hwm: field('VmHWM') };
-}
-
-/** Pins every thread of `pid` (and those it starts later) to `core`. */
-function pin(pid: number, core: number): void {
-  const result = spawnSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
-  if (result.status !== 0) throw new Error(`taskset could not pin ${pid} to core ${core}`);
 }
 
 /** `node …args` (plain JS, no loader), resolved with the URL of the first {"url"} line it prints. */

@@ -69,36 +69,24 @@ export async function runFloorBench(options: { quick: boolean; rounds?: number }
     const proxies: Array<{ name: string; child: Child & { url: string }; key: string; allocFile: string }> = [];
     // Every proxy counts its heap's allocations the same way (bench/alloc-probe.ts), each into its own file.
     const probe = 'bench/alloc-probe.ts';
-    const allocFile = (): Record<string, string> => ({ TOLLGATE_BENCH_ALLOC_FILE: join(scratch, `alloc-${proxies.length}.json`) });
-    const add = (name: string, child: Child & { url: string }, key: string, env: Record<string, string>): void => {
+    const add = async (name: string, key: string, start: (env: Record<string, string>) => Promise<Child & { url: string }>): Promise<void> => {
+      const allocFile = join(scratch, `alloc-${proxies.length}.json`);
+      const child = await start({ TOLLGATE_BENCH_ALLOC_FILE: allocFile });
       children.push(child);
       pin(child.process.pid!, 1);
-      proxies.push({ name, child, key, allocFile: env.TOLLGATE_BENCH_ALLOC_FILE! });
+      proxies.push({ name, child, key, allocFile });
     };
-    const plainChild = async (args: string[], env: Record<string, string>): Promise<Child & { url: string }> =>
-      startChild(args, env, ['--import', plainJs(probe)]);
-    let env = allocFile();
-    add('bare node:http hop', await plainChild([plainJs('bench/bare-proxy.ts'), fake.url], env), UPSTREAM_KEY, env);
+    const plainChild = (args: string[]) => (env: Record<string, string>) => startChild(args, env, ['--import', plainJs(probe)]);
+    await add('bare node:http hop', UPSTREAM_KEY, plainChild([plainJs('bench/bare-proxy.ts'), fake.url]));
     for (const mode of MODES) {
       const db = join(scratch, `${mode}.db`);
       // Tollgate's ledger writer needs its schema and a key its rows belong to.
       if (mode === 'tollgate-ledger' || mode === 'tollgate-both') issueBenchKey(db);
-      env = allocFile();
-      add(`floor: ${mode}`, await plainChild([hop, fake.url, mode, dist, db, FLOOR_KEY], env), FLOOR_KEY, env);
+      await add(`floor: ${mode}`, FLOOR_KEY, plainChild([hop, fake.url, mode, dist, db, FLOOR_KEY]));
     }
     const dbPath = join(scratch, 'tollgate.db');
-    const key = issueBenchKey(dbPath);
-    env = allocFile();
-    add(
-      'Tollgate',
-      await startTollgate(
-        { TOLLGATE_DB: dbPath, TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY, TOLLGATE_LOG_LEVEL: 'info', ...env },
-        [],
-        [probe],
-      ),
-      key,
-      env,
-    );
+    const settings = { TOLLGATE_DB: dbPath, TOLLGATE_UPSTREAM_URL: fake.url, TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY, TOLLGATE_LOG_LEVEL: 'info' };
+    await add('Tollgate', issueBenchKey(dbPath), (env) => startTollgate({ ...settings, ...env }, [], [probe]));
     const target = (proxy: (typeof proxies)[number]): LoadTarget => ({
       baseUrl: proxy.child.url,
       path: '/chat/completions',
