@@ -11,7 +11,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { builtinPriceTable, resolvePrice, type PriceTable } from './estimate/prices.js';
-import { MEMO_NAME_CHARS } from './estimate/models.js';
+import { rememberByName } from './estimate/models.js';
 
 /** How requests are labelled per key: by name, by id, or not at all (one series for all keys). */
 export const KEY_LABEL_MODES = ['name', 'id', 'none'] as const;
@@ -312,10 +312,7 @@ export class Metrics {
     if (label === undefined) {
       const price = resolvePrice(model, this.prices);
       label = price.known ? this.modelLabels.value(price.model) : OTHER_LABEL;
-      if (model.length <= MEMO_NAME_CHARS) {
-        if (this.modelLabelOf.size >= 10_000) this.modelLabelOf.clear();
-        this.modelLabelOf.set(model, label);
-      }
+      rememberByName(this.modelLabelOf, model, label);
     }
     return label;
   }

@@ -32,20 +32,21 @@ export function baseModelOf(model: string): string {
   let base = baseModels.get(model);
   if (base === undefined) {
     base = baseModelUncached(model);
-    if (model.length <= MEMO_NAME_CHARS) {
-      if (baseModels.size >= 10_000) baseModels.clear();
-      baseModels.set(model, base);
-    }
+    rememberByName(baseModels, model, base);
   }
   return base;
 }
 
 /**
- * The longest model name the per-name memos keep (here, prices.ts, metrics.ts): a request's name is
- * at most this long (src/http/client-strings.ts); a longer one, from a batch file, is worked out
- * each time, so 10,000 names never hold more than a few megabytes.
+ * Keeps `value` for a model name in one of the per-name memos (here, prices.ts, metrics.ts), at most
+ * 10,000 names. A request's name is at most 256 characters (src/http/client-strings.ts); a longer
+ * one, from a batch file, is not kept but worked out each time, so no memo holds megabytes.
  */
-export const MEMO_NAME_CHARS = 256;
+export function rememberByName<T>(memo: Map<string, T>, name: string, value: T): void {
+  if (name.length > 256) return;
+  if (memo.size >= 10_000) memo.clear();
+  memo.set(name, value);
+}
 
 const baseModels = new Map<string, string>();
 

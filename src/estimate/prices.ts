@@ -14,7 +14,7 @@
  * rules that fill missing prices are in price-fallbacks.ts, the cost of a usage in price-cost.ts,
  * the config file's overrides in price-overrides.ts, the built-in data in price-table.ts.
  */
-import { baseModelOf, MEMO_NAME_CHARS, stripProviderPrefix, stripSnapshotSuffix } from './models.js';
+import { baseModelOf, rememberByName, stripProviderPrefix, stripSnapshotSuffix } from './models.js';
 import { BUILTIN_HIGHEST_AUDIO, highestPrices, scaledForPriority, standardOf } from './price-fallbacks.js';
 import type { ModelPrice, PriceAssumption, PriceMatch, PriceTable, ResolvedPrice } from './price-types.js';
 
@@ -56,10 +56,7 @@ export function resolvePrice(model: string, table: PriceTable, options: ResolveO
   let price = memo.get(model);
   if (price === undefined) {
     price = Object.freeze(resolveUncached(model, table, options));
-    if (model.length <= MEMO_NAME_CHARS) {
-      if (memo.size >= 10_000) memo.clear();
-      memo.set(model, price);
-    }
+    rememberByName(memo, model, price);
   }
   return price;
 }
