@@ -22,6 +22,7 @@ import type { IpcClient } from './coordination/ipc-client.js';
 import { LimitsPrimary } from './coordination/ipc-primary.js';
 import { buildTollgate } from './tollgate.js';
 import { loadTracing } from './tracing/index.js';
+import { restoreFastPrototypes } from './fast-prototypes.js';
 import { redactUrl } from './redact-url.js';
 import { assertPortsFree, listenFailure } from './listen-failure.js';
 import { deprioritizeHelperThreads } from './helper-threads.js';
@@ -53,6 +54,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     ...(options.ipc ? { ipc: options.ipc } : {}),
     ...(tracingSdk ? { tracingSdk } : {}),
   });
+  // Every module the server uses is loaded by now: one may have left String.prototype slow (src/fast-prototypes.ts).
+  restoreFastPrototypes();
   const { app, logger, lifecycle } = tollgate;
   const ipc = options.ipc;
   if (ipc === undefined) reportWarnings(config.warnings, (message) => logger.warn(message));

@@ -20,9 +20,9 @@ export interface TollgateProcess {
   readonly exited: Promise<number | string>;
 }
 
-/** Starts `tollgate <args>` with a clean environment plus `env`. */
-export function spawnTollgate(args: string[], env: Record<string, string>): TollgateProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+/** Starts `tollgate <args>` with a clean environment plus `env` (and `nodeArgs` before the CLI's, e.g. V8 flags). */
+export function spawnTollgate(args: string[], env: Record<string, string>, nodeArgs: readonly string[] = []): TollgateProcess {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', CLI, ...args], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -44,8 +44,8 @@ export function spawnTollgate(args: string[], env: Record<string, string>): Toll
 }
 
 /** Starts `tollgate serve` on a free port and resolves once it listens. */
-export async function spawnServe(env: Record<string, string>): Promise<TollgateProcess & { url: string }> {
-  const proc = spawnTollgate(['serve'], { TOLLGATE_PORT: '0', TOLLGATE_LOG_LEVEL: 'info', ...env });
+export async function spawnServe(env: Record<string, string>, nodeArgs: readonly string[] = []): Promise<TollgateProcess & { url: string }> {
+  const proc = spawnTollgate(['serve'], { TOLLGATE_PORT: '0', TOLLGATE_LOG_LEVEL: 'info', ...env }, nodeArgs);
   // Generous: on a loaded 2-core machine a tsx start alone has taken 5 s; a failure here is not the test's subject.
   const deadline = Date.now() + 60_000;
   for (;;) {
