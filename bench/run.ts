@@ -2,9 +2,9 @@
  * `npm run bench`: every benchmark in one run, printed as one table and saved
  * as JSON in bench/results/. `--quick` for fewer rounds; `--only a,b` to pick
  * sections (proxy, estimate, ledger, limits, lease-utilization, redis, dashboard, streams, pg-scale, workers, targets, batch-upload, tracing,
- * helper-nice, floor), or name them: `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) and the
+ * helper-nice, floor, instructions), or name them: `npm run bench -- streams`. The many-open-streams section (bench/streams.ts) and the
  * PostgreSQL one at 10M rows (bench/pg-scale.ts) and the stream targets with their stall run
- * (bench/targets.ts), the helper threads' A/B (bench/helper-nice.ts) and the floor under the CPU target (bench/floor.ts) take minutes, and the batch upload (bench/batch-upload.ts) writes 165 MB
+ * (bench/targets.ts), the helper threads' A/B (bench/helper-nice.ts) and the floor under the CPU target (bench/floor.ts) and the instruction counts under valgrind (bench/instructions.ts) take minutes, and the batch upload (bench/batch-upload.ts) writes 165 MB
  * of files, so they run only when named.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -30,8 +30,9 @@ const SECTIONS: Record<string, () => Promise<Section>> = {
   tracing: async () => (await import('./tracing.js')).runTracingBench,
   'helper-nice': async () => (await import('./helper-nice.js')).runHelperNiceBench,
   floor: async () => (await import('./floor.js')).runFloorBench,
+  instructions: async () => (await import('./instructions.js')).runInstructionsBench,
 };
-const OPT_IN = new Set(['streams', 'pg-scale', 'targets', 'batch-upload', 'tracing', 'helper-nice', 'floor']);
+const OPT_IN = new Set(['streams', 'pg-scale', 'targets', 'batch-upload', 'tracing', 'helper-nice', 'floor', 'instructions']);
 
 const quick = process.argv.includes('--quick');
 const onlyIndex = process.argv.indexOf('--only');

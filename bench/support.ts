@@ -83,9 +83,16 @@ export interface Child {
  * `url` (our scripts print one) or, for tollgate itself, its "tollgate
  * listening" log line.
  */
-export async function startChild(args: string[], env: Record<string, string> = {}, nodeArgs: readonly string[] = []): Promise<Child & { url: string }> {
-  const loader = args[0]?.endsWith('.mjs') ? [] : ['--import', 'tsx'];
-  const child = spawn(process.execPath, [...nodeArgs, ...loader, ...args], {
+export async function startChild(
+  args: string[],
+  env: Record<string, string> = {},
+  nodeArgs: readonly string[] = [],
+  /** A program node runs under, with its arguments (e.g. valgrind, bench/instructions.ts). */
+  wrapper: readonly string[] = [],
+): Promise<Child & { url: string }> {
+  const loader = args[0]?.endsWith('.mjs') || args[0]?.endsWith('.js') ? [] : ['--import', 'tsx'];
+  const command = [...wrapper, process.execPath, ...nodeArgs, ...loader, ...args];
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
