@@ -3,9 +3,10 @@
  * `both` hop (bench/floor-hop.ts: Tollgate's estimate and ledger writer on the least stack) and
  * Tollgate as deployed, each started under callgrind with counting off, warmed up, then counted
  * over a fixed number of requests (16 connections, unique 1 KB chat bodies). Unlike CPU time, the
- * count does not move with the machine or with what else runs on it: two runs of one build agree
- * within about 1% for the event loop's thread (the other threads, V8's collector and compiler
- * helpers above all, move with when they ran). It counts user-space instructions only — no
+ * count does not move with the machine or with what else runs on it the way CPU time does: runs of
+ * one build have agreed within 1–8% for the event loop's thread (what V8 had optimised by then, and
+ * the timers that fire by the clock while everything runs slower, still vary); the other threads,
+ * V8's collector and compiler helpers above all, move with when they ran. It counts user-space instructions only — no
  * system calls, no cache misses — so it finds work that need not be done; a change's worth in
  * time is still the floor's and the A/B's to say (docs/performance.md, "String methods looked up
  * in a dictionary"). Every instruction is simulated: about 50 times slower than running.
