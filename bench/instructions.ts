@@ -20,37 +20,31 @@ import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Pool } from 'undici';
-import { issueBenchKey, plainJs, printTable, startChild, tollgateEntry, uniqueBody, type BenchResult, type Child } from './support.js';
+import {
+  issueBenchKey,
+  plainJs,
+  printTable,
+  sendRequests,
+  startChild,
+  tollgateEntry,
+  uniqueBody,
+  type BenchResult,
+  type Child,
+  type LoadTarget,
+} from './support.js';
 
 const UPSTREAM_KEY = 'sk-bench-upstream';
 const FLOOR_KEY = 'tg-floor-key';
 const CONNECTIONS = 16;
 
-/** `count` requests over `CONNECTIONS` connections, each a unique 1 KB chat body. */
-async function send(url: string, key: string, count: number): Promise<void> {
-  const base = new URL(url);
-  const pool = new Pool(base.origin, { connections: CONNECTIONS });
-  const path = `${base.pathname.replace(/\/+$/, '')}/chat/completions`;
-  let left = count;
-  const worker = async (): Promise<void> => {
-    while (left > 0) {
-      left -= 1;
-      const res = await pool.request({
-        method: 'POST',
-        path,
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-        body: uniqueBody(false),
-      });
-      await res.body.arrayBuffer();
-      if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}`);
-    }
+/** The load: unique 1 KB chat bodies to `url`'s chat completions with `key`. */
+function chatTarget(url: string, key: string): LoadTarget {
+  return {
+    baseUrl: url,
+    path: '/chat/completions',
+    body: () => uniqueBody(false),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
   };
-  try {
-    await Promise.all(Array.from({ length: CONNECTIONS }, worker));
-  } finally {
-    await pool.close();
-  }
 }
 
 /** Runs callgrind_control for `pid`; fails loudly, since a count taken without it is meaningless. */
@@ -123,10 +117,10 @@ export async function runInstructionsBench(options: { quick: boolean; keep?: str
       );
       children.push(child);
       const pid = child.process.pid!;
-      await send(child.url, proxy.key, warm); // JIT, pools, tokenizer
+      await sendRequests(chatTarget(child.url, proxy.key), CONNECTIONS, warm); // JIT, pools, tokenizer
       control(pid, '--zero');
       control(pid, '--instr=on');
-      await send(child.url, proxy.key, counted);
+      await sendRequests(chatTarget(child.url, proxy.key), CONNECTIONS, counted);
       control(pid, '--instr=off');
       control(pid, '--dump');
       await child.stop();

@@ -263,26 +263,38 @@ export async function measureLatency(target: LoadTarget, count: number): Promise
 
 /** `concurrency` workers for `durationMs`: completed requests per second. */
 export async function measureThroughput(target: LoadTarget, concurrency: number, durationMs: number): Promise<number> {
+  const started = performance.now();
+  const stopAt = started + durationMs;
+  const done = await sendWhile(target, concurrency, () => performance.now() < stopAt);
+  return (done / (performance.now() - started)) * 1000;
+}
+
+/** Exactly `count` requests over `concurrency` connections. */
+export async function sendRequests(target: LoadTarget, concurrency: number, count: number): Promise<void> {
+  let left = count;
+  await sendWhile(target, concurrency, () => left-- > 0);
+}
+
+/** `concurrency` workers, each sending its next request while `more()` says so; the requests completed. */
+async function sendWhile(target: LoadTarget, concurrency: number, more: () => boolean): Promise<number> {
   const url = new URL(target.baseUrl);
   const pool = new Pool(url.origin, { connections: concurrency });
   const path = url.pathname.replace(/\/+$/, '') + target.path;
   let done = 0;
-  const stopAt = performance.now() + durationMs;
   const worker = async (): Promise<void> => {
-    while (performance.now() < stopAt) {
+    while (more()) {
       const res = await pool.request({ method: 'POST', path, headers: target.headers, body: bodyOf(target) });
       await res.body.arrayBuffer();
       if (res.statusCode !== 200) throw new Error(`${target.baseUrl} answered ${res.statusCode}`);
       done += 1;
     }
   };
-  const started = performance.now();
   try {
     await Promise.all(Array.from({ length: concurrency }, worker));
   } finally {
     await pool.close();
   }
-  return (done / (performance.now() - started)) * 1000;
+  return done;
 }
 
 /** Fisher–Yates on a copy, so rounds interleave targets in a different order each time. */
