@@ -6,13 +6,15 @@
  * piece's length (10 KB of "a" takes > 8 s), costs ~6 µs of fixed overhead per call (it builds two
  * RegExps and a Set each time) and its constructor takes ~1 s and ~100 MB of heap for o200k_base.
  * We only need counts, so we read the same rank files that js-tiktoken ships
- * (`js-tiktoken/ranks/*`), pre-tokenize with the same pattern, and run the same byte-pair merge
+ * (`js-tiktoken/ranks/*`), pre-tokenize with the same pattern (read by a scanner of the text's bytes
+ * where it is ASCII, ascii-pieces.ts), and run the same byte-pair merge
  * (lowest rank first, leftmost on ties) with a heap: O(n log n) per piece, exact for every input,
  * ~2 MB of heap per encoding (the ranks live in typed arrays, rank-table.ts) and ~100 ms to load.
  * Tests compare every count with js-tiktoken's own `encode` on fuzzed and realistic text.
  */
 import { Buffer } from 'node:buffer';
 import { createRequire } from 'node:module';
+import { asciiPieceScanner, type PieceScanner } from './ascii-pieces.js';
 import { RankTable } from './rank-table.js';
 
 /** The encodings we count with. */
@@ -25,6 +27,8 @@ export interface LoadedEncoding {
   readonly pattern: RegExp;
   /** The same pattern, sticky: `test` at a position builds no match array (countTextTokens). */
   readonly sticky: RegExp;
+  /** The pattern read without the regular expression in an ASCII text's bytes (ascii-pieces.ts). */
+  readonly scan: PieceScanner | undefined;
   /** Counts of short pieces already merged; cleared when full (cheap, and hit rates stay high). */
   readonly pieceCache: Map<string, number>;
 }
@@ -96,6 +100,7 @@ function* buildEncoding(name: EncodingName, file: RankFile): Generator<void, Loa
     ranks,
     pattern: new RegExp(file.pat_str, 'gu'),
     sticky: new RegExp(file.pat_str, 'uy'),
+    scan: asciiPieceScanner(file.pat_str),
     pieceCache: new Map(),
   };
 }
@@ -289,28 +294,69 @@ function countPiece(piece: string, encoding: LoadedEncoding): number {
  */
 export function countTextTokens(text: string, encoding: LoadedEncoding): number {
   if (text.length === 0) return 0;
-  // The pieces almost always follow each other, so a sticky `test` finds each without the match
-  // array `exec` builds (a fifth of a unique 1 KB request's allocations, docs/performance.md); where
-  // the pattern skips text it cannot match, `exec` finds the next piece as before.
-  const { pattern, sticky } = encoding;
+  const { pattern, sticky, scan, ranks } = encoding;
+  const bytes = scan === undefined ? undefined : unitBytes(text);
   let count = 0;
   let at = 0;
   while (at < text.length) {
-    sticky.lastIndex = at;
-    if (sticky.test(text) && sticky.lastIndex > at) {
-      const end = sticky.lastIndex;
-      // Most pieces are one token; an ASCII one is its own UTF-8 bytes, so its rank is looked up in
-      // place, with no slice and no cache entry (the cache keeps pieces that need a merge).
-      const oneToken = end - at <= encoding.ranks.maxTokenBytes && isAsciiRange(text, at, end) && encoding.ranks.rank(text, at, end) >= 0;
-      count += oneToken ? 1 : countPiece(text.slice(at, end), encoding);
-      at = end;
-      continue;
+    // Most pieces of most prompts are ASCII, which the scanner reads in the bytes. Elsewhere the
+    // pieces almost always follow each other, so a sticky `test` finds each without the match array
+    // `exec` builds (a fifth of a unique 1 KB request's allocations, docs/performance.md); where the
+    // pattern skips text it cannot match, `exec` finds the next piece as before.
+    let end = bytes === undefined || scan === undefined ? -1 : scan(bytes, text.length, at);
+    let ascii = end !== -1;
+    if (!ascii) {
+      sticky.lastIndex = at;
+      if (!sticky.test(text) || sticky.lastIndex === at) {
+        pattern.lastIndex = at;
+        const match = pattern.exec(text);
+        if (match === null || match[0].length === 0) break;
+        count += countPiece(match[0], encoding);
+        at = pattern.lastIndex;
+        continue;
+      }
+      end = sticky.lastIndex;
+      ascii = bytes === undefined ? isAsciiRange(text, at, end) : isAsciiBytes(bytes, at, end);
     }
-    pattern.lastIndex = at;
-    const match = pattern.exec(text);
-    if (match === null || match[0].length === 0) break;
-    count += countPiece(match[0], encoding);
-    at = pattern.lastIndex;
+    // Most pieces are one token; an ASCII one is its own UTF-8 bytes, so its rank is looked up in
+    // place, with no slice and no cache entry (the cache keeps pieces that need a merge).
+    const oneToken = ascii && end - at <= ranks.maxTokenBytes && (bytes === undefined ? ranks.rank(text, at, end) : ranks.rankOfBytes(bytes, at, end)) >= 0;
+    count += oneToken ? 1 : countPiece(text.slice(at, end), encoding);
+    at = end;
   }
   return count;
+}
+
+/** Texts up to this long are written into one reused buffer; a longer one gets a buffer of its own. */
+const SCRATCH_BYTES = 64 * 1024;
+let scratch: Buffer | undefined;
+/** Runs of chars above 0x7f, to mark in the bytes. */
+const NON_ASCII_RUN = /[^\p{ASCII}]+/gu;
+/** A text with more such runs than one per this many chars is counted from its chars (CJK, say). */
+const CHARS_PER_NON_ASCII_RUN = 16;
+
+/**
+ * One byte per UTF-16 unit of `text`, at the unit's index: the unit itself when ASCII, else 0x80
+ * (what the scanner declines). Undefined for a text with too many runs of other chars to be worth
+ * it. Native passes only (a `charCodeAt` loop costs about five times a typed array's); the bytes stay
+ * valid until the next call.
+ */
+function unitBytes(text: string): Uint8Array | undefined {
+  const bytes = text.length > SCRATCH_BYTES ? Buffer.allocUnsafe(text.length) : (scratch ??= Buffer.allocUnsafe(SCRATCH_BYTES));
+  bytes.write(text, 0, text.length, 'latin1');
+  if (Buffer.byteLength(text, 'utf8') === text.length) return bytes;
+  // latin1 keeps only a unit's low byte, which may look like ASCII: mark every other unit.
+  const maxRuns = Math.ceil(text.length / CHARS_PER_NON_ASCII_RUN);
+  let runs = 0;
+  NON_ASCII_RUN.lastIndex = 0;
+  for (let run = NON_ASCII_RUN.exec(text); run !== null; run = NON_ASCII_RUN.exec(text)) {
+    if (++runs > maxRuns) return undefined;
+    bytes.fill(0x80, run.index, run.index + run[0].length);
+  }
+  return bytes;
+}
+
+function isAsciiBytes(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if ((bytes[i] as number) >= 0x80) return false;
+  return true;
 }

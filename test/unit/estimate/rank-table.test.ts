@@ -25,6 +25,8 @@ describe('RankTable', () => {
         expect(table.size).toBe(map.size);
         for (const bytes of [...tokens, ...probes]) {
           expect(table.rank(bytes, 0, bytes.length)).toBe(map.get(bytes) ?? -1);
+          // The same lookup over a typed array of the bytes, inside a longer one (the tokenizer's buffer).
+          expect(table.rankOfBytes(Buffer.from(`x${bytes}y`, 'latin1'), 1, bytes.length + 1)).toBe(map.get(bytes) ?? -1);
         }
       }),
       { numRuns: 300 },
@@ -43,6 +45,9 @@ describe('RankTable', () => {
     expect(table.rank('xabcx', 0, 2)).toBe(-1);
     expect(table.rank('xabcx', 1, 5)).toBe(-1);
     expect(table.rank('xabcx', 2, 2)).toBe(-1);
+    const bytes = Buffer.from('xabcx', 'latin1');
+    expect([table.rankOfBytes(bytes, 1, 3), table.rankOfBytes(bytes, 1, 4), table.rankOfBytes(bytes, 2, 4)]).toEqual([0, 1, 2]);
+    expect([table.rankOfBytes(bytes, 0, 2), table.rankOfBytes(bytes, 1, 5), table.rankOfBytes(bytes, 2, 2)]).toEqual([-1, -1, -1]);
   });
 
   it('yields while it builds, so a loader can spread the work over event-loop turns', () => {

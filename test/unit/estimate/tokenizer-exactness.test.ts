@@ -113,6 +113,14 @@ describe('counting equals js-tiktoken encoding', () => {
     expect(countTextTokens(text, loaded)).toBe(referenceCount(text, 'o200k_base'));
   });
 
+  // ASCII texts are counted from their bytes in one buffer reused from call to call (ascii-pieces.ts).
+  it('counts a short ASCII text right after a longer one, and one longer than the reused buffer', () => {
+    const loaded = loadEncodingSync('o200k_base');
+    for (const text of ["you'll see: don'tStop 1234567 //\n/x", 'do', "x   don't 123", 'x ', `${'word '.repeat(20_000)}end`]) {
+      expect(countTextTokens(text, loaded)).toBe(referenceCount(text, 'o200k_base'));
+    }
+  });
+
   it('counts special-token text as plain text instead of throwing', () => {
     expect(countCompletionTokens('<|endoftext|>', 'gpt-4o')).toBe(referenceCount('<|endoftext|>', 'o200k_base'));
     expect(countCompletionTokens('<|endoftext|>', 'gpt-4o')).toBeGreaterThan(1);
@@ -128,7 +136,7 @@ describe('counting equals js-tiktoken encoding', () => {
   // tiktoken's own patterns match every character; a pattern that skips some must count only its pieces, as exec did.
   it('counts only the pieces of a pattern that skips text', () => {
     const loaded = loadEncodingSync('o200k_base');
-    const lettersOnly = { ...loaded, pattern: /[a-z]+/gu, sticky: /[a-z]+/uy };
+    const lettersOnly = { ...loaded, pattern: /[a-z]+/gu, sticky: /[a-z]+/uy, scan: undefined };
     const pieces = ['hello', 'world', 'tokens'];
     const expected = pieces.reduce((sum, piece) => sum + referenceCount(piece, 'o200k_base'), 0);
     expect(countTextTokens('  hello, WORLD world!! 42 tokens', lettersOnly)).toBe(expected);
