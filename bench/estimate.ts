@@ -248,6 +248,30 @@ export async function runEstimateBench(opts: { quick?: boolean } = {}): Promise<
   );
   results.push({ name: 'js-tiktoken encode throughput (reference)', value: referenceMbps, unit: 'MB/s', note: 'same text' });
 
+  // One unique 1 KB prompt at a time, as a proxy counts them (docs/performance.md, "The tokenizer
+  // reads bytes"): all ASCII, with a few chars beyond it, half CJK. Best of several passes, each over
+  // prompts no pass has counted.
+  const fillers = {
+    ascii: 'The quick brown fox jumps over the lazy dog near the riverbank at dawn. ',
+    'a few chars beyond ASCII': 'The “quick” brown fox jumps over the lazy dog near the café at dawn. ',
+    'half CJK': '日本語のテキスト and some English words 中文字符 here. ',
+  };
+  const prompts = quick ? 1_000 : 2_000;
+  for (const [name, filler] of Object.entries(fillers)) {
+    const texts = Array.from({ length: prompts * (runs + 1) }, (_, i) => `Request ${i} of the bench. ${filler.repeat(13).trim()}`);
+    const perPrompt = Array.from({ length: runs + 1 }, (_, pass) => {
+      const started = performance.now();
+      for (let i = pass * prompts; i < (pass + 1) * prompts; i++) countTextTokens(texts[i]!, encoding);
+      return ((performance.now() - started) * 1_000) / prompts;
+    });
+    results.push({
+      name: `tokenizer, one unique 1 KB prompt: ${name}`,
+      value: Math.min(...perPrompt.slice(1)),
+      unit: 'µs',
+      note: 'best pass after one of warm-up',
+    });
+  }
+
   // Worst event-loop block on hostile or huge bodies through the async path.
   configureEstimator({ workerThreads: 1 });
   await warmEstimator({ startWorkers: true });
