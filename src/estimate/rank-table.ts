@@ -68,7 +68,11 @@ export class RankTable {
     }
   }
 
-  /** {@link rank} of the bytes [start, end) of `bytes` (a typed array is read faster than a string's chars). */
+  /**
+   * {@link rank} of the bytes [start, end) of `bytes`: a typed array is read faster than a string's
+   * chars (tokenizer.ts). The same probe as `rank`, written out again so each loop reads one kind
+   * of input and stays monomorphic on the tokenizer's hot path.
+   */
   rankOfBytes(bytes: Uint8Array, start: number, end: number): number {
     const length = end - start;
     let slot = hashBytes(bytes, start, end) & this.mask;
