@@ -12,6 +12,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { builtinPriceTable, resolvePrice, type PriceTable } from './estimate/prices.js';
 import { rememberByName } from './estimate/models.js';
+import { ByLabels, SummedCounter } from './summed-counter.js';
 
 /** How requests are labelled per key: by name, by id, or not at all (one series for all keys). */
 export const KEY_LABEL_MODES = ['name', 'id', 'none'] as const;
@@ -70,6 +71,14 @@ export class Metrics {
   readonly ledgerLockWaits: Counter;
   readonly rollupFolded: Counter<'kind'>;
 
+  private readonly requestSums = new SummedCounter(['key', 'model', 'endpoint', 'outcome'] as const);
+  private readonly promptSums = new SummedCounter(['key', 'model'] as const);
+  private readonly completionSums = new SummedCounter(['key', 'model'] as const);
+  private readonly spendSums = new SummedCounter(['key', 'model'] as const);
+  private readonly attemptSums = new SummedCounter(['upstream', 'outcome'] as const);
+  private readonly abortSums = new SummedCounter(['usage_source'] as const);
+  private readonly decisionSums = new SummedCounter(['limit', 'result'] as const);
+  private readonly rejectionSums = new SummedCounter(['key', 'reason'] as const);
   private readonly prices: PriceTable;
   private readonly keyLabels = new BoundedLabel(MAX_KEY_LABELS);
   private readonly modelLabels = new BoundedLabel(MAX_MODEL_LABELS);
@@ -93,24 +102,28 @@ export class Metrics {
       help: 'Proxied requests by key, model, endpoint and how they ended.',
       labelNames: ['key', 'model', 'endpoint', 'outcome'],
       registers,
+      collect: () => this.requestSums.flushInto(this.requests),
     });
     this.promptTokens = new Counter({
       name: 'tollgate_prompt_tokens_total',
       help: 'Prompt tokens billed (reported by the upstream, or counted).',
       labelNames: ['key', 'model'],
       registers,
+      collect: () => this.promptSums.flushInto(this.promptTokens),
     });
     this.completionTokens = new Counter({
       name: 'tollgate_completion_tokens_total',
       help: 'Completion tokens billed, reasoning included.',
       labelNames: ['key', 'model'],
       registers,
+      collect: () => this.completionSums.flushInto(this.completionTokens),
     });
     this.spend = new Counter({
       name: 'tollgate_spend_usd_total',
       help: 'Money spent, in USD (the ledger keeps exact micro-USD).',
       labelNames: ['key', 'model'],
       registers,
+      collect: () => this.spendSums.flushInto(this.spend),
     });
     this.upstreamDuration = new Histogram({
       name: 'tollgate_upstream_duration_seconds',
@@ -138,24 +151,28 @@ export class Metrics {
       help: 'Tries of an upstream, by outcome: ok, client_error, rate_limited, server_error, connect_error, timeout, skipped (breaker open or Retry-After), client_aborted.',
       labelNames: ['upstream', 'outcome'],
       registers,
+      collect: () => this.attemptSums.flushInto(this.upstreamAttempts),
     });
     this.clientAborts = new Counter({
       name: 'tollgate_client_aborts_total',
       help: 'Forwarded requests whose client left before the answer ended, by how they were settled: reported (read on until the upstream reported its usage), reserved (its usage never came: at the reservation), counted (the text of an answer that ended without usage), none (nothing billed).',
       labelNames: ['usage_source'],
       registers,
+      collect: () => this.abortSums.flushInto(this.clientAborts),
     });
     this.rejections = new Counter({
       name: 'tollgate_rejections_total',
       help: 'Requests refused before going upstream, by reason.',
       labelNames: ['key', 'reason'],
       registers,
+      collect: () => this.rejectionSums.flushInto(this.rejections),
     });
     this.decisions = new Counter({
       name: 'tollgate_ratelimit_decisions_total',
       help: 'Rate-limit decisions per limit and result.',
       labelNames: ['limit', 'result'],
       registers,
+      collect: () => this.decisionSums.flushInto(this.decisions),
     });
     this.decisionDuration = new Histogram({
       name: 'tollgate_ratelimit_decision_duration_seconds',
@@ -215,82 +232,66 @@ export class Metrics {
     });
   }
 
-  private readonly usageChildren = new Map<string, { prompt: Counter.Internal; completion: Counter.Internal; spend: Counter.Internal }>();
-
-  /**
-   * Counts a finished request. prom-client validates and hashes labels on every
-   * call; the per key·model children are looked up once and kept (their number
-   * is what the series count is anyway).
-   */
+  /** Counts a finished request's tokens and spend. */
   recordUsage(key: string, requestModel: string, promptTokens: number, completionTokens: number, spendUsd: number): void {
-    const model = this.modelLabel(requestModel);
-    const id = `${key}\u0000${model}`;
-    let children = this.usageChildren.get(id);
-    if (children === undefined) {
-      const labels = { key, model };
-      children = { prompt: this.promptTokens.labels(labels), completion: this.completionTokens.labels(labels), spend: this.spend.labels(labels) };
-      this.usageChildren.set(id, children);
-    }
-    children.prompt.inc(promptTokens);
-    children.completion.inc(completionTokens);
-    children.spend.inc(spendUsd);
+    const labels = [key, this.modelLabel(requestModel)];
+    this.promptSums.add(promptTokens, labels);
+    this.completionSums.add(completionTokens, labels);
+    this.spendSums.add(spendUsd, labels);
   }
 
-  private readonly counters = new Map<string, { inc(value?: number): void }>();
-  private readonly histograms = new Map<string, { observe(value: number): void }>();
-
-  /** The child of a counter for these label values, looked up once (see recordUsage). */
-  private counter(name: string, metric: Counter<string>, ...values: string[]): { inc(value?: number): void } {
-    const id = `${name}\u0000${values.join('\u0000')}`;
-    let child = this.counters.get(id);
-    if (child === undefined) {
-      child = metric.labels(...values);
-      this.counters.set(id, child);
-    }
-    return child;
-  }
+  private readonly histograms = new Map<Histogram<string>, ByLabels<{ observe(value: number): void }>>();
 
   /** The child of a histogram for these label values, looked up once. */
-  private histogram(name: string, metric: Histogram<string>, ...values: string[]): { observe(value: number): void } {
-    const id = `${name}\u0000${values.join('\u0000')}`;
-    let child = this.histograms.get(id);
-    if (child === undefined) {
-      child = metric.labels(...values);
-      this.histograms.set(id, child);
+  private histogram(metric: Histogram<string>, ...values: string[]): { observe(value: number): void } {
+    let children = this.histograms.get(metric);
+    if (children === undefined) {
+      children = new ByLabels((labels) => metric.labels(...labels));
+      this.histograms.set(metric, children);
     }
-    return child;
+    return children.get(values);
   }
 
   /** One finished request of a key, model, endpoint and outcome. */
   countRequest(key: string, model: string, endpoint: string, outcome: string): void {
-    this.counter('requests', this.requests, key, this.modelLabel(model), endpoint, outcome).inc();
+    this.requestSums.add(1, [key, this.modelLabel(model), endpoint, outcome]);
+  }
+
+  /** One request refused before going upstream (a flood of refusals is counted as cheaply as one). */
+  countRejection(key: string, reason: string): void {
+    this.rejectionSums.add(1, [key, reason]);
+  }
+
+  /** One decision of a limit (the limiter's observer, create-limiter.ts). */
+  countDecision(limit: string, allowed: boolean): void {
+    this.decisionSums.add(1, [limit, allowed ? 'allowed' : 'limited']);
   }
 
   /** Seconds from sending upstream to the end of the answer. */
   observeUpstream(endpoint: string, stream: boolean, seconds: number): void {
-    this.histogram('upstream', this.upstreamDuration, endpoint, String(stream)).observe(seconds);
+    this.histogram(this.upstreamDuration, endpoint, stream ? 'true' : 'false').observe(seconds);
   }
 
   observeTimeToFirstToken(endpoint: string, seconds: number): void {
-    this.histogram('ttft', this.timeToFirstToken, endpoint).observe(seconds);
+    this.histogram(this.timeToFirstToken, endpoint).observe(seconds);
   }
 
   observeEstimateRatio(endpoint: string, ratio: number, upstream = 'default'): void {
-    this.histogram('ratio', this.estimateRatio, endpoint, upstream).observe(ratio);
+    this.histogram(this.estimateRatio, endpoint, upstream).observe(ratio);
   }
 
   /** One request whose client left before its answer ended, settled from `usageSource`. */
   countClientAbort(usageSource: string): void {
-    this.counter('client-abort', this.clientAborts, usageSource).inc();
+    this.abortSums.add(1, [usageSource]);
   }
 
   /** One try of an upstream (names come from the config, outcomes from a fixed set: bounded labels). */
   countAttempt(upstream: string, outcome: string): void {
-    this.counter('attempt', this.upstreamAttempts, upstream, outcome).inc();
+    this.attemptSums.add(1, [upstream, outcome]);
   }
 
   observeDecision(store: string, seconds: number): void {
-    this.histogram('decision', this.decisionDuration, store).observe(seconds);
+    this.histogram(this.decisionDuration, store).observe(seconds);
   }
 
   private bucketSampler: (() => Iterable<{ key: string; limit: string; ratio: number }>) | undefined;

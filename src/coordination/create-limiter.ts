@@ -25,7 +25,7 @@ export interface LimiterSettings {
 
 /** The metrics the limiter's observer moves (metrics.ts registers them). */
 export interface LimiterMetrics {
-  readonly decisions: Counter<'limit' | 'result'>;
+  countDecision(limit: string, allowed: boolean): void;
   readonly redisCalls: Counter<'op'>;
   readonly redisFailures: Counter<'op'>;
   readonly leaseTopUps: Counter<'result'>;
@@ -57,7 +57,7 @@ function observerFor(logger: Logger, metrics: LimiterMetrics, ipc = false): Limi
         else logger.warn({ reason }, 'the primary answers again: rate limits use leases again');
       },
       decision(limitName, allowed) {
-        metrics.decisions.inc({ limit: limitName, result: allowed ? 'allowed' : 'limited' });
+        metrics.countDecision(limitName, allowed);
       },
     };
   }
@@ -76,7 +76,7 @@ function observerFor(logger: Logger, metrics: LimiterMetrics, ipc = false): Limi
       else logger.warn({ reason }, 'Redis reachable again: rate limits use leases again');
     },
     decision(limitName, allowed) {
-      metrics.decisions.inc({ limit: limitName, result: allowed ? 'allowed' : 'limited' });
+      metrics.countDecision(limitName, allowed);
     },
   };
 }

@@ -15,7 +15,7 @@ export function recordMetrics(metrics: Metrics, store: 'local' | 'redis' | 'ipc'
     const key = metrics.keyLabel(event.caller.key);
     if (event.decisionMs !== undefined) metrics.observeDecision(store, event.decisionMs / 1000);
     if (event.kind === 'refused') {
-      metrics.rejections.inc({ key, reason: event.code });
+      metrics.countRejection(key, event.code);
       return;
     }
     const { endpoint, model, usage } = event;

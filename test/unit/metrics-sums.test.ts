@@ -1,0 +1,70 @@
+/** Counters summed per series before prom-client sees them: every read of the registry shows every increment. */
+import { describe, expect, it } from 'vitest';
+import { Metrics } from '../../src/metrics.js';
+
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
+
+describe('counters summed before prom-client', () => {
+  it('shows every increment at each scrape, cumulative from one scrape to the next', async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    for (let i = 0; i < 3; i++) metrics.countRequest('alpha', 'gpt-4o-mini', 'chat', 'ok');
+    metrics.countRequest('alpha', 'gpt-4o-mini', 'chat', 'upstream_error');
+    metrics.countRequest('beta', 'gpt-4o-mini', 'chat', 'ok');
+    metrics.recordUsage('alpha', 'gpt-4o-mini', 10, 5, 0.25);
+    metrics.recordUsage('alpha', 'gpt-4o-mini', 7, 1, 0.5);
+    metrics.countDecision('tokens', true);
+    metrics.countDecision('tokens', false);
+    metrics.countDecision('tokens', true);
+    metrics.countAttempt('default', 'ok');
+    metrics.countClientAbort('reported');
+    metrics.countRejection('beta', 'rate_limited');
+    metrics.countRejection('beta', 'rate_limited');
+
+    let text = await metrics.registry.metrics();
+    expect(sample(text, 'tollgate_requests_total', { key: 'alpha', model: 'gpt-4o-mini', outcome: 'ok' })).toBe(3);
+    expect(sample(text, 'tollgate_requests_total', { key: 'alpha', outcome: 'upstream_error' })).toBe(1);
+    expect(sample(text, 'tollgate_requests_total', { key: 'beta', outcome: 'ok' })).toBe(1);
+    expect(sample(text, 'tollgate_prompt_tokens_total', { key: 'alpha' })).toBe(17);
+    expect(sample(text, 'tollgate_completion_tokens_total', { key: 'alpha' })).toBe(6);
+    expect(sample(text, 'tollgate_spend_usd_total', { key: 'alpha' })).toBe(0.75);
+    expect(sample(text, 'tollgate_ratelimit_decisions_total', { limit: 'tokens', result: 'allowed' })).toBe(2);
+    expect(sample(text, 'tollgate_ratelimit_decisions_total', { limit: 'tokens', result: 'limited' })).toBe(1);
+    expect(sample(text, 'tollgate_upstream_attempts_total', { upstream: 'default', outcome: 'ok' })).toBe(1);
+    expect(sample(text, 'tollgate_client_aborts_total', { usage_source: 'reported' })).toBe(1);
+    expect(sample(text, 'tollgate_rejections_total', { key: 'beta', reason: 'rate_limited' })).toBe(2);
+
+    metrics.countRequest('alpha', 'gpt-4o-mini', 'chat', 'ok');
+    metrics.recordUsage('alpha', 'gpt-4o-mini', 3, 0, 0.25);
+    text = await metrics.registry.metrics();
+    expect(sample(text, 'tollgate_requests_total', { key: 'alpha', outcome: 'ok' })).toBe(4);
+    expect(sample(text, 'tollgate_prompt_tokens_total', { key: 'alpha' })).toBe(20);
+    expect(sample(text, 'tollgate_spend_usd_total', { key: 'alpha' })).toBe(1);
+    // A scrape with nothing new changes nothing.
+    expect(await metrics.registry.metrics()).toBe(text);
+  });
+
+  it('shows them to a primary aggregating its workers too (prom-client reads the JSON form)', async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    metrics.countRequest('alpha', 'gpt-4o-mini', 'chat', 'ok');
+    metrics.countRequest('alpha', 'gpt-4o-mini', 'chat', 'ok');
+    const json = await metrics.registry.getMetricsAsJSON();
+    const requests = json.find((metric) => metric.name === 'tollgate_requests_total');
+    expect(requests?.values).toEqual([{ labels: { key: 'alpha', model: 'gpt-4o-mini', endpoint: 'chat', outcome: 'ok' }, value: 2 }]);
+  });
+
+  it('drops an amount a counter cannot take instead of failing the scrape', async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    metrics.recordUsage('alpha', 'gpt-4o-mini', 10, Number.NaN, Number.POSITIVE_INFINITY);
+    metrics.recordUsage('alpha', 'gpt-4o-mini', -4, 2, 0.5);
+    const text = await metrics.registry.metrics();
+    expect(sample(text, 'tollgate_prompt_tokens_total', { key: 'alpha' })).toBe(10);
+    expect(sample(text, 'tollgate_completion_tokens_total', { key: 'alpha' })).toBe(2);
+    expect(sample(text, 'tollgate_spend_usd_total', { key: 'alpha' })).toBe(0.5);
+  });
+});
