@@ -44,30 +44,41 @@ export class ByLabels<T> {
  * before prom-client").
  */
 export class SummedCounter<L extends string> {
-  private readonly series: Array<{ readonly labels: Partial<Record<L, string>>; sum: number }> = [];
-  private readonly byLabels: ByLabels<{ readonly labels: Partial<Record<L, string>>; sum: number }>;
+  private readonly series: Array<Series<L>> = [];
+  private readonly byLabels: ByLabels<Series<L>>;
 
   constructor(labelNames: readonly L[]) {
     this.byLabels = new ByLabels((values) => {
       const labels: Partial<Record<L, string>> = {};
       labelNames.forEach((name, i) => (labels[name] = values[i]));
-      const series = { labels, sum: 0 };
+      const series = { labels, sum: 0, shown: false };
       this.series.push(series);
       return series;
     });
   }
 
-  /** Adds `by` to the series of `values` (in the label names' order); what a counter refuses is dropped. */
+  /**
+   * Adds `by` to the series of `values` (in the label names' order). Zero makes the series appear,
+   * as prom-client's `inc(0)` does; what a counter refuses (negative, not finite) is dropped.
+   */
   add(by: number, values: readonly string[]): void {
-    if (by > 0 && Number.isFinite(by)) this.byLabels.get(values).sum += by;
+    if (by >= 0 && Number.isFinite(by)) this.byLabels.get(values).sum += by;
   }
 
   /** Hands the sums to `counter` and starts them again from zero: the counter's `collect`. */
   flushInto(counter: Counter<L>): void {
     for (const series of this.series) {
-      if (series.sum === 0) continue;
+      if (series.sum === 0 && series.shown) continue;
       counter.inc(series.labels, series.sum);
       series.sum = 0;
+      series.shown = true;
     }
   }
+}
+
+interface Series<L extends string> {
+  readonly labels: Partial<Record<L, string>>;
+  sum: number;
+  /** Whether prom-client has the series (an `inc`, of zero even, made it). */
+  shown: boolean;
 }

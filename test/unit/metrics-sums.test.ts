@@ -67,4 +67,13 @@ describe('counters summed before prom-client', () => {
     expect(sample(text, 'tollgate_completion_tokens_total', { key: 'alpha' })).toBe(2);
     expect(sample(text, 'tollgate_spend_usd_total', { key: 'alpha' })).toBe(0.5);
   });
+
+  it('shows a series that was only ever given zero, as prom-client does', async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    metrics.recordUsage('alpha', 'gpt-4o-mini', 12, 0, 0);
+    const text = await metrics.registry.metrics();
+    expect(sample(text, 'tollgate_completion_tokens_total', { key: 'alpha' })).toBe(0);
+    expect(sample(text, 'tollgate_spend_usd_total', { key: 'alpha' })).toBe(0);
+    expect(sample(text, 'tollgate_prompt_tokens_total', { key: 'alpha' })).toBe(12);
+  });
 });
