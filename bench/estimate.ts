@@ -16,6 +16,7 @@ import {
 } from '../src/estimate/index.js';
 import type { Endpoint } from '../src/endpoints.js';
 import { countTextTokens, loadEncoding, loadEncodingSync, peekEncoding } from '../src/estimate/tokenizer.js';
+import { uniquePrompt } from './support.js';
 
 /** One benchmark result row. */
 export interface BenchResult {
@@ -252,13 +253,13 @@ export async function runEstimateBench(opts: { quick?: boolean } = {}): Promise<
   // reads bytes"): all ASCII, with a few chars beyond it, half CJK. Best of several passes, each over
   // prompts no pass has counted.
   const fillers = {
-    ascii: 'The quick brown fox jumps over the lazy dog near the riverbank at dawn. ',
+    ascii: undefined, // the prose of every bench's unique body (support.ts)
     'a few chars beyond ASCII': 'The “quick” brown fox jumps over the lazy dog near the café at dawn. ',
     'half CJK': '日本語のテキスト and some English words 中文字符 here. ',
   };
   const prompts = quick ? 1_000 : 2_000;
   for (const [name, filler] of Object.entries(fillers)) {
-    const texts = Array.from({ length: prompts * (runs + 1) }, (_, i) => `Request ${i} of the bench. ${filler.repeat(13).trim()}`);
+    const texts = Array.from({ length: prompts * (runs + 1) }, (_, i) => uniquePrompt(i, filler));
     const perPrompt = Array.from({ length: runs + 1 }, (_, pass) => {
       const started = performance.now();
       for (let i = pass * prompts; i < (pass + 1) * prompts; i++) countTextTokens(texts[i]!, encoding);

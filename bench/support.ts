@@ -329,6 +329,11 @@ function formatValue(value: number): string {
 const FILLER = 'The quick brown fox jumps over the lazy dog near the riverbank at dawn. ';
 let serial = 0;
 
+/** The benches' 1 KB prompt: its first words a serial number, then `filler` (English prose unless given) to about 1 KB. */
+export function uniquePrompt(serialNumber: number, filler = FILLER): string {
+  return `Request ${serialNumber} of the bench. ${filler.repeat(13).trim()}`;
+}
+
 /** A 1 KB chat body that no earlier request shares a prefix with (its first words are a serial number). */
 export function uniqueBody(stream: boolean, maxTokens = 64): string {
   serial += 1;
@@ -336,7 +341,7 @@ export function uniqueBody(stream: boolean, maxTokens = 64): string {
     model: 'gpt-4o-mini',
     max_tokens: maxTokens,
     ...(stream ? { stream: true } : {}),
-    messages: [{ role: 'user', content: `Request ${serial} of the bench. ${FILLER.repeat(13).trim()}` }],
+    messages: [{ role: 'user', content: uniquePrompt(serial) }],
   });
 }
 
