@@ -311,7 +311,7 @@ export class SqliteLedgerWriter implements LedgerWriter {
       batch.foldedTags += decision.foldedTags;
       const contribution = decision.folded === 0 ? at : { ...at, folded: decision.folded };
       batch.placed.push(contribution);
-      this.statements.insertPending.run(pendingRow(entry, decision.folded, exact));
+      this.statements.insertPending.run(...pendingRow(entry, decision.folded, exact));
       batch.rollups.add(contribution, {
         requests: 1,
         promptTokens: entry.estPromptTokens,
@@ -321,7 +321,7 @@ export class SqliteLedgerWriter implements LedgerWriter {
       });
     }
     for (const completion of batch.completions) {
-      const result = this.statements.complete.run(completionRow(completion));
+      const result = this.statements.complete.run(...completionRow(completion));
       const contribution = this.contributions.get(completion.requestId) ?? loadContribution(this.statements, completion.requestId);
       batch.settled.push(completion.requestId);
       if (result.changes === 0 || contribution === undefined) continue; // already settled: exactly once

@@ -101,6 +101,95 @@ describe('LedgerWriter', () => {
     expect(rollup).toEqual({ requests: 1, cost_micros: 26, prompt_tokens: 90, completion_tokens: 20 });
   });
 
+  it('writes every value of a pending row and its settlement into its own column', async () => {
+    const { db, keyId, writer } = setup();
+    const tenantId = new KeyStore(db.database).createTenant('columns').id;
+    // Every number differs from every other, so two columns swapped would show.
+    await writer.begin(
+      pending(keyId, 'req-columns', {
+        tenantId,
+        endpoint: 'responses',
+        model: 'gpt-4.1',
+        stream: true,
+        estPromptTokens: 101,
+        estCompletionTokens: 102,
+        estCostMicros: 103,
+        priceKnown: false,
+        endUser: 'user-7',
+        tags: ['blue'],
+        session: 'session-9',
+      }),
+    );
+    writer.complete(
+      completion('req-columns', {
+        status: 'upstream_interrupted',
+        httpStatus: 299,
+        completedAt: T0 + 201,
+        promptTokens: 202,
+        cachedTokens: 203,
+        completionTokens: 204,
+        reasoningTokens: 205,
+        audioPromptTokens: 206,
+        audioCompletionTokens: 207,
+        cacheWrite5mTokens: 208,
+        cacheWrite1hTokens: 209,
+        serviceTier: 'flex',
+        toolCostMicros: 210,
+        costMicros: 211,
+        usageSource: 'counted',
+        latencyMs: 212,
+        ttftMs: 213,
+        upstreamRequestId: 'up-columns',
+        errorCode: 'stream_cut',
+        upstream: 'east',
+        attempts: 214,
+        billedAttempts: 215,
+      }),
+    );
+    expect(writer.flush()).toBe(true);
+    const row = db.database.sqlite.prepare('SELECT * FROM ledger WHERE request_id = ?').get('req-columns');
+    expect(row).toMatchObject({
+      request_id: 'req-columns',
+      key_id: keyId,
+      tenant_id: tenantId,
+      created_at: T0,
+      endpoint: 'responses',
+      model: 'gpt-4.1',
+      stream: 1,
+      est_prompt_tokens: 101,
+      est_completion_tokens: 102,
+      est_cost_micros: 103,
+      price_known: 0,
+      end_user: 'user-7',
+      tags: expect.stringContaining('blue'),
+      session: 'session-9',
+      rollup_folded: null,
+      rollup_exact: null,
+      status: 'upstream_interrupted',
+      http_status: 299,
+      completed_at: T0 + 201,
+      prompt_tokens: 202,
+      cached_tokens: 203,
+      completion_tokens: 204,
+      reasoning_tokens: 205,
+      audio_prompt_tokens: 206,
+      audio_completion_tokens: 207,
+      cache_write_5m_tokens: 208,
+      cache_write_1h_tokens: 209,
+      service_tier: 'flex',
+      tool_cost_micros: 210,
+      cost_micros: 211,
+      usage_source: 'counted',
+      latency_ms: 212,
+      ttft_ms: 213,
+      upstream_request_id: 'up-columns',
+      error_code: 'stream_cut',
+      upstream: 'east',
+      attempts: 214,
+      billed_attempts: 215,
+    });
+  });
+
   it('counts rejections in the rollups without counting them as served requests', async () => {
     const { db, keyId, writer } = setup();
     for (const [id, reason] of [
