@@ -37,6 +37,7 @@ export function setTimeZone(name: string): void {
   zone = resolved === 'UTC' || resolved === 'Etc/UTC' ? null : format;
   dayStart = 0;
   dayEnd = 0;
+  for (const known of Object.values(periodEnds)) known.day = '';
 }
 
 /** The zone calendar days are counted in (a worker thread sets the same: src/storage/sqlite/read-worker.ts). */
@@ -117,13 +118,28 @@ export function periodStart(period: BudgetPeriod, now: number): string {
   return period === 'month' ? monthStartOf(today) : '0000-00-00';
 }
 
+/**
+ * The end of each period as last computed, by the day it was computed for: every admission asks
+ * for its budgets' period ends, and the date math behind one (`toISOString`, `Date.parse`) cost
+ * about 15,000 instructions a request (docs/performance.md, "Values bound in column order").
+ */
+const periodEnds: Record<Exclude<BudgetPeriod, 'total'>, { day: string; end: number }> = {
+  day: { day: '', end: 0 },
+  week: { day: '', end: 0 },
+  month: { day: '', end: 0 },
+};
+
 /** When the budget period containing `now` ends (ms), or undefined for total. */
 export function periodEnd(period: BudgetPeriod, now: number): number | undefined {
   if (period === 'total') return undefined;
-  const start = periodStart(period, now);
-  if (period === 'day') return dayEndMs(start);
-  if (period === 'week') return dayStartMs(addDays(start, 7));
-  return dayStartMs(monthStartOf(addDays(start, 31)));
+  const today = calendarDay(now);
+  const known = periodEnds[period];
+  if (known.day !== today) {
+    const start = periodStart(period, now);
+    known.end = period === 'day' ? dayEndMs(start) : period === 'week' ? dayStartMs(addDays(start, 7)) : dayStartMs(monthStartOf(addDays(start, 31)));
+    known.day = today;
+  }
+  return known.end;
 }
 
 /** A stable name for the budget period containing `now`: the day, `W` and the week's Monday, the month, or "total". */

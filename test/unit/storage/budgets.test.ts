@@ -4,7 +4,7 @@ import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js
 import type { Completion, PendingEntry } from '../../../src/storage/ledger.js';
 import { SpendTracker } from '../../../src/budgets/spend-tracker.js';
 import fc from 'fast-check';
-import { calendarDay, dayStartMs, periodEnd, periodId, periodStart, setTimeZone } from '../../../src/domain/calendar.js';
+import { calendarDay, dayStartMs, periodEnd, periodId, periodStart, setTimeZone, type BudgetPeriod } from '../../../src/domain/calendar.js';
 import { checkBudgets, type BudgetCheck } from '../../../src/budgets/check.js';
 import { formatMicrosFixed } from '../../../src/domain/money.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
@@ -215,6 +215,24 @@ describe('calendar periods in the deployment time zone', () => {
           expect(periodEnd('day', ms)).toBeGreaterThan(ms);
         }),
         { numRuns: 300 },
+      );
+    }
+  });
+
+  it('answers a period end it remembers as it would compute it afresh, whatever was asked before (property)', () => {
+    const instant = fc.integer({ min: Date.parse('2025-12-01T00:00:00Z'), max: Date.parse('2027-02-01T00:00:00Z') });
+    for (const zone of ['UTC', 'America/New_York', 'Australia/Lord_Howe']) {
+      setTimeZone(zone);
+      fc.assert(
+        fc.property(fc.array(fc.tuple(fc.constantFrom('day', 'week', 'month') as fc.Arbitrary<BudgetPeriod>, instant), { minLength: 1, maxLength: 30 }), (asks) => {
+          for (const [period, ms] of asks) {
+            const remembered = periodEnd(period, ms);
+            setTimeZone(zone); // forgets every remembered end
+            expect(remembered).toBe(periodEnd(period, ms));
+            expect(remembered).toBeGreaterThan(ms);
+          }
+        }),
+        { numRuns: 100 },
       );
     }
   });
