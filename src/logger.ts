@@ -48,6 +48,26 @@ const SERIALIZERS = {
   cause: withUrlsRedacted,
 };
 
+/** The second {@link isoTimeAt} last wrote, and its line field up to the milliseconds. */
+let timeSecond = Number.NaN;
+let timePrefix = '';
+
+/**
+ * pino's `time` field as `pino.stdTimeFunctions.isoTime` writes it, `,"time":"<ISO 8601>"`, with
+ * the date and time up to the second built once a second: `toISOString` takes its own
+ * calendar math every call, about 7,000 instructions a line (docs/performance.md, "Values bound in
+ * column order").
+ */
+export function isoTimeAt(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== timeSecond) {
+    timeSecond = second;
+    timePrefix = `,"time":"${new Date(second * 1000).toISOString().slice(0, 20)}`;
+  }
+  const milli = ms - second * 1000;
+  return `${timePrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z"`;
+}
+
 /** Lines are written in batches of this many bytes … */
 const LOG_BATCH_BYTES = 3072;
 /**
@@ -72,7 +92,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     {
       level,
       base: { service: 'tollgate' },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: () => isoTimeAt(Date.now()),
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: SERIALIZERS,
       formatters: { level: (label) => ({ level: label }) },
