@@ -36,8 +36,31 @@ interface Cached {
 
 type DayAmounts = Map<string, number>;
 
-function scopeKey(scope: BudgetScope): string {
-  return `${scope.level}:${scope.id}`;
+/** Most names {@link ScopeNames} keeps per level before it starts over. */
+const MAX_SCOPE_NAMES = 100_000;
+
+/**
+ * The names of key and tenant scopes (`key:<id>`, `tenant:<id>`), each built once: a name built
+ * afresh is a new string whose hash every Map lookup computes again, and each request looks its
+ * scopes up a dozen times or more (docs/performance.md, "Values bound in column order"). An end
+ * user's, tag's or session's name is built each time: those names are the tenant's to choose, and
+ * many.
+ */
+class ScopeNames {
+  private readonly keys = new Map<string, string>();
+  private readonly tenants = new Map<string, string>();
+
+  of(level: string, id: string): string {
+    if (level !== 'key' && level !== 'tenant') return `${level}:${id}`;
+    const names = level === 'key' ? this.keys : this.tenants;
+    let name = names.get(id);
+    if (name === undefined) {
+      if (names.size >= MAX_SCOPE_NAMES) names.clear();
+      name = `${level}:${id}`;
+      names.set(id, name);
+    }
+    return name;
+  }
 }
 
 function add(map: Map<string, DayAmounts>, scope: string, day: string, amount: number): void {
@@ -71,6 +94,9 @@ export class SpendTracker {
   private readonly local: SqliteSpendReads;
   private readonly source: SpendAcrossNodes | undefined;
   private readonly maxReads: number;
+  private readonly names = new ScopeNames();
+  /** The `cache` key of each scope's latest read of each period, kept while the period lasts (see {@link ScopeNames}). */
+  private readonly readNames = new Map<string, Map<BudgetPeriod, { readonly since: string; readonly read: string }>>();
 
   constructor(database: TollgateDatabase, options: { refreshMs?: number; source?: SpendAcrossNodes; maxReads?: number } = {}) {
     this.refreshMs = options.refreshMs ?? 1000;
@@ -86,12 +112,12 @@ export class SpendTracker {
 
   /** The ledger writer queued a change (synchronously, as the request is admitted or settled). */
   queuedChange(change: SpendChange): void {
-    for (const scope of scopesOf(change)) add(this.queued, scope, change.day, change.microUsd);
+    for (const scope of this.scopesOf(change)) add(this.queued, scope, change.day, change.microUsd);
   }
 
   /** The ledger writer committed a change it had queued. */
   committedChange(change: SpendChange): void {
-    for (const scope of scopesOf(change)) {
+    for (const scope of this.scopesOf(change)) {
       add(this.queued, scope, change.day, -change.microUsd);
       for (const read of this.readsByScope.get(scope) ?? []) add(this.committedSinceRead, read, change.day, change.microUsd);
     }
@@ -99,15 +125,15 @@ export class SpendTracker {
 
   /** A queued change will never be committed (its `begin` failed and the request was refused). */
   droppedChange(change: SpendChange): void {
-    for (const scope of scopesOf(change)) add(this.queued, scope, change.day, -change.microUsd);
+    for (const scope of this.scopesOf(change)) add(this.queued, scope, change.day, -change.microUsd);
   }
 
   /** Micro-USD spent by `scope` in the `period` containing `now`. */
   spent(scope: BudgetScope, period: BudgetPeriod, now: number): number {
     const since = periodStart(period, now);
     const until = calendarDay(now);
-    const key = scopeKey(scope);
-    const read = `${key}|${period}|${since}`;
+    const key = this.names.of(scope.level, scope.id);
+    const read = this.readName(key, period, since);
     let cached = this.cache.get(read);
     if (cached === undefined || now - cached.readAt >= this.refreshMs || now < cached.readAt) {
       const value = this.readSpent(scope, period, since, until);
@@ -128,6 +154,30 @@ export class SpendTracker {
     return cached.value + sumDays(this.committedSinceRead.get(read), since, until) + sumDays(this.queued.get(key), since, until);
   }
 
+  /** The `cache` key of `scope`'s read of `period` from `since`: `<scope>|<period>|<since>`. */
+  private readName(scope: string, period: BudgetPeriod, since: string): string {
+    let periods = this.readNames.get(scope);
+    if (periods === undefined) {
+      if (this.readNames.size >= this.maxReads) this.readNames.clear();
+      periods = new Map();
+      this.readNames.set(scope, periods);
+    }
+    const known = periods.get(period);
+    if (known !== undefined && known.since === since) return known.read;
+    const read = `${scope}|${period}|${since}`;
+    periods.set(period, { since, read });
+    return read;
+  }
+
+  private scopesOf(change: SpendChange): string[] {
+    const scopes = [this.names.of('key', change.keyId)];
+    if (change.tenantId !== null) scopes.push(this.names.of('tenant', change.tenantId));
+    if (change.endUser !== undefined && change.endUser !== null) scopes.push(`user:${change.keyId}:${change.endUser}`);
+    for (const tag of change.tags ?? []) scopes.push(`tag:${change.keyId}:${tag}`);
+    if (change.session !== undefined && change.session !== null) scopes.push(`session:${change.keyId}:${change.session}`);
+    return scopes;
+  }
+
   private readSpent(scope: BudgetScope, period: BudgetPeriod, since: string, until: string): number {
     // Replicas: every node's spend from PostgreSQL's rollups (src/storage/postgres/spend-source.ts); until it answers, this node's own.
     // A key's or tenant's scope is passed on as just its level and id (the source may hold it while it refreshes).
@@ -144,14 +194,6 @@ export class SpendTracker {
     reads?.delete(read);
     if (reads?.size === 0) this.readsByScope.delete(scope);
   }
-}
-
-function scopesOf(change: SpendChange): string[] {
-  const scopes = change.tenantId === null ? [`key:${change.keyId}`] : [`key:${change.keyId}`, `tenant:${change.tenantId}`];
-  if (change.endUser !== undefined && change.endUser !== null) scopes.push(`user:${change.keyId}:${change.endUser}`);
-  for (const tag of change.tags ?? []) scopes.push(`tag:${change.keyId}:${tag}`);
-  if (change.session !== undefined && change.session !== null) scopes.push(`session:${change.keyId}:${change.session}`);
-  return scopes;
 }
 
 function sumDays(days: DayAmounts | undefined, since: string, until: string): number {
