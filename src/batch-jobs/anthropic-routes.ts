@@ -154,7 +154,7 @@ async function priceBatch(body: Record<string, unknown>, request: RequestContext
   for (const [index, item] of items.entries()) {
     if (index % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) {
       await nextTurn();
-      if (request.client.abort.signal.aborted) throw new TollgateError('client_closed_request', 'The client closed the connection.');
+      if (request.client.left.aborted) throw new TollgateError('client_closed_request', 'The client closed the connection.');
     }
     const checked = checks.add(item);
     if (!checked.ok) throw batchError(checked.error);

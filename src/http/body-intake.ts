@@ -20,6 +20,7 @@
  */
 import { TollgateError } from '../domain/errors.js';
 import type { BodyAllowance } from './body.js';
+import type { LeaveSignal } from './client-left.js';
 
 /** What counts as a large body for a key's bound: bodies this size take real worker time to parse (tens of ms for dense ones). */
 export const LARGE_BODY_BYTES = 1024 * 1024;
@@ -77,7 +78,7 @@ export class BodyIntake {
   }
 
   /** A ticket for one body of `keyId`; `signal` aborts a wait (the client left). */
-  open(keyId: string, signal?: AbortSignal): IntakeTicket {
+  open(keyId: string, signal?: LeaveSignal): IntakeTicket {
     const holder: Holder = { keyId, granted: 0, large: false, released: false };
     return {
       grow: (received, declared) => this.grow(holder, received, declared, signal),
@@ -89,7 +90,7 @@ export class BodyIntake {
    * `received` bytes are in (memory is granted for them, in steps); the body is
    * `declared` long, when known (a large one takes its key's slot before a byte is read).
    */
-  private grow(holder: Holder, received: number, declared: number | undefined, signal: AbortSignal | undefined): Promise<void> | undefined {
+  private grow(holder: Holder, received: number, declared: number | undefined, signal: LeaveSignal | undefined): Promise<void> | undefined {
     if (holder.released) return undefined;
     const total = Math.max(received, declared ?? 0);
     const bytes =

@@ -14,6 +14,7 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { BodyBuffer, declaredLength, readBodyBytes, tooLarge, type BodyAllowance } from './body.js';
 import { TollgateError } from '../domain/errors.js';
 import type { NodeBindings } from '../app-env.js';
+import { abortControllerOf, ClientLeft } from './client-left.js';
 
 export type HeaderRecord = Readonly<Record<string, string | string[] | undefined>>;
 
@@ -35,9 +36,14 @@ export interface ClientRequest {
   /** The body as it arrives, for what streams through rather than being read whole (a batch file upload); the reader bounds it. */
   stream(): Readable;
   /**
-   * Aborted when the client closes the connection before the response is
+   * Fires when the client closes the connection before the response is
    * complete. It does not stop a request already sent upstream: that one is
    * read on to its usage (src/pipeline/relay.ts).
+   */
+  readonly left: ClientLeft;
+  /**
+   * The same leaving as an AbortController's signal, for an API that takes
+   * only an AbortSignal (made when first asked for: src/http/client-left.ts).
    */
   readonly abort: AbortController;
   /**
@@ -54,22 +60,26 @@ export function clientRequestOf(raw: Request, env: Partial<NodeBindings> | undef
 }
 
 function fromNode(incoming: IncomingMessage, outgoing: ServerResponse): ClientRequest {
+  let left: ClientLeft | undefined;
   let controller: AbortController | undefined;
   return {
     headers: incoming.headers,
     outgoing,
     readBody: (limit, allowance) => readIncoming(incoming, limit, allowance),
     stream: () => incoming,
-    get abort() {
-      if (controller === undefined) {
-        const created = new AbortController();
-        controller = created;
+    get left() {
+      if (left === undefined) {
+        const created = new ClientLeft();
+        left = created;
         outgoing.once('close', () => {
-          if (!outgoing.writableFinished) created.abort();
+          if (!outgoing.writableFinished) created.leave();
         });
-        if (outgoing.destroyed && !outgoing.writableFinished) created.abort();
+        if (outgoing.destroyed && !outgoing.writableFinished) created.leave();
       }
-      return controller;
+      return left;
+    },
+    get abort() {
+      return (controller ??= abortControllerOf(this.left));
     },
   };
 }
@@ -79,14 +89,18 @@ function fromWeb(raw: Request): ClientRequest {
   raw.headers.forEach((value, name) => {
     headers[name] = value;
   });
-  const abort = new AbortController();
-  if (raw.signal.aborted) abort.abort();
-  else raw.signal.addEventListener('abort', () => abort.abort(), { once: true });
+  const left = new ClientLeft();
+  if (raw.signal.aborted) left.leave();
+  else raw.signal.addEventListener('abort', () => left.leave(), { once: true });
+  let controller: AbortController | undefined;
   return {
     headers,
     readBody: (limit, allowance) => readBodyBytes(raw, limit, allowance),
     stream: () => (raw.body === null ? Readable.from([]) : Readable.fromWeb(raw.body as NodeReadableStream<Uint8Array>)),
-    abort,
+    left,
+    get abort() {
+      return (controller ??= abortControllerOf(left));
+    },
   };
 }
 

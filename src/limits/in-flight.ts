@@ -7,6 +7,7 @@
  * `maxWaitMs`, then gets a 429. No I/O.
  */
 import { TollgateError } from '../domain/errors.js';
+import type { LeaveSignal } from '../http/client-left.js';
 
 interface Waiter {
   readonly ready: () => boolean;
@@ -40,7 +41,7 @@ export class InFlightLimits {
   }
 
   /** Waits for a slot; resolves to its release (idempotent), or rejects with a 429 after the longest wait. */
-  acquire(owner: InFlightOwner, signal?: AbortSignal): Promise<() => void> {
+  acquire(owner: InFlightOwner, signal?: LeaveSignal): Promise<() => void> {
     const caps: Array<readonly [string, number]> = [[`key:${owner.keyId}`, owner.keyMax ?? this.options.defaultKeyMax]];
     if (owner.tenantId !== null && owner.tenantMax !== undefined) caps.push([`tenant:${owner.tenantId}`, owner.tenantMax]);
     const ready = (): boolean => caps.every(([id, max]) => this.current(id) < max);

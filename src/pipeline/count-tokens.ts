@@ -35,7 +35,7 @@ export async function countTokens(c: Context<AppEnv>, dialect: Dialect, deps: Pi
   let model = '(unknown)';
   let bytes: Buffer;
   // Read and checked as any body (a large one on the estimate worker), but never estimated.
-  const intake = deps.intake?.open(caller.key.id, client.abort.signal);
+  const intake = deps.intake?.open(caller.key.id, client.left);
   try {
     const opened = await openBody(dialect.endpoint, await client.readBody(deps.maxBodyBytes, intake));
     opened.close();
@@ -75,7 +75,7 @@ export async function countTokens(c: Context<AppEnv>, dialect: Dialect, deps: Pi
     else response = await firstAnswer(candidates, send);
     answer = await readAll(response.body);
   } catch (error) {
-    settle(null, client.abort.signal.aborted ? 'client_aborted' : 'upstream_interrupted', undefined);
+    settle(null, client.left.aborted ? 'client_aborted' : 'upstream_interrupted', undefined);
     throw toUpstreamError(error);
   }
   const upstreamId = response.headers['x-request-id'];

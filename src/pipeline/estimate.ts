@@ -35,7 +35,7 @@ export async function estimate(request: RequestContext, deps: PipelineDeps): Pro
   let facts: RequestFacts | undefined;
   let opened: OpenBody | undefined;
   // Held until the estimate is known: a large body's parse and count are the worker time the intake bounds.
-  const intake = deps.intake?.open(request.caller.key.id, request.client.abort.signal);
+  const intake = deps.intake?.open(request.caller.key.id, request.client.left);
   try {
     opened = await openBody(request.endpoint, await request.client.readBody(deps.maxBodyBytes, intake));
     facts = opened.facts;

@@ -42,7 +42,7 @@ import type { UpstreamAttempt } from './trace-hooks.js';
 export async function forward(request: AdmittedRequest, deps: PipelineDeps): Promise<UpstreamResponse> {
   const { client, upstreamAbort } = request;
   request.sentAt = deps.now();
-  if (client.abort.signal.aborted) return clientLeftFirst(request, deps);
+  if (client.left.aborted) return clientLeftFirst(request, deps);
   // Until it is settled, a shutdown stops it (open-requests.ts).
   deps.open?.track(request, () => stopForwarded(request, {}, deps));
   const dialect = dialectOf(request.endpoint);
@@ -52,7 +52,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
   let tried: RouteCandidate | undefined;
   for (let i = 0; i < candidates.length || (i === 0 && candidates.length === 0); i += 1) {
     // A client that left (or a shutdown) while an upstream failed is not sent to the next one.
-    if (i > 0 && (client.abort.signal.aborted || upstreamAbort.aborted)) break;
+    if (i > 0 && (client.left.aborted || upstreamAbort.aborted)) break;
     const candidate = candidates[i];
     const last = i >= candidates.length - 1;
     // The last candidate is always tried: an answer, even an error, beats none.
@@ -68,7 +68,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
       body: bodyFor(dialect, request, candidate?.upstreamModel ?? request.facts.model),
       signal: upstreamAbort,
       // Waiting for a connection ends when the client leaves: nothing was sent yet.
-      queueSignal: client.abort.signal,
+      queueSignal: client.left,
       owner: request.caller.key.id,
     };
     // Its own span when tracing is on, whose traceparent the upstream gets (src/tracing).
@@ -81,7 +81,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
       const name = candidate?.upstream.name;
       const sent = !failedBeforeSending(error);
       // The client left while it waited for a connection, or Tollgate stopped it: not the upstream's fault.
-      if ((!sent && client.abort.signal.aborted) || upstreamAbort.aborted) {
+      if ((!sent && client.left.aborted) || upstreamAbort.aborted) {
         candidate?.upstream.breaker.release();
         if (name !== undefined) attempts.push({ upstream: name, outcome: 'client_aborted', billed: sent });
         traced?.ended(undefined, 'client_aborted');
@@ -122,7 +122,7 @@ export async function forward(request: AdmittedRequest, deps: PipelineDeps): Pro
     stopForwarded(request, {}, deps);
     throw new TollgateError('upstream_unreachable', 'The request was stopped: Tollgate is shutting down.');
   }
-  const clientGone = client.abort.signal.aborted;
+  const clientGone = client.left.aborted;
   const failure = clientGone ? undefined : toUpstreamError(failed);
   settleForwarded(
     request,

@@ -20,7 +20,7 @@ export async function admitInFlight(request: EstimatedRequest, deps: PipelineDep
   try {
     release = await deps.inFlight.acquire(
       { keyId: caller.key.id, keyMax: caller.policy.maxInFlight, tenantId: caller.key.tenantId, tenantMax: caller.tenantPolicy?.maxInFlight },
-      request.client.abort.signal,
+      request.client.left,
     );
   } catch (error) {
     if (error instanceof TollgateError) {

@@ -68,7 +68,7 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
           )
         : [];
     const served = single === undefined || routed !== undefined;
-    settle(served ? 200 : 404, client.abort.signal.aborted ? 'client_aborted' : 'ok');
+    settle(served ? 200 : 404, client.left.aborted ? 'client_aborted' : 'ok');
     if (!served) {
       throw new TollgateError('model_not_found', `The model "${single}" is not served by any upstream of this proxy.`, { param: 'model' });
     }
@@ -88,7 +88,7 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
     });
     bytes = await readAll(response.body);
   } catch (error) {
-    settle(null, client.abort.signal.aborted ? 'client_aborted' : 'upstream_interrupted');
+    settle(null, client.left.aborted ? 'client_aborted' : 'upstream_interrupted');
     throw toUpstreamError(error);
   }
   const upstreamId = response.headers['x-request-id'];

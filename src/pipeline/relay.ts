@@ -42,7 +42,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
   const dialect = dialectOf(request.endpoint);
   const upstreamRequestId = headerValue(response.headers['x-request-id']);
   const ok = response.status >= 200 && response.status < 300;
-  const clientLeft = request.client.abort.signal;
+  const clientLeft = request.client.left;
   if (isEventStream(response.headers)) {
     const allowance = request.completionAllowance;
     const countText = (text: string): number => dialect.countCompletion(text, request.facts.model);

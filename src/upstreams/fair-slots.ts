@@ -14,6 +14,7 @@
  * A request waits at most `maxWaitMs`, then is refused (429). No I/O.
  */
 import { TollgateError } from '../domain/errors.js';
+import type { LeaveSignal } from '../http/client-left.js';
 
 interface Waiter {
   readonly owner: string;
@@ -50,7 +51,7 @@ export class FairSlots {
   }
 
   /** Waits for a slot of `owner`; resolves to its release (call once). */
-  acquire(owner: string, signal?: AbortSignal): Promise<() => void> {
+  acquire(owner: string, signal?: LeaveSignal): Promise<() => void> {
     if (this.waiting.length === 0 && this.fits(owner)) return Promise.resolve(this.take(owner));
     return new Promise<() => void>((resolve, reject) => {
       const timer = setTimeout(() => {

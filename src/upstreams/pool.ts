@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream';
 import { TollgateError } from '../domain/errors.js';
 import { FairSlots, perOwnerMaxOf, SLOT_WAIT_CODE } from './fair-slots.js';
 import { UpstreamStop } from './upstream-stop.js';
+import type { LeaveSignal } from '../http/client-left.js';
 
 export interface UpstreamOptions {
   /** Base URL including the version path, without trailing slash (e.g. https://api.openai.com/v1). */
@@ -41,7 +42,7 @@ export interface UpstreamRequest {
   /** Aborts the request: the client's signal, or Tollgate's own stop (upstream-stop.ts). */
   readonly signal: AbortSignal | UpstreamStop;
   /** Ends only the wait for a connection (the client left before the request could be sent); default `signal`, when an AbortSignal. */
-  readonly queueSignal?: AbortSignal;
+  readonly queueSignal?: LeaveSignal;
   /** Whose share of the connections this request uses (the key id); without one, the shared "" owner. */
   readonly owner?: string;
 }

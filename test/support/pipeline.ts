@@ -8,6 +8,7 @@ import { readAttribution } from '../../src/endusers/attribution.js';
 import { DIALECTS } from '../../src/dialects/index.js';
 import { estimateRequestSync } from '../../src/estimate/index.js';
 import type { ClientRequest } from '../../src/http/client-request.js';
+import { abortControllerOf, ClientLeft } from '../../src/http/client-left.js';
 import { callerFor } from '../../src/keys/caller.js';
 import type { Policy } from '../../src/domain/policy.js';
 import type { EstimatedRequest } from '../../src/pipeline/context.js';
@@ -53,7 +54,14 @@ export function startHarness(options: { now?: () => number; limiterClock?: () =>
       const json = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 100, ...body };
       const bytes = Buffer.from(JSON.stringify(json));
       const read = readClientBody('chat', bytes);
-      const client: ClientRequest = { headers: {}, readBody: () => Promise.resolve(bytes), stream: () => Readable.from([bytes]), abort: new AbortController() };
+      const left = new ClientLeft();
+      const client: ClientRequest = {
+        headers: {},
+        readBody: () => Promise.resolve(bytes),
+        stream: () => Readable.from([bytes]),
+        left,
+        abort: abortControllerOf(left),
+      };
       return {
         requestId: newRequestId(),
         endpoint: 'chat',

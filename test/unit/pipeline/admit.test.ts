@@ -190,7 +190,7 @@ describe('forward', () => {
     harness = startHarness();
     const key = issue(harness, 'impatient', { limits: [] });
     const admitted = await admit(harness.request(key), harness.test.tollgate.pipeline);
-    admitted.client.abort.abort();
+    admitted.client.left.leave();
     const error = await refusal(forward(admitted, harness.test.tollgate.pipeline));
     expect(error.code).toBe('client_closed_request');
     harness.test.ledger.flush();
