@@ -20,7 +20,7 @@
  */
 import { TollgateError } from '../domain/errors.js';
 import type { BodyAllowance } from './body.js';
-import type { LeaveSignal } from './client-left.js';
+import type { LeaveSignal } from '../domain/leave-signal.js';
 
 /** What counts as a large body for a key's bound: bodies this size take real worker time to parse (tens of ms for dense ones). */
 export const LARGE_BODY_BYTES = 1024 * 1024;

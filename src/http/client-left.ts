@@ -8,13 +8,7 @@
  * makes one from it on demand (src/http/client-request.ts).
  */
 import { EventEmitter } from 'node:events';
-
-/** What a wait that ends when the client leaves needs of its signal: an AbortSignal has it too. */
-export interface LeaveSignal {
-  readonly aborted: boolean;
-  addEventListener(type: 'abort', listener: () => void, options?: { readonly once?: boolean }): void;
-  removeEventListener(type: 'abort', listener: () => void): void;
-}
+import type { LeaveSignal } from '../domain/leave-signal.js';
 
 export class ClientLeft extends EventEmitter implements LeaveSignal {
   private left = false;

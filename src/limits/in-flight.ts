@@ -7,7 +7,7 @@
  * `maxWaitMs`, then gets a 429. No I/O.
  */
 import { TollgateError } from '../domain/errors.js';
-import type { LeaveSignal } from '../http/client-left.js';
+import type { LeaveSignal } from '../domain/leave-signal.js';
 
 interface Waiter {
   readonly ready: () => boolean;

@@ -14,7 +14,7 @@
  * A request waits at most `maxWaitMs`, then is refused (429). No I/O.
  */
 import { TollgateError } from '../domain/errors.js';
-import type { LeaveSignal } from '../http/client-left.js';
+import type { LeaveSignal } from '../domain/leave-signal.js';
 
 interface Waiter {
   readonly owner: string;

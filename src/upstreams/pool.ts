@@ -10,7 +10,7 @@ import type { Readable } from 'node:stream';
 import { TollgateError } from '../domain/errors.js';
 import { FairSlots, perOwnerMaxOf, SLOT_WAIT_CODE } from './fair-slots.js';
 import { UpstreamStop } from './upstream-stop.js';
-import type { LeaveSignal } from '../http/client-left.js';
+import type { LeaveSignal } from '../domain/leave-signal.js';
 
 export interface UpstreamOptions {
   /** Base URL including the version path, without trailing slash (e.g. https://api.openai.com/v1). */

@@ -224,14 +224,17 @@ describe('calendar periods in the deployment time zone', () => {
     for (const zone of ['UTC', 'America/New_York', 'Australia/Lord_Howe']) {
       setTimeZone(zone);
       fc.assert(
-        fc.property(fc.array(fc.tuple(fc.constantFrom('day', 'week', 'month') as fc.Arbitrary<BudgetPeriod>, instant), { minLength: 1, maxLength: 30 }), (asks) => {
-          for (const [period, ms] of asks) {
-            const remembered = periodEnd(period, ms);
-            setTimeZone(zone); // forgets every remembered end
-            expect(remembered).toBe(periodEnd(period, ms));
-            expect(remembered).toBeGreaterThan(ms);
-          }
-        }),
+        fc.property(
+          fc.array(fc.tuple(fc.constantFrom('day', 'week', 'month') as fc.Arbitrary<BudgetPeriod>, instant), { minLength: 1, maxLength: 30 }),
+          (asks) => {
+            for (const [period, ms] of asks) {
+              const remembered = periodEnd(period, ms);
+              setTimeZone(zone); // forgets every remembered end
+              expect(remembered).toBe(periodEnd(period, ms));
+              expect(remembered).toBeGreaterThan(ms);
+            }
+          },
+        ),
         { numRuns: 100 },
       );
     }
