@@ -12,7 +12,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { builtinPriceTable, resolvePrice, type PriceTable } from './estimate/prices.js';
 import { rememberByName } from './estimate/models.js';
-import { ByLabels, SummedCounter } from './summed-counter.js';
+import { SummedCounter } from './summed-counter.js';
+import { SummedHistogram } from './summed-histogram.js';
 
 /** How requests are labelled per key: by name, by id, or not at all (one series for all keys). */
 export const KEY_LABEL_MODES = ['name', 'id', 'none'] as const;
@@ -49,16 +50,16 @@ export class Metrics {
   readonly promptTokens: Counter<'key' | 'model'>;
   readonly completionTokens: Counter<'key' | 'model'>;
   readonly spend: Counter<'key' | 'model'>;
-  readonly upstreamDuration: Histogram<'endpoint' | 'stream'>;
-  readonly timeToFirstToken: Histogram<'endpoint'>;
-  readonly estimateRatio: Histogram<'endpoint' | 'upstream'>;
+  readonly upstreamDuration: SummedHistogram<'endpoint' | 'stream'>;
+  readonly timeToFirstToken: SummedHistogram<'endpoint'>;
+  readonly estimateRatio: SummedHistogram<'endpoint' | 'upstream'>;
   /** Tries of each upstream by how they ended (labels: the config's upstream names, a fixed set of outcomes). */
   readonly upstreamAttempts: Counter<'upstream' | 'outcome'>;
   /** Requests whose client left before the answer ended, by how they were settled (a fixed set: bounded). */
   readonly clientAborts: Counter<'usage_source'>;
   readonly rejections: Counter<'key' | 'reason'>;
   readonly decisions: Counter<'limit' | 'result'>;
-  readonly decisionDuration: Histogram<'store'>;
+  readonly decisionDuration: SummedHistogram<'store'>;
   readonly bucketLevel: Gauge<'key' | 'limit'>;
   readonly redisCalls: Counter<'op'>;
   readonly redisFailures: Counter<'op'>;
@@ -125,21 +126,21 @@ export class Metrics {
       registers,
       collect: () => this.spendSums.flushInto(this.spend),
     });
-    this.upstreamDuration = new Histogram({
+    this.upstreamDuration = new SummedHistogram({
       name: 'tollgate_upstream_duration_seconds',
       help: 'Time from sending a request upstream to the end of its answer.',
       labelNames: ['endpoint', 'stream'],
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.timeToFirstToken = new Histogram({
+    this.timeToFirstToken = new SummedHistogram({
       name: 'tollgate_time_to_first_token_seconds',
       help: 'Time from receiving a streamed request to its first generated token.',
       labelNames: ['endpoint'],
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.estimateRatio = new Histogram({
+    this.estimateRatio = new SummedHistogram({
       name: 'tollgate_prompt_estimate_ratio',
       help: 'Actual prompt tokens divided by the estimate (1 = exact), per upstream that answered.',
       labelNames: ['endpoint', 'upstream'],
@@ -174,7 +175,7 @@ export class Metrics {
       registers,
       collect: () => this.decisionSums.flushInto(this.decisions),
     });
-    this.decisionDuration = new Histogram({
+    this.decisionDuration = new SummedHistogram({
       name: 'tollgate_ratelimit_decision_duration_seconds',
       help: 'Time to decide one request against all its limits.',
       labelNames: ['store'],
@@ -240,18 +241,6 @@ export class Metrics {
     this.spendSums.add(spendUsd, labels);
   }
 
-  private readonly histograms = new Map<Histogram<string>, ByLabels<{ observe(value: number): void }>>();
-
-  /** The child of a histogram for these label values, looked up once. */
-  private histogram(metric: Histogram<string>, ...values: string[]): { observe(value: number): void } {
-    let children = this.histograms.get(metric);
-    if (children === undefined) {
-      children = new ByLabels((labels) => metric.labels(...labels));
-      this.histograms.set(metric, children);
-    }
-    return children.get(values);
-  }
-
   /** One finished request of a key, model, endpoint and outcome. */
   countRequest(key: string, model: string, endpoint: string, outcome: string): void {
     this.requestSums.add(1, [key, this.modelLabel(model), endpoint, outcome]);
@@ -269,15 +258,15 @@ export class Metrics {
 
   /** Seconds from sending upstream to the end of the answer. */
   observeUpstream(endpoint: string, stream: boolean, seconds: number): void {
-    this.histogram(this.upstreamDuration, endpoint, stream ? 'true' : 'false').observe(seconds);
+    this.upstreamDuration.observe(seconds, [endpoint, stream ? 'true' : 'false']);
   }
 
   observeTimeToFirstToken(endpoint: string, seconds: number): void {
-    this.histogram(this.timeToFirstToken, endpoint).observe(seconds);
+    this.timeToFirstToken.observe(seconds, [endpoint]);
   }
 
   observeEstimateRatio(endpoint: string, ratio: number, upstream = 'default'): void {
-    this.histogram(this.estimateRatio, endpoint, upstream).observe(ratio);
+    this.estimateRatio.observe(ratio, [endpoint, upstream]);
   }
 
   /** One request whose client left before its answer ended, settled from `usageSource`. */
@@ -291,7 +280,7 @@ export class Metrics {
   }
 
   observeDecision(store: string, seconds: number): void {
-    this.histogram(this.decisionDuration, store).observe(seconds);
+    this.decisionDuration.observe(seconds, [store]);
   }
 
   private bucketSampler: (() => Iterable<{ key: string; limit: string; ratio: number }>) | undefined;

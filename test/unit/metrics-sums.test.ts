@@ -1,6 +1,12 @@
-/** Counters summed per series before prom-client sees them: every read of the registry shows every increment. */
+/**
+ * Counters summed per series before prom-client sees them: every read of the registry shows every
+ * increment. Histograms counted in plain numbers read out exactly as prom-client's own.
+ */
+import fc from 'fast-check';
+import { Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
+import { SummedHistogram } from '../../src/summed-histogram.js';
 
 function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
   for (const line of text.split('\n')) {
@@ -75,5 +81,57 @@ describe('counters summed before prom-client', () => {
     expect(sample(text, 'tollgate_completion_tokens_total', { key: 'alpha' })).toBe(0);
     expect(sample(text, 'tollgate_spend_usd_total', { key: 'alpha' })).toBe(0);
     expect(sample(text, 'tollgate_prompt_tokens_total', { key: 'alpha' })).toBe(12);
+  });
+});
+
+describe('histograms counted in plain numbers', () => {
+  const BUCKETS = [0.005, 0.01, 0.025, 0.1, 1, 2.5];
+  const observation = fc.tuple(
+    fc.constantFrom('chat', 'responses', 'messages'),
+    fc.constantFrom('true', 'false'),
+    fc.oneof(fc.constantFrom(...BUCKETS, 0, 10), fc.double({ min: -1, max: 20, noNaN: true })),
+  );
+
+  /** prom-client's own histogram and the summed one, fed alike, each in a registry of its own. */
+  function pair(): { own: Registry; summed: Registry; observe(endpoint: string, stream: string, value: number): void } {
+    const own = new Registry();
+    const summed = new Registry();
+    const options = { name: 'tollgate_test_seconds', help: 'A test histogram.', labelNames: ['endpoint', 'stream'] as const, buckets: BUCKETS };
+    const reference = new Histogram({ ...options, labelNames: [...options.labelNames], registers: [own] });
+    const ours = new SummedHistogram({ ...options, registers: [summed] });
+    return {
+      own,
+      summed,
+      observe(endpoint, stream, value) {
+        reference.labels(endpoint, stream).observe(value);
+        ours.observe(value, [endpoint, stream]);
+      },
+    };
+  }
+
+  it("reads out as prom-client's histogram does for the same observations: text, JSON, after a reset (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(observation, { maxLength: 60 }), fc.array(observation, { maxLength: 20 }), async (first, second) => {
+        const { own, summed, observe } = pair();
+        for (const [endpoint, stream, value] of first) observe(endpoint, stream, value);
+        expect(await summed.metrics()).toBe(await own.metrics());
+        expect(await summed.getMetricsAsJSON()).toEqual(await own.getMetricsAsJSON());
+        own.resetMetrics();
+        summed.resetMetrics();
+        for (const [endpoint, stream, value] of second) observe(endpoint, stream, value);
+        expect(await summed.metrics()).toBe(await own.metrics());
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('drops a value that is not a finite number, where prom-client would throw inside the request', async () => {
+    const { own, summed, observe } = pair();
+    observe('chat', 'false', 0.2);
+    const ours = new SummedHistogram({ name: 'tollgate_nan_seconds', help: 'x', labelNames: ['endpoint'] as const, buckets: BUCKETS, registers: [summed] });
+    ours.observe(Number.NaN, ['chat']);
+    ours.observe(Number.POSITIVE_INFINITY, ['chat']);
+    expect(await summed.metrics()).toContain(await own.metrics());
+    expect(await summed.metrics()).not.toContain('tollgate_nan_seconds_count');
   });
 });
