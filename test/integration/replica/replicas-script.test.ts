@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { findFreePort } from '../../support/redis.js';
+import { REFUSED_PORT } from '../../support/refused.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SCRIPT = fileURLToPath(new URL('../../../scripts/replicas.ts', import.meta.url));
@@ -33,7 +34,7 @@ function runReplicas(env: Record<string, string>): Promise<{ code: number | null
 
 describe('npm run replicas', () => {
   it('says PostgreSQL is not reachable, with the password hidden, and exits 1', async () => {
-    const closed = await findFreePort();
+    const closed = REFUSED_PORT;
     const { code, stdout, stderr } = await runReplicas({
       TOLLGATE_DATABASE_URL: `postgres://postgres:hunter2@127.0.0.1:${closed}/tollgate_replicas`,
       REPLICAS_PORT: String(await findFreePort()),
@@ -52,7 +53,7 @@ describe('npm run replicas', () => {
     try {
       const { code, stderr } = await runReplicas({
         REPLICAS_PORT: String(port),
-        TOLLGATE_DATABASE_URL: `postgres://postgres@127.0.0.1:${await findFreePort()}/x`,
+        TOLLGATE_DATABASE_URL: `postgres://postgres@127.0.0.1:${REFUSED_PORT}/x`,
       });
       expect(code).toBe(1);
       expect(stderr).toContain(`replicas: port ${port} (node 1) is in use (another Tollgate?) — stop it or set REPLICAS_PORT`);

@@ -6,7 +6,7 @@
  * routes of the same config are unaffected. Real `@anthropic-ai/sdk` and `openai` clients.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { REFUSED_PORT } from '../../support/refused.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -26,14 +26,6 @@ let claudeFake: FakeUpstream;
 let proxy: TestProxy;
 let dir: string;
 
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 beforeAll(async () => {
   openaiFake = await startFakeUpstream({ apiKey: OPENAI_KEY });
   claudeFake = await startFakeUpstream({ apiKey: CLAUDE_KEY });
@@ -41,7 +33,7 @@ beforeAll(async () => {
   const config = {
     upstreams: [
       { name: 'openai', kind: 'openai', baseUrl: openaiFake.url, keyEnv: 'OPENAI_ROUTE_KEY', models: ['gpt-4o-mini'] },
-      { name: 'claude-down', kind: 'anthropic', baseUrl: `http://127.0.0.1:${await deadPort()}/v1`, keyEnv: 'CLAUDE_ROUTE_KEY', models: ['claude-*'] },
+      { name: 'claude-down', kind: 'anthropic', baseUrl: `http://127.0.0.1:${REFUSED_PORT}/v1`, keyEnv: 'CLAUDE_ROUTE_KEY', models: ['claude-*'] },
       { name: 'claude', kind: 'anthropic', baseUrl: `http://127.0.0.1:${claudeFake.port}/v1`, keyEnv: 'CLAUDE_ROUTE_KEY', models: ['claude-*'] },
     ],
     routes: { 'claude-*': ['claude-down', 'claude'] },

@@ -7,7 +7,7 @@
  * fallbacks happen only before the first byte, and every attempt is recorded.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { REFUSED_PORT } from '../../support/refused.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -33,15 +33,6 @@ let client: OpenAI;
 let database: TollgateDatabase;
 let dir: string;
 
-/** A port nothing listens on: bound, then closed. */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 beforeAll(async () => {
   primary = await startFakeUpstream({ apiKey: PRIMARY_KEY });
   azure = await startFakeUpstream({ apiKey: AZURE_KEY, kind: 'azure', apiVersion: '2024-10-21' });
@@ -62,7 +53,7 @@ beforeAll(async () => {
       },
       { name: 'azure-v1', kind: 'azure', baseUrl: `http://127.0.0.1:${azure.port}/openai/v1`, keyEnv: 'AZURE_KEY', models: ['gpt-4.1-mini'] },
       { name: 'openrouter', kind: 'openai-compatible', baseUrl: openrouter.url, keyEnv: 'ROUTER_KEY', models: ['meta-llama/*'], usageCost: true },
-      { name: 'dead', kind: 'openai-compatible', baseUrl: `http://127.0.0.1:${await deadPort()}/v1`, models: ['gpt-4.1-nano'] },
+      { name: 'dead', kind: 'openai-compatible', baseUrl: `http://127.0.0.1:${REFUSED_PORT}/v1`, models: ['gpt-4.1-nano'] },
       { name: 'slow', kind: 'openai-compatible', baseUrl: slow.url, models: ['gpt-4.1'], headersTimeoutMs: 300, billsErrors: true },
     ],
     routes: { 'gpt-4o-mini': ['primary', 'azure'], 'gpt-4.1-nano': ['dead', 'primary'], 'gpt-4.1': ['slow', 'primary'] },

@@ -3,7 +3,7 @@
  * `app.request` (no listening socket for Tollgate; the fake upstream is real).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer } from 'node:net';
+import { REFUSED_PORT } from '../../support/refused.js';
 import { createUpstream, type Upstream } from '../../../src/upstreams/pool.js';
 import { buildTestApp, type TestApp } from '../../support/app.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
@@ -186,8 +186,7 @@ describe('errors the proxy makes', () => {
   });
 
   it('answers 502 upstream_unreachable when nothing listens upstream', async () => {
-    const port = await closedPort();
-    const dead = upstreamAt(`http://127.0.0.1:${port}/v1`);
+    const dead = upstreamAt(`http://127.0.0.1:${REFUSED_PORT}/v1`);
     const res = await send(appWith({ upstream: dead }), () => post('/v1/chat/completions', JSON.stringify(chatBody)));
     expect(res.status).toBe(502);
     expect(await errorOf(res)).toMatchObject({ code: 'upstream_unreachable', type: 'upstream_error' });
@@ -253,12 +252,4 @@ describe('streams', () => {
 /** Builds the request after the app exists (the app issues the key the request carries). */
 function send(app: ReturnType<typeof appWith>, request: () => Request): Promise<Response> {
   return Promise.resolve(app.request(request()));
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
