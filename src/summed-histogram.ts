@@ -82,7 +82,7 @@ export class SummedHistogram<L extends string> {
       values.push({ labels: { ...labels }, value: sum, metricName: `${this.name}_sum` });
       values.push({ labels: { ...labels }, value: count, metricName: `${this.name}_count` });
     }
-    return Promise.resolve({ name: this.name, help: this.help, type: 'histogram', values, aggregator: 'sum' });
+    return Promise.resolve({ name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator });
   }
 
   /** Forgets every series (`registry.resetMetrics()`). */
