@@ -45,7 +45,7 @@ export function field(value: unknown, name: string): unknown {
  * (`input_tokens`, `output_tokens`, `…_details`). Undefined when it holds no
  * prompt count.
  */
-export function readUsage(usage: unknown): Usage | undefined {
+export function readUsage(usage: unknown, serviceTier?: string): Usage | undefined {
   if (usage === null || typeof usage !== 'object') return undefined;
   const prompt = count(field(usage, 'prompt_tokens')) ?? count(field(usage, 'input_tokens'));
   if (prompt === undefined) return undefined;
@@ -69,6 +69,7 @@ export function readUsage(usage: unknown): Usage | undefined {
     ...(audioIn === undefined || audioIn === 0 ? {} : { audioPromptTokens: Math.min(prompt, audioIn) }),
     ...(audioOut === undefined || audioOut === 0 ? {} : { audioCompletionTokens: Math.min(completion, audioOut) }),
     ...(typeof cost === 'number' && Number.isFinite(cost) && cost >= 0 && cost < 1e6 ? { reportedCostMicros: costMicros(cost) } : {}),
+    ...(serviceTier === undefined ? {} : { serviceTier }),
   };
 }
 
@@ -117,15 +118,11 @@ export function readToolCalls(output: unknown): ToolCalls | undefined {
  * and, for Responses, the built-in tool calls in its `output`.
  */
 export function usageOfAnswer(answer: unknown): Usage | undefined {
-  const usage = readUsage(field(answer, 'usage'));
-  if (usage === undefined) return undefined;
   const tier = field(answer, 'service_tier');
+  const usage = readUsage(field(answer, 'usage'), typeof tier === 'string' && tier !== '' ? tier : undefined);
+  if (usage === undefined) return undefined;
   const toolCalls = readToolCalls(field(answer, 'output'));
-  return {
-    ...usage,
-    ...(typeof tier === 'string' && tier !== '' ? { serviceTier: tier } : {}),
-    ...(toolCalls === undefined ? {} : { toolCalls }),
-  };
+  return toolCalls === undefined ? usage : { ...usage, toolCalls };
 }
 
 const USAGE_KEY = Buffer.from('"usage"');
@@ -139,17 +136,19 @@ const USAGE_KEY = Buffer.from('"usage"');
  */
 export function usageFromJsonBytes(bytes: Buffer): Usage | undefined {
   const object = parseUsageObject(bytes);
-  const found = readUsage(object);
   // A Responses answer (`input_tokens`) is parsed whole: its built-in tool calls are in `output`.
-  if (found !== undefined && field(object, 'input_tokens') === undefined) {
+  if (field(object, 'input_tokens') === undefined) {
     // Embeddings (no completion count) have no tier, and their answers can be megabytes: no scan.
+    // The tier goes into the one literal readUsage builds: defined after a spread of the usage, it
+    // went through V8's runtime on every answer (src/pipeline/context.ts, Whole).
     const tier = field(object, 'completion_tokens') === undefined ? undefined : topLevelServiceTier(bytes);
-    return tier === undefined ? found : { ...found, serviceTier: tier };
+    const found = readUsage(object, tier);
+    if (found !== undefined) return found;
   }
   try {
-    return usageOfAnswer(JSON.parse(bytes.toString('utf8'))) ?? found;
+    return usageOfAnswer(JSON.parse(bytes.toString('utf8'))) ?? readUsage(object);
   } catch {
-    return found;
+    return readUsage(object);
   }
 }
 
