@@ -85,14 +85,16 @@ export function costOfEnding(input: CostInput): Settlement {
   // Chat search models search once per request; their usage does not list the call.
   const perRequest = Object.keys(estimate.toolCallsPerRequest).length > 0 ? { toolCalls: estimate.toolCallsPerRequest } : {};
   const priced = (usage: Usage, source: UsageSource): Settlement => ({ usage, costMicros: costMicroUsd(usage, estimate.price, estimate.toolRates), source });
-  if (input.reported !== undefined) {
-    const tier = input.reported.serviceTier ?? askedTier;
-    const usage: Usage = {
-      ...(input.reported.toolCalls === undefined ? perRequest : {}),
-      ...input.reported,
-      ...(tier === undefined ? {} : { serviceTier: tier }),
-    };
-    const reportedCost = input.useReportedCost === true ? input.reported.reportedCostMicros : undefined;
+  const { reported } = input;
+  if (reported !== undefined) {
+    const tier = reported.serviceTier ?? askedTier;
+    const addCalls = reported.toolCalls === undefined && perRequest.toolCalls !== undefined;
+    // The usage as reported when it lacks nothing: a copy is spreads through V8's runtime (context.ts, Whole).
+    const usage: Usage =
+      !addCalls && tier === reported.serviceTier
+        ? reported
+        : { ...(addCalls ? perRequest : {}), ...reported, ...(tier === undefined ? {} : { serviceTier: tier }) };
+    const reportedCost = input.useReportedCost === true ? reported.reportedCostMicros : undefined;
     return reportedCost === undefined ? priced(usage, 'reported') : { usage, costMicros: reportedCost, source: 'reported' };
   }
   if (input.upstreamError || !input.accepted) {
