@@ -7,7 +7,7 @@ import type { Counter } from 'prom-client';
 /**
  * Values found by a list of label values through one Map per label. Each lookup hashes only label
  * strings that exist already (their hash is kept); a joined id would be a new string, hashed anew,
- * on every call.
+ * on every call. With no labels there is one value (under the key `undefined` of the root Map).
  */
 export class ByLabels<T> {
   private readonly root = new Map<string, unknown>();

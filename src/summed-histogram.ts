@@ -53,6 +53,8 @@ export class SummedHistogram<L extends string> {
     this.bounds = [...options.buckets];
     this.labelNames = options.labelNames;
     this.byLabels = this.newSeries();
+    // Without labels, prom-client reads out the one series at zero from the start (and not after a reset).
+    if (this.labelNames.length === 0) this.byLabels.get([]);
     // A registry reads a metric through its name, type, get() and reset(); prom-client types it as one of its own classes.
     for (const registry of options.registers) registry.registerMetric(this as unknown as Metric);
   }

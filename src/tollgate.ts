@@ -188,7 +188,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     },
     onCommit: (stats) => {
       metrics.ledgerRows.inc(stats.rows);
-      metrics.ledgerWriteDuration.observe(stats.durationMs / 1000);
+      metrics.ledgerWriteDuration.observe(stats.durationMs / 1000, []);
       if (stats.foldedEndUsers > 0) metrics.rollupFolded.inc({ kind: 'end_user' }, stats.foldedEndUsers);
       if (stats.foldedTags > 0) metrics.rollupFolded.inc({ kind: 'tag' }, stats.foldedTags);
       if (stats.refusedEndUsers > 0) metrics.rollupFolded.inc({ kind: 'end_user_refused' }, stats.refusedEndUsers);

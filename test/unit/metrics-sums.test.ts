@@ -125,6 +125,34 @@ describe('histograms counted in plain numbers', () => {
     );
   });
 
+  it("without labels reads out as prom-client's: its zero series from the start, none after a reset until observed (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(observation, { maxLength: 30 }), fc.array(observation, { maxLength: 10 }), async (first, second) => {
+        const own = new Registry();
+        const summed = new Registry();
+        const options = { name: 'tollgate_commit_seconds', help: 'A histogram without labels.', buckets: BUCKETS };
+        const reference = new Histogram({ ...options, registers: [own] });
+        const ours = new SummedHistogram({ ...options, labelNames: [], registers: [summed] });
+        expect(await summed.metrics()).toBe(await own.metrics());
+        for (const [, , value] of first) {
+          reference.observe(value);
+          ours.observe(value, []);
+        }
+        expect(await summed.metrics()).toBe(await own.metrics());
+        expect(await summed.getMetricsAsJSON()).toEqual(await own.getMetricsAsJSON());
+        own.resetMetrics();
+        summed.resetMetrics();
+        expect(await summed.metrics()).toBe(await own.metrics());
+        for (const [, , value] of second) {
+          reference.observe(value);
+          ours.observe(value, []);
+        }
+        expect(await summed.metrics()).toBe(await own.metrics());
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('drops a value that is not a finite number, where prom-client would throw inside the request', async () => {
     const { own, summed, observe } = pair();
     observe('chat', 'false', 0.2);
