@@ -95,7 +95,8 @@ const DROP_TO_CLIENT = new Set([
  */
 function namedByConnection(headers: Readonly<Record<string, string | string[] | undefined>>): ReadonlySet<string> | undefined {
   const value = headers.connection;
-  if (value === undefined) return undefined;
+  // What nearly every upstream sends, answered without splitting a string per answer.
+  if (value === undefined || value === 'keep-alive' || value === 'close') return undefined;
   const names = new Set<string>();
   for (const part of (Array.isArray(value) ? value.join(',') : value).split(',')) {
     const name = part.trim().toLowerCase();

@@ -139,8 +139,18 @@ function formatPolicyItem(state: BucketSnapshot): string {
   return item;
 }
 
+/** Limit names as sf-strings: a policy's few names, formatted on every answer (bounded: a policy is the operator's). */
+const formattedNames = new Map<string, string>();
+const MAX_FORMATTED_NAMES = 1000;
+
 /** An sf-string: printable ASCII only, with `\` and `"` escaped (RFC 9651 §3.3.3). */
 function formatString(text: string): string {
-  const printable = text.replace(/[^\x20-\x7e]/g, '?');
-  return `"${printable.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+  let formatted = formattedNames.get(text);
+  if (formatted === undefined) {
+    const printable = text.replace(/[^\x20-\x7e]/g, '?');
+    formatted = `"${printable.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+    if (formattedNames.size >= MAX_FORMATTED_NAMES) formattedNames.clear();
+    formattedNames.set(text, formatted);
+  }
+  return formatted;
 }

@@ -126,6 +126,26 @@ describe('rate-limit headers', () => {
     expect(headers['ratelimit-policy']).toBe('"a\\"b\\\\c";q=60;w=60');
   });
 
+  it('formats any limit name the same however often and in whatever order it is asked for (property)', () => {
+    const expected = (name: string): string =>
+      `"${name
+        .split('')
+        .map((c) => (c === '"' || c === '\\' ? `\\${c}` : c >= ' ' && c <= '~' ? c : '?'))
+        .join('')}"`;
+    const policyOf = (name: string): string | undefined =>
+      buildRateLimitHeaders({ ok: true, ticket, states: [state({ ...rpm, limitName: name }, 1, 1000)] }, 'k')['ratelimit-policy'];
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.constantFrom('rpm', 'a"b', 'x\\y'), fc.string({ unit: 'grapheme-ascii' }), fc.string({ unit: 'binary' })), { maxLength: 40 }),
+        (names) => {
+          for (const name of [...names, ...names]) expect(policyOf(name)).toBe(`${expected(name)};q=60;w=60`);
+        },
+      ),
+    );
+    // Past the cache's bound (it starts over) the answers stay the same.
+    for (let i = 0; i < 2500; i += 1) expect(policyOf(`limit-${i % 1200}`)).toBe(`"limit-${i % 1200}";q=60;w=60`);
+  });
+
   it('picks the limit nearest to refusing', () => {
     expect(pickTightest([state(rpm, 30, 1000), state(tpm, 10_000, 5000)])?.bucket).toBe(tpm);
     expect(pickTightest([])).toBeUndefined();
