@@ -24,6 +24,8 @@ const RECENT_CALLERS = 200;
 
 export class LiveLimits {
   private readonly recent = new Map<string, Caller>();
+  /** The key noted last (the Map's last entry while it is still in it). */
+  private mostRecent: string | undefined;
 
   constructor(
     private readonly limiter: Limiter,
@@ -35,8 +37,16 @@ export class LiveLimits {
   /** Remembers a caller that has limits, most recent last. */
   noteCaller(caller: Caller): void {
     if (bindingsFor(caller, this.globalLimits).length === 0) return;
-    this.recent.delete(caller.key.id);
-    this.recent.set(caller.key.id, caller);
+    const id = caller.key.id;
+    // Already the most recent: updated in place. Deleting the one entry of a single busy key and
+    // adding it again shrank and grew the Map's table through V8's runtime on every request.
+    if (id === this.mostRecent && this.recent.has(id)) {
+      this.recent.set(id, caller);
+      return;
+    }
+    this.mostRecent = id;
+    this.recent.delete(id);
+    this.recent.set(id, caller);
     if (this.recent.size > RECENT_CALLERS) this.recent.delete(this.recent.keys().next().value!);
   }
 
