@@ -176,13 +176,15 @@ export class SqliteLedgerWriter implements LedgerWriter {
     return this.flush();
   }
 
-  /** Commit on the next turn (a pending row is waiting for it). */
+  /**
+   * Commit on the next turn (a pending row is waiting for it). A settlement's timer, if one runs,
+   * is left to fire on what is queued then (often nothing): cleared here and set again by the next
+   * settlement, it was a timer made and cleared per request, and Node adds and deletes its list of
+   * that duration each time, through V8's slow property paths (docs/performance.md, "Slow paths the
+   * profile named").
+   */
   private schedule(): void {
     if (this.scheduled !== undefined) return;
-    if (this.delayed !== undefined) {
-      clearTimeout(this.delayed);
-      this.delayed = undefined;
-    }
     this.scheduled = setImmediate(() => {
       this.scheduled = undefined;
       this.commitNow();
@@ -199,6 +201,8 @@ export class SqliteLedgerWriter implements LedgerWriter {
     if (this.scheduled !== undefined || this.delayed !== undefined) return;
     this.delayed = setTimeout(() => {
       this.delayed = undefined;
+      // After a failed commit its retry is on its way (retryAfter), and commits what waits.
+      if (this.lastCommitFailed) return;
       this.commitNow();
       if (this.queueDepth > 0 && !this.lastCommitFailed) this.scheduleLater();
     }, this.settleDelayMs);

@@ -88,6 +88,20 @@ describe('LedgerWriter', () => {
     expect(commits).toEqual([500]);
   });
 
+  it('commits a settlement with the next pending row, and on its own when no pending row comes', async () => {
+    const { db, keyId, writer, commits } = setup();
+    const statusOf = (id: string): unknown =>
+      (db.database.sqlite.prepare('SELECT status FROM ledger WHERE request_id = ?').get(id) as { status: string } | undefined)?.status;
+    await writer.begin(pending(keyId, 'req-1'));
+    writer.complete(completion('req-1'));
+    await writer.begin(pending(keyId, 'req-2'));
+    expect(statusOf('req-1')).toBe('ok');
+    expect(commits).toEqual([1, 2]);
+    writer.complete(completion('req-2'));
+    await waitFor(() => statusOf('req-2') === 'ok', 'the lone settlement to commit');
+    expect(commits).toEqual([1, 2, 1]);
+  });
+
   it('settles a request exactly once; a second completion changes nothing', async () => {
     const { db, keyId, writer } = setup();
     await writer.begin(pending(keyId, 'req-once'));
