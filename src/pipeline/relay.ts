@@ -101,7 +101,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
     // The client may have left while the headers were awaited, or leave before the sink starts.
     if (clientLeft.aborted) source.cancel();
     else clientLeft.addEventListener('abort', () => source.cancel(), { once: true });
-    // Onto the fresh header set, not a spread of both (src/with-fields.ts).
+    // Onto the fresh header set, not a spread of both (context.ts, Whole).
     const headers = Object.assign(toClientHeaders(response.headers, requestId, true, response.status), request.admission.headers);
     if (!ok) headers[UPSTREAM_ERROR_HEADER] = String(response.status);
     const outgoing = request.client.outgoing;
