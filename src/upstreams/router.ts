@@ -103,6 +103,8 @@ export function createRouter(config: UpstreamsConfig, client?: Upstream): Router
  * every upstream's configured query (`api-version`) is appended.
  */
 export function upstreamPathFor(spec: Pick<UpstreamSpec, 'azureDeployments' | 'query'>, path: string, model: string | undefined): string {
+  // Most upstreams: no deployment in the path, no query of their own, and none from the client.
+  if (!spec.azureDeployments && !path.includes('?') && Object.keys(spec.query).length === 0) return path;
   const [bare, search = ''] = path.split('?', 2) as [string, string?];
   const params = new URLSearchParams(search);
   for (const [name, value] of Object.entries(spec.query)) params.set(name, value);

@@ -106,6 +106,32 @@ describe('upstreamPathFor', () => {
     expect(upstreamPathFor({ azureDeployments: false, query: {} }, '/chat/completions', 'gpt-4o')).toBe('/chat/completions');
     expect(upstreamPathFor({ azureDeployments: false, query: { a: '1' } }, '/responses/resp_1?include=x', 'gpt-4o')).toBe('/responses/resp_1?include=x&a=1');
   });
+
+  it('is, for any path, spec and model, what building it through URLSearchParams gives (property)', () => {
+    /** What upstreamPathFor computed before it had a fast way for a plain path to a plain upstream. */
+    function built(spec: { azureDeployments: boolean; query: Record<string, string> }, path: string, model: string | undefined): string {
+      const [bare, search = ''] = path.split('?', 2) as [string, string?];
+      const params = new URLSearchParams(search);
+      for (const [name, value] of Object.entries(spec.query)) params.set(name, value);
+      const perDeployment = spec.azureDeployments && model !== undefined && !bare.startsWith('/responses') && !bare.startsWith('/models');
+      const full = perDeployment ? `/deployments/${encodeURIComponent(model)}${bare}` : bare;
+      const query = params.toString();
+      return query === '' ? full : `${full}?${query}`;
+    }
+    fc.assert(
+      fc.property(
+        fc.record({
+          azureDeployments: fc.boolean(),
+          query: fc.constantFrom<Record<string, string>>({}, { 'api-version': '2024-10-21' }, { a: '1', b: 'x y' }),
+        }),
+        fc.constantFrom('/chat/completions', '/responses', '/responses/resp_1?include=x', '/models', '/embeddings?', '/a?b=1&b=2', '/x?y'),
+        fc.option(fc.constantFrom('gpt-4o', 'prod 4o', 'é/1'), { nil: undefined }),
+        (spec, path, model) => {
+          expect(upstreamPathFor(spec, path, model)).toBe(built(spec, path, model));
+        },
+      ),
+    );
+  });
 });
 
 describe('dearestOf (what a request with fallbacks is reserved at)', () => {
