@@ -126,7 +126,7 @@ try {
       const runtime = innermostRuntime(frames, at === -1 ? frames.length : at);
       if (runtime === undefined || owner === undefined) continue;
       inRuntime += 1;
-      add(slowPaths, `${(/Runtime_(\w+?)(?:\(|E[iP])/.exec(runtime)?.[1] ?? runtime.slice(0, 40)).padEnd(32)} ${owner}`);
+      add(slowPaths, `${(/Runtime_(\w+?)(?=E[iP]|\(|\s|$)/.exec(runtime)?.[1] ?? runtime.slice(0, 40)).padEnd(32)} ${owner}`);
     }
     console.log(`${samples.length} samples over ${requests} requests; the event loop's CPU per request ${loopMicros.toFixed(0)} µs (perf attached)`);
     printShares('Share of the event loop per source file (native work billed to the JavaScript that called it):', byFile, samples.length, 30);
