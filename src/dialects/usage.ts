@@ -137,18 +137,17 @@ const USAGE_KEY = Buffer.from('"usage"');
 export function usageFromJsonBytes(bytes: Buffer): Usage | undefined {
   const object = parseUsageObject(bytes);
   // A Responses answer (`input_tokens`) is parsed whole: its built-in tool calls are in `output`.
-  if (field(object, 'input_tokens') === undefined) {
-    // Embeddings (no completion count) have no tier, and their answers can be megabytes: no scan.
-    // The tier goes into the one literal readUsage builds: defined after a spread of the usage, it
-    // went through V8's runtime on every answer (src/pipeline/context.ts, Whole).
-    const tier = field(object, 'completion_tokens') === undefined ? undefined : topLevelServiceTier(bytes);
-    const found = readUsage(object, tier);
-    if (found !== undefined) return found;
-  }
+  const responses = field(object, 'input_tokens') !== undefined;
+  // Embeddings (no completion count) have no tier, and their answers can be megabytes: no scan.
+  // The tier goes into the one literal readUsage builds: defined after a spread of the usage, it
+  // went through V8's runtime on every answer (src/pipeline/context.ts, Whole).
+  const tier = responses || field(object, 'completion_tokens') === undefined ? undefined : topLevelServiceTier(bytes);
+  const found = readUsage(object, tier);
+  if (found !== undefined && !responses) return found;
   try {
-    return usageOfAnswer(JSON.parse(bytes.toString('utf8'))) ?? readUsage(object);
+    return usageOfAnswer(JSON.parse(bytes.toString('utf8'))) ?? found;
   } catch {
-    return readUsage(object);
+    return found;
   }
 }
 

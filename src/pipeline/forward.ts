@@ -216,10 +216,8 @@ export function upstreamPath(requestUrl: string, queryParameters: readonly strin
   // percent-encode, no dot segment. Parsing it as a URL cost about 0.75 µs a request.
   const scheme = requestUrl.indexOf('://');
   const start = scheme === -1 ? -1 : requestUrl.indexOf('/', scheme + 3);
-  if (start !== -1 && PLAIN_PATH.test(requestUrl.slice(start))) {
-    const pathname = requestUrl.slice(start);
-    return pathname.slice(pathname.indexOf('/v1/') + '/v1'.length);
-  }
+  const pathname = start === -1 ? '' : requestUrl.slice(start);
+  if (start !== -1 && PLAIN_PATH.test(pathname)) return pathname.slice(pathname.indexOf('/v1/') + '/v1'.length);
   const url = new URL(requestUrl);
   const path = url.pathname.slice(url.pathname.indexOf('/v1/') + '/v1'.length);
   if (queryParameters.length === 0 || url.search === '') return path;
