@@ -41,7 +41,7 @@ function assertBinary(bin: string): void {
 }
 
 /** A port that was free a moment ago (the OS picks it). */
-export async function findFreePort(): Promise<number> {
+async function findFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();

@@ -9,14 +9,14 @@ import { cli } from '../../support/cli.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
-import { findFreePort } from '../../support/redis.js';
+import { freePortsBelowEphemeral } from '../../support/refused.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-demo-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('tollgate demo', () => {
   it('starts a fake upstream and the proxy, prints a working key and curl, and records what it served', async () => {
-    const port = await findFreePort();
+    const port = await freePortsBelowEphemeral(1);
     const db = join(dir, 'demo.db');
     const proc = spawnTollgate(['--db', db, 'demo', '--port', String(port)], {});
     try {

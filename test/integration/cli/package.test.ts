@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { findFreePort } from '../../support/redis.js';
+import { freePortsBelowEphemeral } from '../../support/refused.js';
 import { waitFor } from '../../support/wait.js';
 
 const run = promisify(execFile);
@@ -114,7 +114,7 @@ describe('the npm package', () => {
   });
 
   it('serves: migrates a new database, answers /healthz and stops on SIGTERM', async () => {
-    const port = await findFreePort();
+    const port = await freePortsBelowEphemeral(1);
     const proc = start(['serve'], { TOLLGATE_PORT: String(port), TOLLGATE_DB: join(dir, 'serve.db'), TOLLGATE_LOG_LEVEL: 'info' });
     try {
       await waitFor(() => proc.stdout.some((line) => line.includes('tollgate listening')), 'the installed proxy to listen', 30_000);
@@ -126,7 +126,7 @@ describe('the npm package', () => {
   });
 
   it('runs the demo and names the installed command in its hints', async () => {
-    const port = await findFreePort();
+    const port = await freePortsBelowEphemeral(1);
     const db = join(dir, 'demo.db');
     const proc = start(['--db', db, 'demo', '--port', String(port)], {});
     try {

@@ -17,7 +17,7 @@ import { tempDatabasePath } from '../../support/db.js';
 import { startFakeUpstream, type FakeUpstream } from '../../support/fake-upstream.js';
 import { captureLogs, type CapturedLogs } from '../../support/logs.js';
 import { createTempPostgres, type TempPostgres } from '../../support/postgres.js';
-import { findFreePort } from '../../support/redis.js';
+import { REFUSED_PORT } from '../../support/refused.js';
 
 const UPSTREAM_KEY = 'sk-upstream-key-in-env-0123456789';
 /** Every secret the URLs carry; none may be printed. */
@@ -37,13 +37,12 @@ beforeAll(async () => {
   const pgUrl = new URL(postgres.url);
   // Trust auth: the server ignores the password, but the URL carries it like a production one.
   pgUrl.password = SECRETS[3]!;
-  const redisPort = await findFreePort();
   const config = loadConfig({
     TOLLGATE_PORT: '0',
     TOLLGATE_UPSTREAM_URL: `http://${SECRETS[0]}:${SECRETS[1]}@127.0.0.1:${fake.port}/v1?api-key=${SECRETS[2]}&api-version=2024-10-21`,
     TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
     TOLLGATE_DATABASE_URL: pgUrl.href,
-    TOLLGATE_REDIS_URL: `redis://:${SECRETS[4]}@127.0.0.1:${redisPort}`,
+    TOLLGATE_REDIS_URL: `redis://:${SECRETS[4]}@127.0.0.1:${REFUSED_PORT}`,
     TOLLGATE_DB: directory.path,
     TOLLGATE_SHUTDOWN_TIMEOUT: '2s',
     TOLLGATE_LOG_LEVEL: 'debug',
@@ -89,7 +88,7 @@ describe('the log', () => {
 
 describe('the CLI', () => {
   it('masks credentials of a --url it cannot reach', async () => {
-    const port = await findFreePort();
+    const port = REFUSED_PORT;
     const result = await cli('--url', `http://admin:${SECRETS[1]}@127.0.0.1:${port}`, 'keys', 'list');
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain(`http://***@127.0.0.1:${port}`);

@@ -10,7 +10,7 @@ import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDatabasePath } from '../../support/db.js';
-import { findFreePort } from '../../support/redis.js';
+import { freePortsBelowEphemeral } from '../../support/refused.js';
 import { waitFor } from '../../support/wait.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -103,7 +103,7 @@ async function startNpm(port: number): Promise<{ npm: ChildProcess; exited: Prom
 describe('npm start', () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`stops the proxy, closes its port and leaves no process when npm gets ${signal}`, async () => {
-      const port = await findFreePort();
+      const port = await freePortsBelowEphemeral(1);
       const { npm, exited, processes } = await startNpm(port);
       expect(processes.length).toBeGreaterThan(0);
       npm.kill(signal);

@@ -7,7 +7,8 @@ import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { tempDatabasePath } from '../../support/db.js';
 import { spawnServe, type TollgateProcess } from '../../support/process.js';
-import { findFreePort, startRedis, type RedisHandle } from '../../support/redis.js';
+import { startRedis, type RedisHandle } from '../../support/redis.js';
+import { REFUSED_PORT } from '../../support/refused.js';
 
 const UNREACHABLE = 'Redis not reachable at start; limits start in the fail mode';
 const { path: db } = tempDatabasePath();
@@ -45,7 +46,7 @@ describe('Redis at start', () => {
   });
 
   it('is reported unreachable, at error, when nothing listens at its address', async () => {
-    const logs = await serveWithRedis(`redis://127.0.0.1:${await findFreePort()}`);
+    const logs = await serveWithRedis(`redis://127.0.0.1:${REFUSED_PORT}`);
     const unreachable = logs.filter((line) => line.msg === UNREACHABLE);
     expect(unreachable).toHaveLength(1);
     expect(unreachable[0]!.level).toBe('error');

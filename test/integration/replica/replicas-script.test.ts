@@ -6,8 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { findFreePort } from '../../support/redis.js';
-import { REFUSED_PORT } from '../../support/refused.js';
+import { freePortsBelowEphemeral, REFUSED_PORT } from '../../support/refused.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SCRIPT = fileURLToPath(new URL('../../../scripts/replicas.ts', import.meta.url));
@@ -37,7 +36,8 @@ describe('npm run replicas', () => {
     const closed = REFUSED_PORT;
     const { code, stdout, stderr } = await runReplicas({
       TOLLGATE_DATABASE_URL: `postgres://postgres:hunter2@127.0.0.1:${closed}/tollgate_replicas`,
-      REPLICAS_PORT: String(await findFreePort()),
+      // The script checks its three nodes' ports before PostgreSQL: ports no test beside it can take.
+      REPLICAS_PORT: String(await freePortsBelowEphemeral(3)),
     });
     expect(code).toBe(1);
     expect(stderr.trim()).toBe(
