@@ -36,6 +36,13 @@ export interface BodyIntakeOptions {
   readonly maxWaitMs: number;
 }
 
+/**
+ * Keys whose bytes went back to zero stay in the per-key map, up to this many: deleting the one busy
+ * key's entry after each body and adding it back with the next shrank and grew V8's table every
+ * request (docs/performance.md, "Slow paths the profile named").
+ */
+const IDLE_KEYS_KEPT = 1024;
+
 /** Memory is granted in steps of at least this much, so a chunked body does not ask for every chunk. */
 const GRANT_STEP = 256 * 1024;
 
@@ -63,6 +70,8 @@ interface Waiter {
 export class BodyIntake {
   private used = 0;
   private readonly usedByKey = new Map<string, number>();
+  /** The per-key map's size past which its idle keys are dropped. */
+  private sweepAt = IDLE_KEYS_KEPT;
   private readonly largeByKey = new Map<string, number>();
   private readonly waiting: Waiter[] = [];
 
@@ -71,6 +80,11 @@ export class BodyIntake {
   /** Bytes of bodies being taken in now, and large bodies of one key. */
   get bytesInUse(): number {
     return this.used;
+  }
+
+  /** Keys the per-key count remembers (those with bytes in, and up to {@link IDLE_KEYS_KEPT} idle ones). */
+  get keysRemembered(): number {
+    return this.usedByKey.size;
   }
 
   largeBodiesOf(keyId: string): number {
@@ -161,18 +175,27 @@ export class BodyIntake {
     if (holder.released) return;
     holder.released = true;
     this.used -= holder.granted;
-    const left = (this.usedByKey.get(holder.keyId) ?? 0) - holder.granted;
-    if (left <= 0) this.usedByKey.delete(holder.keyId);
-    else this.usedByKey.set(holder.keyId, left);
+    this.usedByKey.set(holder.keyId, Math.max(0, (this.usedByKey.get(holder.keyId) ?? 0) - holder.granted));
+    if (this.usedByKey.size > this.sweepAt) this.forgetIdleKeys();
     if (holder.large) {
       const large = this.largeBodiesOf(holder.keyId) - 1;
       if (large <= 0) this.largeByKey.delete(holder.keyId);
       else this.largeByKey.set(holder.keyId, large);
     }
     holder.granted = 0;
+    if (this.waiting.length === 0) return;
     // A waiter of the released holder itself (it was refused meanwhile) is dropped.
     for (const waiter of this.waiting.filter((w) => w.holder === holder)) this.waiting.splice(this.waiting.indexOf(waiter), 1);
     this.pump();
+  }
+
+  /**
+   * Drops the keys that hold nothing now: the map stays within twice the keys in use (and
+   * {@link IDLE_KEYS_KEPT}), and a sweep comes only after as many keys again were added.
+   */
+  private forgetIdleKeys(): void {
+    for (const [keyId, bytes] of this.usedByKey) if (bytes === 0) this.usedByKey.delete(keyId);
+    this.sweepAt = Math.max(IDLE_KEYS_KEPT, 2 * this.usedByKey.size);
   }
 
   /** Grants, in arrival order, every waiter that fits now. */

@@ -148,4 +148,22 @@ describe('memory for bodies', () => {
     ticket.release();
     expect(gate.bytesInUse).toBe(0);
   });
+
+  it('remembers a bounded number of keys, and still holds each key to half after forgetting the idle ones', () => {
+    const gate = intake({ largePerKey: 100 });
+    // Bodies of 5,000 keys, one at a time, while key_busy holds 40 MB throughout.
+    const busy = gate.open('key_busy');
+    expect(busy.grow(40 * MB)).toBeUndefined();
+    for (let i = 0; i < 5000; i += 1) {
+      const ticket = gate.open(`key_${i}`);
+      expect(ticket.grow(1024)).toBeUndefined();
+      ticket.release();
+      expect(gate.keysRemembered).toBeLessThanOrEqual(1025);
+    }
+    expect(gate.bytesInUse).toBe(40 * MB);
+    // key_busy's bytes survived the sweeps: 20 MB more would take it past half of 100 MB.
+    expect(busy.grow(60 * MB)).toBeInstanceOf(Promise);
+    expect(gate.open('key_other').grow(40 * MB)).toBeUndefined();
+    busy.release();
+  });
 });
