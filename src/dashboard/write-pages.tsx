@@ -42,7 +42,7 @@ export const DoneNotice: FC<{ text: string | undefined; sentences?: readonly str
 export const KeysToolbar: FC<{ canWrite: boolean }> = ({ canWrite }) => (
   <p class="toolbar">
     {canWrite ? (
-      <a class="button primary" href="/dashboard/keys/new">
+      <a class="button primary" href="/dashboard/new-key">
         New key
       </a>
     ) : null}
@@ -106,7 +106,7 @@ export const TenantsPage: FC<{ tenants: readonly TenantView[]; canWrite: boolean
     <DoneNotice text={notice} sentences={sentences ?? []} />
     {canWrite ? (
       <p class="toolbar">
-        <a class="button primary" href="/dashboard/tenants/new">
+        <a class="button primary" href="/dashboard/new-tenant">
           New tenant
         </a>
       </p>

@@ -105,7 +105,7 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
   const writer = (c: Context<AppEnv>): Writer => writerOf(env, c)!;
   const ops = (c: Context<AppEnv>): AdminOps => opsFor(env, c);
   const readOnly = 'Your session can only read: changing keys and tenants needs an operator.';
-  const writeRoute = /^\/(keys\/new|keys\/[^/]+\/(edit|rotate|revoke|resume|suspend|unsuspend)|tenants\/new|tenants\/[^/]+\/edit)$/;
+  const writeRoute = /^\/(new-key|keys\/[^/]+\/(edit|rotate|revoke|resume|suspend|unsuspend)|new-tenant|tenants\/[^/]+\/edit)$/;
 
   app.use('*', async function guardWrites(c, next) {
     const path = c.req.path.replace(/^\/dashboard/, '');
@@ -145,9 +145,9 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
     }
   };
 
-  const keyForm = { owner: 'key' as const, title: 'New key', action: '/dashboard/keys/new', back: '/dashboard/keys', submit: 'Create key' };
-  app.get('/keys/new', (c) => env.page(c, <PolicyFormPage {...keyForm} writer={writer(c)} name="" tenant="" fields={fieldsOfPolicy(undefined)} />));
-  app.post('/keys/new', (c) =>
+  const keyForm = { owner: 'key' as const, title: 'New key', action: '/dashboard/new-key', back: '/dashboard/keys', submit: 'Create key' };
+  app.get('/new-key', (c) => env.page(c, <PolicyFormPage {...keyForm} writer={writer(c)} name="" tenant="" fields={fieldsOfPolicy(undefined)} />));
+  app.post('/new-key', (c) =>
     policyPost(
       c,
       keyForm,
@@ -266,7 +266,7 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
     }
   });
 
-  const tenantForm = { owner: 'tenant' as const, title: 'New tenant', action: '/dashboard/tenants/new', back: '/dashboard/tenants', submit: 'Create tenant' };
+  const tenantForm = { owner: 'tenant' as const, title: 'New tenant', action: '/dashboard/new-tenant', back: '/dashboard/tenants', submit: 'Create tenant' };
   const tenantsPage = async (c: Context<AppEnv>) => {
     if (env.ops === undefined || env.viewer(c).kind !== 'admin')
       return env.page(c, <NotFoundPage message={`Nothing here: ${c.req.path}`} signedIn={true} />, 404);
@@ -280,8 +280,8 @@ export function registerWriteRoutes(app: Hono<AppEnv>, env: WriteEnv): void {
     return env.page(c, <TenantsPage tenants={tenants} canWrite={writerOf(env, c) !== undefined} notice={text} sentences={sentences} />);
   };
   app.get('/tenants', tenantsPage);
-  app.get('/tenants/new', (c) => env.page(c, <PolicyFormPage {...tenantForm} writer={writer(c)} name="" fields={fieldsOfPolicy(undefined)} />));
-  app.post('/tenants/new', (c) =>
+  app.get('/new-tenant', (c) => env.page(c, <PolicyFormPage {...tenantForm} writer={writer(c)} name="" fields={fieldsOfPolicy(undefined)} />));
+  app.post('/new-tenant', (c) =>
     policyPost(
       c,
       tenantForm,

@@ -52,10 +52,10 @@ async function trail(): Promise<AuditEntry[]> {
 describe('a named operator', () => {
   it('leaves exactly one audit row under its name for each dashboard write, with the state before and after', async () => {
     const cookie = await loginAs('alice', 'operator');
-    const csrf = await csrfOf('/dashboard/keys/new', cookie);
+    const csrf = await csrfOf('/dashboard/new-key', cookie);
     const before = (await trail()).length;
 
-    expect((await post('/dashboard/keys/new', cookie, { _csrf: csrf, intent: 'save', name: 'audited', budgetUsd: '10' })).status).toBe(200);
+    expect((await post('/dashboard/new-key', cookie, { _csrf: csrf, intent: 'save', name: 'audited', budgetUsd: '10' })).status).toBe(200);
     const id = t.store.getKey('audited').id;
     const edit = { _csrf: csrf, intent: 'save', name: 'audited', budgetUsd: '50', budgetPeriod: 'month' };
     expect((await post(`/dashboard/keys/${id}/edit`, cookie, edit)).status).toBe(303);
@@ -63,7 +63,7 @@ describe('a named operator', () => {
     expect((await post(`/dashboard/keys/${id}/edit`, cookie, { ...edit, intent: 'preview', budgetUsd: '70' })).status).toBe(200);
     expect((await post(`/dashboard/keys/${id}/rotate`, cookie, { _csrf: csrf })).status).toBe(200);
     expect((await post(`/dashboard/keys/${id}/revoke`, cookie, { _csrf: csrf })).status).toBe(303);
-    expect((await post('/dashboard/tenants/new', cookie, { _csrf: csrf, intent: 'save', name: 'initech' })).status).toBe(303);
+    expect((await post('/dashboard/new-tenant', cookie, { _csrf: csrf, intent: 'save', name: 'initech' })).status).toBe(303);
     const tenantId = t.store.getTenant('initech').id;
     expect((await post(`/dashboard/tenants/${tenantId}/edit`, cookie, { _csrf: csrf, intent: 'save', name: 'initech', budgetUsd: '5' })).status).toBe(303);
 
@@ -162,7 +162,7 @@ describe('a viewer', () => {
     expect(await tenants.text()).not.toContain('New tenant');
     expect((await t.request('/dashboard/audit', { cookie: viewer })).status).toBe(200);
 
-    for (const path of ['/dashboard/keys/new', `/dashboard/keys/${id}/edit`, '/dashboard/tenants/new']) {
+    for (const path of ['/dashboard/new-key', `/dashboard/keys/${id}/edit`, '/dashboard/new-tenant']) {
       expect((await t.request(path, { cookie: viewer })).status, path).toBe(403);
     }
     // Even with a valid token of another session, from this site.
@@ -172,8 +172,8 @@ describe('a viewer', () => {
       `/dashboard/keys/${id}/suspend`,
       `/dashboard/keys/${id}/unsuspend`,
       `/dashboard/keys/${id}/edit`,
-      '/dashboard/keys/new',
-      '/dashboard/tenants/new',
+      '/dashboard/new-key',
+      '/dashboard/new-tenant',
     ]) {
       const response = await post(path, viewer, { _csrf: csrf, intent: 'save', name: 'nope', budgetUsd: '1' });
       expect(response.status, path).toBe(403);
@@ -187,11 +187,11 @@ describe('a viewer', () => {
 describe('the audit page', () => {
   it('shows the trail filtered by key, actor, action and time, and links the exports with the same filters', async () => {
     const alice = await loginAs('alice', 'operator');
-    const csrf = await csrfOf('/dashboard/keys/new', alice);
-    await post('/dashboard/keys/new', alice, { _csrf: csrf, intent: 'save', name: 'first' });
-    await post('/dashboard/keys/new', alice, { _csrf: csrf, intent: 'save', name: 'second' });
+    const csrf = await csrfOf('/dashboard/new-key', alice);
+    await post('/dashboard/new-key', alice, { _csrf: csrf, intent: 'save', name: 'first' });
+    await post('/dashboard/new-key', alice, { _csrf: csrf, intent: 'save', name: 'second' });
     const admin = await t.login(ADMIN_TOKEN);
-    const adminCsrf = await csrfOf('/dashboard/keys/new', admin);
+    const adminCsrf = await csrfOf('/dashboard/new-key', admin);
     const secondId = t.store.getKey('second').id;
     await post(`/dashboard/keys/${secondId}/revoke`, admin, { _csrf: adminCsrf });
 

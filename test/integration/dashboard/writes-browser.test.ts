@@ -286,7 +286,7 @@ describe('read-only sessions', () => {
       maxRedirects: 0,
     });
     expect(direct.status()).toBe(403);
-    expect((await page.goto(`${proxy.server.url}/dashboard/keys/new`))?.status()).toBe(403);
+    expect((await page.goto(`${proxy.server.url}/dashboard/new-key`))?.status()).toBe(403);
     await page.goto(`${proxy.server.url}/dashboard/keys/${id}`);
     expect(await page.locator('[data-bind="key.status"]').innerText()).toBe('active');
     await context.close();

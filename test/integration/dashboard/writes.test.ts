@@ -41,8 +41,8 @@ function post(path: string, fields: Record<string, string>, headers: Record<stri
 
 describe('creating a key in the dashboard', () => {
   it('shows the secret once and stores the key with the policy the form gave', async () => {
-    const csrf = await csrfOf('/dashboard/keys/new');
-    const response = await post('/dashboard/keys/new', {
+    const csrf = await csrfOf('/dashboard/new-key');
+    const response = await post('/dashboard/new-key', {
       _csrf: csrf,
       intent: 'save',
       name: 'web-app',
@@ -73,15 +73,15 @@ describe('creating a key in the dashboard', () => {
   });
 
   it('shows a bad value in the form with the CLI message, keeping what was typed, and creates nothing', async () => {
-    const csrf = await csrfOf('/dashboard/keys/new');
-    const response = await post('/dashboard/keys/new', { _csrf: csrf, intent: 'save', name: 'bad', limits: 'requests:sixty/min', budgetUsd: '12.3456789' });
+    const csrf = await csrfOf('/dashboard/new-key');
+    const response = await post('/dashboard/new-key', { _csrf: csrf, intent: 'save', name: 'bad', limits: 'requests:sixty/min', budgetUsd: '12.3456789' });
     expect(response.status).toBe(422);
     const html = await response.text();
     expect(html).toContain('data-form-error="">Limits: limit amount &quot;sixty&quot; is not a number</p>');
     expect(html).toContain('requests:sixty/min');
     expect(t.store.listKeys({}).map((k) => k.name)).not.toContain('bad');
 
-    const budget = await post('/dashboard/keys/new', { _csrf: csrf, intent: 'save', name: 'bad', budgetUsd: '12.3456789' });
+    const budget = await post('/dashboard/new-key', { _csrf: csrf, intent: 'save', name: 'bad', budgetUsd: '12.3456789' });
     expect(budget.status).toBe(422);
     expect(await budget.text()).toContain('Budget: &quot;12.3456789&quot; has more precision than one micro-dollar (6 decimals)');
   });
@@ -127,8 +127,8 @@ describe('editing a key', () => {
 
 describe('tenants', () => {
   it('are created and edited through their forms', async () => {
-    const csrf = await csrfOf('/dashboard/tenants/new');
-    const created = await post('/dashboard/tenants/new', { _csrf: csrf, intent: 'save', name: 'globex', budgetUsd: '200', budgetPeriod: 'month' });
+    const csrf = await csrfOf('/dashboard/new-tenant');
+    const created = await post('/dashboard/new-tenant', { _csrf: csrf, intent: 'save', name: 'globex', budgetUsd: '200', budgetPeriod: 'month' });
     expect(created.status).toBe(303);
     const tenant = t.store.getTenant('globex');
     expect(tenant.policy.budget).toEqual({ microUsd: 200_000_000, period: 'month' });
@@ -176,7 +176,7 @@ describe('cross-site protection', () => {
       body: new URLSearchParams({ token: ADMIN_TOKEN }).toString(),
     });
     expect(login.headers.get('set-cookie')).toMatch(/SameSite=Strict/);
-    const page = await t.request('/dashboard/keys/new', { cookie });
+    const page = await t.request('/dashboard/new-key', { cookie });
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(await page.text()).not.toMatch(/<script>|\sstyle=|\son[a-z]+=/);
   });
@@ -192,12 +192,12 @@ describe('a tenant session', () => {
     expect(keyPage).not.toContain('_csrf');
     expect(keyPage).not.toContain('Revoke');
     expect(await (await t.request('/dashboard/keys', { cookie: tenant })).text()).not.toContain('New key');
-    for (const path of ['/dashboard/keys/new', `/dashboard/keys/${id}/edit`, '/dashboard/tenants/new']) {
+    for (const path of ['/dashboard/new-key', `/dashboard/keys/${id}/edit`, '/dashboard/new-tenant']) {
       expect((await t.request(path, { cookie: tenant })).status, path).toBe(403);
     }
     expect((await t.request('/dashboard/tenants', { cookie: tenant })).status).toBe(404);
     const adminCsrf = await csrfOf(`/dashboard/keys/${id}`);
-    for (const path of [`/dashboard/keys/${id}/revoke`, `/dashboard/keys/${id}/rotate`, '/dashboard/keys/new']) {
+    for (const path of [`/dashboard/keys/${id}/revoke`, `/dashboard/keys/${id}/rotate`, '/dashboard/new-key']) {
       const response = await post(path, { _csrf: adminCsrf, name: 'x', intent: 'save' }, { origin: ORIGIN }, tenant);
       expect(response.status, path).toBe(403);
     }
