@@ -29,7 +29,6 @@ import {
   ZERO_COUNTERS,
   type Counters,
   type KeyColumn,
-  type RollupName,
   type RollupTable,
 } from '../rollup-spec.js';
 
@@ -94,9 +93,6 @@ export type RollupCounts = Partial<Sums>;
 /** A rollup row's accumulated delta: its key columns (by column name) and counters. */
 type Delta = Sums & Partial<Record<KeyColumn, string | number>>;
 
-/** The tables the writer upserts (the others follow rollups_daily by trigger). */
-type WriterRollup = { [N in RollupName]: (typeof ROLLUPS)[N]['sqlite'] extends 'writer' ? N : never }[RollupName];
-
 /** A rollup table's upsert and the delta fields it binds, in order. */
 interface PreparedRollup {
   readonly spec: RollupTable;
@@ -123,13 +119,12 @@ function prepareRollup(sqlite: Database.Database, spec: RollupTable): PreparedRo
   return { spec, statement, fields };
 }
 
-export type RollupStatements = Readonly<Record<WriterRollup, PreparedRollup>>;
+/** The upserts of the tables the writer keeps, in declaration order: a list, read every commit without `Object.values`. */
+export type RollupStatements = readonly PreparedRollup[];
 
 /** The upserts of every rollup table the writer keeps, prepared once per writer. */
 export function prepareRollupStatements(sqlite: Database.Database): RollupStatements {
-  const prepared: Partial<Record<RollupName, PreparedRollup>> = {};
-  for (const [name, spec] of ROLLUP_TABLES) if (spec.sqlite === 'writer') prepared[name] = prepareRollup(sqlite, spec);
-  return prepared as RollupStatements;
+  return ROLLUP_TABLES.filter(([, spec]) => spec.sqlite === 'writer').map(([, spec]) => prepareRollup(sqlite, spec));
 }
 
 function upsert(table: PreparedRollup, rows: Iterable<Delta>): void {
@@ -219,7 +214,7 @@ export class RollupDeltas {
   /** Writes the deltas (inside the caller's transaction). */
   write(statements: RollupStatements): void {
     const cells = [...this.cells.values()];
-    for (const table of Object.values(statements) as PreparedRollup[]) {
+    for (const table of statements) {
       const named = nameColumnOf(table.spec);
       if (named === undefined) upsert(table, groupCells(cells, table.spec));
       else {
