@@ -3,7 +3,8 @@
  * the next `listen(0)` of any test running beside it: one such test's fake upstream once took a
  * "dead" upstream's port and answered 401 to a key it did not know, failing two routing tests; the
  * replicas script once found its second node's port taken the same way. Ports below the range the
- * system hands out to `listen(0)` are never given to a test, and no test binds one by number.
+ * system hands out to `listen(0)` are never given to a test's `listen(0)`: only another test picking
+ * the same one at random from the 10,000 below it could take it.
  */
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -37,6 +38,7 @@ function isFree(port: number): Promise<boolean> {
 export async function freePortsBelowEphemeral(count: number): Promise<number> {
   const high = ephemeralLow() - count;
   const low = Math.max(10_000, high - 10_000);
+  if (high - low < 1_000) throw new Error(`the ports below listen(0)'s range (${ephemeralLow()}) leave too few to pick from`);
   for (let attempt = 0; attempt < 50; attempt += 1) {
     const first = low + Math.floor(Math.random() * (high - low));
     let free = true;
