@@ -38,7 +38,7 @@ export async function runLedgerBench(options: { quick?: boolean } = {}): Promise
   const store = new KeyStore(database);
   const keys = Array.from({ length: 50 }, (_, i) => store.createKey({ name: `bench-${i}`, policy: { limits: [] } }).view.id);
   const writer = new SqliteLedgerWriter(database);
-  const checkpointer = startCheckpointer(join(dir, 'bench.db'), database.sqlite);
+  const checkpointer = startCheckpointer(database);
   const rounds = options.quick ? 3 : 5;
   const perRound = options.quick ? 20_000 : 50_000;
   const batch = 500; // requests arriving in one event-loop turn under load

@@ -356,7 +356,7 @@ export function buildTollgate(config: Config, overrides: TollgateOverrides = {})
     async start() {
       keys.start();
       await replica?.start();
-      checkpointer = startCheckpointer(database.path, database.sqlite, { onError: (message) => logger.warn({ message }, 'ledger checkpoint failed') });
+      checkpointer = startCheckpointer(database, { onError: (message) => logger.warn({ message }, 'ledger checkpoint failed') });
       await limiter.connect();
       // Load every tokenizer the price table's models use (and the one unknown
       // models get) before the server listens: loading one takes ~0.3–1 s of

@@ -2,8 +2,8 @@
  * WAL checkpoints off the event loop. SQLite normally checkpoints inside
  * whichever commit pushes the WAL past 1000 pages, and with better-sqlite3
  * that commit runs on the event loop: measured, a 20–30 ms stall every few
- * thousand requests. Instead the writer's connection turns automatic
- * checkpoints off and a worker thread, with its own connection to the same
+ * thousand requests. Instead the connections that commit (the shared one and
+ * the ledger writer's) turn automatic checkpoints off and a worker thread, with its own connection to the same
  * file, checkpoints every half second (PASSIVE: it never blocks writers).
  *
  * The WAL only starts again from its beginning when a writer finds it fully
@@ -24,7 +24,7 @@
  * again on a later tick, and the commits it would have blocked go on.
  */
 import { Worker } from 'node:worker_threads';
-import type Database from 'better-sqlite3';
+import type { TollgateDatabase } from './open.js';
 
 // Plain JS evaluated in the worker, so it runs the same from src/ (tsx) and dist/.
 const WORKER_SOURCE = `
@@ -78,8 +78,9 @@ export interface CheckpointerOptions {
   readonly onError?: (message: string) => void;
 }
 
-/** Starts checkpointing `path` from a worker; turns automatic checkpoints off on `writer`. */
-export function startCheckpointer(path: string, writer: Database.Database, options: CheckpointerOptions = {}): Checkpointer {
+/** Starts checkpointing the database's file from a worker; turns automatic checkpoints off on every connection of it that commits. */
+export function startCheckpointer(database: Pick<TollgateDatabase, 'path' | 'setAutoCheckpoint'>, options: CheckpointerOptions = {}): Checkpointer {
+  const { path } = database;
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
@@ -91,13 +92,13 @@ export function startCheckpointer(path: string, writer: Database.Database, optio
     },
   });
   worker.unref();
-  writer.pragma('wal_autocheckpoint = 0');
+  database.setAutoCheckpoint(0);
   worker.on('message', (message: { ok?: boolean; message?: string }) => {
     if (message.ok === false) options.onError?.(message.message ?? 'checkpoint failed');
   });
   worker.on('error', (error) => {
-    // Without the worker, fall back to SQLite's own checkpoints on the writer.
-    writer.pragma('wal_autocheckpoint = 1000');
+    // Without the worker, fall back to SQLite's own checkpoints in the commits.
+    database.setAutoCheckpoint(1000);
     options.onError?.(error.message);
   });
   return {

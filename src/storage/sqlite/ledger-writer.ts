@@ -20,7 +20,10 @@
  * front, so SQLite's busy handler applies and no read-to-write upgrade can
  * fail with SQLITE_BUSY_SNAPSHOT). SQLite waits for a lock by sleeping in
  * its busy handler, on the event loop (better-sqlite3 is synchronous), so a
- * commit waits at most `busyWaitMs` there; a commit that finds the database
+ * commit waits at most `busyWaitMs` there: the writer commits on a connection
+ * of its own (open.ts, `ledgerConnection`) whose busy timeout is that, set
+ * once, while the shared connection keeps its longer one for key
+ * administration (docs/performance.md, "The floor"). A commit that finds the database
  * busy (another process's commit, a checkpoint) keeps everything queued and
  * tries again shortly — the `begin`s in it wait, up to `maxLockWaitMs`. Only a commit that fails otherwise (disk full, I/O
  * error) or waits longer than that rejects its `begin`s: those requests are
@@ -78,7 +81,6 @@ export class SqliteLedgerWriter implements LedgerWriter {
   private rejections: QueuedRejection[] = [];
   private readonly refusalAllowance: RefusalAllowance;
   private readonly maxLockWaitMs: number;
-  private readonly busyWaitMs: number;
   /** Consecutive busy commits: the retry delay grows with it. */
   private busyStreak = 0;
   private readonly contributions = new Map<string, Contribution>();
@@ -97,12 +99,14 @@ export class SqliteLedgerWriter implements LedgerWriter {
   private readonly writeBatch: (batch: Batch) => void;
 
   constructor(database: TollgateDatabase, options: LedgerWriterOptions = {}) {
-    this.sqlite = database.sqlite;
+    this.sqlite = database.ledgerConnection();
     this.options = options;
     this.maxBatch = options.maxBatch ?? 2000;
     this.settleDelayMs = options.settleDelayMs ?? 5;
     this.maxLockWaitMs = options.maxLockWaitMs ?? 10_000;
-    this.busyWaitMs = Math.max(0, Math.floor(options.busyWaitMs ?? 10));
+    // Only the writer commits on its connection (for `:memory:`, the one connection, which nothing
+    // else can hold the lock against), so its busy timeout is set once, not around every commit.
+    if (this.sqlite !== database.sqlite) this.sqlite.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyWaitMs ?? 10))}`);
     this.refusalAllowance = new RefusalAllowance(options.refusalRowsPerMinute ?? 60);
     this.statements = prepareLedgerStatements(this.sqlite);
     this.rollupStatements = prepareRollupStatements(this.sqlite);
@@ -208,16 +212,6 @@ export class SqliteLedgerWriter implements LedgerWriter {
     }, this.settleDelayMs);
   }
 
-  /**
-   * Sets the connection's busy timeout through `exec`, which builds no statement object: a
-   * `pragma()` call prepares one each time (SQLite bakes the value in when it compiles the
-   * statement, so none can be kept); measured alone, 0.9 µs against 5 µs, twice a commit
-   * (docs/performance.md, "The floor").
-   */
-  private setBusyTimeout(ms: number): void {
-    this.sqlite.exec(`PRAGMA busy_timeout = ${ms}`);
-  }
-
   private commitNow(): void {
     const begins = this.begins.splice(0, this.maxBatch);
     const room = Math.max(0, this.maxBatch - begins.length);
@@ -227,14 +221,9 @@ export class SqliteLedgerWriter implements LedgerWriter {
     const started = performance.now();
     const batch: Batch = { begins, completions, rejections, rollups: new RollupDeltas(), settled: [], placed: [], foldedEndUsers: 0, foldedTags: 0 };
     const { settled, placed } = batch;
-    // The connection's own busy timeout serves its other users (key admin);
-    // this commit waits at most busyWaitMs on the event loop.
-    const busyTimeout = this.sqlite.pragma('busy_timeout', { simple: true }) as number;
-    if (busyTimeout > this.busyWaitMs) this.setBusyTimeout(this.busyWaitMs);
     try {
       this.writeBatch(batch);
     } catch (error) {
-      if (busyTimeout > this.busyWaitMs) this.setBusyTimeout(busyTimeout);
       this.names.rolledBack();
       this.lastCommitFailed = true;
       // Completions and rejections wait for the next attempt.
@@ -263,7 +252,6 @@ export class SqliteLedgerWriter implements LedgerWriter {
       this.retryAfter(100);
       return;
     }
-    if (busyTimeout > this.busyWaitMs) this.setBusyTimeout(busyTimeout);
     this.names.committed();
     this.busyStreak = 0;
     this.lastCommitFailed = false;

@@ -18,6 +18,16 @@ export interface TollgateDatabase {
   readonly sqlite: Database.Database;
   readonly db: Db;
   readonly path: string;
+  /**
+   * The connection the ledger writer commits on: a second connection to the file, opened on first
+   * use with the same settings, so the writer keeps a busy timeout of its own set once
+   * (ledger-writer.ts); the shared one for `:memory:` (a second connection would open another,
+   * empty database, and with one connection nothing can hold the lock) and for a read-only open.
+   */
+  ledgerConnection(): Database.Database;
+  /** SQLite's automatic checkpoint threshold (0: none) on every connection that commits, and on any opened later. */
+  setAutoCheckpoint(pages: number): void;
+  /** Closes every connection this database opened. */
   close(): void;
 }
 
@@ -32,19 +42,48 @@ export interface OpenOptions {
 
 /** Opens (and by default migrates) the database at `path`; ':memory:' works for tests. */
 export function openDatabase(path: string, options: OpenOptions = {}): TollgateDatabase {
-  if (path !== ':memory:' && !options.readonly) mkdirSync(dirname(path), { recursive: true });
-  const sqlite = new Database(path, { readonly: options.readonly ?? false });
+  const readonly = options.readonly ?? false;
+  if (path !== ':memory:' && !readonly) mkdirSync(dirname(path), { recursive: true });
+  const sqlite = connect(path, readonly);
+  const db = drizzle(sqlite, { schema });
+  if (options.migrate !== false && !readonly) applyMigrations(sqlite);
+  let ledger: Database.Database | undefined;
+  let autoCheckpoint: number | undefined;
+  return {
+    sqlite,
+    db,
+    path,
+    ledgerConnection() {
+      if (path === ':memory:' || readonly) return sqlite;
+      if (ledger === undefined) {
+        ledger = connect(path, false);
+        if (autoCheckpoint !== undefined) ledger.pragma(`wal_autocheckpoint = ${autoCheckpoint}`);
+      }
+      return ledger;
+    },
+    setAutoCheckpoint(pages) {
+      autoCheckpoint = pages;
+      for (const connection of ledger === undefined ? [sqlite] : [sqlite, ledger]) connection.pragma(`wal_autocheckpoint = ${pages}`);
+    },
+    close() {
+      ledger?.close();
+      sqlite.close();
+    },
+  };
+}
+
+/** One connection with the settings every connection to the file needs (they are per connection, not stored in it). */
+function connect(path: string, readonly: boolean): Database.Database {
+  const sqlite = new Database(path, { readonly });
   sqlite.pragma('busy_timeout = 5000');
-  if (!options.readonly) {
+  if (!readonly) {
     sqlite.pragma('journal_mode = WAL');
     // In WAL mode NORMAL loses nothing when the *process* dies (SIGKILL); only
     // an OS crash or power loss can drop the last commits.
     sqlite.pragma('synchronous = NORMAL');
   }
   sqlite.pragma('foreign_keys = ON');
-  const db = drizzle(sqlite, { schema });
-  if (options.migrate !== false && !options.readonly) applyMigrations(sqlite);
-  return { sqlite, db, path, close: () => sqlite.close() };
+  return sqlite;
 }
 
 /**

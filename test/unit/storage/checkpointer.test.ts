@@ -51,7 +51,7 @@ async function commitSteadily(commits: number, rows: number): Promise<number> {
 
 it('restarts a WAL past its restart size, so steady commits do not grow the file without end', async () => {
   db = openTempDatabase();
-  checkpointer = startCheckpointer(db.path, db.database.sqlite, { intervalMs: 10, restartPages: 64, truncateBytes: 1024 ** 3 });
+  checkpointer = startCheckpointer(db.database, { intervalMs: 10, restartPages: 64, truncateBytes: 1024 ** 3 });
   // 600 commits of 4 rows of 3 KB: at least 2,400 pages written (9.4 MB); without restarts the file holds them all.
   const written = 600 * 4 * PAGE;
   const largest = await commitSteadily(600, 4);
@@ -65,7 +65,7 @@ it('truncates a WAL file a burst left large once the WAL is nearly empty again',
   sqlite.pragma('wal_autocheckpoint = 0');
   await commitSteadily(200, 4);
   expect(walBytes(db.path)).toBeGreaterThan(200 * 4 * PAGE * 0.9);
-  checkpointer = startCheckpointer(db.path, sqlite, { intervalMs: 10, restartPages: 64, truncateBytes: 256 * 1024 });
+  checkpointer = startCheckpointer(db.database, { intervalMs: 10, restartPages: 64, truncateBytes: 256 * 1024 });
   // A fully copied WAL past its restart size restarts; with only a few commits after it, the WAL is nearly empty and the file is cut.
   await waitFor(async () => {
     sqlite.prepare('INSERT INTO filler (body) VALUES (?)').run('small');
@@ -74,4 +74,20 @@ it('truncates a WAL file a burst left large once the WAL is nearly empty again',
   }, 'the WAL file truncated below 256 KB');
   const rows = sqlite.prepare('SELECT count(*) AS n FROM filler').get() as { n: number };
   expect(rows.n).toBeGreaterThan(800);
+});
+
+it("turns SQLite's own checkpoints off on the ledger writer's connection too, opened before it started or after", async () => {
+  db = openTempDatabase();
+  const before = db.database.ledgerConnection();
+  expect(before).not.toBe(db.database.sqlite);
+  checkpointer = startCheckpointer(db.database, { intervalMs: 10 });
+  // A commit on any of them would otherwise checkpoint on the event loop once the WAL passes 1,000 pages.
+  expect(db.database.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+  expect(before.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+  await checkpointer.stop();
+  db.remove();
+
+  db = openTempDatabase();
+  checkpointer = startCheckpointer(db.database, { intervalMs: 10 });
+  expect(db.database.ledgerConnection().pragma('wal_autocheckpoint', { simple: true })).toBe(0);
 });

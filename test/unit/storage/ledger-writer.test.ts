@@ -6,6 +6,7 @@ import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js
 import type { Completion, LedgerWriter, PendingEntry } from '../../../src/storage/ledger.js';
 import { calendarDay } from '../../../src/domain/calendar.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
+import { openDatabase } from '../../../src/storage/sqlite/open.js';
 import { openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { expectLongerRollupsEqualRows } from './rollup-checks.js';
 import { waitFor } from '../../support/wait.js';
@@ -319,7 +320,6 @@ describe('LedgerWriter', () => {
   it('keeps begins waiting while another connection holds the write lock, and commits them once it is free', async () => {
     const { db, keyId, writer } = setup();
     await writer.begin(pending(keyId, 'before-lock'));
-    db.database.sqlite.pragma('busy_timeout = 5');
     const locker = new Database(db.path);
     locker.exec('BEGIN IMMEDIATE');
     writer.complete(completion('before-lock'));
@@ -328,7 +328,7 @@ describe('LedgerWriter', () => {
       () => (settled = 'resolved'),
       () => (settled = 'rejected'),
     );
-    // Several busy attempts go by (each waits the 5 ms busy timeout) and the request still waits.
+    // Several busy attempts go by (each waits busyWaitMs, 10 ms) and the request still waits.
     await waitFor(() => busyCount(db) >= 3, 'three busy commit attempts');
     expect(settled).toBeUndefined();
     locker.exec('COMMIT');
@@ -343,22 +343,46 @@ describe('LedgerWriter', () => {
     ]);
   });
 
-  it('waits only busyWaitMs on a locked file, and gives the connection its own busy timeout back after every commit', async () => {
-    const { db, keyId, writer } = setup();
-    // Key administration on the same connection waits up to a minute for the lock …
+  it('waits only busyWaitMs on a locked file, on a connection of its own: the shared connection keeps its busy timeout', async () => {
+    const db = openTempDatabase();
+    opened.push(db);
+    // Key administration on the shared connection waits up to a minute for the lock …
     db.database.sqlite.pragma('busy_timeout = 60000');
+    const keyId = new KeyStore(db.database).createKey({ name: 'w', policy: { limits: [] } }).view.id;
+    let busy = 0;
+    const writer = new SqliteLedgerWriter(db.database, { onBusy: () => (busy += 1) });
     await writer.begin(pending(keyId, 'first'));
-    expect(db.database.sqlite.pragma('busy_timeout', { simple: true })).toBe(60000);
     const locker = new Database(db.path);
     locker.exec('BEGIN IMMEDIATE');
     const during = writer.begin(pending(keyId, 'during-lock'));
     // … while each commit attempt gives up after busyWaitMs (10 ms): a minute-long wait would never see three.
-    await waitFor(() => busyCount(db) >= 3, 'three busy commit attempts');
+    await waitFor(() => busy >= 3, 'three busy commit attempts');
     expect(db.database.sqlite.pragma('busy_timeout', { simple: true })).toBe(60000);
+    expect(db.database.ledgerConnection()).not.toBe(db.database.sqlite);
+    expect(db.database.ledgerConnection().pragma('busy_timeout', { simple: true })).toBe(10);
     locker.exec('COMMIT');
     locker.close();
     await during;
+    // The shared connection sees what the writer's committed, and still waits a minute for the lock.
+    expect(db.database.sqlite.prepare('SELECT count(*) AS n FROM ledger').get()).toEqual({ n: 2 });
     expect(db.database.sqlite.pragma('busy_timeout', { simple: true })).toBe(60000);
+  });
+
+  it('writes an in-memory database on its one connection', async () => {
+    const database = openDatabase(':memory:');
+    try {
+      const keyId = new KeyStore(database).createKey({ name: 'w', policy: { limits: [] } }).view.id;
+      const writer = new SqliteLedgerWriter(database);
+      expect(database.ledgerConnection()).toBe(database.sqlite);
+      await writer.begin(pending(keyId, 'in-memory'));
+      writer.complete(completion('in-memory'));
+      expect(writer.flush()).toBe(true);
+      expect(database.sqlite.prepare('SELECT request_id, status, cost_micros FROM ledger').all()).toEqual([
+        { request_id: 'in-memory', status: 'ok', cost_micros: 26 },
+      ]);
+    } finally {
+      database.close();
+    }
   });
 
   it('refuses a begin that has waited longer than maxLockWaitMs for the lock', async () => {
@@ -367,7 +391,6 @@ describe('LedgerWriter', () => {
     const keyId = new KeyStore(db.database).createKey({ name: 'w', policy: { limits: [] } }).view.id;
     const errors: unknown[] = [];
     const writer = new SqliteLedgerWriter(db.database, { maxLockWaitMs: 0, onError: (error) => errors.push(error) });
-    db.database.sqlite.pragma('busy_timeout = 5');
     const locker = new Database(db.path);
     locker.exec('BEGIN IMMEDIATE');
     await expect(writer.begin(pending(keyId, 'during-lock'))).rejects.toThrow(/locked|busy/i);

@@ -38,7 +38,14 @@ function openPreviousVersion(path: string): TollgateDatabase {
     for (const statement of migration.sql) if (statement.trim() !== '') sqlite.exec(statement);
     sqlite.prepare('INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)').run(migration.hash, migration.folderMillis);
   }
-  return { sqlite, db: drizzle(sqlite, { schema }), path, close: () => sqlite.close() };
+  return {
+    sqlite,
+    db: drizzle(sqlite, { schema }),
+    path,
+    ledgerConnection: () => sqlite,
+    setAutoCheckpoint: (pages) => sqlite.pragma(`wal_autocheckpoint = ${pages}`),
+    close: () => sqlite.close(),
+  };
 }
 
 interface OldRow {
