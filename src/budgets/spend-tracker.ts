@@ -20,7 +20,7 @@
  * reads sum their own daily rollups. There can be very many of them, so the
  * reads kept are bounded (`maxReads`, least recently refreshed dropped first:
  * a dropped read is simply read again), and a scope's queued amounts leave
- * memory once they are committed.
+ * memory after they are committed (swept once many scopes are held).
  */
 import type { TollgateDatabase } from '../storage/sqlite/open.js';
 import { periodStart, calendarDay, type BudgetPeriod } from '../domain/calendar.js';
@@ -63,6 +63,12 @@ class ScopeNames {
   }
 }
 
+/**
+ * Adds `amount` to a scope's day. A scope's last day left at zero stays: a key's queued amount
+ * returns to zero with every commit, and deleting its entries to add them again with the next
+ * request made V8 shrink and grow both maps each time (docs/performance.md, "Slow paths the
+ * profile named"). Scopes at zero leave in {@link sweepZeros}.
+ */
 function add(map: Map<string, DayAmounts>, scope: string, day: string, amount: number): void {
   if (amount === 0) return;
   let days = map.get(scope);
@@ -71,11 +77,22 @@ function add(map: Map<string, DayAmounts>, scope: string, day: string, amount: n
     map.set(scope, days);
   }
   const next = (days.get(day) ?? 0) + amount;
-  if (next === 0) days.delete(day);
+  // An earlier day at zero goes (sums walk every day held); the only one stays.
+  if (next === 0 && days.size > 1) days.delete(day);
   else days.set(day, next);
-  // Scopes come and go (end users): an empty one leaves no trace.
-  if (days.size === 0) map.delete(scope);
 }
+
+/** Drops the scopes whose every day is at zero: end users come and go, and each leaves no trace past a sweep. */
+function sweepZeros(map: Map<string, DayAmounts>): void {
+  for (const [scope, days] of map) {
+    let zero = true;
+    for (const amount of days.values()) if (amount !== 0) zero = false;
+    if (zero) map.delete(scope);
+  }
+}
+
+/** Scopes held in the queued amounts before the first sweep of those at zero. */
+const SWEEP_AT = 1024;
 
 /** Reads kept at most, by default: far more than keys, tenants and active end users in a period. */
 const MAX_READS = 100_000;
@@ -88,8 +105,10 @@ export class SpendTracker {
   private readonly committedSinceRead = new Map<string, DayAmounts>();
   /** The reads open for each scope, so a commit can be added to all of them. */
   private readonly readsByScope = new Map<string, Set<string>>();
-  /** Queued in the ledger writer, not committed yet, per scope. */
+  /** Queued in the ledger writer, not committed yet, per scope (scopes back at zero kept until the next sweep). */
   private readonly queued = new Map<string, DayAmounts>();
+  /** Scopes {@link SpendTracker.queued} may hold before scopes at zero are swept: twice those left by the last sweep, at least {@link SWEEP_AT}. */
+  private sweepQueuedAt = SWEEP_AT;
   /** This node's own rollups: the answer until (or unless) spend across nodes has one. */
   private readonly local: SqliteSpendReads;
   private readonly source: SpendAcrossNodes | undefined;
@@ -113,6 +132,15 @@ export class SpendTracker {
   /** The ledger writer queued a change (synchronously, as the request is admitted or settled). */
   queuedChange(change: SpendChange): void {
     for (const scope of this.scopesOf(change)) add(this.queued, scope, change.day, change.microUsd);
+    if (this.queued.size > this.sweepQueuedAt) {
+      sweepZeros(this.queued);
+      this.sweepQueuedAt = Math.max(SWEEP_AT, 2 * this.queued.size);
+    }
+  }
+
+  /** Scopes held in the queued amounts, those back at zero included (bounded by the sweeps). */
+  get queuedScopes(): number {
+    return this.queued.size;
   }
 
   /** The ledger writer committed a change it had queued. */

@@ -108,4 +108,24 @@ describe('end-user and tag spend', () => {
     expect(tracker.spent(user('user-0'), 'day', NOON)).toBe(1);
     expect(tracker.spent(user('user-4999'), 'day', NOON)).toBe(1);
   });
+
+  it('forgets the queued amounts of end users once committed, and keeps what is still queued exact', async () => {
+    const { tracker, writer, entry, user, key } = setup();
+    const keyScope = { level: 'key', id: key.id } as const;
+    for (let i = 0; i < 1_500; i += 1) await writer.begin(entry(1, `user-${i}`));
+    // Committed amounts are the database's now; the scopes back at zero were swept as they passed 1,024.
+    expect(tracker.queuedScopes).toBeLessThanOrEqual(1_025);
+    expect(tracker.spent(keyScope, 'day', NOON)).toBe(1_500);
+    // 2,000 users queued in one turn, none committed: the sweeps they bring drop none of them.
+    const queued = Array.from({ length: 2_000 }, (_, i) => writer.begin(entry(7, `later-${i}`)));
+    expect(tracker.queuedScopes).toBeGreaterThanOrEqual(2_001);
+    expect(tracker.spent(user('later-0'), 'day', NOON)).toBe(7);
+    expect(tracker.spent(keyScope, 'day', NOON)).toBe(15_500);
+    await Promise.all(queued);
+    expect(tracker.spent(user('later-0'), 'day', NOON)).toBe(7);
+    expect(tracker.spent(keyScope, 'day', NOON)).toBe(15_500);
+    // The burst raised the sweep's threshold to twice what it held (about 2,050): it stays bounded by that.
+    for (let i = 0; i < 1_500; i += 1) await writer.begin(entry(1, `again-${i}`));
+    expect(tracker.queuedScopes).toBeLessThanOrEqual(2_100);
+  });
 });
