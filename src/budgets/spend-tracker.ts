@@ -77,7 +77,7 @@ function add(map: Map<string, DayAmounts>, scope: string, day: string, amount: n
     map.set(scope, days);
   }
   const next = (days.get(day) ?? 0) + amount;
-  // An earlier day at zero goes (sums walk every day held); the only one stays.
+  // Any other day back at zero goes (sums walk every day held): a scope holds one day at zero at most.
   if (next === 0 && days.size > 1) days.delete(day);
   else days.set(day, next);
 }
@@ -141,6 +141,13 @@ export class SpendTracker {
   /** Scopes held in the queued amounts, those back at zero included (bounded by the sweeps). */
   get queuedScopes(): number {
     return this.queued.size;
+  }
+
+  /** The most days one scope's queued amounts hold. */
+  get queuedDaysMost(): number {
+    let most = 0;
+    for (const days of this.queued.values()) most = Math.max(most, days.size);
+    return most;
   }
 
   /** The ledger writer committed a change it had queued. */

@@ -3,8 +3,9 @@
  * whichever commit pushes the WAL past 1000 pages, and with better-sqlite3
  * that commit runs on the event loop: measured, a 20–30 ms stall every few
  * thousand requests. Instead the connections that commit (the shared one and
- * the ledger writer's) turn automatic checkpoints off and a worker thread, with its own connection to the same
- * file, checkpoints every half second (PASSIVE: it never blocks writers).
+ * the ledger writer's) turn automatic checkpoints off and a worker thread,
+ * with its own connection to the same file, checkpoints every half second
+ * (PASSIVE: it never blocks writers).
  *
  * The WAL only starts again from its beginning when a writer finds it fully
  * checkpointed, and under steady load a commit almost always lands while a

@@ -23,7 +23,8 @@
  * commit waits at most `busyWaitMs` there: the writer commits on a connection
  * of its own (open.ts, `ledgerConnection`) whose busy timeout is that, set
  * once, while the shared connection keeps its longer one for key
- * administration (docs/performance.md, "The floor"). A commit that finds the database
+ * administration (docs/performance.md, "The ledger's commit, page by page").
+ * A commit that finds the database
  * busy (another process's commit, a checkpoint) keeps everything queued and
  * tries again shortly — the `begin`s in it wait, up to `maxLockWaitMs`. Only a commit that fails otherwise (disk full, I/O
  * error) or waits longer than that rejects its `begin`s: those requests are

@@ -128,4 +128,14 @@ describe('end-user and tag spend', () => {
     for (let i = 0; i < 1_500; i += 1) await writer.begin(entry(1, `again-${i}`));
     expect(tracker.queuedScopes).toBeLessThanOrEqual(2_100);
   });
+
+  it("holds a key's queued amounts for the day at hand only, however many days it runs", async () => {
+    const { tracker, writer, entry, key } = setup();
+    const keyScope = { level: 'key', id: key.id } as const;
+    const DAY = 86_400_000;
+    for (let day = 0; day < 30; day += 1) await writer.begin(entry(1, undefined, [], NOON + day * DAY));
+    // Each day's amount went to zero when committed; the key's scope keeps one day, not thirty.
+    expect(tracker.queuedDaysMost).toBe(1);
+    expect(tracker.spent(keyScope, 'month', NOON + 9 * DAY)).toBe(10);
+  });
 });
