@@ -100,14 +100,12 @@ export class SqliteLedgerWriter implements LedgerWriter {
   private readonly writeBatch: (batch: Batch) => void;
 
   constructor(database: TollgateDatabase, options: LedgerWriterOptions = {}) {
-    this.sqlite = database.ledgerConnection();
+    // Only the writer commits on its connection, so its busy timeout is set once, not around every commit.
+    this.sqlite = database.ledgerConnection(Math.max(0, Math.floor(options.busyWaitMs ?? 10)));
     this.options = options;
     this.maxBatch = options.maxBatch ?? 2000;
     this.settleDelayMs = options.settleDelayMs ?? 5;
     this.maxLockWaitMs = options.maxLockWaitMs ?? 10_000;
-    // Only the writer commits on its connection (for `:memory:`, the one connection, which nothing
-    // else can hold the lock against), so its busy timeout is set once, not around every commit.
-    if (this.sqlite !== database.sqlite) this.sqlite.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyWaitMs ?? 10))}`);
     this.refusalAllowance = new RefusalAllowance(options.refusalRowsPerMinute ?? 60);
     this.statements = prepareLedgerStatements(this.sqlite);
     this.rollupStatements = prepareRollupStatements(this.sqlite);

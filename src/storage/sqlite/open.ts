@@ -20,11 +20,11 @@ export interface TollgateDatabase {
   readonly path: string;
   /**
    * The connection the ledger writer commits on: a second connection to the file, opened on first
-   * use with the same settings, so the writer keeps a busy timeout of its own set once
-   * (ledger-writer.ts); the shared one for `:memory:` (a second connection would open another,
-   * empty database, and with one connection nothing can hold the lock) and for a read-only open.
+   * use with the same settings, its busy timeout `busyTimeoutMs` when given (ledger-writer.ts);
+   * the shared one, as it is, for `:memory:` (a second connection would open another, empty
+   * database, and with one connection nothing can hold the lock) and for a read-only open.
    */
-  ledgerConnection(): Database.Database;
+  ledgerConnection(busyTimeoutMs?: number): Database.Database;
   /** SQLite's automatic checkpoint threshold (0: none) on every connection that commits, and on any opened later. */
   setAutoCheckpoint(pages: number): void;
   /** Closes every connection this database opened. */
@@ -53,12 +53,13 @@ export function openDatabase(path: string, options: OpenOptions = {}): TollgateD
     sqlite,
     db,
     path,
-    ledgerConnection() {
+    ledgerConnection(busyTimeoutMs) {
       if (path === ':memory:' || readonly) return sqlite;
       if (ledger === undefined) {
         ledger = connect(path, false);
         if (autoCheckpoint !== undefined) ledger.pragma(`wal_autocheckpoint = ${autoCheckpoint}`);
       }
+      if (busyTimeoutMs !== undefined) ledger.pragma(`busy_timeout = ${busyTimeoutMs}`);
       return ledger;
     },
     setAutoCheckpoint(pages) {
