@@ -49,13 +49,11 @@ export function upstreamHeadersOf(request: RequestContext, hasBody: boolean): Re
 
 /** A small JSON answer, whole (an error, a file or batch object). */
 export async function readAnswer(response: UpstreamResponse, limitHeaders: Record<string, string>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
   try {
-    for await (const chunk of response.body) chunks.push(chunk as Buffer);
+    return await response.whole();
   } catch (error) {
     throw withHeaders(toUpstreamError(error), limitHeaders);
   }
-  return Buffer.concat(chunks);
 }
 
 /** The answer for the client: the upstream's status and headers, its body (an error's provider account masked). */

@@ -19,7 +19,7 @@ import type { PipelineDeps } from './deps.js';
 import { freeRequestRow } from './free-request.js';
 import { forwardedUpstream, upstreamPath } from './forward.js';
 import { AdmissionRefused } from './refusals.js';
-import { asBody, readAll } from './relay.js';
+import { asBody } from './relay.js';
 import { toUpstreamError, type UpstreamResponse } from '../upstreams/pool.js';
 import { redactProviderAccount } from '../upstreams/redact.js';
 import type { RouteCandidate } from '../upstreams/router.js';
@@ -73,7 +73,7 @@ export async function countTokens(c: Context<AppEnv>, dialect: Dialect, deps: Pi
     const candidates = deps.router?.route(model, dialect.upstreamKind)?.candidates ?? [];
     if (candidates.length === 0) response = await forwardedUpstream(dialect, deps).send(send);
     else response = await firstAnswer(candidates, send);
-    answer = await readAll(response.body);
+    answer = await response.whole();
   } catch (error) {
     settle(null, client.left.aborted ? 'client_aborted' : 'upstream_interrupted', undefined);
     throw toUpstreamError(error);

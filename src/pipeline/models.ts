@@ -22,7 +22,7 @@ import type { PipelineDeps } from './deps.js';
 import { freeRequestRow } from './free-request.js';
 import { upstreamPath } from './forward.js';
 import { AdmissionRefused } from './refusals.js';
-import { asBody, readAll } from './relay.js';
+import { asBody } from './relay.js';
 
 type ModelsDeps = Pick<PipelineDeps, 'keys' | 'upstream' | 'now' | 'limiter' | 'globalLimits' | 'ledger'> & Pick<Partial<PipelineDeps>, 'router'>;
 
@@ -86,7 +86,7 @@ export async function listModels(c: Context<AppEnv>, deps: ModelsDeps): Promise<
       signal: client.abort.signal,
       owner: caller.key.id,
     });
-    bytes = await readAll(response.body);
+    bytes = await response.whole();
   } catch (error) {
     settle(null, client.left.aborted ? 'client_aborted' : 'upstream_interrupted');
     throw toUpstreamError(error);

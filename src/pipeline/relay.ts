@@ -18,7 +18,6 @@
  * Response is not read on: the poller settles it (src/responses).
  * Either way the request is settled once when its answer ends.
  */
-import { finished, type Readable } from 'node:stream';
 import { identityOfJsonHead } from '../dialects/answer-identity.js';
 import { dialectOf, type Dialect } from '../dialects/index.js';
 import { needsUsageInjection } from '../dialects/request-edits.js';
@@ -113,7 +112,7 @@ export async function relay(request: AdmittedRequest, response: UpstreamResponse
   deps.open?.track(request, () => stopForwarded(request, { status: response.status, accepted: ok, upstreamRequestId }, deps));
   let answer: Buffer;
   try {
-    answer = await readAll(response.body);
+    answer = await response.whole();
   } catch (error) {
     const failure = toUpstreamError(error);
     const clientGone = clientLeft.aborted;
@@ -344,22 +343,6 @@ function relayStream(relayed: RelayedStream): RelaySource {
       stopUpstream();
     },
   };
-}
-
-/**
- * A body read whole; rejects as `for await` would (its error, or a premature close). Listeners,
- * not an async iterator, which makes its promises and closures for every answer
- * (docs/performance.md, "What each request allocates").
- */
-export function readAll(body: Readable): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    body.on('data', (chunk: Buffer) => chunks.push(chunk));
-    finished(body, (error) => {
-      if (error !== undefined && error !== null) reject(error);
-      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-    });
-  });
 }
 
 /** A Buffer viewed as the Uint8Array a Response body takes (no copy). */

@@ -26,7 +26,6 @@ import type { Completion, FinalStatus, LedgerWriter } from '../storage/ledger.js
 import type { Logger } from '../logger.js';
 import type { AdmittedRequest, Ending } from '../pipeline/context.js';
 import type { RequestEvents } from '../pipeline/finished.js';
-import { readAll } from '../pipeline/relay.js';
 import { settleForwarded } from '../pipeline/settle.js';
 import type { Upstream } from '../upstreams/pool.js';
 import { readUsage, type Usage } from '../dialects/usage.js';
@@ -174,7 +173,7 @@ export class BackgroundPoller {
         headers: { accept: 'application/json' },
         signal: this.aborts.signal,
       });
-      const bytes = await readAll(response.body);
+      const bytes = await response.whole();
       if (response.status === 404) gone = true;
       else if (response.status >= 200 && response.status < 300) body = parseResponseObject(bytes);
     } catch (error) {

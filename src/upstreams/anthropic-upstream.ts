@@ -10,6 +10,7 @@
  * {@link Upstream} of kind Anthropic native.
  */
 import { createUpstream, type Upstream, type UpstreamOptions } from './pool.js';
+import { ReheadedAnswer } from './upstream-answer.js';
 
 export interface AnthropicUpstreamOptions extends Omit<UpstreamOptions, 'url' | 'apiKey'> {
   /** Base URL without the version path, as Anthropic's SDKs take it (https://api.anthropic.com). */
@@ -30,7 +31,7 @@ export function createAnthropicUpstream(options: AnthropicUpstreamOptions): Upst
       if (options.apiKey !== undefined) headers['x-api-key'] = options.apiKey;
       headers['anthropic-version'] ??= options.version;
       const response = await pool.send({ ...request, headers });
-      return { ...response, headers: fromAnthropicHeaders(response.headers, response.status) };
+      return new ReheadedAnswer(response, fromAnthropicHeaders(response.headers, response.status));
     },
     close: () => pool.close(),
   };

@@ -3,7 +3,8 @@
  * sockets, a connect timeout, a headers timeout and an idle (between-chunks)
  * timeout. Failures come back as {@link TollgateError}s with stable codes.
  * Connections are shared fairly between keys (fair-slots.ts): a request
- * takes a slot before it is sent and gives it back when its body ends.
+ * takes a slot before it is sent and gives it back when its exchange ends
+ * (upstream-answer.ts, which also reads the answer).
  */
 import { Pool, errors as undiciErrors } from 'undici';
 import type { Readable } from 'node:stream';
@@ -11,6 +12,7 @@ import { TollgateError } from '../domain/errors.js';
 import { FairSlots, perOwnerMaxOf, SLOT_WAIT_CODE } from './fair-slots.js';
 import { UpstreamStop } from './upstream-stop.js';
 import type { LeaveSignal } from '../domain/leave-signal.js';
+import { UpstreamCall, type UpstreamResponse } from './upstream-answer.js';
 
 export interface UpstreamOptions {
   /** Base URL including the version path, without trailing slash (e.g. https://api.openai.com/v1). */
@@ -47,11 +49,7 @@ export interface UpstreamRequest {
   readonly owner?: string;
 }
 
-export interface UpstreamResponse {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: Readable;
-}
+export type { UpstreamResponse } from './upstream-answer.js';
 
 export interface Upstream {
   send(request: UpstreamRequest): Promise<UpstreamResponse>;
@@ -89,21 +87,11 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       const release = await slots.acquire(request.owner ?? '', queueSignal).catch((error: unknown) => {
         throw toUpstreamError(error);
       });
-      try {
-        const response = await pool.request({
-          method: request.method,
-          path: basePath + request.path,
-          headers,
-          body: request.body ?? null,
-          signal: request.signal,
-        });
-        // The connection is held until the body ends, however it ends.
-        response.body.once('close', release);
-        return { status: response.statusCode, headers: response.headers, body: response.body };
-      } catch (error) {
-        release();
-        throw toUpstreamError(error);
-      }
+      return new Promise<UpstreamResponse>((resolve, reject) => {
+        const call = new UpstreamCall(resolve, (error) => reject(toUpstreamError(error)), release, request.signal, request.body);
+        // undici reports a request it cannot take (a closed pool) through the handler, like any other failure.
+        pool.dispatch({ method: request.method, path: basePath + request.path, headers, body: request.body ?? null }, call);
+      });
     },
     async close() {
       await pool.close();

@@ -11,6 +11,7 @@ import { fromAnthropicHeaders } from './anthropic-upstream.js';
 import { UpstreamBreaker } from './breaker.js';
 import { createUpstream, type Upstream, type UpstreamRequest, type UpstreamResponse } from './pool.js';
 import { candidatesFor, type Dialect, type RoutingTable } from './routing.js';
+import { ReheadedAnswer } from './upstream-answer.js';
 import type { UpstreamsConfig, UpstreamSpec } from './upstream-config.js';
 
 interface RoutedUpstream {
@@ -74,7 +75,7 @@ export function createRouter(config: UpstreamsConfig, client?: Upstream): Router
       send: async (request, model) => {
         const response = await pool.send({ ...request, path: upstreamPathFor(spec, request.path, model) });
         // Anthropic's account headers stay with the proxy, as on TOLLGATE_ANTHROPIC_URL's upstream.
-        return spec.kind === 'anthropic' ? { ...response, headers: fromAnthropicHeaders(response.headers, response.status) } : response;
+        return spec.kind === 'anthropic' ? new ReheadedAnswer(response, fromAnthropicHeaders(response.headers, response.status)) : response;
       },
     };
   });

@@ -13,7 +13,8 @@ function answering(name: string, url: string, statuses: number[] | (() => number
     send() {
       target.calls += 1;
       const status = typeof statuses === 'function' ? statuses() : statuses[Math.min(target.calls, statuses.length) - 1]!;
-      return Promise.resolve({ status, headers: {}, body: Readable.from([Buffer.from('{"error":{}}')]) });
+      const body = Readable.from([Buffer.from('{"error":{}}')]);
+      return Promise.resolve({ status, headers: {}, body, whole: () => Promise.resolve(Buffer.from('{"error":{}}')) });
     },
   };
   return target;
