@@ -16,7 +16,7 @@ import { errors as undiciErrors, type Dispatcher } from 'undici';
 import type { UpstreamStop } from './upstream-stop.js';
 
 /** What a reader may hold unread before the socket is paused: a Readable's default buffer for bytes. */
-export const HELD_BYTES = 64 * 1024;
+const HELD_BYTES = 64 * 1024;
 
 /** An upstream's answer: its status and headers, and its body read one of two ways. */
 export interface UpstreamResponse {
@@ -29,7 +29,7 @@ export interface UpstreamResponse {
 }
 
 /** An abort source: a client's AbortSignal, or Tollgate's own stop (an EventEmitter). */
-export type UpstreamSignal = AbortSignal | UpstreamStop;
+type UpstreamSignal = AbortSignal | UpstreamStop;
 
 type Waiter = { readonly resolve: (bytes: Buffer) => void; readonly reject: (error: Error) => void };
 
