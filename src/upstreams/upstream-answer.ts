@@ -13,7 +13,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import { errors as undiciErrors, type Dispatcher } from 'undici';
-import type { UpstreamStop } from './upstream-stop.js';
+import type { LeaveSignal } from '../domain/leave-signal.js';
 
 /** What a reader may hold unread before the socket is paused: a Readable's default buffer for bytes. */
 const HELD_BYTES = 64 * 1024;
@@ -28,9 +28,6 @@ export interface UpstreamResponse {
   whole(): Promise<Buffer>;
 }
 
-/** An abort source: a client's AbortSignal, or Tollgate's own stop (an EventEmitter). */
-type UpstreamSignal = AbortSignal | UpstreamStop;
-
 type Waiter = { readonly resolve: (bytes: Buffer) => void; readonly reject: (error: Error) => void };
 
 /** The dispatch handler of one exchange, and the answer it becomes once its headers arrive. */
@@ -40,14 +37,12 @@ export class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamRespons
   private controller: Dispatcher.DispatchController | undefined;
   /** Why the exchange was aborted by its signal (before or after it started). */
   private abortedBy: Error | undefined;
-  private answered = false;
   private ended = false;
   private failure: Error | undefined;
   private held: Buffer[] = [];
   private heldBytes = 0;
   private stream: Readable | undefined;
   private wanted: Waiter | undefined;
-  private readonly signal: UpstreamSignal;
   private readonly onAbort = (): void => this.abortBy(abortReason(this.signal));
 
   constructor(
@@ -55,13 +50,13 @@ export class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamRespons
     private readonly refuse: (error: Error) => void,
     /** Gives the connection's slot back (called once). */
     private release: (() => void) | undefined,
-    signal: UpstreamSignal,
+    /** A client's AbortSignal, or Tollgate's own stop (upstream-stop.ts). */
+    private readonly signal: LeaveSignal,
     /** The request's body, destroyed with the exchange when it is a stream (as `request()` did). */
     private readonly requestBody: Buffer | Readable | undefined,
   ) {
-    this.signal = signal;
     if (signal.aborted) this.abortedBy = abortReason(signal);
-    else listen(signal, this.onAbort);
+    else signal.addEventListener('abort', this.onAbort, { once: true });
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -74,7 +69,6 @@ export class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamRespons
     if (statusCode < 200) return;
     this.status = statusCode;
     this.headers = headers;
-    this.answered = true;
     this.answer(this);
   }
 
@@ -98,11 +92,12 @@ export class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamRespons
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     this.failure = error;
     this.finish();
-    if (isStream(this.requestBody) && !this.requestBody.destroyed) {
+    if (this.requestBody instanceof Readable && !this.requestBody.destroyed) {
       this.requestBody.on('error', noop);
       this.requestBody.destroy(error);
     }
-    if (!this.answered) return this.refuse(error);
+    // No status yet: the headers never came.
+    if (this.status === 0) return this.refuse(error);
     // As request() did: the error reaches the reader's listeners, and none is no crash.
     if (this.stream !== undefined) this.stream.on('error', noop).destroy(error);
     else this.wanted?.reject(error);
@@ -155,7 +150,7 @@ export class UpstreamCall implements Dispatcher.DispatchHandler, UpstreamRespons
 
   /** The exchange is over: its slot given back, its signal no longer listened to. */
   private finish(): void {
-    unlisten(this.signal, this.onAbort);
+    this.signal.removeEventListener('abort', this.onAbort);
     const release = this.release;
     this.release = undefined;
     release?.();
@@ -182,23 +177,9 @@ export class ReheadedAnswer implements UpstreamResponse {
   }
 }
 
-function abortReason(signal: UpstreamSignal): Error {
+function abortReason(signal: LeaveSignal): Error {
   const reason: unknown = 'reason' in signal ? signal.reason : undefined;
   return reason instanceof Error ? reason : new undiciErrors.RequestAbortedError();
-}
-
-function listen(signal: UpstreamSignal, listener: () => void): void {
-  if ('addEventListener' in signal) signal.addEventListener('abort', listener, { once: true });
-  else signal.once('abort', listener);
-}
-
-function unlisten(signal: UpstreamSignal, listener: () => void): void {
-  if ('removeEventListener' in signal) signal.removeEventListener('abort', listener);
-  else signal.removeListener('abort', listener);
-}
-
-function isStream(body: Buffer | Readable | undefined): body is Readable {
-  return body !== undefined && !Buffer.isBuffer(body);
 }
 
 function noop(): void {}
