@@ -38,6 +38,12 @@ export interface LedgerWriterOptions {
    * commit of its own. Default 5.
    */
   readonly settleDelayMs?: number;
+  /**
+   * Longest a pending row waits for others to share its commit, under load (ms): only while at least
+   * four requests are in flight and the previous pending row came less than this ago. 0 commits every
+   * pending row on the next turn. Default 2.
+   */
+  readonly groupWindowMs?: number;
   /** Keeps budgets exact between commits. */
   readonly spend?: SpendListener;
   /**

@@ -16,6 +16,9 @@
  *   under `(other)`, and a new end user with its own limits or budget makes
  *   `begin` reject with 429 `too_many_end_users` (nothing is written).
  *
+ * Under load a pending row may wait up to `groupWindowMs` for the rows around
+ * it to share its commit (commit-timers.ts: when the writer commits).
+ *
  * Locking: every transaction is `BEGIN IMMEDIATE` (the write lock is taken up
  * front, so SQLite's busy handler applies and no read-to-write upgrade can
  * fail with SQLITE_BUSY_SNAPSHOT). SQLite waits for a lock by sleeping in
@@ -38,6 +41,7 @@ import { DEFAULT_NAME_BOUNDS, exactMaskOf } from '../../domain/rollup-names.js';
 import type { Completion, LedgerWriter, PendingEntry, Rejection, SpendChange } from '../ledger.js';
 import { NameBound, REFUSED } from './name-bound.js';
 import { RefusalAllowance } from './refusal-allowance.js';
+import { CommitTimers } from './commit-timers.js';
 import { contributionOf, prepareRollupStatements, RollupDeltas, type Contribution, type RollupStatements } from './ledger-rollups.js';
 import {
   completionRow,
@@ -85,9 +89,7 @@ export class SqliteLedgerWriter implements LedgerWriter {
   /** Consecutive busy commits: the retry delay grows with it. */
   private busyStreak = 0;
   private readonly contributions = new Map<string, Contribution>();
-  private scheduled: NodeJS.Immediate | undefined;
-  private delayed: NodeJS.Timeout | undefined;
-  private readonly settleDelayMs: number;
+  private readonly timers: CommitTimers;
   private closed = false;
   private lastCommitFailed = false;
   private readonly statements: LedgerStatements;
@@ -104,7 +106,7 @@ export class SqliteLedgerWriter implements LedgerWriter {
     this.sqlite = database.ledgerConnection(Math.max(0, Math.floor(options.busyWaitMs ?? 10)));
     this.options = options;
     this.maxBatch = options.maxBatch ?? 2000;
-    this.settleDelayMs = options.settleDelayMs ?? 5;
+    this.timers = new CommitTimers(this.commitDue, this.commitDelayed, Math.max(0, options.groupWindowMs ?? 2), options.settleDelayMs ?? 5);
     this.maxLockWaitMs = options.maxLockWaitMs ?? 10_000;
     this.refusalAllowance = new RefusalAllowance(options.refusalRowsPerMinute ?? 60);
     this.statements = prepareLedgerStatements(this.sqlite);
@@ -117,9 +119,10 @@ export class SqliteLedgerWriter implements LedgerWriter {
   begin(entry: PendingEntry): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the ledger writer is closed'));
     return new Promise<void>((resolve, reject) => {
-      this.begins.push({ entry, queuedAt: performance.now(), resolve, reject });
+      const queuedAt = performance.now();
+      this.begins.push({ entry, queuedAt, resolve, reject });
       this.options.spend?.queuedChange(spendOfBegin(entry));
-      this.schedule();
+      this.timers.pendingRow(queuedAt, this.contributions.size);
     });
   }
 
@@ -128,7 +131,7 @@ export class SqliteLedgerWriter implements LedgerWriter {
     this.completions.push(completion);
     const change = this.spendOfCompletion(completion);
     if (change !== undefined) this.options.spend?.queuedChange(change);
-    this.scheduleLater();
+    this.timers.settleDelay();
   }
 
   /** The spend a settlement adds: actual − estimate, filed under the request's day. */
@@ -152,7 +155,7 @@ export class SqliteLedgerWriter implements LedgerWriter {
       rollupModel: truncateForStorage(rollupModel, REFUSAL_MODEL_CHARS),
       raw: this.refusalAllowance.take(rejection.keyId, rejection.createdAt),
     });
-    this.scheduleLater();
+    this.timers.settleDelay();
   }
 
   /** Operations waiting for the next commit. */
@@ -172,44 +175,25 @@ export class SqliteLedgerWriter implements LedgerWriter {
   /** Refuses further `begin`s and flushes; false when something could not be written. */
   close(): boolean {
     this.closed = true;
-    if (this.scheduled !== undefined) clearImmediate(this.scheduled);
-    if (this.delayed !== undefined) clearTimeout(this.delayed);
-    this.scheduled = undefined;
-    this.delayed = undefined;
+    this.timers.cancel();
     return this.flush();
   }
 
-  /**
-   * Commit on the next turn (a pending row is waiting for it). A settlement's timer, if one runs,
-   * is left to fire on what is queued then (often nothing): cleared here and set again by the next
-   * settlement, it was a timer made and cleared per request, and Node adds and deletes its list of
-   * that duration each time, through V8's slow property paths (docs/performance.md, "Slow paths the
-   * profile named").
-   */
-  private schedule(): void {
-    if (this.scheduled !== undefined) return;
-    this.scheduled = setImmediate(() => {
-      this.scheduled = undefined;
-      this.commitNow();
-      // Work left over past maxBatch goes in the next turn.
-      if (this.queueDepth > 0 && !this.lastCommitFailed) {
-        if (this.begins.length > 0) this.schedule();
-        else this.scheduleLater();
-      }
-    });
-  }
+  /** The next turn or the group window came (commit-timers.ts). Work left over past maxBatch goes in the next turn. */
+  private readonly commitDue = (): void => {
+    this.commitNow();
+    if (this.queueDepth > 0 && !this.lastCommitFailed) {
+      if (this.begins.length > 0) this.timers.nextTurn();
+      else this.timers.settleDelay();
+    }
+  };
 
-  /** Commit within settleDelayMs, or sooner with the next pending row. */
-  private scheduleLater(): void {
-    if (this.scheduled !== undefined || this.delayed !== undefined) return;
-    this.delayed = setTimeout(() => {
-      this.delayed = undefined;
-      // After a failed commit its retry is on its way (retryAfter), and commits what waits.
-      if (this.lastCommitFailed) return;
-      this.commitNow();
-      if (this.queueDepth > 0 && !this.lastCommitFailed) this.scheduleLater();
-    }, this.settleDelayMs);
-  }
+  /** The settle delay came. After a failed commit its retry is on its way (retryAfter), and commits what waits. */
+  private readonly commitDelayed = (): void => {
+    if (this.lastCommitFailed) return;
+    this.commitNow();
+    if (this.queueDepth > 0 && !this.lastCommitFailed) this.timers.settleDelay();
+  };
 
   private commitNow(): void {
     const begins = this.begins.splice(0, this.maxBatch);
@@ -377,8 +361,8 @@ export class SqliteLedgerWriter implements LedgerWriter {
   private retryAfter(delayMs: number): void {
     setTimeout(() => {
       this.lastCommitFailed = false;
-      if (this.begins.length > 0) this.schedule();
-      else if (this.queueDepth > 0) this.scheduleLater();
+      if (this.begins.length > 0) this.timers.nextTurn();
+      else if (this.queueDepth > 0) this.timers.settleDelay();
     }, delayMs).unref();
   }
 }

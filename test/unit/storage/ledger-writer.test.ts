@@ -1,5 +1,5 @@
 /** The ledger writer on a real SQLite file: durability before forwarding, batching, exactly-once, rollups. */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import Database from 'better-sqlite3';
 import { SqliteLedgerWriter } from '../../../src/storage/sqlite/ledger-writer.js';
@@ -101,6 +101,58 @@ describe('LedgerWriter', () => {
     writer.complete(completion('req-2'));
     await waitFor(() => statusOf('req-2') === 'ok', 'the lone settlement to commit');
     expect(commits).toEqual([1, 2, 1]);
+  });
+
+  it('under load lets a pending row wait up to the group window for the rows around it; one client at a time never waits', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
+    try {
+      const { db, keyId, writer, commits } = setup();
+      const committed = (id: string): boolean => db.database.sqlite.prepare('SELECT 1 FROM ledger WHERE request_id = ?').get(id) !== undefined;
+      const begun = new Set<string>();
+      const begin = (id: string): void => void writer.begin(pending(keyId, id)).then(() => begun.add(id));
+      // Fewer than four in flight: each pending row commits on the next turn, however close together they come.
+      for (const id of ['req-1', 'req-2', 'req-3', 'req-4']) {
+        begin(id);
+        await vi.advanceTimersByTimeAsync(0);
+        expect(begun.has(id)).toBe(true);
+        await vi.advanceTimersByTimeAsync(1);
+      }
+      expect(commits).toEqual([1, 1, 1, 1]);
+      // Four in flight and the last pending row 1 ms ago: the next waits the 2 ms window, and the one after shares its commit.
+      begin('req-5');
+      await vi.advanceTimersByTimeAsync(1);
+      expect(committed('req-5')).toBe(false);
+      begin('req-6');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(committed('req-5')).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect([committed('req-5'), committed('req-6'), begun.has('req-5'), begun.has('req-6')]).toEqual([true, true, true, true]);
+      expect(commits).toEqual([1, 1, 1, 1, 2]);
+      // A quiet spell: the next pending row commits on the next turn again.
+      await vi.advanceTimersByTimeAsync(10);
+      begin('req-7');
+      await vi.advanceTimersByTimeAsync(0);
+      expect(begun.has('req-7')).toBe(true);
+      expect(commits).toEqual([1, 1, 1, 1, 2, 1]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('commits a pending row waiting for its group at once on close', async () => {
+    const { db, keyId } = setup();
+    const commits: number[] = [];
+    const writer = new SqliteLedgerWriter(db.database, { groupWindowMs: 60_000, onCommit: (stats) => commits.push(stats.rows) });
+    const statusOf = (id: string): unknown =>
+      (db.database.sqlite.prepare('SELECT status FROM ledger WHERE request_id = ?').get(id) as { status: string } | undefined)?.status;
+    for (let i = 1; i <= 4; i += 1) await writer.begin(pending(keyId, `req-${i}`));
+    const grouped = writer.begin(pending(keyId, 'req-5'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(statusOf('req-5')).toBeUndefined();
+    expect(writer.close()).toBe(true);
+    expect(statusOf('req-5')).toBe('pending');
+    await grouped;
+    expect(commits).toEqual([1, 1, 1, 1, 1]);
   });
 
   it('settles a request exactly once; a second completion changes nothing', async () => {
