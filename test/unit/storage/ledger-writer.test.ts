@@ -34,6 +34,11 @@ function busyCount(db: TempDatabase): number {
   return busyCounts.get(db) ?? 0;
 }
 
+/** A request's ledger status, or undefined while its row is not committed. */
+function statusOf(db: TempDatabase, id: string): unknown {
+  return (db.database.sqlite.prepare('SELECT status FROM ledger WHERE request_id = ?').get(id) as { status: string } | undefined)?.status;
+}
+
 const T0 = Date.parse('2026-11-21T10:00:00Z');
 
 function pending(keyId: string, id: string, overrides: Partial<PendingEntry> = {}): PendingEntry {
@@ -91,15 +96,13 @@ describe('LedgerWriter', () => {
 
   it('commits a settlement with the next pending row, and on its own when no pending row comes', async () => {
     const { db, keyId, writer, commits } = setup();
-    const statusOf = (id: string): unknown =>
-      (db.database.sqlite.prepare('SELECT status FROM ledger WHERE request_id = ?').get(id) as { status: string } | undefined)?.status;
     await writer.begin(pending(keyId, 'req-1'));
     writer.complete(completion('req-1'));
     await writer.begin(pending(keyId, 'req-2'));
-    expect(statusOf('req-1')).toBe('ok');
+    expect(statusOf(db, 'req-1')).toBe('ok');
     expect(commits).toEqual([1, 2]);
     writer.complete(completion('req-2'));
-    await waitFor(() => statusOf('req-2') === 'ok', 'the lone settlement to commit');
+    await waitFor(() => statusOf(db, 'req-2') === 'ok', 'the lone settlement to commit');
     expect(commits).toEqual([1, 2, 1]);
   });
 
@@ -107,7 +110,7 @@ describe('LedgerWriter', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
     try {
       const { db, keyId, writer, commits } = setup();
-      const committed = (id: string): boolean => db.database.sqlite.prepare('SELECT 1 FROM ledger WHERE request_id = ?').get(id) !== undefined;
+      const committed = (id: string): boolean => statusOf(db, id) !== undefined;
       const begun = new Set<string>();
       const begin = (id: string): void => void writer.begin(pending(keyId, id)).then(() => begun.add(id));
       // Fewer than four in flight: each pending row commits on the next turn, however close together they come.
@@ -143,14 +146,12 @@ describe('LedgerWriter', () => {
     const { db, keyId } = setup();
     const commits: number[] = [];
     const writer = new SqliteLedgerWriter(db.database, { groupWindowMs: 60_000, onCommit: (stats) => commits.push(stats.rows) });
-    const statusOf = (id: string): unknown =>
-      (db.database.sqlite.prepare('SELECT status FROM ledger WHERE request_id = ?').get(id) as { status: string } | undefined)?.status;
     for (let i = 1; i <= 4; i += 1) await writer.begin(pending(keyId, `req-${i}`));
     const grouped = writer.begin(pending(keyId, 'req-5'));
     await new Promise((resolve) => setImmediate(resolve));
-    expect(statusOf('req-5')).toBeUndefined();
+    expect(statusOf(db, 'req-5')).toBeUndefined();
     expect(writer.close()).toBe(true);
-    expect(statusOf('req-5')).toBe('pending');
+    expect(statusOf(db, 'req-5')).toBe('pending');
     await grouped;
     expect(commits).toEqual([1, 1, 1, 1, 1]);
   });
