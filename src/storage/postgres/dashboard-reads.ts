@@ -16,7 +16,7 @@ import { pgUnavailable } from '../../domain/errors.js';
 import { queryPgSpend } from './spend-reads.js';
 import type { SpendQuery, SpendReport, SpendTotals } from '../spend-reads.js';
 import { addDays, dayEndMs, dayStartMs, monthStartOf, calendarDay, periodStart } from '../../domain/calendar.js';
-import { DirectoryCache, type Directory, type StoredKeyRow, type StoredTenantRow } from '../directory.js';
+import { DirectoryCache, KEY_VERSIONS_SQL, type Directory, type StoredKeyRow, type StoredTenantRow } from '../directory.js';
 import {
   addTotals,
   byKey,
@@ -82,10 +82,7 @@ export class PostgresDashboardReads implements DashboardReads {
   }
 
   async directory(): Promise<Directory> {
-    const [versions] = await this.rows<{ keys: number; tenants: number }>(
-      'SELECT (SELECT coalesce(max(version), 0) FROM api_keys) AS keys, (SELECT coalesce(max(version), 0) FROM tenants) AS tenants',
-      [],
-    );
+    const [versions] = await this.rows<{ keys: number; tenants: number }>(KEY_VERSIONS_SQL, []);
     const signature = `${versions!.keys}:${versions!.tenants}`;
     const current = this.directoryCache.current(signature);
     if (current !== undefined) return current;

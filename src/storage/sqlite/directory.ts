@@ -1,6 +1,6 @@
 /** The dashboard's key directory (../directory.ts) read from a node's SQLite file. */
 import type Database from 'better-sqlite3';
-import { DirectoryCache, type Directory, type StoredKeyRow, type StoredTenantRow } from '../directory.js';
+import { DirectoryCache, KEY_VERSIONS_SQL, type Directory, type StoredKeyRow, type StoredTenantRow } from '../directory.js';
 
 /** Reads the directory from SQLite, keeping the last one while no key or tenant changed. */
 export class DirectoryReader {
@@ -9,7 +9,7 @@ export class DirectoryReader {
 
   constructor(sqlite: Database.Database) {
     this.statements = {
-      versions: sqlite.prepare('SELECT (SELECT coalesce(max(version), 0) FROM api_keys) AS keys, (SELECT coalesce(max(version), 0) FROM tenants) AS tenants'),
+      versions: sqlite.prepare(KEY_VERSIONS_SQL),
       keys: sqlite.prepare(
         `SELECT k.id, k.name, k.tenant_id AS tenantId, t.name AS tenant, k.prefix, k.created_at AS createdAt,
            k.revoked_at AS revokedAt, k.expires_at AS expiresAt, k.suspended_at AS suspendedAt, k.policy

@@ -8,6 +8,7 @@
  * Every change bumps the row's `version` (one more than the table's maximum,
  * inside the writing transaction), so a proxy polling `max(version)` sees it.
  */
+import type Database from 'better-sqlite3';
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { TollgateError } from '../../domain/errors.js';
 import type { TollgateDatabase } from './open.js';
@@ -17,6 +18,7 @@ import { generateKey, hashKey, newId, visiblePrefix } from '../key-format.js';
 import { readStoredPolicy } from '../../domain/policy-json.js';
 import { changeRunaway, runawayFields, type RunawayChange } from '../../domain/owner-pauses.js';
 import { checkName, checkPolicy, mergePolicy, storedPolicy, tenantPolicy } from '../key-rules.js';
+import { KEY_VERSIONS_SQL } from '../directory.js';
 import type { KeyListOptions, KeyLookups, KeyStore } from '../keys.js';
 import {
   keyStatusOf,
@@ -38,6 +40,8 @@ import { appendAudit } from './audit.js';
 export class SqliteKeyStore implements KeyLookups {
   private readonly database: TollgateDatabase;
   private readonly now: () => number;
+  /** The key cache's poll ({@link SqliteKeyStore.versions}), prepared on first use. */
+  private versionsStatement: Database.Statement | undefined;
 
   constructor(database: TollgateDatabase, now: () => number = Date.now) {
     this.database = database;
@@ -347,13 +351,16 @@ export class SqliteKeyStore implements KeyLookups {
 
   // ---- the proxy's lookups -------------------------------------------------
 
-  /** Highest version of keys and of tenants: a change anywhere moves one of them. */
+  /**
+   * Highest version of keys and of tenants: a change anywhere moves one of them. Prepared once: the key
+   * cache polls it four times a second, and a prepare each time cost five times the read (20 against
+   * 4 µs measured alone; more still in code that runs too seldom to be optimised).
+   */
   versions(): { keys: number; tenants: number } {
-    const row = this.database.sqlite
-      .prepare('SELECT (SELECT coalesce(max(version), 0) FROM api_keys) AS keys, (SELECT coalesce(max(version), 0) FROM tenants) AS tenants')
-      .get() as { keys: number; tenants: number };
-    return row;
+    this.versionsStatement ??= this.database.sqlite.prepare(KEY_VERSIONS_SQL);
+    return this.versionsStatement.get() as { keys: number; tenants: number };
   }
+
 
   authKeyById(id: string): AuthKey | undefined {
     const row = this.db.select().from(apiKeys).where(eq(apiKeys.id, id)).get();
