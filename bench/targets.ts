@@ -20,9 +20,13 @@
  *   chunks and each chunk's relay delay, p50 / p99 directly, through the bare
  *   hop and through Tollgate, and what each adds (target: Tollgate's added
  *   chunk gap at p99 ≤ 1 ms over the bare hop's);
- * - a stall run: Tollgate at half its measured maximum for `--stall-minutes`
- *   (default 5), with bench/stall-probe.ts loaded, reporting every event-loop
- *   stall over 10 ms, the worst, and whether a GC pause overlapped it.
+ * - a stall run: half of Tollgate's measured maximum for `--stall-minutes`
+ *   (default 5) through each proxy, both with bench/stall-probe.ts loaded, in
+ *   halves taking turns (so the stall run takes twice that), reporting for
+ *   each every event-loop stall over 10 ms, the worst, whether a GC pause
+ *   overlapped it and how much of the stalls' time its loop waited for the
+ *   core. The bare hop's are the floor: what this machine does to any Node
+ *   process at that rate, however little it does per request.
  *
  * Run: npm run bench -- targets [--quick] [--stall-minutes N]
  *   or npx tsx bench/targets.ts [--quick] [--stall-minutes N] [--sse-streams N] [--only sse-gap]
@@ -122,18 +126,19 @@ export async function runTargetsBench(options: {
   pin(process.pid, 0);
   const fake = await startChild(['bench/fake-upstream-server.ts', UPSTREAM_KEY]);
   pin(fake.process.pid!, 0);
-  const bare = await startChild([plainJs('bench/bare-proxy.ts'), fake.url]);
+  const stallFiles = { bare: join(scratch, 'bare-stalls.json'), tollgate: join(scratch, 'stalls.json') };
+  const stallProbe = ['--import', plainJs('bench/stall-probe.ts')];
+  const bare = await startChild([plainJs('bench/bare-proxy.ts'), fake.url], { TOLLGATE_BENCH_STALL_FILE: stallFiles.bare }, stallProbe);
   pin(bare.process.pid!, 1);
   const dbPath = join(scratch, 'bench.db');
   const key = issueBenchKey(dbPath);
-  const stallFile = join(scratch, 'stalls.json');
   const tollgate = await startTollgate(
     {
       TOLLGATE_DB: dbPath,
       TOLLGATE_UPSTREAM_URL: fake.url,
       TOLLGATE_UPSTREAM_KEY: UPSTREAM_KEY,
       TOLLGATE_LOG_LEVEL: 'info',
-      TOLLGATE_BENCH_STALL_FILE: stallFile,
+      TOLLGATE_BENCH_STALL_FILE: stallFiles.tollgate,
     },
     options.nodeArgs ?? [],
     ['bench/stall-probe.ts'],
@@ -174,12 +179,13 @@ export async function runTargetsBench(options: {
   const p99 = series();
   const sse16 = series();
   let fixedErrors = 0;
-  let stall: ReturnType<typeof worstStall> | undefined;
-  let stallP99 = 0;
+  let stall: Record<Name, ReturnType<typeof worstStall>> | undefined;
   let stallRate = 0;
-  let stallErrors = 0;
+  const stallLatencies = { bare: [] as number[], tollgate: [] as number[] };
+  const stallErrors = { bare: 0, tollgate: 0 };
   let loadSide: { sendLateP99: number; loopP99: number; loopMax: number } | undefined;
-  const stallWindow = { fromUs: 0, toUs: 0 };
+  /** Each proxy's turns in the stall run (monotonic µs): only its stalls within them count. */
+  const stallWindows = { bare: [] as { fromUs: number; toUs: number }[], tollgate: [] as { fromUs: number; toUs: number }[] };
   try {
     if (all) for (const name of names) await measureThroughput(target(name, false), 16, 1000); // JIT, pools, tokenizer
     await sseGap.warmUp();
@@ -209,21 +215,32 @@ export async function runTargetsBench(options: {
     await sseGap.stop();
     if (stallMs > 0) {
       stallRate = Math.round(median(rps16.tollgate) / 2);
-      process.stderr.write(`targets: stall run, ${stallRate} req/s for ${stallMs / 60_000} min\n`);
+      process.stderr.write(`targets: stall run, ${stallRate} req/s for ${stallMs / 60_000} min through each proxy\n`);
       const ownLoop = monitorEventLoopDelay({ resolution: 2 });
       ownLoop.enable();
-      stallWindow.fromUs = monotonicUs();
-      const result = await fixedRate(target('tollgate', false), stallRate, stallMs);
-      stallWindow.toUs = monotonicUs();
+      const sendLate: number[] = [];
+      // Two turns each, in a random order: drift over the run hits both alike.
+      for (const name of [...shuffled(names), ...shuffled(names)]) {
+        const fromUs = monotonicUs();
+        const result = await fixedRate(target(name, false), stallRate, stallMs / 2);
+        stallWindows[name].push({ fromUs, toUs: monotonicUs() });
+        stallErrors[name] += result.errors;
+        stallLatencies[name].push(...result.latencies);
+        sendLate.push(...result.sendLate);
+      }
       ownLoop.disable();
-      stallErrors = result.errors;
-      stallP99 = percentile(result.latencies, 99);
-      loadSide = { sendLateP99: percentile(result.sendLate, 99), loopP99: ownLoop.percentile(99) / 1e6, loopMax: ownLoop.max / 1e6 };
+      loadSide = { sendLateP99: percentile(sendLate, 99), loopP99: ownLoop.percentile(99) / 1e6, loopMax: ownLoop.max / 1e6 };
     }
   } finally {
     await Promise.all([tollgate.stop(), bare.stop(), fake.stop(), sseGap.stop()]);
   }
-  if (stallMs > 0) stall = worstStall(readStalls(stallFile, stallWindow.fromUs, stallWindow.toUs));
+  if (stallMs > 0) {
+    const stallsOf = (name: Name): StallReport => {
+      const turns = stallWindows[name].map((turn) => readStalls(stallFiles[name], turn.fromUs, turn.toUs));
+      return { ticks: turns[0]!.ticks, stalls: turns.flatMap((turn) => turn.stalls), gcs: turns[0]!.gcs };
+    };
+    stall = { bare: worstStall(stallsOf('bare')), tollgate: worstStall(stallsOf('tollgate')) };
+  }
   rmSync(scratch, { recursive: true, force: true });
 
   if (!all) return sseGap.results();
@@ -244,17 +261,31 @@ export async function runTargetsBench(options: {
   results.push(...serialResults(serial), ...sseGap.results());
   results.push({ name: 'fixed-rate errors', value: fixedErrors, unit: 'requests', note: 'non-200 or failed at 500 req/s' });
   if (stall !== undefined) {
-    results.push({ name: 'stall run rate', value: stallRate, unit: 'req/s', note: `half of tollgate's 16-connection median, ${stallMs / 60_000} min` });
-    results.push({ name: 'stall run p99', value: stallP99, unit: 'ms', note: `${stallErrors} errors` });
-    results.push({ name: 'event-loop stalls over 10 ms', value: stall.count, unit: 'stalls', note: 'during the stall run' });
-    results.push({ name: 'worst event-loop stall', value: stall.ms, unit: 'ms', note: stall.cause });
-    if (stall.waitShare !== undefined) {
+    results.push({
+      name: 'stall run rate',
+      value: stallRate,
+      unit: 'req/s',
+      note: `half of tollgate's 16-connection median, ${stallMs / 60_000} min through each proxy`,
+    });
+    for (const name of names) {
+      const label = name === 'bare' ? 'bare hop' : name;
+      const { count, ms, cause, waitShare } = stall[name];
+      results.push({ name: `stall run p99, ${label}`, value: percentile(stallLatencies[name], 99), unit: 'ms', note: `${stallErrors[name]} errors` });
       results.push({
-        name: 'stalls: loop waiting for the core',
-        value: stall.waitShare * 100,
-        unit: '%',
-        note: "of the stalls' time, the loop was ready but another thread of the process (V8's helpers, workers) had the core",
+        name: `event-loop stalls over 10 ms, ${label}`,
+        value: count,
+        unit: 'stalls',
+        note: name === 'bare' ? "the floor: what the machine does to a Node process that does almost nothing per request" : 'during its turns of the stall run',
       });
+      results.push({ name: `worst event-loop stall, ${label}`, value: ms, unit: 'ms', note: cause });
+      if (waitShare !== undefined) {
+        results.push({
+          name: `stalls: loop waiting for the core, ${label}`,
+          value: waitShare * 100,
+          unit: '%',
+          note: "of the stalls' time, the loop was ready but another thread (the process's own helpers, or another process) had the core",
+        });
+      }
     }
   }
   if (loadSide !== undefined) {
