@@ -275,7 +275,7 @@ export async function runTargetsBench(options: {
         name: `event-loop stalls over 10 ms, ${label}`,
         value: count,
         unit: 'stalls',
-        note: name === 'bare' ? "the floor: what the machine does to a Node process that does almost nothing per request" : 'during its turns of the stall run',
+        note: name === 'bare' ? 'the floor: what the machine does to a Node process that does almost nothing per request' : 'during its turns of the stall run',
       });
       results.push({ name: `worst event-loop stall, ${label}`, value: ms, unit: 'ms', note: cause });
       if (waitShare !== undefined) {

@@ -11,8 +11,7 @@ import { readStoredPolicy } from '../domain/policy-json.js';
  * key or tenant, by any process, moves one of them. The proxy's key cache polls it four times a
  * second, the dashboard's directory before every read.
  */
-export const KEY_VERSIONS_SQL =
-  'SELECT (SELECT coalesce(max(version), 0) FROM api_keys) AS keys, (SELECT coalesce(max(version), 0) FROM tenants) AS tenants';
+export const KEY_VERSIONS_SQL = 'SELECT (SELECT coalesce(max(version), 0) FROM api_keys) AS keys, (SELECT coalesce(max(version), 0) FROM tenants) AS tenants';
 
 /** A key as the dashboard lists it (never its hash or secret). */
 export interface KeyRecord {

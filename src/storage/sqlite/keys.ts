@@ -361,7 +361,6 @@ export class SqliteKeyStore implements KeyLookups {
     return this.versionsStatement.get() as { keys: number; tenants: number };
   }
 
-
   authKeyById(id: string): AuthKey | undefined {
     const row = this.db.select().from(apiKeys).where(eq(apiKeys.id, id)).get();
     return row === undefined ? undefined : toAuthKey(row);
