@@ -53,8 +53,9 @@ export interface LedgerWriterOptions {
   readonly maxLockWaitMs?: number;
   /**
    * Longest one commit attempt waits for the write lock inside SQLite, with
-   * the event loop blocked (ms); then it yields and tries again. Default 10.
-   * The busy timeout of the database's ledger connection, which its writers share.
+   * the event loop blocked (ms); then it yields and tries again. Default 0:
+   * a busy attempt is tried again on a timer, the loop never sleeps. The busy
+   * timeout of the database's ledger connection, which its writers share.
    */
   readonly busyWaitMs?: number;
   /** Called each time a commit found the database busy and will try again (metrics). */
