@@ -23,8 +23,8 @@
  * front, so SQLite's busy handler applies and no read-to-write upgrade can
  * fail with SQLITE_BUSY_SNAPSHOT). SQLite waits for a lock by sleeping in
  * its busy handler, on the event loop (better-sqlite3 is synchronous): 1, 2,
- * then 5 ms, so a lock held 3 ms cost every request 8 ms. The writer commits
- * on a connection of its own (open.ts, `ledgerConnection`) whose busy timeout
+ * then 5 ms, so a lock taken for 3 ms stopped every request in flight for 8.
+ * The writer commits on a connection of its own (open.ts, `ledgerConnection`) whose busy timeout
  * is `busyWaitMs`, 0 unless told otherwise, while the shared connection keeps
  * its longer one for key administration (docs/performance.md, "The ledger's
  * commit, page by page" and "The loop asleep in SQLite's busy handler").
