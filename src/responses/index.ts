@@ -110,7 +110,7 @@ export function createBackgroundResponses(deps: {
     start: () => poller.start(),
     close: () => {
       // On disk first: releasing a claim needs the row.
-      if (!store.flush()) deps.logger.error('stored responses could not be written at shutdown');
+      if (!store.close()) deps.logger.error('stored responses could not be written at shutdown');
       poller.close();
     },
   };

@@ -106,6 +106,22 @@ export function truncateForStorage(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/** The busy timeout of a writer's last flush at shutdown (ms), the shared connection's. */
+const SHUTDOWN_BUSY_MS = 5000;
+
+/**
+ * Lets the ledger connection's last commits wait for the lock. Until shutdown a commit never sleeps
+ * for it on the event loop (busy timeout 0, tried again on a timer: docs/performance.md, "The loop
+ * asleep in SQLite's busy handler"); then there is no later turn and the last rows must be written.
+ */
+export function waitForLockAtShutdown(connection: Database.Database): void {
+  try {
+    connection.pragma(`busy_timeout = ${SHUTDOWN_BUSY_MS}`);
+  } catch {
+    // Already closed: the flush that follows fails and says so.
+  }
+}
+
 /** SQLite's "database is locked/busy" result codes (extended codes included). */
 export function isBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;

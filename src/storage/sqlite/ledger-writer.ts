@@ -61,6 +61,7 @@ import {
   type LedgerWriterOptions,
   type QueuedRejection,
   type Waiter,
+  waitForLockAtShutdown,
 } from './ledger-writer-rows.js';
 
 export type { LedgerWriterOptions } from './ledger-writer-rows.js';
@@ -174,10 +175,11 @@ export class SqliteLedgerWriter implements LedgerWriter {
     return true;
   }
 
-  /** Refuses further `begin`s and flushes; false when something could not be written. */
+  /** Refuses further `begin`s and flushes, waiting for the lock if it must; false when something could not be written. */
   close(): boolean {
     this.closed = true;
     this.timers.cancel();
+    waitForLockAtShutdown(this.sqlite);
     return this.flush();
   }
 

@@ -7,7 +7,12 @@
  * commit of its own cost each one 0.14–0.3 ms on a busy 2-core machine,
  * 13 µs each in batches of 100) and are found in
  * memory until then, so the key sees its response at once; other processes
- * sharing the file see it a turn later.
+ * sharing the file see it a turn later. Those commits go through the ledger
+ * writer's connection (open.ts, `ledgerConnection`), whose busy timeout is 0:
+ * a commit that finds the file locked (the WAL checkpointer restarting the
+ * WAL, another process) is tried again shortly instead of sleeping in
+ * SQLite's busy handler on the event loop (docs/performance.md, "The loop
+ * asleep in SQLite's busy handler").
  *
  * Beside its owner, a response keeps what continuing it bills (its settled
  * input plus output tokens, `billed_tokens`), and its items — the output
@@ -32,8 +37,12 @@
  * upstream at once, and the creating node's next poll settles the job.
  */
 import type Database from 'better-sqlite3';
+import { isBusy, waitForLockAtShutdown } from './ledger-writer-rows.js';
 import type { TollgateDatabase } from './open.js';
 import type { NewResponse, SharedResponseRow, SharedResponses, StoredResponse, UnclaimedJob } from '../responses.js';
+
+/** How soon a flush that found the file locked is tried again (ms). */
+const BUSY_RETRY_MS = 2;
 
 interface ResponseRow {
   readonly key_id: string;
@@ -43,34 +52,59 @@ interface ResponseRow {
 }
 
 export class ResponseStore {
-  private readonly sqlite: Database.Database;
   private readonly statements: ReturnType<ResponseStore['prepare']>;
+  /** The ledger connection, which the flushes write on. */
+  private readonly writes: Database.Database;
+  /** One flush's writes, on the ledger connection, its transaction built once. */
+  private readonly writeBatch: (entries: readonly NewResponse[], billed: ReadonlyArray<readonly [string, number]>) => void;
   private readonly onError: (error: unknown) => void;
   /** Remembered, not committed yet. */
   private readonly queued = new Map<string, NewResponse>();
   /** Usage learned for responses already committed, not written yet. */
   private readonly billed = new Map<string, number>();
-  private scheduled: NodeJS.Immediate | NodeJS.Timeout | undefined;
+  /** The flush of this turn's responses. */
+  private turn: NodeJS.Immediate | undefined;
+  /**
+   * The retry of a flush that failed. Kept apart from {@link turn}: `clearImmediate` given a
+   * Timeout corrupts Node's queue of immediates, and no `setImmediate` in the process runs again.
+   */
+  private retry: NodeJS.Timeout | undefined;
   /** What the other nodes stored, on a replica (PostgreSQL's `responses`). */
   private readonly shared: SharedResponses | undefined;
 
   constructor(database: TollgateDatabase, options: { onError?: (error: unknown) => void; shared?: SharedResponses | undefined } = {}) {
-    this.sqlite = database.sqlite;
     this.statements = this.prepare(database.sqlite);
     this.onError = options.onError ?? (() => undefined);
+    const writes = database.ledgerConnection();
+    this.writes = writes;
+    const insert = writes.prepare(
+      `INSERT INTO responses (id, key_id, request_id, created_at, unsettled, claimed_until, item_of, billed_tokens)
+       VALUES (@id, @keyId, @requestId, @createdAt, @unsettled, @claimedUntil, @itemOf, @billedTokens)
+       ON CONFLICT(id) DO NOTHING`,
+    );
+    const setBilled = writes.prepare('UPDATE responses SET billed_tokens = ? WHERE id = ? AND item_of IS NULL AND billed_tokens IS NULL');
+    this.writeBatch = writes.transaction((entries: readonly NewResponse[], billed: ReadonlyArray<readonly [string, number]>) => {
+      for (const entry of entries) {
+        insert.run({
+          id: entry.id,
+          keyId: entry.keyId,
+          requestId: entry.requestId,
+          createdAt: entry.createdAt,
+          unsettled: entry.background ? 1 : 0,
+          claimedUntil: entry.background ? entry.claimedUntil : 0,
+          itemOf: entry.itemOf ?? null,
+          billedTokens: entry.billedTokens ?? null,
+        });
+      }
+      for (const [id, tokens] of billed) setBilled.run(tokens, id);
+    }).immediate;
     this.shared = options.shared;
   }
 
   private prepare(s: Database.Database) {
     return {
-      insert: s.prepare(
-        `INSERT INTO responses (id, key_id, request_id, created_at, unsettled, claimed_until, item_of, billed_tokens)
-         VALUES (@id, @keyId, @requestId, @createdAt, @unsettled, @claimedUntil, @itemOf, @billedTokens)
-         ON CONFLICT(id) DO NOTHING`,
-      ),
       response: s.prepare('SELECT key_id, request_id, created_at, billed_tokens FROM responses WHERE id = ? AND deleted_at IS NULL AND item_of IS NULL'),
       itemOwner: s.prepare('SELECT key_id FROM responses WHERE id = ? AND deleted_at IS NULL AND item_of IS NOT NULL'),
-      setBilled: s.prepare('UPDATE responses SET billed_tokens = ? WHERE id = ? AND item_of IS NULL AND billed_tokens IS NULL'),
       markDeleted: s.prepare('UPDATE responses SET deleted_at = @now WHERE (id = @id OR item_of = @id) AND deleted_at IS NULL'),
       // Only once the ledger row is settled on disk: a crash in between must leave the job to take over.
       settled: s.prepare(
@@ -97,40 +131,33 @@ export class ResponseStore {
    */
   remember(entry: NewResponse): void {
     this.queued.set(entry.id, { ...entry });
-    this.scheduled ??= setImmediate(() => this.flush());
+    this.turn ??= setImmediate(() => this.flush());
+  }
+
+  /** The last flush, at shutdown: waits for the lock if it must; false when the rows could not be written. */
+  close(): boolean {
+    waitForLockAtShutdown(this.writes);
+    return this.flush();
   }
 
   /** Commits what was remembered; false when the commit failed (it is retried). */
   flush(): boolean {
-    if (this.scheduled !== undefined) {
-      clearImmediate(this.scheduled as NodeJS.Immediate);
-      clearTimeout(this.scheduled as NodeJS.Timeout);
-      this.scheduled = undefined;
-    }
+    if (this.turn !== undefined) clearImmediate(this.turn);
+    if (this.retry !== undefined) clearTimeout(this.retry);
+    this.turn = undefined;
+    this.retry = undefined;
     if (this.queued.size === 0 && this.billed.size === 0) return true;
     const entries = [...this.queued.values()];
     const billed = [...this.billed];
     try {
-      this.sqlite.transaction(() => {
-        for (const entry of entries) {
-          this.statements.insert.run({
-            id: entry.id,
-            keyId: entry.keyId,
-            requestId: entry.requestId,
-            createdAt: entry.createdAt,
-            unsettled: entry.background ? 1 : 0,
-            claimedUntil: entry.background ? entry.claimedUntil : 0,
-            itemOf: entry.itemOf ?? null,
-            billedTokens: entry.billedTokens ?? null,
-          });
-        }
-        for (const [id, tokens] of billed) this.statements.setBilled.run(tokens, id);
-      })();
+      this.writeBatch(entries, billed);
     } catch (error) {
-      this.onError(error);
-      // A locked or full disk: try again shortly rather than on every turn.
-      this.scheduled = setTimeout(() => this.flush(), 100);
-      this.scheduled.unref();
+      // Locked (a WAL restart holds the lock a few ms): soon, and nothing to report. A full or broken
+      // disk: said, and tried again shortly rather than on every turn.
+      const busy = isBusy(error);
+      if (!busy) this.onError(error);
+      this.retry = setTimeout(() => this.flush(), busy ? BUSY_RETRY_MS : 100);
+      this.retry.unref();
       return false;
     }
     for (const entry of entries) if (this.queued.get(entry.id) === entry) this.queued.delete(entry.id);
@@ -252,7 +279,7 @@ export class ResponseStore {
     const queued = this.queued.get(id);
     if (queued !== undefined) queued.billedTokens ??= tokens;
     else this.billed.set(id, tokens);
-    this.scheduled ??= setImmediate(() => this.flush());
+    this.turn ??= setImmediate(() => this.flush());
   }
 
   /** Deletes a response and its items (here; the deletion ships to every node on a replica). */

@@ -7,7 +7,7 @@ import type { Completion, LedgerWriter, PendingEntry } from '../../../src/storag
 import { calendarDay } from '../../../src/domain/calendar.js';
 import { SqliteKeyStore as KeyStore } from '../../../src/storage/sqlite/keys.js';
 import { openDatabase } from '../../../src/storage/sqlite/open.js';
-import { openTempDatabase, type TempDatabase } from '../../support/db.js';
+import { holdWriteLock, openTempDatabase, type TempDatabase } from '../../support/db.js';
 import { expectLongerRollupsEqualRows } from './rollup-checks.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -420,6 +420,17 @@ describe('LedgerWriter', () => {
     // The shared connection sees what the writer's committed, and still waits a minute for the lock.
     expect(db.database.sqlite.prepare('SELECT count(*) AS n FROM ledger').get()).toEqual({ n: 2 });
     expect(db.database.sqlite.pragma('busy_timeout', { simple: true })).toBe(60000);
+  });
+
+  it('waits for the lock at close: the last settlements are written even while another process holds it', async () => {
+    const { db, keyId, writer } = setup();
+    await writer.begin(pending(keyId, 'last'));
+    // A WAL restart, or another process's commit, holds the lock as the proxy shuts down.
+    const lock = await holdWriteLock(db.path, 300);
+    writer.complete(completion('last'));
+    expect(writer.close()).toBe(true);
+    expect(statusOf(db, 'last')).toBe('ok');
+    await lock.released;
   });
 
   it('writes an in-memory database on its one connection', async () => {
