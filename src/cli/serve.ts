@@ -10,6 +10,7 @@ import { commandName } from './command-name.js';
 import { randomBytes } from 'node:crypto';
 import { parseLimit } from '../domain/policy.js';
 import type { IpcChannel } from '../coordination/ipc-client.js';
+import { applyServingHeapFlags } from '../heap-flags.js';
 
 // The server and the fake upstream load only when a command needs them, so
 // the key and spend commands start quickly.
@@ -54,6 +55,8 @@ export function registerServeCommands(program: Command): void {
     .description('run the proxy (configured by TOLLGATE_* environment variables)')
     .option('--workers <n>', 'processes serving the port, or auto for one per core (default: TOLLGATE_WORKERS, else 1)')
     .action(async (options: { workers?: string }) => {
+      // Before the server's modules load and any collection judges their allocation sites (src/heap-flags.ts).
+      applyServingHeapFlags();
       const config = loadConfig();
       const main = await loadServer();
       if (cluster.isWorker) {
@@ -76,6 +79,7 @@ export function registerServeCommands(program: Command): void {
     .description('run a fake OpenAI upstream and the proxy in front of it, offline, and print how to call it')
     .option('--port <port>', 'port for the proxy', '8787')
     .action(async (options: { port: string }, command: Command) => {
+      applyServingHeapFlags();
       const dbPath = command.optsWithGlobals<GlobalOptions>().db ?? './data/demo.db';
       const demoKey = issueDemoKey(dbPath);
       // A fresh admin token per run, so the dashboard can be tried too; it exists only in this terminal.
