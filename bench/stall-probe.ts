@@ -11,12 +11,18 @@
  * read every tick): pinned to one core, the process's other threads (V8's
  * collector and compiler helpers, workers) take turns with the loop, and the
  * wait is their share of the stall (docs/performance.md).
+ *
+ * The event loop's thread only: loaded with `--import`, the probe is loaded
+ * into every worker thread as well, and stays inert there.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
+import { isMainThread } from 'node:worker_threads';
 
 const file = process.env.TOLLGATE_BENCH_STALL_FILE;
-if (file !== undefined && file !== '') {
+// Worker threads inherit node's --import: in Tollgate's workers (the checkpointer, the read and estimate
+// workers) the probe would tick every 2 ms on the loop's core too, and race the loop's writing of the file.
+if (file !== undefined && file !== '' && isMainThread) {
   const TICK_MS = 2;
   // `hrUs`: the stall's start on the monotonic clock in µs, the clock of a `--cpu-prof` profile's samples.
   const stalls: { at: number; ms: number; hrUs: number; runMs?: number; waitMs?: number }[] = [];
